@@ -1,0 +1,67 @@
+package gpu
+
+import "fmt"
+
+// DataType names element types for library calls (cuBLAS's cudaDataType).
+type DataType int
+
+const (
+	F32 DataType = iota
+	F64
+	F16
+	BF16
+)
+
+func (t DataType) String() string {
+	switch t {
+	case F32:
+		return "f32"
+	case F64:
+		return "f64"
+	case F16:
+		return "f16"
+	case BF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("DataType(%d)", int(t))
+}
+
+// GemmDesc is one matrix product in cuBLAS's column-major convention:
+// C = alpha·op(A)·op(B) + beta·C, with C m×n, op(A) m×k, op(B) k×n and leading dimensions.
+// A row-major product C = A·B is the column-major product Cᵀ = Bᵀ·Aᵀ: swap A and B, and m and n.
+type GemmDesc struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	A              Ptr
+	LDA            int
+	B              Ptr
+	LDB            int
+	C              Ptr
+	LDC            int
+	// Input and output element types (GemmEx only; Sgemm is all F32). Accumulation is always F32.
+	InType, OutType DataType
+}
+
+// BLAS is the vendor baseline for matrix products (cuBLAS, later hipBLAS).
+type BLAS interface {
+	// Sgemm is the FP32 product, with TF32 tensor-core math disabled (a true FP32 baseline).
+	Sgemm(s Stream, g GemmDesc) error
+	// GemmEx is the mixed-precision product: InType inputs, OutType output, FP32 accumulation.
+	GemmEx(s Stream, g GemmDesc) error
+	Close() error
+}
+
+// BLASProvider is implemented by devices that have a vendor BLAS.
+type BLASProvider interface {
+	BLAS() (BLAS, error)
+}
+
+// OpenBLAS returns the device's vendor BLAS, or an error that says why there is none.
+func OpenBLAS(d Device) (BLAS, error) {
+	p, ok := d.(BLASProvider)
+	if !ok {
+		return nil, fmt.Errorf("backend %s has no vendor BLAS", d.Info().Backend)
+	}
+	return p.BLAS()
+}

@@ -1,0 +1,170 @@
+// Package gpu is the device API that lab drivers use: backends, devices, memory, modules,
+// kernels, streams and events. Backends (CUDA, the CPU emulator, later HIP) implement the
+// interfaces here and register themselves; lab code never imports a backend directly.
+//
+// The API is deliberately small and close to the CUDA driver API, so that a student who reads a
+// lab driver recognises every call: Malloc, Memcpy, LoadModule, Launch, EventRecord.
+package gpu
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Ptr is a device address. On CUDA it is a CUdeviceptr; on the emulator a host address.
+type Ptr uint64
+
+// Dim3 is a grid or block shape.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// D1, D2 and D3 build launch shapes; unset dimensions are 1.
+func D1(x int) Dim3       { return Dim3{uint32(x), 1, 1} }
+func D2(x, y int) Dim3    { return Dim3{uint32(x), uint32(y), 1} }
+func D3(x, y, z int) Dim3 { return Dim3{uint32(x), uint32(y), uint32(z)} }
+
+// Count is the number of threads (or blocks) the shape describes.
+func (d Dim3) Count() int64 { return int64(d.X) * int64(d.Y) * int64(d.Z) }
+
+func (d Dim3) String() string { return fmt.Sprintf("(%d,%d,%d)", d.X, d.Y, d.Z) }
+
+// Backend is one way of running kernels: "cuda", "emu", later "hip".
+type Backend interface {
+	// Name is the short name used on the command line ("cuda", "emu").
+	Name() string
+	// DeviceCount says how many devices the backend sees.
+	DeviceCount() (int, error)
+	// Describe reads a device's identity and limits without creating a context,
+	// so that a parent process can plan (pick compile targets) without touching the GPU.
+	Describe(index int) (DeviceInfo, error)
+	// Open creates a context on the device. Close the device when done.
+	Open(index int) (Device, error)
+	// Toolchain says which compiler family builds kernels for this backend ("nvcc", "hipcc", "c++").
+	Toolchain() string
+}
+
+// DeviceInfo identifies a device and its main limits. It is what results files record.
+type DeviceInfo struct {
+	Backend            string `json:"backend"`
+	Index              int    `json:"index"`
+	Name               string `json:"name"`
+	Emulated           bool   `json:"emulated,omitempty"`
+	ComputeMajor       int    `json:"compute_major"`
+	ComputeMinor       int    `json:"compute_minor"`
+	SMs                int    `json:"sms"`
+	MemoryBytes        int64  `json:"memory_bytes"`
+	L2Bytes            int64  `json:"l2_bytes"`
+	WarpSize           int    `json:"warp_size"`
+	MaxThreadsPerBlock int    `json:"max_threads_per_block"`
+	MaxSharedPerBlock  int    `json:"max_shared_per_block"`       // without opt-in
+	MaxSharedOptin     int    `json:"max_shared_per_block_optin"` // with cuFuncSetAttribute
+	SMClockKHz         int    `json:"sm_clock_khz"`
+	MemClockKHz        int    `json:"mem_clock_khz"`
+	MemBusWidthBits    int    `json:"mem_bus_width_bits"`
+	DriverVersion      string `json:"driver_version,omitempty"`  // e.g. "13.0" (CUDA driver API version)
+	RuntimeVersion     string `json:"runtime_version,omitempty"` // toolkit or emulator version
+	UUID               string `json:"uuid,omitempty"`
+	PCIBusID           string `json:"pci_bus_id,omitempty"`
+}
+
+// Arch is the compute capability as nvcc spells it, e.g. "sm_90".
+func (d DeviceInfo) Arch() string { return fmt.Sprintf("sm_%d%d", d.ComputeMajor, d.ComputeMinor) }
+
+// Attribute is one named device attribute, for lab 01's full property table.
+type Attribute struct {
+	Name  string `json:"name"`  // the CUDA enum name without its prefix, e.g. "MULTIPROCESSOR_COUNT"
+	Value int64  `json:"value"` // the raw value
+	Unit  string `json:"unit,omitempty"`
+}
+
+// Device is an open device (a CUDA context, or an emulated device).
+type Device interface {
+	Info() DeviceInfo
+	// Attributes lists every attribute the backend can read, in a stable order.
+	Attributes() ([]Attribute, error)
+	MemInfo() (free, total int64, err error)
+
+	Malloc(bytes int64) (Ptr, error)
+	Free(p Ptr) error
+	// MallocHost allocates page-locked host memory (for honest host-link measurements).
+	MallocHost(bytes int64) (HostMem, error)
+
+	// Copies and sets are ordered on stream s (nil means the default stream) and may return
+	// before they finish; synchronize the stream before reading host memory.
+	CopyHtoD(dst Ptr, src unsafe.Pointer, bytes int64, s Stream) error
+	CopyDtoH(dst unsafe.Pointer, src Ptr, bytes int64, s Stream) error
+	CopyDtoD(dst, src Ptr, bytes int64, s Stream) error
+	// CopyPeer copies from this device's memory to dst on another device.
+	CopyPeer(dst Ptr, dstDev Device, src Ptr, bytes int64, s Stream) error
+	MemsetD8(dst Ptr, value uint8, count int64, s Stream) error
+	MemsetD32(dst Ptr, value uint32, count int64, s Stream) error
+
+	// LoadModule loads a compiled kernel image (cubin, fatbin, or the emulator's shared object).
+	LoadModule(path string) (Module, error)
+
+	NewStream() (Stream, error)
+	NewEvent() (Event, error)
+	// Synchronize waits for all work on the device and returns the first asynchronous error.
+	Synchronize() error
+
+	CanAccessPeer(peer Device) (bool, error)
+	EnablePeerAccess(peer Device) error
+
+	Close() error
+}
+
+// HostMem is page-locked host memory.
+type HostMem interface {
+	Pointer() unsafe.Pointer
+	Bytes() int64
+	Free() error
+}
+
+// Module is a loaded kernel image.
+type Module interface {
+	Kernel(name string) (Kernel, error)
+	Close() error
+}
+
+// Param describes one kernel parameter as the backend knows it.
+type Param struct {
+	Index  int    `json:"index"`
+	Offset int    `json:"offset"`
+	Size   int    `json:"size"`
+	Type   string `json:"type,omitempty"` // C type when the backend knows it (the emulator does), else ""
+}
+
+// KernelAttrs are the compiled kernel's resource figures (registers, shared memory, spills).
+type KernelAttrs struct {
+	NumRegs            int `json:"num_regs"`
+	StaticSharedBytes  int `json:"static_shared_bytes"`
+	LocalBytes         int `json:"local_bytes"`
+	MaxThreadsPerBlock int `json:"max_threads_per_block"`
+	MaxDynamicShared   int `json:"max_dynamic_shared"`
+}
+
+// Kernel is an entry point of a module. Launch it with gpu.Launch, which checks arguments.
+type Kernel interface {
+	Name() string
+	Params() ([]Param, error)
+	Attrs() (KernelAttrs, error)
+	// SetMaxDynamicShared raises the kernel's dynamic shared-memory limit (needed above 48 KiB).
+	SetMaxDynamicShared(bytes int) error
+	// LaunchPacked launches with arguments already packed and checked by gpu.Launch:
+	// args[i] holds exactly Params()[i].Size bytes.
+	LaunchPacked(cfg LaunchConfig, args [][]byte) error
+}
+
+// Stream is an ordered queue of device work.
+type Stream interface {
+	Synchronize() error
+	Close() error
+}
+
+// Event marks a point in a stream; two events give an elapsed device time.
+type Event interface {
+	Record(s Stream) error
+	Synchronize() error
+	// ElapsedMs returns the milliseconds from start to this event (both recorded and complete).
+	ElapsedMs(start Event) (float64, error)
+	Close() error
+}

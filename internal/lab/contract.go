@@ -1,0 +1,157 @@
+package lab
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+)
+
+// Driver is the Go side of a lab: everything that differs between labs, and nothing else.
+// Like a collective in nccl-tests, it supplies the problem on the device, the reference, one call
+// per variant, and the work counts; the engine builds, checks, times, records and prints.
+type Driver interface {
+	// Prepare allocates the problem p of suite s on env's device, fills the inputs with fresh
+	// random data from env.RNG (never zeros), and prepares what Check compares against.
+	// The engine calls it once for every variant × problem, so every check sees new inputs.
+	Prepare(env *Env, s *Suite, p Problem) (Case, error)
+}
+
+// Case is one prepared problem.
+type Case interface {
+	// Poison fills the outputs with a value no correct kernel writes (NaN for floats).
+	Poison() error
+	// Run launches variant v once on env.Stream. It should not synchronize: the engine times it
+	// with events around the call.
+	Run(v *Variant) error
+	// Check compares the outputs of the last Run (already complete) with the reference.
+	Check(v *Variant) (check.Report, error)
+	// Work is what one Run does, for the derived rates.
+	Work() Work
+	// Release frees the device memory of the case.
+	Release() error
+}
+
+// Work counts what one Run does.
+type Work struct {
+	FLOPs float64 // floating-point operations (an FMA is 2)
+	Bytes float64 // the fewest bytes that must cross the memory interface (read + written)
+	// Ops is how many operations one Run times (lab 01 times 1000 empty launches in one Run
+	// and reports the time of one). Zero means 1.
+	Ops int
+}
+
+// Describer is implemented by drivers that record information about the device beyond the
+// timed variants (lab 01's property tables). It runs once per run, in the worker.
+type Describer interface {
+	Describe(env *Env) (map[string]any, error)
+}
+
+// Summarizer is implemented by drivers that derive figures from the finished entries (lab 01
+// derives the device's measured ceilings). It runs in the parent after all jobs.
+type Summarizer interface {
+	Summarize(info gpu.DeviceInfo, entries []EntryView) (map[string]any, error)
+}
+
+// EntryView is the part of a result that a Summarizer reads.
+type EntryView struct {
+	Suite, Variant, Problem string
+	Params                  map[string]int64
+	OK                      bool
+	MedianMs                float64
+	TFLOPs, GBps            float64 // derived rates of the median time (0 when not applicable)
+	PerOpUs                 float64 // median time of one op in microseconds
+}
+
+// Env is what a driver gets from the engine: the device, a stream, the loaded kernels, a seeded
+// random source, and the vendor libraries on demand.
+type Env struct {
+	Device  gpu.Device
+	Stream  gpu.Stream
+	RNG     *rand.Rand
+	Seed    uint64
+	Quick   bool
+	Backend string
+
+	kernels map[string]gpu.Kernel // by variant name
+	logf    func(format string, args ...any)
+
+	blasOnce sync.Once
+	blas     gpu.BLAS
+	blasErr  error
+}
+
+// NewEnv is used by the engine (and by tests of drivers) to build an Env.
+func NewEnv(dev gpu.Device, stream gpu.Stream, seed uint64, kernels map[string]gpu.Kernel, logf func(string, ...any)) *Env {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Env{
+		Device:  dev,
+		Stream:  stream,
+		RNG:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		Seed:    seed,
+		Backend: dev.Info().Backend,
+		kernels: kernels,
+		logf:    logf,
+	}
+}
+
+// Kernel returns the compiled kernel of variant v.
+func (e *Env) Kernel(v *Variant) (gpu.Kernel, error) {
+	k, ok := e.kernels[v.Name]
+	if !ok {
+		return nil, fmt.Errorf("variant %s has no loaded kernel (is file/entry set in lab.yaml?)", v.Name)
+	}
+	return k, nil
+}
+
+// KernelByEntry returns any loaded kernel by its entry name (helper kernels such as a fill).
+func (e *Env) KernelByEntry(entry string) (gpu.Kernel, error) {
+	for _, k := range e.kernels {
+		if k.Name() == entry {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("no loaded kernel has entry %q", entry)
+}
+
+// BLAS opens the vendor BLAS once per worker.
+func (e *Env) BLAS() (gpu.BLAS, error) {
+	e.blasOnce.Do(func() { e.blas, e.blasErr = gpu.OpenBLAS(e.Device) })
+	return e.blas, e.blasErr
+}
+
+// Logf prints a progress line through the engine.
+func (e *Env) Logf(format string, args ...any) { e.logf(format, args...) }
+
+// Close releases what the Env opened.
+func (e *Env) Close() error {
+	if e.blas != nil {
+		return e.blas.Close()
+	}
+	return nil
+}
+
+var (
+	driversMu sync.Mutex
+	drivers   = map[string]Driver{}
+)
+
+// RegisterDriver makes a lab's driver known by the lab's directory name ("01_device_props").
+// Each lab package calls it from init; cmd/labrun imports every lab.
+func RegisterDriver(labDir string, d Driver) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	drivers[labDir] = d
+}
+
+// DriverFor returns the registered driver of a lab directory.
+func DriverFor(labDir string) (Driver, bool) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	d, ok := drivers[labDir]
+	return d, ok
+}

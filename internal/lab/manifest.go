@@ -1,0 +1,354 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Text is a string in both course languages.
+type Text struct {
+	EN string `yaml:"en" json:"en"`
+	ZH string `yaml:"zh" json:"zh"`
+}
+
+// Manifest is a lab's lab.yaml: what the lab is, its suites of variants and problems.
+type Manifest struct {
+	ID      string        `yaml:"id"`      // "01"
+	Title   Text          `yaml:"title"`   // chapter title
+	Summary Text          `yaml:"summary"` // one paragraph for the course index
+	Timeout time.Duration `yaml:"timeout"` // per variant × problem job; default 60s
+	Suites  []*Suite      `yaml:"suites"`
+
+	Dir  string `yaml:"-"` // absolute path of the lab directory
+	Name string `yaml:"-"` // directory name, e.g. "01_device_props"
+	path string
+}
+
+// Suite is a family of variants that solve the same problems and are compared with one baseline.
+type Suite struct {
+	Name      string     `yaml:"name"`
+	Title     Text       `yaml:"title"`
+	Metric    string     `yaml:"metric"`    // the headline rate: "tflops", "gbps" or "us" (time per op)
+	Baseline  string     `yaml:"baseline"`  // variant that the others are compared with
+	Tolerance float64    `yaml:"tolerance"` // relative error allowed (‖out−ref‖/‖ref‖)
+	FlushL2   bool       `yaml:"flush_l2"`  // flush L2 before each timed repetition
+	Variants  []*Variant `yaml:"variants"`
+	Problems  ProblemSet `yaml:"problems"`
+
+	line int
+}
+
+// Variant is one way of solving a suite's problems: a kernel, or a library call.
+type Variant struct {
+	Name    string           `yaml:"name"`
+	Title   Text             `yaml:"title"`
+	File    string           `yaml:"file"`    // kernel file, relative to the lab directory
+	Entry   string           `yaml:"entry"`   // extern "C" kernel name in File
+	Library string           `yaml:"library"` // a vendor call instead of a kernel ("cublas_sgemm")
+	Needs   []string         `yaml:"needs"`   // requirements: "sm_90a", "sm_80", "cublas", "gpu"
+	EmuSkip string           `yaml:"emu_skip"` // why the emulator cannot run it (e.g. inline PTX)
+	Params  map[string]int64 `yaml:"params"`   // launch parameters the driver reads (block size...)
+	Flags   []string         `yaml:"flags"`    // extra compiler flags for File
+
+	Suite *Suite `yaml:"-"`
+	line  int
+}
+
+// ProblemSet holds the problems of a suite for each use.
+type ProblemSet struct {
+	GPU   []Problem `yaml:"gpu"`   // the full set for a real GPU
+	Emu   []Problem `yaml:"emu"`   // small sizes for the CPU emulator
+	Grade []Problem `yaml:"grade"` // grading set, with edge cases
+}
+
+// Problem is one problem instance: a name and integer parameters (sizes, counts).
+type Problem struct {
+	Name   string
+	Params map[string]int64
+	Quick  bool // part of the --quick subset
+}
+
+// Int returns a parameter, or def when the problem does not set it.
+func (p Problem) Int(key string, def int64) int64 {
+	if v, ok := p.Params[key]; ok {
+		return v
+	}
+	return def
+}
+
+// UnmarshalYAML reads `{name: "1 MiB", bytes: 1MiB, quick: true}`: every key but name and quick
+// is an integer parameter, with optional KiB/MiB/GiB suffixes.
+func (p *Problem) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a problem is a mapping like {name: small, m: 128}", n.Line)
+	}
+	p.Params = map[string]int64{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "name":
+			p.Name = v.Value
+		case "quick":
+			b, err := strconv.ParseBool(v.Value)
+			if err != nil {
+				return fmt.Errorf("line %d: quick must be true or false, not %q", v.Line, v.Value)
+			}
+			p.Quick = b
+		default:
+			x, err := ParseSize(v.Value)
+			if err != nil {
+				return fmt.Errorf("line %d: problem parameter %s: %v", v.Line, k.Value, err)
+			}
+			p.Params[k.Value] = x
+		}
+	}
+	if p.Name == "" {
+		p.Name = p.defaultName()
+	}
+	return nil
+}
+
+func (p Problem) defaultName() string {
+	keys := make([]string, 0, len(p.Params))
+	for k := range p.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, p.Params[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+var sizeRE = regexp.MustCompile(`^\s*(-?\d+)\s*(KiB|MiB|GiB|TiB|Ki|Mi|Gi|K|M|G)?\s*$`)
+
+// ParseSize reads an integer with an optional binary (KiB, MiB, GiB) or decimal (K, M, G) suffix.
+func ParseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not an integer (suffixes KiB, MiB, GiB, K, M, G are accepted)", s)
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %v", s, err)
+	}
+	mult := map[string]int64{"": 1, "K": 1e3, "M": 1e6, "G": 1e9,
+		"Ki": 1 << 10, "KiB": 1 << 10, "Mi": 1 << 20, "MiB": 1 << 20, "Gi": 1 << 30, "GiB": 1 << 30, "TiB": 1 << 40}[m[2]]
+	return v * mult, nil
+}
+
+// Problems returns the problem set for a use: "gpu", "emu" or "grade".
+func (s *Suite) ProblemsFor(set string) ([]Problem, error) {
+	switch set {
+	case "gpu":
+		return s.Problems.GPU, nil
+	case "emu":
+		return s.Problems.Emu, nil
+	case "grade":
+		return s.Problems.Grade, nil
+	}
+	return nil, fmt.Errorf("unknown problem set %q (gpu, emu or grade)", set)
+}
+
+// Variant finds a variant by name.
+func (s *Suite) Variant(name string) *Variant {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// IsKernel reports whether the variant is a kernel of the lab (not a library call).
+func (v *Variant) IsKernel() bool { return v.File != "" }
+
+// ManifestError is a problem in a lab.yaml, located by file and line.
+type ManifestError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ManifestError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): `)
+
+// LoadManifest reads and validates dir/lab.yaml.
+func LoadManifest(dir string) (*Manifest, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(abs, "lab.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading lab manifest: %w", err)
+	}
+	return ParseManifest(path, data)
+}
+
+// ParseManifest parses and validates a manifest; errors carry file:line.
+func ParseManifest(path string, data []byte) (*Manifest, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(path, err)
+	}
+	m := &Manifest{path: path, Dir: filepath.Dir(path), Name: filepath.Base(filepath.Dir(path))}
+	dec := struct {
+		*Manifest `yaml:",inline"`
+	}{m}
+	if err := root.Decode(&dec); err != nil {
+		return nil, yamlError(path, err)
+	}
+	if err := m.attachLines(&root); err != nil {
+		return nil, err
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func yamlError(path string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	if mm := yamlLineRE.FindStringSubmatch(msg); mm != nil {
+		line, _ := strconv.Atoi(mm[1])
+		msg = strings.TrimSpace(yamlLineRE.ReplaceAllString(msg, ""))
+		return &ManifestError{File: path, Line: line, Msg: msg}
+	}
+	return &ManifestError{File: path, Msg: strings.TrimSpace(msg)}
+}
+
+// attachLines records the line of each suite and variant, for validation messages.
+func (m *Manifest) attachLines(root *yaml.Node) error {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	suites := mapValue(doc, "suites")
+	if suites == nil {
+		return nil
+	}
+	for i, sn := range suites.Content {
+		if i >= len(m.Suites) {
+			break
+		}
+		m.Suites[i].line = sn.Line
+		if vs := mapValue(sn, "variants"); vs != nil {
+			for j, vn := range vs.Content {
+				if j < len(m.Suites[i].Variants) {
+					m.Suites[i].Variants[j].line = vn.Line
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+var knownMetrics = map[string]bool{"tflops": true, "gbps": true, "us": true}
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*$`)
+
+func (m *Manifest) errAt(line int, format string, args ...any) error {
+	return &ManifestError{File: m.path, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (m *Manifest) validate() error {
+	var errs []error
+	if m.ID == "" {
+		errs = append(errs, m.errAt(1, "missing id (the lab number, e.g. \"01\")"))
+	}
+	if m.Title.EN == "" || m.Title.ZH == "" {
+		errs = append(errs, m.errAt(1, "title needs both en and zh"))
+	}
+	if m.Timeout == 0 {
+		m.Timeout = 60 * time.Second
+	}
+	if len(m.Suites) == 0 {
+		errs = append(errs, m.errAt(1, "no suites: a lab needs at least one suite of variants"))
+	}
+	seenSuite := map[string]bool{}
+	for _, s := range m.Suites {
+		if !nameRE.MatchString(s.Name) {
+			errs = append(errs, m.errAt(s.line, "suite name %q must be lower-case letters, digits and _", s.Name))
+		}
+		if seenSuite[s.Name] {
+			errs = append(errs, m.errAt(s.line, "suite %q defined twice", s.Name))
+		}
+		seenSuite[s.Name] = true
+		if !knownMetrics[s.Metric] {
+			errs = append(errs, m.errAt(s.line, "suite %s: metric %q must be one of tflops, gbps, us", s.Name, s.Metric))
+		}
+		if s.Tolerance < 0 {
+			errs = append(errs, m.errAt(s.line, "suite %s: negative tolerance", s.Name))
+		}
+		if len(s.Problems.GPU) == 0 {
+			errs = append(errs, m.errAt(s.line, "suite %s: problems.gpu is empty", s.Name))
+		}
+		seenVar := map[string]bool{}
+		for _, v := range s.Variants {
+			v.Suite = s
+			switch {
+			case !nameRE.MatchString(v.Name):
+				errs = append(errs, m.errAt(v.line, "variant name %q must be lower-case letters, digits and _", v.Name))
+			case seenVar[v.Name]:
+				errs = append(errs, m.errAt(v.line, "variant %q defined twice in suite %s", v.Name, s.Name))
+			case v.File == "" && v.Library == "":
+				errs = append(errs, m.errAt(v.line, "variant %s: set file and entry (a kernel) or library (a vendor call)", v.Name))
+			case v.File != "" && v.Entry == "":
+				errs = append(errs, m.errAt(v.line, "variant %s: file %s needs an entry (the extern \"C\" kernel name)", v.Name, v.File))
+			case v.File != "":
+				if _, err := os.Stat(filepath.Join(m.Dir, v.File)); err != nil {
+					errs = append(errs, m.errAt(v.line, "variant %s: kernel file %s not found in %s", v.Name, v.File, m.Dir))
+				}
+			}
+			seenVar[v.Name] = true
+		}
+		if s.Baseline != "" && s.Variant(s.Baseline) == nil {
+			errs = append(errs, m.errAt(s.line, "suite %s: baseline %q is not one of its variants", s.Name, s.Baseline))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Suite finds a suite by name.
+func (m *Manifest) Suite(name string) *Suite {
+	for _, s := range m.Suites {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Path is the manifest's file path.
+func (m *Manifest) Path() string { return m.path }

@@ -1,0 +1,35 @@
+// kl.cuh — the portability header. Every kernel file of the course includes it first:
+//
+//     #include "kl.cuh"
+//
+// With nvcc it brings in CUDA's device headers; with hipcc (later) HIP's; with a host C++
+// compiler it brings in the CPU emulator, so the same file runs on every backend. Kernel files
+// hold device code only: extern "C" __global__ entries, device functions, no host main.
+#pragma once
+
+#if defined(__CUDACC__)
+#define KL_BACKEND_CUDA 1
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+#include <stdint.h>
+#elif defined(__HIPCC__)
+#define KL_BACKEND_HIP 1
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_bf16.h>
+#else
+#define KL_BACKEND_EMU 1
+#include "kl_emu.h" // the CPU emulator's CUDA surface (see emu/)
+#endif
+
+// KL_WARP_SIZE is the number of lanes a warp-wide operation spans: 32 on NVIDIA and on the
+// emulator, 64 on most AMD GPUs. Use it instead of a literal 32 where it matters.
+#if defined(KL_BACKEND_HIP)
+#define KL_WARP_SIZE warpSize
+#else
+#define KL_WARP_SIZE 32
+#endif
+
+// KL_FULL_MASK is the participation mask of a whole warp for __shfl_*_sync and friends.
+#define KL_FULL_MASK 0xffffffffu
