@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 
@@ -97,6 +98,15 @@ func NewEnv(dev gpu.Device, stream gpu.Stream, seed uint64, kernels map[string]g
 		kernels: kernels,
 		logf:    logf,
 	}
+}
+
+// reseed gives each job its own random stream derived from the run's seed and the job's name,
+// so that a job's inputs are the same whichever worker runs it and in whatever order.
+func (e *Env) reseed(seed uint64, j Job) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%s/%s", seed, j.Suite, j.Variant, j.Problem)
+	s := h.Sum64()
+	e.RNG = rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 }
 
 // Kernel returns the compiled kernel of variant v.

@@ -27,6 +27,9 @@ type Manifest struct {
 	Summary Text          `yaml:"summary"` // one paragraph for the course index
 	Timeout time.Duration `yaml:"timeout"` // per variant × problem job; default 60s
 	Suites  []*Suite      `yaml:"suites"`
+	// Helpers are kernels that variants use but that are not variants themselves (a device-side
+	// random fill, say). Drivers find them with Env.KernelByEntry.
+	Helpers []HelperKernel `yaml:"helpers"`
 
 	Dir  string `yaml:"-"` // absolute path of the lab directory
 	Name string `yaml:"-"` // directory name, e.g. "01_device_props"
@@ -61,6 +64,13 @@ type Variant struct {
 
 	Suite *Suite `yaml:"-"`
 	line  int
+}
+
+// HelperKernel is a kernel file and entry that the engine builds and loads for the driver.
+type HelperKernel struct {
+	File    string `yaml:"file"`
+	Entry   string `yaml:"entry"`
+	EmuSkip string `yaml:"emu_skip"`
 }
 
 // ProblemSet holds the problems of a suite for each use.
@@ -335,6 +345,13 @@ func (m *Manifest) validate() error {
 		}
 		if s.Baseline != "" && s.Variant(s.Baseline) == nil {
 			errs = append(errs, m.errAt(s.line, "suite %s: baseline %q is not one of its variants", s.Name, s.Baseline))
+		}
+	}
+	for _, h := range m.Helpers {
+		if h.File == "" || h.Entry == "" {
+			errs = append(errs, m.errAt(1, "helpers: each helper needs file and entry"))
+		} else if _, err := os.Stat(filepath.Join(m.Dir, h.File)); err != nil {
+			errs = append(errs, m.errAt(1, "helper kernel file %s not found in %s", h.File, m.Dir))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,467 @@
+//go:build cgo && linux
+
+// shim.c: loads libcuda and libcublas with dlopen and wraps the calls this package makes.
+//
+// Why wrappers in C rather than calling the function pointers from Go: a CUDA context is current
+// per OS thread, and a goroutine can move to another thread between two cgo calls. Each wrapper
+// below sets the context and makes the API call inside one C call, on one thread.
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+// ---- enum values used here (from cuda.h and cublas_api.h) ----
+#define CU_STREAM_DEFAULT 0x0       // CUstream_flags: a blocking stream, ordered with the NULL stream
+#define CU_EVENT_DEFAULT 0x0        // CUevent_flags: timing enabled
+#define CUBLAS_POINTER_MODE_HOST 0  // cublasPointerMode_t: alpha and beta are host values
+#define CUBLAS_DEFAULT_MATH 0       // cublasMath_t; see kl_cublas_create
+#define CUBLAS_COMPUTE_32F 68       // cublasComputeType_t: FP32 accumulation
+#define CUBLAS_GEMM_DEFAULT (-1)    // cublasGemmAlgo_t: let cuBLAS pick
+
+// ---- the driver's function table ----
+static struct {
+    void *lib;
+    CUresult (*cuInit)(unsigned int);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetUuid)(CUuuid *, CUdevice); // cuDeviceGetUuid_v2, else cuDeviceGetUuid
+    CUresult (*cuDeviceGetPCIBusId)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
+    CUresult (*cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
+    CUresult (*cuGetErrorName)(CUresult, const char **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned int);
+    CUresult (*cuMemGetInfo_v2)(size_t *, size_t *);
+    CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree_v2)(CUdeviceptr);
+    CUresult (*cuMemAllocHost_v2)(void **, size_t);
+    CUresult (*cuMemFreeHost)(void *);
+    CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemcpyDtoHAsync_v2)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*cuModuleLoad)(CUmodule *, const char *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *); // CUDA 12.4+
+    CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned int);
+    CUresult (*cuStreamDestroy_v2)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuEventCreate)(CUevent *, unsigned int);
+    CUresult (*cuEventDestroy_v2)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent); // _v2 on CUDA 13, else the plain one
+} cu;
+
+static char *dup_err(const char *prefix, const char *detail) {
+    size_t n = strlen(prefix) + (detail ? strlen(detail) : 0) + 1;
+    char *s = malloc(n);
+    if (s) {
+        strcpy(s, prefix);
+        if (detail) strcat(s, detail);
+    }
+    return s;
+}
+
+void kl_free_err(char *err) { free(err); }
+
+// sym resolves the first of up to two names the library exports.
+static void *sym(void *lib, const char *name, const char *fallback) {
+    void *p = dlsym(lib, name);
+    if (!p && fallback) p = dlsym(lib, fallback);
+    return p;
+}
+
+// open_once opens path for a table whose handle is *loaded: -1 when the file cannot be opened,
+// 1 when the table is already loaded from the same library, -2 when from another one, and 0 with
+// *lib set when the table still needs loading.
+static int open_once(const char *path, void *loaded, void **lib, char **err) {
+    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!*lib) {
+        *err = dup_err("", dlerror());
+        return -1;
+    }
+    if (!loaded) return 0;
+    int same = *lib == loaded;
+    dlclose(*lib); // drop the reference this call took
+    if (same) return 1;
+    *err = dup_err("another copy of the library is already loaded in this process", NULL);
+    return -2;
+}
+
+int kl_cuda_load(const char *path, char **err) {
+    void *lib;
+    int r = open_once(path, cu.lib, &lib, err);
+    if (r != 0) return r > 0 ? 0 : r;
+    // Required symbols: every driver since CUDA 11 exports them.
+#define REQ(field, name, fallback)                                   \
+    do {                                                             \
+        *(void **)(&cu.field) = sym(lib, name, fallback);            \
+        if (!cu.field) {                                             \
+            *err = dup_err("the driver library lacks ", name);       \
+            memset(&cu, 0, sizeof cu);                               \
+            dlclose(lib);                                            \
+            return -1;                                               \
+        }                                                            \
+    } while (0)
+    REQ(cuInit, "cuInit", NULL);
+    REQ(cuDriverGetVersion, "cuDriverGetVersion", NULL);
+    REQ(cuDeviceGetCount, "cuDeviceGetCount", NULL);
+    REQ(cuDeviceGet, "cuDeviceGet", NULL);
+    REQ(cuDeviceGetName, "cuDeviceGetName", NULL);
+    REQ(cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid");
+    REQ(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", NULL);
+    REQ(cuDeviceGetAttribute, "cuDeviceGetAttribute", NULL);
+    REQ(cuDeviceTotalMem_v2, "cuDeviceTotalMem_v2", NULL);
+    REQ(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", NULL);
+    REQ(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL);
+    REQ(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
+    REQ(cuGetErrorName, "cuGetErrorName", NULL);
+    REQ(cuGetErrorString, "cuGetErrorString", NULL);
+    REQ(cuCtxSetCurrent, "cuCtxSetCurrent", NULL);
+    REQ(cuCtxSynchronize, "cuCtxSynchronize", NULL);
+    REQ(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", NULL);
+    REQ(cuMemGetInfo_v2, "cuMemGetInfo_v2", NULL);
+    REQ(cuMemAlloc_v2, "cuMemAlloc_v2", NULL);
+    REQ(cuMemFree_v2, "cuMemFree_v2", NULL);
+    REQ(cuMemAllocHost_v2, "cuMemAllocHost_v2", NULL);
+    REQ(cuMemFreeHost, "cuMemFreeHost", NULL);
+    REQ(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2", NULL);
+    REQ(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2", NULL);
+    REQ(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2", NULL);
+    REQ(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2", NULL);
+    REQ(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync_v2", NULL);
+    REQ(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", NULL);
+    REQ(cuMemsetD8Async, "cuMemsetD8Async", NULL);
+    REQ(cuMemsetD32Async, "cuMemsetD32Async", NULL);
+    REQ(cuModuleLoad, "cuModuleLoad", NULL);
+    REQ(cuModuleUnload, "cuModuleUnload", NULL);
+    REQ(cuModuleGetFunction, "cuModuleGetFunction", NULL);
+    REQ(cuFuncGetAttribute, "cuFuncGetAttribute", NULL);
+    REQ(cuFuncSetAttribute, "cuFuncSetAttribute", NULL);
+    REQ(cuLaunchKernel, "cuLaunchKernel", NULL);
+    REQ(cuStreamCreate, "cuStreamCreate", NULL);
+    REQ(cuStreamDestroy_v2, "cuStreamDestroy_v2", NULL);
+    REQ(cuStreamSynchronize, "cuStreamSynchronize", NULL);
+    REQ(cuEventCreate, "cuEventCreate", NULL);
+    REQ(cuEventDestroy_v2, "cuEventDestroy_v2", NULL);
+    REQ(cuEventRecord, "cuEventRecord", NULL);
+    REQ(cuEventSynchronize, "cuEventSynchronize", NULL);
+    // CUDA 13's cuda.h maps cuEventElapsedTime to cuEventElapsedTime_v2 (same signature).
+    REQ(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+#undef REQ
+    // Optional: drivers older than CUDA 12.4 lack it, and Kernel.Params says so.
+    *(void **)(&cu.cuFuncGetParamInfo) = dlsym(lib, "cuFuncGetParamInfo");
+    cu.lib = lib;
+    return 0;
+}
+
+int kl_has_func_param_info(void) { return cu.cuFuncGetParamInfo != NULL; }
+
+// ---- context-free calls ----
+CUresult kl_init(void) { return cu.cuInit(0); }
+CUresult kl_driver_version(int *v) { return cu.cuDriverGetVersion(v); }
+CUresult kl_device_count(int *n) { return cu.cuDeviceGetCount(n); }
+CUresult kl_device_get(CUdevice *d, int ordinal) { return cu.cuDeviceGet(d, ordinal); }
+CUresult kl_device_name(char *name, int len, CUdevice d) { return cu.cuDeviceGetName(name, len, d); }
+CUresult kl_device_uuid(CUuuid *uuid, CUdevice d) { return cu.cuDeviceGetUuid(uuid, d); }
+CUresult kl_device_pci_bus_id(char *id, int len, CUdevice d) { return cu.cuDeviceGetPCIBusId(id, len, d); }
+CUresult kl_device_attribute(int *v, int attr, CUdevice d) { return cu.cuDeviceGetAttribute(v, attr, d); }
+CUresult kl_device_total_mem(size_t *bytes, CUdevice d) { return cu.cuDeviceTotalMem_v2(bytes, d); }
+CUresult kl_device_can_access_peer(int *can, CUdevice d, CUdevice peer) {
+    return cu.cuDeviceCanAccessPeer(can, d, peer);
+}
+CUresult kl_primary_ctx_retain(CUcontext *ctx, CUdevice d) { return cu.cuDevicePrimaryCtxRetain(ctx, d); }
+CUresult kl_primary_ctx_release(CUdevice d) { return cu.cuDevicePrimaryCtxRelease_v2(d); }
+
+const char *kl_error_name(CUresult r) {
+    const char *s = NULL;
+    if (!cu.cuGetErrorName || cu.cuGetErrorName(r, &s) != 0) return NULL;
+    return s;
+}
+
+const char *kl_error_string(CUresult r) {
+    const char *s = NULL;
+    if (!cu.cuGetErrorString || cu.cuGetErrorString(r, &s) != 0) return NULL;
+    return s;
+}
+
+// ---- calls made with a context current ----
+// SET_CTX makes ctx current on this thread. A failure to do so is returned as the wrapped call's
+// failure: it can only be a context that is already broken.
+#define SET_CTX(ctx)                                  \
+    do {                                              \
+        CUresult r_ = cu.cuCtxSetCurrent(ctx);        \
+        if (r_ != 0) return r_;                       \
+    } while (0)
+
+CUresult kl_ctx_synchronize(CUcontext ctx) {
+    SET_CTX(ctx);
+    return cu.cuCtxSynchronize();
+}
+
+CUresult kl_ctx_enable_peer_access(CUcontext ctx, CUcontext peer) {
+    SET_CTX(ctx);
+    return cu.cuCtxEnablePeerAccess(peer, 0);
+}
+
+CUresult kl_mem_get_info(CUcontext ctx, size_t *free_bytes, size_t *total) {
+    SET_CTX(ctx);
+    return cu.cuMemGetInfo_v2(free_bytes, total);
+}
+
+CUresult kl_mem_alloc(CUcontext ctx, CUdeviceptr *p, size_t bytes) {
+    SET_CTX(ctx);
+    return cu.cuMemAlloc_v2(p, bytes);
+}
+
+CUresult kl_mem_free(CUcontext ctx, CUdeviceptr p) {
+    SET_CTX(ctx);
+    return cu.cuMemFree_v2(p);
+}
+
+CUresult kl_mem_alloc_host(CUcontext ctx, void **p, size_t bytes) {
+    SET_CTX(ctx);
+    return cu.cuMemAllocHost_v2(p, bytes);
+}
+
+CUresult kl_mem_free_host(CUcontext ctx, void *p) {
+    SET_CTX(ctx);
+    return cu.cuMemFreeHost(p);
+}
+
+CUresult kl_memcpy_htod(CUcontext ctx, CUdeviceptr dst, const void *src, size_t bytes, CUstream s, int async) {
+    SET_CTX(ctx);
+    return async ? cu.cuMemcpyHtoDAsync_v2(dst, src, bytes, s) : cu.cuMemcpyHtoD_v2(dst, src, bytes);
+}
+
+CUresult kl_memcpy_dtoh(CUcontext ctx, void *dst, CUdeviceptr src, size_t bytes, CUstream s, int async) {
+    SET_CTX(ctx);
+    return async ? cu.cuMemcpyDtoHAsync_v2(dst, src, bytes, s) : cu.cuMemcpyDtoH_v2(dst, src, bytes);
+}
+
+CUresult kl_memcpy_dtod(CUcontext ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuMemcpyDtoDAsync_v2(dst, src, bytes, s);
+}
+
+CUresult kl_memcpy_peer(CUcontext ctx, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                        CUcontext src_ctx, size_t bytes, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, s);
+}
+
+CUresult kl_memset_d8(CUcontext ctx, CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuMemsetD8Async(dst, v, n, s);
+}
+
+CUresult kl_memset_d32(CUcontext ctx, CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuMemsetD32Async(dst, v, n, s);
+}
+
+CUresult kl_module_load(CUcontext ctx, CUmodule *m, const char *path) {
+    SET_CTX(ctx);
+    return cu.cuModuleLoad(m, path);
+}
+
+CUresult kl_module_unload(CUcontext ctx, CUmodule m) {
+    SET_CTX(ctx);
+    return cu.cuModuleUnload(m);
+}
+
+CUresult kl_module_get_function(CUcontext ctx, CUfunction *f, CUmodule m, const char *name) {
+    SET_CTX(ctx);
+    return cu.cuModuleGetFunction(f, m, name);
+}
+
+CUresult kl_func_param_info(CUcontext ctx, CUfunction f, size_t index, size_t *offset, size_t *size) {
+    if (!cu.cuFuncGetParamInfo) return KL_MISSING_SYMBOL;
+    SET_CTX(ctx);
+    return cu.cuFuncGetParamInfo(f, index, offset, size);
+}
+
+CUresult kl_func_get_attribute(CUcontext ctx, int *v, int attr, CUfunction f) {
+    SET_CTX(ctx);
+    return cu.cuFuncGetAttribute(v, attr, f);
+}
+
+CUresult kl_func_set_attribute(CUcontext ctx, CUfunction f, int attr, int v) {
+    SET_CTX(ctx);
+    return cu.cuFuncSetAttribute(f, attr, v);
+}
+
+CUresult kl_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                   unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s, void **params) {
+    SET_CTX(ctx);
+    return cu.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, NULL);
+}
+
+CUresult kl_stream_create(CUcontext ctx, CUstream *s) {
+    SET_CTX(ctx);
+    return cu.cuStreamCreate(s, CU_STREAM_DEFAULT);
+}
+
+CUresult kl_stream_destroy(CUcontext ctx, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuStreamDestroy_v2(s);
+}
+
+CUresult kl_stream_synchronize(CUcontext ctx, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuStreamSynchronize(s);
+}
+
+CUresult kl_event_create(CUcontext ctx, CUevent *e) {
+    SET_CTX(ctx);
+    return cu.cuEventCreate(e, CU_EVENT_DEFAULT);
+}
+
+CUresult kl_event_destroy(CUcontext ctx, CUevent e) {
+    SET_CTX(ctx);
+    return cu.cuEventDestroy_v2(e);
+}
+
+CUresult kl_event_record(CUcontext ctx, CUevent e, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuEventRecord(e, s);
+}
+
+CUresult kl_event_synchronize(CUcontext ctx, CUevent e) {
+    SET_CTX(ctx);
+    return cu.cuEventSynchronize(e);
+}
+
+CUresult kl_event_elapsed(CUcontext ctx, float *ms, CUevent start, CUevent end) {
+    SET_CTX(ctx);
+    return cu.cuEventElapsedTime(ms, start, end);
+}
+
+// ---- cuBLAS ----
+static struct {
+    void *lib;
+    cublasStatus_t (*create)(cublasHandle_t *);                // cublasCreate_v2
+    cublasStatus_t (*destroy)(cublasHandle_t);                 // cublasDestroy_v2
+    cublasStatus_t (*set_stream)(cublasHandle_t, CUstream);    // cublasSetStream_v2 (cudaStream_t)
+    cublasStatus_t (*set_math_mode)(cublasHandle_t, int);      // cublasSetMathMode
+    cublasStatus_t (*set_pointer_mode)(cublasHandle_t, int);   // cublasSetPointerMode_v2
+    cublasStatus_t (*sgemm)(cublasHandle_t, int, int, int, int, int, const float *, const float *,
+                            int, const float *, int, const float *, float *, int); // cublasSgemm_v2
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, int, int, int, int, int, const void *, const void *,
+                              int, int, const void *, int, int, const void *, void *, int, int,
+                              int, int); // cublasGemmEx
+    const char *(*status_name)(cublasStatus_t);   // cublasGetStatusName (cuBLAS 11.4+), optional
+    const char *(*status_string)(cublasStatus_t); // cublasGetStatusString, optional
+} cb;
+
+int kl_cublas_load(const char *path, char **err) {
+    void *lib;
+    int r = open_once(path, cb.lib, &lib, err);
+    if (r != 0) return r > 0 ? 0 : r;
+#define REQ(field, name)                                          \
+    do {                                                          \
+        *(void **)(&cb.field) = dlsym(lib, name);                 \
+        if (!cb.field) {                                          \
+            *err = dup_err("the cuBLAS library lacks ", name);    \
+            memset(&cb, 0, sizeof cb);                            \
+            dlclose(lib);                                         \
+            return -1;                                            \
+        }                                                         \
+    } while (0)
+    REQ(create, "cublasCreate_v2");
+    REQ(destroy, "cublasDestroy_v2");
+    REQ(set_stream, "cublasSetStream_v2");
+    REQ(set_math_mode, "cublasSetMathMode");
+    REQ(set_pointer_mode, "cublasSetPointerMode_v2");
+    REQ(sgemm, "cublasSgemm_v2");
+    REQ(gemm_ex, "cublasGemmEx");
+#undef REQ
+    *(void **)(&cb.status_name) = dlsym(lib, "cublasGetStatusName");
+    *(void **)(&cb.status_string) = dlsym(lib, "cublasGetStatusString");
+    cb.lib = lib;
+    return 0;
+}
+
+const char *kl_cublas_status_name(cublasStatus_t s) { return cb.status_name ? cb.status_name(s) : NULL; }
+const char *kl_cublas_status_string(cublasStatus_t s) { return cb.status_string ? cb.status_string(s) : NULL; }
+
+// A cuBLAS failure to make the context current is reported with the driver's code, not a cuBLAS
+// status; the two ranges overlap, so the wrappers name cuCtxSetCurrent in *failed.
+#define CB_SET_CTX(ctx)                               \
+    do {                                              \
+        CUresult r_ = cu.cuCtxSetCurrent(ctx);        \
+        if (r_ != 0) {                                \
+            *failed = "cuCtxSetCurrent";              \
+            return r_;                                \
+        }                                             \
+    } while (0)
+
+#define CB_CALL(name, call)                           \
+    do {                                              \
+        cublasStatus_t st_ = (call);                  \
+        if (st_ != 0) {                               \
+            *failed = name;                           \
+            return st_;                               \
+        }                                             \
+    } while (0)
+
+cublasStatus_t kl_cublas_create(CUcontext ctx, cublasHandle_t *h, const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasCreate_v2", cb.create(h));
+    // CUBLAS_DEFAULT_MATH, not CUBLAS_PEDANTIC_MATH: since cuBLAS 11 the default mode never uses
+    // TF32 for FP32 routines (that needs CUBLAS_TF32_TENSOR_OP_MATH or a _FAST_TF32 compute type),
+    // so Sgemm stays a true FP32 baseline; pedantic mode would also force GemmEx's COMPUTE_32F to
+    // its _PEDANTIC form and keep bf16/fp16 products off the tensor cores, an unfair baseline.
+    CB_CALL("cublasSetMathMode", cb.set_math_mode(*h, CUBLAS_DEFAULT_MATH));
+    CB_CALL("cublasSetPointerMode_v2", cb.set_pointer_mode(*h, CUBLAS_POINTER_MODE_HOST));
+    return 0;
+}
+
+cublasStatus_t kl_cublas_destroy(CUcontext ctx, cublasHandle_t h, const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasDestroy_v2", cb.destroy(h));
+    return 0;
+}
+
+cublasStatus_t kl_cublas_sgemm(CUcontext ctx, cublasHandle_t h, CUstream s, int transa, int transb,
+                               int m, int n, int k, float alpha, CUdeviceptr a, int lda,
+                               CUdeviceptr b, int ldb, float beta, CUdeviceptr c, int ldc,
+                               const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasSetStream_v2", cb.set_stream(h, s));
+    CB_CALL("cublasSgemm_v2", cb.sgemm(h, transa, transb, m, n, k, &alpha, (const float *)a, lda,
+                                       (const float *)b, ldb, &beta, (float *)c, ldc));
+    return 0;
+}
+
+cublasStatus_t kl_cublas_gemm_ex(CUcontext ctx, cublasHandle_t h, CUstream s, int transa, int transb,
+                                 int m, int n, int k, float alpha, CUdeviceptr a, int atype, int lda,
+                                 CUdeviceptr b, int btype, int ldb, float beta, CUdeviceptr c,
+                                 int ctype, int ldc, const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasSetStream_v2", cb.set_stream(h, s));
+    // With CUBLAS_COMPUTE_32F, alpha and beta are floats.
+    CB_CALL("cublasGemmEx", cb.gemm_ex(h, transa, transb, m, n, k, &alpha, (const void *)a, atype, lda,
+                                       (const void *)b, btype, ldb, &beta, (void *)c, ctype, ldc,
+                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return 0;
+}

@@ -1,0 +1,105 @@
+// shim.h: the small part of the CUDA driver API and of cuBLAS that this package uses, declared
+// here so that the package builds without the CUDA toolkit (no cuda.h on the build machine).
+// Both libraries are opened at run time with dlopen; see shim.c.
+//
+// Types and enum values are copied from CUDA 12.x / 13.0's cuda.h, cublas_api.h and
+// library_types.h. They are part of NVIDIA's stable ABI and never change between releases.
+
+#ifndef KL_CUDA_SHIM_H
+#define KL_CUDA_SHIM_H
+
+#include <stddef.h>
+
+// ---- driver API types (cuda.h) ----
+typedef int CUresult;                 // enum cudaError_enum
+typedef int CUdevice;                 // typedef int CUdevice_v1
+typedef void *CUcontext;              // struct CUctx_st *
+typedef void *CUmodule;               // struct CUmod_st *
+typedef void *CUfunction;             // struct CUfunc_st *
+typedef void *CUstream;               // struct CUstream_st *
+typedef void *CUevent;                // struct CUevent_st *
+typedef unsigned long long CUdeviceptr; // CUdeviceptr_v2 on LP64
+typedef struct { char bytes[16]; } CUuuid;
+
+// KL_MISSING_SYMBOL is returned by a wrapper whose driver function this libcuda does not export
+// (an older driver). It is not a CUDA code: CUDA's are all >= 0.
+#define KL_MISSING_SYMBOL (-1)
+
+// ---- loading ----
+// kl_cuda_load opens the driver library at path and resolves its symbols, once per process. It
+// returns 0; -1 when the library cannot be opened or lacks a required symbol; -2 when another
+// driver library is already loaded. On failure *err is a malloc'd message (free: kl_free_err).
+int kl_cuda_load(const char *path, char **err);
+void kl_free_err(char *err);
+int kl_has_func_param_info(void);
+
+// ---- context-free calls ----
+CUresult kl_init(void);
+CUresult kl_driver_version(int *v);
+CUresult kl_device_count(int *n);
+CUresult kl_device_get(CUdevice *d, int ordinal);
+CUresult kl_device_name(char *name, int len, CUdevice d);
+CUresult kl_device_uuid(CUuuid *uuid, CUdevice d);
+CUresult kl_device_pci_bus_id(char *id, int len, CUdevice d);
+CUresult kl_device_attribute(int *v, int attr, CUdevice d);
+CUresult kl_device_total_mem(size_t *bytes, CUdevice d);
+CUresult kl_device_can_access_peer(int *can, CUdevice d, CUdevice peer);
+CUresult kl_primary_ctx_retain(CUcontext *ctx, CUdevice d);
+CUresult kl_primary_ctx_release(CUdevice d);
+const char *kl_error_name(CUresult r);
+const char *kl_error_string(CUresult r);
+
+// ---- calls made with a context current ----
+// Each wrapper makes ctx current on the calling OS thread and makes the call, both inside the
+// same C call, so that the Go scheduler cannot move the goroutine between the two.
+CUresult kl_ctx_synchronize(CUcontext ctx);
+CUresult kl_ctx_enable_peer_access(CUcontext ctx, CUcontext peer);
+CUresult kl_mem_get_info(CUcontext ctx, size_t *free_bytes, size_t *total);
+CUresult kl_mem_alloc(CUcontext ctx, CUdeviceptr *p, size_t bytes);
+CUresult kl_mem_free(CUcontext ctx, CUdeviceptr p);
+CUresult kl_mem_alloc_host(CUcontext ctx, void **p, size_t bytes);
+CUresult kl_mem_free_host(CUcontext ctx, void *p);
+CUresult kl_memcpy_htod(CUcontext ctx, CUdeviceptr dst, const void *src, size_t bytes, CUstream s, int async);
+CUresult kl_memcpy_dtoh(CUcontext ctx, void *dst, CUdeviceptr src, size_t bytes, CUstream s, int async);
+CUresult kl_memcpy_dtod(CUcontext ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
+CUresult kl_memcpy_peer(CUcontext ctx, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                        CUcontext src_ctx, size_t bytes, CUstream s);
+CUresult kl_memset_d8(CUcontext ctx, CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
+CUresult kl_memset_d32(CUcontext ctx, CUdeviceptr dst, unsigned int v, size_t n, CUstream s);
+CUresult kl_module_load(CUcontext ctx, CUmodule *m, const char *path);
+CUresult kl_module_unload(CUcontext ctx, CUmodule m);
+CUresult kl_module_get_function(CUcontext ctx, CUfunction *f, CUmodule m, const char *name);
+CUresult kl_func_param_info(CUcontext ctx, CUfunction f, size_t index, size_t *offset, size_t *size);
+CUresult kl_func_get_attribute(CUcontext ctx, int *v, int attr, CUfunction f);
+CUresult kl_func_set_attribute(CUcontext ctx, CUfunction f, int attr, int v);
+CUresult kl_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                   unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s, void **params);
+CUresult kl_stream_create(CUcontext ctx, CUstream *s);
+CUresult kl_stream_destroy(CUcontext ctx, CUstream s);
+CUresult kl_stream_synchronize(CUcontext ctx, CUstream s);
+CUresult kl_event_create(CUcontext ctx, CUevent *e);
+CUresult kl_event_destroy(CUcontext ctx, CUevent e);
+CUresult kl_event_record(CUcontext ctx, CUevent e, CUstream s);
+CUresult kl_event_synchronize(CUcontext ctx, CUevent e);
+CUresult kl_event_elapsed(CUcontext ctx, float *ms, CUevent start, CUevent end);
+
+// ---- cuBLAS (cublas_api.h) ----
+typedef int cublasStatus_t;
+typedef void *cublasHandle_t;
+
+int kl_cublas_load(const char *path, char **err); // as kl_cuda_load
+const char *kl_cublas_status_name(cublasStatus_t s);   // NULL when the library lacks the call
+const char *kl_cublas_status_string(cublasStatus_t s); // NULL when the library lacks the call
+// The cuBLAS wrappers set *failed to the name of the call that failed (for the error message).
+cublasStatus_t kl_cublas_create(CUcontext ctx, cublasHandle_t *h, const char **failed);
+cublasStatus_t kl_cublas_destroy(CUcontext ctx, cublasHandle_t h, const char **failed);
+cublasStatus_t kl_cublas_sgemm(CUcontext ctx, cublasHandle_t h, CUstream s, int transa, int transb,
+                               int m, int n, int k, float alpha, CUdeviceptr a, int lda,
+                               CUdeviceptr b, int ldb, float beta, CUdeviceptr c, int ldc,
+                               const char **failed);
+cublasStatus_t kl_cublas_gemm_ex(CUcontext ctx, cublasHandle_t h, CUstream s, int transa, int transb,
+                                 int m, int n, int k, float alpha, CUdeviceptr a, int atype, int lda,
+                                 CUdeviceptr b, int btype, int ldb, float beta, CUdeviceptr c,
+                                 int ctype, int ldc, const char **failed);
+
+#endif

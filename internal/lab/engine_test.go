@@ -1,0 +1,260 @@
+package lab
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/fake"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+// The test binary doubles as the worker: the engine re-executes it with this variable set.
+func TestMain(m *testing.M) {
+	if os.Getenv("LABRUN_TEST_WORKER") == "1" {
+		os.Exit(RunWorkerFromEnv())
+	}
+	os.Exit(m.Run())
+}
+
+func testWorker() *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LABRUN_TEST_WORKER=1")
+	return cmd
+}
+
+const testManifest = `id: "99"
+title: {en: Engine test, zh: 引擎测试}
+timeout: 2s
+suites:
+  - name: scale
+    title: {en: Scale, zh: 缩放}
+    metric: gbps
+    baseline: lib
+    tolerance: 1e-6
+    variants:
+      - {name: lib, title: {en: library, zh: 库}, library: fake_copy}
+      - {name: good, file: k.cu, entry: scale_good}
+      - {name: wrong, file: k.cu, entry: scale_wrong}
+      - {name: crash, file: k.cu, entry: scale_crash}
+      - {name: hang, file: k.cu, entry: scale_hang}
+      - {name: sticky, file: k.cu, entry: scale_sticky}
+      - {name: after, file: k.cu, entry: scale_good}
+      - {name: hopper, file: k.cu, entry: scale_good, needs: [sm_90a]}
+      - {name: gpuonly, file: k.cu, entry: scale_good, emu_skip: "uses inline PTX"}
+    problems:
+      gpu: [{name: small, n: 1000, quick: true}, {name: big, n: 4Ki}]
+      emu: [{name: tiny, n: 10}]
+`
+
+// scaleDriver computes y = 2x.
+type scaleDriver struct{}
+
+type scaleCase struct {
+	env  *Env
+	n    int
+	x, y *gpu.Buffer[float32]
+	ref  []float64
+}
+
+func (scaleDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
+	n := int(p.Int("n", 1))
+	host := make([]float32, n)
+	ref := make([]float64, n)
+	for i := range host {
+		host[i] = env.RNG.Float32() + 0.5
+		ref[i] = 2 * float64(host[i])
+	}
+	x, err := gpu.Upload(env.Device, host)
+	if err != nil {
+		return nil, err
+	}
+	y, err := gpu.Alloc[float32](env.Device, n)
+	if err != nil {
+		return nil, err
+	}
+	return &scaleCase{env: env, n: n, x: x, y: y, ref: ref}, nil
+}
+
+func (c *scaleCase) Poison() error { return c.y.Fill32(0x7fc00000, c.env.Stream) }
+func (c *scaleCase) Run(v *Variant) error {
+	if !v.IsKernel() {
+		// the "library": scale on the host side of the fake device
+		xs, ys := fake.Float32s(c.x.DevicePtr(), c.n), fake.Float32s(c.y.DevicePtr(), c.n)
+		for i := range xs {
+			ys[i] = 2 * xs[i]
+		}
+		time.Sleep(20 * time.Microsecond)
+		return nil
+	}
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	return gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(1), Stream: c.env.Stream}, c.x, c.y, int32(c.n))
+}
+func (c *scaleCase) Check(v *Variant) (check.Report, error) {
+	out, err := c.y.Download()
+	if err != nil {
+		return check.Report{}, err
+	}
+	return check.Compare(out, c.ref, 1e-6), nil
+}
+func (c *scaleCase) Work() Work { return Work{Bytes: float64(8 * c.n)} }
+func (c *scaleCase) Release() error {
+	c.x.Free()
+	return c.y.Free()
+}
+
+func ptrArg(b []byte) gpu.Ptr { return gpu.Ptr(binary.LittleEndian.Uint64(b)) }
+
+func scaleKernel(mutate func(ys []float32)) fake.KernelFunc {
+	return func(cfg gpu.LaunchConfig, args [][]byte) error {
+		n := int(binary.LittleEndian.Uint32(args[2]))
+		xs, ys := fake.Float32s(ptrArg(args[0]), n), fake.Float32s(ptrArg(args[1]), n)
+		for i := range xs {
+			ys[i] = 2 * xs[i]
+		}
+		if mutate != nil {
+			mutate(ys)
+		}
+		return nil
+	}
+}
+
+func init() {
+	RegisterDriver("99_test", scaleDriver{})
+	sig := []string{"const float*", "float*", "int"}
+	fake.RegisterKernel("scale_good", sig, scaleKernel(nil))
+	fake.RegisterKernel("scale_wrong", sig, scaleKernel(func(ys []float32) { ys[len(ys)/2] += 1 }))
+	fake.RegisterKernel("scale_crash", sig, func(gpu.LaunchConfig, [][]byte) error {
+		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
+		time.Sleep(time.Second)
+		return nil
+	})
+	fake.RegisterKernel("scale_hang", sig, func(gpu.LaunchConfig, [][]byte) error {
+		time.Sleep(time.Hour)
+		return nil
+	})
+	fake.RegisterKernel("scale_sticky", sig, func(gpu.LaunchConfig, [][]byte) error {
+		return gpu.NewCallError("fake", "cuLaunchKernel", 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered", true)
+	})
+}
+
+// newCourse writes a course root with the test lab and returns it.
+func newCourse(t *testing.T, manifest string) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), []byte("#pragma once\n"), 0o644))
+	dir := filepath.Join(root, "labs", "99_test")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(manifest), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// fake kernels\n"), 0o644))
+	return root
+}
+
+func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
+	root := newCourse(t, testManifest)
+	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Seed: 7, SeedSet: true,
+		Quick: true, Worker: testWorker})
+	require.NoError(t, err)
+	got := map[string]results.Entry{}
+	for _, e := range out.Results.Entries {
+		got[e.Variant] = e
+	}
+	assert.Equal(t, results.StatusOK, got["lib"].Status)
+	assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
+	assert.Greater(t, got["good"].Speedup, 0.0)
+	assert.Equal(t, "lib", got["good"].Baseline)
+	assert.Equal(t, results.StatusWrong, got["wrong"].Status)
+	assert.Contains(t, got["wrong"].Error, "first wrong elements")
+	assert.Equal(t, results.StatusCrashed, got["crash"].Status)
+	assert.Contains(t, got["crash"].Error, "signal")
+	assert.Equal(t, results.StatusTimeout, got["hang"].Status)
+	assert.Contains(t, got["hang"].Error, "timed out after 2s")
+	assert.Equal(t, results.StatusFailed, got["sticky"].Status)
+	assert.Contains(t, got["sticky"].Error, "CUDA_ERROR_ILLEGAL_ADDRESS")
+	// The run went on after every failure.
+	assert.Equal(t, results.StatusOK, got["after"].Status, got["after"].Error)
+	// Fake device is compute capability 9.0, so the sm_90a variant runs; gpuonly runs too (not an emulator).
+	assert.Equal(t, results.StatusOK, got["hopper"].Status)
+	assert.Equal(t, 4, out.Failures)
+	assert.Len(t, out.Results.Entries, 9) // quick: one problem
+	for _, e := range out.Results.Entries {
+		assert.Equal(t, uint64(7), e.Seed)
+		assert.Equal(t, "small", e.Problem)
+	}
+
+	// The results file was written, and a later run of one variant keeps the rest.
+	saved, err := results.Load(out.Path)
+	require.NoError(t, err)
+	require.NotNil(t, saved)
+	assert.Len(t, saved.Entries, 9)
+	_, err = Run(context.Background(), Options{Root: root, Lab: "99_test", Backend: "fake", Variants: []string{"good"},
+		Worker: testWorker})
+	require.NoError(t, err)
+	saved, err = results.Load(out.Path)
+	require.NoError(t, err)
+	assert.Len(t, saved.Entries, 10) // "big" added for good, the rest kept
+}
+
+func TestRunKeepsCorruptResultsAndSavesAside(t *testing.T) {
+	root := newCourse(t, testManifest)
+	path := results.PathFor(root, gpu.DeviceInfo{Name: "Fake Device"}, "99_test")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte("{broken"), 0o644))
+	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"good"},
+		Quick: true, Worker: testWorker})
+	require.NoError(t, err)
+	require.Error(t, out.SaveError)
+	assert.Contains(t, out.SaveError.Error(), "corrupt")
+	body, _ := os.ReadFile(path)
+	assert.Equal(t, "{broken", string(body), "the corrupt file must not be overwritten")
+	side, err := results.Load(out.SavedTo)
+	require.NoError(t, err)
+	assert.Len(t, side.Entries, 1)
+}
+
+func TestRunErrors(t *testing.T) {
+	root := newCourse(t, testManifest)
+	_, err := Run(context.Background(), Options{Root: root, Lab: "42", Backend: "fake"})
+	var ul *UnknownLabError
+	require.ErrorAs(t, err, &ul)
+	assert.Contains(t, err.Error(), "99_test")
+
+	_, err = Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"nope"}})
+	var ue *UsageError
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, err.Error(), "good")
+
+	_, err = Run(context.Background(), Options{Root: root, Lab: "99", Backend: "nosuch"})
+	var ee *EnvError
+	require.ErrorAs(t, err, &ee)
+	assert.Contains(t, err.Error(), "--backend emu")
+
+	_, err = Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Device: 3})
+	require.ErrorAs(t, err, &ue)
+}
+
+func TestSkipReasons(t *testing.T) {
+	r := &runner{info: gpu.DeviceInfo{ComputeMajor: 8, ComputeMinor: 0}}
+	assert.Contains(t, r.skipReason([]string{"sm_90a"}, ""), "needs sm_90a")
+	assert.Contains(t, r.skipReason([]string{"sm_89"}, ""), "needs sm_89")
+	assert.Equal(t, "", r.skipReason([]string{"sm_80", "cublas"}, ""))
+	r.info = gpu.DeviceInfo{Emulated: true}
+	assert.Contains(t, r.skipReason(nil, "inline PTX"), "inline PTX")
+	assert.Contains(t, r.skipReason([]string{"cublas"}, ""), "cuBLAS")
+	assert.Contains(t, r.skipReason([]string{"gpu"}, ""), "needs a GPU")
+	assert.Equal(t, "sm_90a", (&runner{info: gpu.DeviceInfo{ComputeMajor: 9}}).archFor([]string{"sm_90a"}))
+}

@@ -1,0 +1,101 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseManifestGood(t *testing.T) {
+	root := newCourse(t, testManifest)
+	m, err := LoadManifest(filepath.Join(root, "labs", "99_test"))
+	require.NoError(t, err)
+	assert.Equal(t, "99", m.ID)
+	assert.Equal(t, "99_test", m.Name)
+	assert.Equal(t, "引擎测试", m.Title.ZH)
+	s := m.Suite("scale")
+	require.NotNil(t, s)
+	assert.Equal(t, "lib", s.Baseline)
+	require.Len(t, s.Problems.GPU, 2)
+	assert.Equal(t, int64(4096), s.Problems.GPU[1].Params["n"])
+	assert.True(t, s.Problems.GPU[0].Quick)
+	assert.Equal(t, s, s.Variant("good").Suite)
+	assert.False(t, s.Variant("lib").IsKernel())
+}
+
+func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+		line           int
+	}{
+		{"syntax", "id: \"01\"\ntitle: {en: a, zh: b\n", "did not find expected", 0},
+		{"wrong type", "id: \"01\"\ntitle: {en: a, zh: b}\ntimeout: soon\n", "soon", 3},
+		{"unknown metric", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: speed\n    problems: {gpu: [{n: 1}]}\n    variants: [{name: v, library: x}]\n",
+			"metric \"speed\"", 4},
+		{"variant without kernel or library", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants:\n      - name: v\n",
+			"set file and entry", 8},
+		{"missing kernel file", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants:\n      - {name: v, file: nope.cu, entry: k}\n",
+			"nope.cu not found", 8},
+		{"bad baseline", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    baseline: zz\n    problems: {gpu: [{n: 1}]}\n    variants: [{name: v, library: x}]\n",
+			"baseline \"zz\"", 4},
+		{"bad size", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 12XB}]}\n    variants: [{name: v, library: x}]\n",
+			"12XB", 6},
+		{"no title", "id: \"01\"\nsuites: []\n", "title needs both en and zh", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "lab.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+			_, err := LoadManifest(dir)
+			require.Error(t, err)
+			var me *ManifestError
+			require.ErrorAs(t, err, &me)
+			assert.Equal(t, path, me.File)
+			if tc.line > 0 {
+				assert.Equal(t, tc.line, me.Line, err.Error())
+			}
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), path+":")
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{"12": 12, "1KiB": 1024, "4 MiB": 4 << 20, "2GiB": 2 << 30, "3K": 3000, "1Mi": 1 << 20, "-1": -1}
+	for in, want := range good {
+		got, err := ParseSize(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "x", "1.5GiB", "1 XB", "GiB"} {
+		_, err := ParseSize(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	root := newCourse(t, testManifest)
+	for _, name := range []string{"99", "99_test", "test"} {
+		d, err := Resolve(root, name)
+		require.NoError(t, err, name)
+		assert.Equal(t, "99_test", d)
+	}
+	_, err := Resolve(root, "7")
+	var ul *UnknownLabError
+	require.ErrorAs(t, err, &ul)
+	assert.Equal(t, []string{"99_test"}, ul.Known)
+}
+
+func TestFindRoot(t *testing.T) {
+	root := newCourse(t, testManifest)
+	deep := filepath.Join(root, "labs", "99_test")
+	got, err := FindRoot(deep)
+	require.NoError(t, err)
+	assert.Equal(t, root, got)
+	_, err = FindRoot(t.TempDir())
+	assert.ErrorContains(t, err, "not inside the course folder")
+}

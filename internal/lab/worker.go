@@ -1,0 +1,361 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/kernel-labs/kernellabs/internal/bench"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+// The engine runs device work in a child process (the same binary, re-executed as a worker) so
+// that a kernel that crashes the process, corrupts the context or hangs costs one job, not the
+// run. The parent writes a WorkerSpec on the child's stdin; the child writes one JSON Event per
+// line on file descriptor 3 (stdout and stderr stay free for kernels' printf and for panics).
+
+// WorkerSpec is everything a worker needs.
+type WorkerSpec struct {
+	Root     string            `json:"root"`
+	Lab      string            `json:"lab"` // folder name
+	Backend  string            `json:"backend"`
+	Device   int               `json:"device"`
+	Seed     uint64            `json:"seed"`
+	Quick    bool              `json:"quick"`
+	Describe bool              `json:"describe"`
+	Images   map[string]string `json:"images"` // kernel entry key ("file:entry") → compiled image path
+	Jobs     []Job             `json:"jobs"`
+}
+
+// Job is one variant on one problem.
+type Job struct {
+	Suite   string `json:"suite"`
+	Variant string `json:"variant"`
+	Problem string `json:"problem"`
+	Set     string `json:"set"` // which problem set the problem comes from
+}
+
+func (j Job) String() string { return j.Suite + "/" + j.Variant + " " + j.Problem }
+
+// Event is one message from the worker.
+type Event struct {
+	Type  string         `json:"type"` // "start", "result", "describe", "log", "fatal"
+	Job   int            `json:"job"`
+	Entry *results.Entry `json:"entry,omitempty"`
+	Data  map[string]any `json:"data,omitempty"`
+	Msg   string         `json:"msg,omitempty"`
+}
+
+// exit codes of a worker
+const (
+	workerDone   = 0
+	workerSticky = 3 // stopped after an error that spoils the context; the parent restarts it
+)
+
+func imageKey(file, entry string) string { return file + ":" + entry }
+
+// WorkerMain runs a worker: it reads the spec from in and writes events to out. It returns the
+// process exit code.
+func WorkerMain(in io.Reader, out io.Writer) int {
+	var spec WorkerSpec
+	enc := json.NewEncoder(out)
+	emit := func(e Event) { _ = enc.Encode(e) }
+	if err := json.NewDecoder(in).Decode(&spec); err != nil {
+		emit(Event{Type: "fatal", Msg: "reading worker spec: " + err.Error()})
+		return 2
+	}
+	w, err := newWorker(spec, emit)
+	if err != nil {
+		emit(Event{Type: "fatal", Msg: err.Error()})
+		return 2
+	}
+	defer w.close()
+	return w.run()
+}
+
+type worker struct {
+	spec  WorkerSpec
+	man   *Manifest
+	drv   Driver
+	dev   gpu.Device
+	env   *Env
+	emit  func(Event)
+	flush *gpu.Buffer[uint8]
+	mods  []gpu.Module
+}
+
+func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
+	man, err := LoadManifest(filepath.Join(spec.Root, "labs", spec.Lab))
+	if err != nil {
+		return nil, err
+	}
+	drv, ok := DriverFor(spec.Lab)
+	if !ok {
+		return nil, fmt.Errorf("lab %s has no Go driver registered (is it imported by cmd/labrun?)", spec.Lab)
+	}
+	be, _, err := gpu.Open(spec.Backend)
+	if err != nil {
+		return nil, err
+	}
+	dev, err := be.Open(spec.Device)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{spec: spec, man: man, drv: drv, dev: dev, emit: emit}
+	kernels, err := w.loadKernels()
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	stream, err := dev.NewStream()
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	w.env = NewEnv(dev, stream, spec.Seed, kernels, func(f string, a ...any) {
+		emit(Event{Type: "log", Msg: fmt.Sprintf(f, a...)})
+	})
+	w.env.Quick = spec.Quick
+	return w, nil
+}
+
+// loadKernels loads each compiled image once and looks up the entries the lab names.
+func (w *worker) loadKernels() (map[string]gpu.Kernel, error) {
+	mods := map[string]gpu.Module{}
+	get := func(file, entry string) (gpu.Kernel, bool, error) {
+		path, ok := w.spec.Images[imageKey(file, entry)]
+		if !ok {
+			return nil, false, nil // not built for this run (skipped or filtered out)
+		}
+		m, ok := mods[path]
+		if !ok {
+			var err error
+			if m, err = w.dev.LoadModule(path); err != nil {
+				return nil, false, fmt.Errorf("loading %s (built from %s): %w", path, file, err)
+			}
+			mods[path] = m
+			w.mods = append(w.mods, m)
+		}
+		k, err := m.Kernel(entry)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s has no kernel %q (is it declared extern \"C\" __global__?): %w", file, entry, err)
+		}
+		return k, true, nil
+	}
+	kernels := map[string]gpu.Kernel{}
+	for _, s := range w.man.Suites {
+		for _, v := range s.Variants {
+			if !v.IsKernel() {
+				continue
+			}
+			k, ok, err := get(v.File, v.Entry)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				kernels[v.Name] = k
+			}
+		}
+	}
+	for _, h := range w.man.Helpers {
+		k, ok, err := get(h.File, h.Entry)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kernels["helper:"+h.Entry] = k
+		}
+	}
+	return kernels, nil
+}
+
+func (w *worker) close() {
+	w.env.Close()
+	w.flush.Free()
+	for _, m := range w.mods {
+		m.Close()
+	}
+	w.dev.Close()
+}
+
+func (w *worker) run() int {
+	if w.spec.Describe {
+		if d, ok := w.drv.(Describer); ok {
+			data, err := d.Describe(w.env)
+			if err != nil {
+				w.emit(Event{Type: "log", Msg: "describing the device: " + err.Error()})
+			} else {
+				w.emit(Event{Type: "describe", Data: data})
+			}
+		}
+	}
+	for i, job := range w.spec.Jobs {
+		w.emit(Event{Type: "start", Job: i})
+		entry, err := w.runJob(job)
+		w.emit(Event{Type: "result", Job: i, Entry: &entry})
+		if err != nil && gpu.IsSticky(err) {
+			return workerSticky // the context is spoiled: let the parent start a fresh process
+		}
+	}
+	return workerDone
+}
+
+// runJob checks and times one variant on one problem. The returned error is only for the
+// sticky-context decision; the entry already carries the outcome.
+func (w *worker) runJob(job Job) (e results.Entry, err error) {
+	s := w.man.Suite(job.Suite)
+	v := s.Variant(job.Variant)
+	e = results.Entry{Suite: job.Suite, Variant: job.Variant, Problem: job.Problem, Seed: w.spec.Seed,
+		RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated, Status: results.StatusFailed}
+	probs, _ := s.ProblemsFor(job.Set)
+	var p Problem
+	for _, q := range probs {
+		if q.Name == job.Problem {
+			p = q
+		}
+	}
+	e.Params = p.Params
+	defer func() {
+		if r := recover(); r != nil {
+			e.Status = results.StatusCrashed
+			e.Error = fmt.Sprintf("panic in the lab driver: %v\n%s", r, debug.Stack())
+		}
+	}()
+	fail := func(stage string, err error) (results.Entry, error) {
+		e.Error = stage + ": " + err.Error()
+		return e, err
+	}
+
+	// Each job draws its inputs from its own stream of the seed, so a job's inputs do not depend
+	// on which jobs ran before it in this worker.
+	w.env.reseed(w.spec.Seed, job)
+	c, err := w.drv.Prepare(w.env, s, p)
+	if err != nil {
+		return fail("prepare", err)
+	}
+	defer func() {
+		if rerr := c.Release(); rerr != nil && err == nil && e.Status == results.StatusOK {
+			e.Status, e.Error, err = results.StatusFailed, "release: "+rerr.Error(), rerr
+		}
+	}()
+	if k, kerr := w.env.Kernel(v); kerr == nil {
+		if attrs, aerr := k.Attrs(); aerr == nil {
+			e.Kernel = &attrs
+		}
+	}
+
+	// Correct first: poison, run once, check.
+	if err := c.Poison(); err != nil {
+		return fail("poison outputs", err)
+	}
+	if err := c.Run(v); err != nil {
+		return fail("run", err)
+	}
+	if err := w.env.Stream.Synchronize(); err != nil {
+		return fail("run", err)
+	}
+	rep, err := c.Check(v)
+	if err != nil {
+		return fail("check", err)
+	}
+	if rep.Tolerance == 0 {
+		rep.Tolerance = s.Tolerance
+	}
+	e.Check = &rep
+	if !rep.OK {
+		e.Status = results.StatusWrong
+		e.Error = rep.Detail()
+		return e, nil
+	}
+
+	// Then time it.
+	work := c.Work()
+	ops := work.Ops
+	if ops <= 0 {
+		ops = 1
+	}
+	opts := bench.Default
+	if w.spec.Quick {
+		opts = bench.Quick
+	}
+	stats, err := w.time(s, v, c, opts)
+	if err != nil {
+		return fail("timing", err)
+	}
+	e.Time = &stats
+	e.Ops = work.Ops
+	sec := stats.MedianMs / 1e3
+	if sec > 0 {
+		if work.FLOPs > 0 {
+			e.TFLOPs = work.FLOPs / sec / 1e12
+		}
+		if work.Bytes > 0 {
+			e.GBps = work.Bytes / sec / 1e9
+		}
+	}
+	e.PerOpUs = stats.MedianMs * 1e3 / float64(ops)
+	e.Status = results.StatusOK
+	return e, nil
+}
+
+// time measures Runs of v with device events, flushing L2 before each when the suite asks.
+func (w *worker) time(s *Suite, v *Variant, c Case, o bench.Options) (bench.Stats, error) {
+	start, err := w.dev.NewEvent()
+	if err != nil {
+		return bench.Stats{}, err
+	}
+	defer start.Close()
+	end, err := w.dev.NewEvent()
+	if err != nil {
+		return bench.Stats{}, err
+	}
+	defer end.Close()
+	if s.FlushL2 && w.flush == nil {
+		// Writing twice the L2's size evicts whatever the previous repetition left there.
+		n := 2 * w.dev.Info().L2Bytes
+		if n < 1<<20 {
+			n = 1 << 20
+		}
+		if w.flush, err = gpu.Alloc[uint8](w.dev, int(n)); err != nil {
+			return bench.Stats{}, fmt.Errorf("allocating the L2 flush buffer: %w", err)
+		}
+	}
+	flips := uint8(0)
+	st, _, err := bench.Measure(o, func() (float64, error) {
+		if s.FlushL2 {
+			flips++
+			if err := w.flush.FillBytes(flips, w.env.Stream); err != nil {
+				return 0, err
+			}
+		}
+		if err := start.Record(w.env.Stream); err != nil {
+			return 0, err
+		}
+		if err := c.Run(v); err != nil {
+			return 0, err
+		}
+		if err := end.Record(w.env.Stream); err != nil {
+			return 0, err
+		}
+		if err := end.Synchronize(); err != nil {
+			return 0, err
+		}
+		return end.ElapsedMs(start)
+	})
+	return st, err
+}
+
+// RunWorkerFromEnv is the worker's entry point for the CLI: spec on stdin, events on fd 3.
+func RunWorkerFromEnv() int {
+	out := os.NewFile(3, "events")
+	if out == nil {
+		fmt.Fprintln(os.Stderr, "labrun worker: file descriptor 3 is not open (the worker is started by labrun itself)")
+		return 2
+	}
+	return WorkerMain(os.Stdin, out)
+}

@@ -1,0 +1,254 @@
+// Package results reads and writes the measured results of a lab on one device:
+// results/<device>/<NN_lab>.json. Only real runs write them; writes are atomic (temporary file and
+// rename), and a file that does not parse is reported, never overwritten.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kernel-labs/kernellabs/internal/bench"
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+)
+
+// Schema is the version of the file format; bump it on incompatible changes.
+const Schema = 1
+
+// Status of one entry.
+const (
+	StatusOK      = "ok"      // checked correct and timed
+	StatusWrong   = "wrong"   // ran, but the check failed
+	StatusFailed  = "failed"  // an error: launch, compile, library...
+	StatusCrashed = "crashed" // the worker process died (segfault, illegal address...)
+	StatusTimeout = "timeout" // the worker passed the time limit (a hang)
+	StatusSkipped = "skipped" // not run here, with the reason (needs sm_90a, GPU-only...)
+)
+
+// File is one lab's results on one device.
+type File struct {
+	Schema    int            `json:"schema"`
+	Lab       string         `json:"lab"` // "01_device_props"
+	Device    gpu.DeviceInfo `json:"device"`
+	Toolchain Toolchain      `json:"toolchain"`
+	Commit    string         `json:"commit,omitempty"`
+	Time      time.Time      `json:"time"` // of the latest run merged into the file
+	Command   string         `json:"command,omitempty"`
+	Entries   []Entry        `json:"entries"`
+	Extra     map[string]any `json:"extra,omitempty"` // lab-specific: lab 01's properties and ceilings
+}
+
+// Toolchain records what compiled the kernels.
+type Toolchain struct {
+	Compiler string `json:"compiler"` // "nvcc", "c++"
+	Version  string `json:"version"`
+	Arch     string `json:"arch,omitempty"`
+}
+
+// Entry is one variant on one problem.
+type Entry struct {
+	Suite    string           `json:"suite"`
+	Variant  string           `json:"variant"`
+	Problem  string           `json:"problem"`
+	Params   map[string]int64 `json:"params,omitempty"`
+	Status   string           `json:"status"`
+	Error    string           `json:"error,omitempty"`
+	Check    *check.Report    `json:"check,omitempty"`
+	Time     *bench.Stats     `json:"time,omitempty"` // per Run
+	Ops      int              `json:"ops,omitempty"`  // operations per Run (lab 01 launch latency)
+	TFLOPs   float64          `json:"tflops,omitempty"`
+	GBps     float64          `json:"gbps,omitempty"`
+	PerOpUs  float64          `json:"per_op_us,omitempty"`
+	Baseline string           `json:"baseline,omitempty"`
+	Speedup  float64          `json:"speedup,omitempty"` // baseline median / this median, same run
+	Kernel   *gpu.KernelAttrs `json:"kernel,omitempty"`
+	Emulated bool             `json:"emulated,omitempty"` // timings are not performance figures
+	Seed     uint64           `json:"seed"`
+	RunAt    time.Time        `json:"run_at"`
+}
+
+// Key identifies an entry within a file.
+func (e Entry) Key() string { return e.Suite + "/" + e.Variant + "/" + e.Problem }
+
+// OK reports whether the entry was checked correct and timed.
+func (e Entry) OK() bool { return e.Status == StatusOK }
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// DeviceSlug names the results folder of a device: "NVIDIA H200" → "nvidia-h200".
+func DeviceSlug(info gpu.DeviceInfo) string {
+	if info.Emulated {
+		return "emulator"
+	}
+	s := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(info.Name), "-"), "-")
+	if s == "" {
+		s = "unknown-device"
+	}
+	return s
+}
+
+// PathFor is results/<device>/<lab>.json under root.
+func PathFor(root string, info gpu.DeviceInfo, lab string) string {
+	return filepath.Join(root, "results", DeviceSlug(info), lab+".json")
+}
+
+// CorruptError is returned for a results file that exists but cannot be read.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("results file %s is corrupt (%v); labrun will not overwrite it: move it aside "+
+		"(or restore it with git checkout) and run again", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Load reads a results file. A missing file returns (nil, nil); a file that does not parse, or
+// whose schema is unknown, returns a *CorruptError.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes a results file's bytes, strictly.
+func Parse(path string, data []byte) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	if dec.More() {
+		return nil, &CorruptError{Path: path, Err: errors.New("trailing data after the JSON document")}
+	}
+	if f.Schema != Schema {
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("schema %d, this labrun reads schema %d", f.Schema, Schema)}
+	}
+	if f.Lab == "" {
+		return nil, &CorruptError{Path: path, Err: errors.New("no lab name")}
+	}
+	for i, e := range f.Entries {
+		if e.Suite == "" || e.Variant == "" || e.Problem == "" || e.Status == "" {
+			return nil, &CorruptError{Path: path, Err: fmt.Errorf("entry %d lacks suite, variant, problem or status", i)}
+		}
+	}
+	return &f, nil
+}
+
+// Merge returns old updated with the entries and metadata of new: entries of new replace those
+// with the same key, the others of old are kept (a run of one variant keeps the rest). Extra keys
+// of new replace those of old.
+func Merge(old, new *File) *File {
+	if old == nil {
+		return new
+	}
+	out := *new
+	byKey := map[string]int{}
+	out.Entries = nil
+	for _, e := range old.Entries {
+		byKey[e.Key()] = len(out.Entries)
+		out.Entries = append(out.Entries, e)
+	}
+	for _, e := range new.Entries {
+		if i, ok := byKey[e.Key()]; ok {
+			out.Entries[i] = e
+		} else {
+			byKey[e.Key()] = len(out.Entries)
+			out.Entries = append(out.Entries, e)
+		}
+	}
+	out.Extra = map[string]any{}
+	for k, v := range old.Extra {
+		out.Extra[k] = v
+	}
+	for k, v := range new.Extra {
+		out.Extra[k] = v
+	}
+	if len(out.Extra) == 0 {
+		out.Extra = nil
+	}
+	return &out
+}
+
+// Save writes f to path atomically: a temporary file in the same folder, synced, then renamed.
+// An interrupted write leaves the previous file as it was.
+func Save(path string, f *File) error {
+	f.Schema = Schema
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding results: %w", err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// LoadAll reads every results file of a lab under root/results, one per device, sorted by
+// device folder. Corrupt files are returned as errors alongside the good ones.
+func LoadAll(root, lab string) ([]*File, []error) {
+	paths, _ := filepath.Glob(filepath.Join(root, "results", "*", lab+".json"))
+	sort.Strings(paths)
+	var files []*File
+	var errs []error
+	for _, p := range paths {
+		f, err := Load(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if f != nil {
+			files = append(files, f)
+		}
+	}
+	return files, errs
+}
+
+// Find returns the entry with the given key parts, or nil.
+func (f *File) Find(suite, variant, problem string) *Entry {
+	for i := range f.Entries {
+		e := &f.Entries[i]
+		if e.Suite == suite && e.Variant == variant && e.Problem == problem {
+			return e
+		}
+	}
+	return nil
+}
