@@ -54,10 +54,10 @@ type Suite struct {
 type Variant struct {
 	Name    string           `yaml:"name"`
 	Title   Text             `yaml:"title"`
-	File    string           `yaml:"file"`    // kernel file, relative to the lab directory
-	Entry   string           `yaml:"entry"`   // extern "C" kernel name in File
-	Library string           `yaml:"library"` // a vendor call instead of a kernel ("cublas_sgemm")
-	Needs   []string         `yaml:"needs"`   // requirements: "sm_90a", "sm_80", "cublas", "gpu"
+	File    string           `yaml:"file"`     // kernel file, relative to the lab directory
+	Entry   string           `yaml:"entry"`    // extern "C" kernel name in File
+	Library string           `yaml:"library"`  // a vendor call instead of a kernel ("cublas_sgemm")
+	Needs   []string         `yaml:"needs"`    // requirements: "sm_90a", "sm_80", "cublas", "gpu"
 	EmuSkip string           `yaml:"emu_skip"` // why the emulator cannot run it (e.g. inline PTX)
 	Params  map[string]int64 `yaml:"params"`   // launch parameters the driver reads (block size...)
 	Flags   []string         `yaml:"flags"`    // extra compiler flags for File

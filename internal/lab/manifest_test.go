@@ -29,7 +29,7 @@ func TestParseManifestGood(t *testing.T) {
 func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 	tests := []struct {
 		name, body, want string
-		line           int
+		line             int
 	}{
 		{"syntax", "id: \"01\"\ntitle: {en: a, zh: b\n", "did not find expected", 0},
 		{"wrong type", "id: \"01\"\ntitle: {en: a, zh: b}\ntimeout: soon\n", "soon", 3},

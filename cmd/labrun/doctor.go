@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/kernel-labs/kernellabs/internal/dl"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
+)
+
+// finding is one line of `labrun doctor`.
+type finding struct {
+	Name   string `json:"name"`
+	Found  bool   `json:"found"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func cmdDoctor(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "write JSON to stdout")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: labrun doctor [--json]\n\nSays which GPUs, drivers, compilers and libraries labrun can use, and how to install what is missing.\nExit status 0 when at least one backend (a GPU or the emulator) can run labs, else 3.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	fs2, usable := diagnose()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"checks": fs2, "usable_backends": usable})
+	} else {
+		for _, f := range fs2 {
+			mark := "ok     "
+			if !f.Found {
+				mark = "MISSING"
+			}
+			fmt.Fprintf(stdout, "%s %-24s %s\n", mark, f.Name, f.Detail)
+			if !f.Found && f.Fix != "" {
+				fmt.Fprintf(stdout, "        %-24s fix: %s\n", "", f.Fix)
+			}
+		}
+		if len(usable) == 0 {
+			fmt.Fprintln(stdout, "\nNo backend can run labs here. Install the NVIDIA driver and CUDA toolkit for a GPU, or the emulator's packages (make setup).")
+		} else {
+			fmt.Fprintf(stdout, "\nBackends that can run labs: %s (labrun picks the first with --backend auto)\n", strings.Join(usable, ", "))
+		}
+	}
+	if len(usable) == 0 {
+		return exitEnv
+	}
+	return exitOK
+}
+
+func diagnose() ([]finding, []string) {
+	var out []finding
+	var usable []string
+	add := func(f finding) { out = append(out, f) }
+
+	// CUDA: the driver, its devices, nvcc.
+	cudaOK := false
+	if be, _, err := gpu.Open("cuda"); err != nil {
+		add(finding{Name: "CUDA driver", Detail: err.Error(),
+			Fix: "install the NVIDIA driver (libcuda.so.1); without a GPU, use the CPU emulator: --backend emu"})
+	} else {
+		n, err := be.DeviceCount()
+		switch {
+		case err != nil:
+			add(finding{Name: "CUDA driver", Detail: err.Error(), Fix: "check nvidia-smi; the driver may not match the kernel module"})
+		case n == 0:
+			add(finding{Name: "CUDA driver", Detail: "loaded, but no GPU is visible", Fix: "check nvidia-smi and CUDA_VISIBLE_DEVICES"})
+		default:
+			for i := 0; i < n; i++ {
+				info, err := be.Describe(i)
+				if err != nil {
+					add(finding{Name: fmt.Sprintf("GPU %d", i), Detail: err.Error()})
+					continue
+				}
+				if i == 0 {
+					add(finding{Name: "CUDA driver", Found: true, Detail: "driver API " + info.DriverVersion})
+				}
+				add(finding{Name: fmt.Sprintf("GPU %d", i), Found: true, Detail: fmt.Sprintf("%s, %s, %d SMs, %s, %s",
+					info.Name, info.Arch(), info.SMs, gpu.HumanBytes(info.MemoryBytes), info.PCIBusID)})
+			}
+			cudaOK = true
+		}
+	}
+	nvccOK := false
+	if nvcc, err := toolchain.FindNVCC(); err != nil {
+		add(finding{Name: "nvcc", Detail: "not found", Fix: "install the CUDA toolkit and put its bin/ on PATH (or set NVCC)"})
+	} else if v, err := toolchain.CompilerVersion(nvcc); err != nil {
+		add(finding{Name: "nvcc", Detail: err.Error(), Fix: "reinstall the CUDA toolkit"})
+	} else {
+		add(finding{Name: "nvcc", Found: true, Detail: nvcc + ": " + v})
+		nvccOK = true
+	}
+	if cudaOK && nvccOK {
+		usable = append(usable, "cuda")
+	}
+
+	// NVML (lab 01's power, clocks, PCIe and NVLink figures).
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		add(finding{Name: "NVML", Detail: nvml.ErrorString(ret), Fix: "comes with the NVIDIA driver (libnvidia-ml.so.1); lab 01 runs without it but shows no power, clock or link data"})
+	} else {
+		v, _ := nvml.SystemGetDriverVersion()
+		add(finding{Name: "NVML", Found: true, Detail: "driver " + v})
+		nvml.Shutdown()
+	}
+	if name, err := dl.Probe("libcublas.so.13", "libcublas.so.12", "libcublas.so"); err != nil {
+		add(finding{Name: "cuBLAS", Detail: "not found", Fix: "install the CUDA toolkit's cuBLAS (libcublas); labs 01–03 use it as the baseline"})
+	} else {
+		add(finding{Name: "cuBLAS", Found: true, Detail: name})
+	}
+	if name, err := dl.Probe("libnccl.so.2", "libnccl.so"); err != nil {
+		add(finding{Name: "NCCL", Detail: "not found", Fix: "install NCCL (libnccl2); labs 04–05 use it as the baseline"})
+	} else {
+		add(finding{Name: "NCCL", Found: true, Detail: name})
+	}
+
+	// The CPU emulator: a C++ compiler and Boost.Context.
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "c++"
+	}
+	cxxOK := false
+	if path, err := exec.LookPath(cxx); err != nil {
+		add(finding{Name: "C++ compiler (emulator)", Detail: cxx + " not found", Fix: "sudo apt-get install g++ (or set CXX)"})
+	} else {
+		v, _ := toolchain.CompilerVersion(path)
+		add(finding{Name: "C++ compiler (emulator)", Found: true, Detail: path + ": " + v})
+		cxxOK = true
+	}
+	boostOK := false
+	for _, p := range []string{"/usr/include/boost/context/fiber.hpp", "/usr/local/include/boost/context/fiber.hpp"} {
+		if _, err := os.Stat(p); err == nil {
+			boostOK = true
+		}
+	}
+	if boostOK {
+		add(finding{Name: "Boost.Context (emulator)", Found: true, Detail: "headers found"})
+	} else {
+		add(finding{Name: "Boost.Context (emulator)", Detail: "headers not found", Fix: "sudo apt-get install libboost-context-dev (make setup does it)"})
+	}
+	if be, _, err := gpu.Open("emu"); err == nil && cxxOK && boostOK {
+		n, _ := be.DeviceCount()
+		add(finding{Name: "CPU emulator", Found: true, Detail: fmt.Sprintf("%d emulated device(s)", n)})
+		usable = append(usable, "emu")
+	} else if err != nil {
+		add(finding{Name: "CPU emulator", Detail: err.Error(), Fix: "make setup"})
+	}
+	return out, usable
+}

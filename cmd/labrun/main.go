@@ -1,0 +1,115 @@
+// Command labrun runs the Kernel Labs course: it builds a lab's kernels, checks every variant
+// against a reference, times it against the vendor baseline, records the results and renders
+// the site.
+//
+// Exit codes:
+//
+//	0  everything that ran was correct
+//	1  a variant was wrong, failed, crashed or timed out (the others still ran and were recorded)
+//	2  bad input: unknown command, lab or variant, bad flag, malformed lab.yaml
+//	3  the environment lacks something: no GPU or driver, no compiler, no library
+//	4  the results could not be saved where they belong (a corrupt results file is kept as it
+//	   was; this run's results were written beside it)
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+const (
+	exitOK       = 0
+	exitFailures = 1
+	exitUsage    = 2
+	exitEnv      = 3
+	exitSave     = 4
+)
+
+const usage = `labrun — Kernel Labs (算子实验室): build, check, time and record GPU kernels.
+
+Usage:
+  labrun NN [flags]          run lab NN (same as labrun run NN)
+  labrun run NN [flags]      run a lab: build its kernels, check every variant, time it
+                             against the vendor baseline, write results/<device>/NN_*.json
+  labrun list [--json]       list the labs, their suites and variants
+  labrun doctor [--json]     say which GPUs, drivers, compilers and libraries are present
+                             and how to install what is missing
+  labrun help [COMMAND]      show help
+
+Run 'labrun COMMAND --help' for a command's flags.
+
+Exit codes: 0 all correct; 1 a variant failed (others still ran); 2 bad input;
+3 missing GPU, driver, compiler or library; 4 results could not be saved.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "__worker":
+		return lab.RunWorkerFromEnv()
+	case "help", "-h", "--help":
+		if len(rest) > 0 {
+			return run([]string{rest[0], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "list":
+		return cmdList(rest, stdout, stderr)
+	case "doctor":
+		return cmdDoctor(rest, stdout, stderr)
+	case "run":
+		return cmdRun(rest, stdout, stderr)
+	}
+	if isLabName(cmd) {
+		return cmdRun(args, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "labrun: unknown command %q\n\n%s", cmd, usage)
+	return exitUsage
+}
+
+// isLabName accepts "1", "01", "01_device_props".
+func isLabName(s string) bool {
+	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// exitFor maps an error to an exit code and prints it.
+func exitFor(err error, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "labrun: %v\n", err)
+	var ue *lab.UsageError
+	var ul *lab.UnknownLabError
+	var me *lab.ManifestError
+	var ee *lab.EnvError
+	switch {
+	case errors.As(err, &ue), errors.As(err, &ul), errors.As(err, &me):
+		return exitUsage
+	case errors.As(err, &ee):
+		return exitEnv
+	}
+	if strings.Contains(err.Error(), "lab.yaml") {
+		return exitUsage
+	}
+	return exitEnv
+}
+
+func findRoot(stderr io.Writer) (string, int) {
+	wd, _ := os.Getwd()
+	root, err := lab.FindRoot(wd)
+	if err != nil {
+		fmt.Fprintf(stderr, "labrun: %v\n", err)
+		return "", exitUsage
+	}
+	return root, exitOK
+}

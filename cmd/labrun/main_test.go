@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// course makes a course folder with one lab whose manifest is body, and points labrun at it.
+func course(t *testing.T, body string) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), nil, 0o644))
+	dir := filepath.Join(root, "labs", "07_demo")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(body), 0o644))
+	t.Setenv("LABRUN_ROOT", root)
+	return root
+}
+
+const demo = `id: "07"
+title: {en: Demo, zh: 演示}
+suites:
+  - name: s
+    metric: us
+    baseline: lib
+    problems: {gpu: [{n: 1}]}
+    variants: [{name: lib, library: x}]
+`
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	course(t, demo)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no args", nil, exitUsage, "Usage:"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"unknown lab", []string{"42"}, exitUsage, `unknown lab "42": the labs are 07_demo`},
+		{"unknown lab via run", []string{"run", "nope_lab"}, exitUsage, "unknown lab"},
+		{"run without lab", []string{"run"}, exitUsage, "which lab?"},
+		{"bad flag", []string{"07", "--frob"}, exitUsage, "flag provided but not defined: -frob"},
+		{"unknown variant", []string{"07", "--variant", "zzz", "--backend", "cuda"}, exitUsage, `no variant "zzz"; its variants are: lib`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(tc.args...)
+			assert.Equal(t, tc.code, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+		})
+	}
+}
+
+func TestCLIHelp(t *testing.T) {
+	code, out, _ := runCLI("help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "labrun doctor")
+	code, _, stderr := runCLI("run", "--help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, stderr, "-quick")
+	assert.Contains(t, stderr, "-backend")
+}
+
+func TestCLIMalformedManifestShowsFileLine(t *testing.T) {
+	root := course(t, "id: \"07\"\ntitle: {en: Demo, zh: 演示}\nsuites:\n  - name: s\n    metric: furlongs\n    problems: {gpu: [{n: 1}]}\n    variants: [{name: lib, library: x}]\n")
+	code, _, stderr := runCLI("07")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, filepath.Join(root, "labs", "07_demo", "lab.yaml")+":4:")
+	assert.Contains(t, stderr, `metric "furlongs"`)
+
+	code, out, _ := runCLI("list")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, out, "manifest error")
+}
+
+func TestCLIList(t *testing.T) {
+	course(t, demo)
+	code, out, _ := runCLI("list")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "07_demo  Demo — 演示")
+	code, out, _ = runCLI("list", "--json")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, `"Lab": "07_demo"`)
+}
+
+func TestCLINoBackendIsAnEnvironmentError(t *testing.T) {
+	course(t, demo)
+	code, _, stderr := runCLI("07", "--backend", "nosuch")
+	assert.Equal(t, exitEnv, code)
+	assert.Contains(t, stderr, "--backend emu")
+}
+
+func TestDoctorRunsWithoutAGPU(t *testing.T) {
+	findings, _ := diagnose()
+	names := map[string]bool{}
+	for _, f := range findings {
+		names[f.Name] = true
+		if !f.Found {
+			assert.NotEmpty(t, f.Fix, "a missing %s must say how to fix it", f.Name)
+		}
+	}
+	for _, n := range []string{"CUDA driver", "nvcc", "NVML", "cuBLAS", "NCCL", "C++ compiler (emulator)", "Boost.Context (emulator)"} {
+		assert.True(t, names[n], "doctor checks %s", n)
+	}
+}

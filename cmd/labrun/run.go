@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var variants listFlag
+	fs.Var(&variants, "variant", "run only these variants (repeat the flag or separate with commas)")
+	quick := fs.Bool("quick", false, "run the quick subset of problems with a shorter timing budget")
+	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator)")
+	device := fs.Int("device", 0, "device index")
+	asJSON := fs.Bool("json", false, "write one JSON document to stdout (progress still goes to stderr)")
+	seed := fs.Uint64("seed", 0, "seed of the random inputs (default: a new one, printed)")
+	set := fs.String("set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
+	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
+	noSave := fs.Bool("no-save", false, "do not write the results file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: labrun run NN [flags]   (or: labrun NN [flags])
+
+Builds lab NN's kernels, checks every variant against a reference on fresh random inputs,
+times it with device events against the lab's baseline (cuBLAS, the driver's memcpy, NCCL)
+and merges the results into results/<device>/NN_name.json. A variant that crashes or hangs is
+recorded as failed and the run goes on.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	// Accept the lab name before or after the flags.
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		fmt.Fprintln(stderr, "labrun run: which lab? e.g. labrun run 01 (labrun list shows them)")
+		return exitUsage
+	}
+	root, code := findRoot(stderr)
+	if code != exitOK {
+		return code
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	started := time.Now()
+	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
+		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Timeout: *timeout, NoSave: *noSave, Progress: stderr})
+	if err != nil {
+		return exitFor(err, stderr)
+	}
+	if *asJSON {
+		doc := map[string]any{"lab": out.Manifest.Name, "device": out.Device, "seed": out.Seed,
+			"results_path": out.Path, "saved_to": out.SavedTo, "failures": out.Failures, "entries": out.Results.Entries,
+			"extra": out.Results.Extra}
+		if out.SaveError != nil {
+			doc["save_error"] = out.SaveError.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(doc)
+	} else {
+		printTable(stdout, out)
+	}
+	fmt.Fprintf(stderr, "done in %.1fs", time.Since(started).Seconds())
+	if out.SavedTo != "" && out.SaveError == nil {
+		fmt.Fprintf(stderr, "; results in %s", out.SavedTo)
+	}
+	fmt.Fprintln(stderr)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "labrun: interrupted; results of this run were not saved")
+		return exitFailures
+	}
+	if out.SaveError != nil {
+		fmt.Fprintf(stderr, "labrun: %v\n", out.SaveError)
+		return exitSave
+	}
+	if out.Failures > 0 {
+		fmt.Fprintf(stderr, "labrun: %d variant × problem pair(s) did not pass; see the table above\n", out.Failures)
+		return exitFailures
+	}
+	return exitOK
+}
+
+// printTable prints the results suite by suite.
+func printTable(w io.Writer, out *lab.Outcome) {
+	suite := ""
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i := range out.Results.Entries {
+		e := &out.Results.Entries[i]
+		if e.Suite != suite {
+			if suite != "" {
+				fmt.Fprintln(tw)
+			}
+			suite = e.Suite
+			title := suite
+			if s := out.Manifest.Suite(suite); s != nil && s.Title.EN != "" {
+				title = s.Title.EN
+			}
+			fmt.Fprintf(tw, "== %s\n", title)
+			fmt.Fprintln(tw, "variant\tproblem\tstatus\tmedian\trate\tvs baseline\t")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", e.Variant, e.Problem, status(e), median(e), rate(e), speedup(e))
+	}
+	tw.Flush()
+	if len(out.Results.Entries) > 0 && out.Results.Entries[0].Emulated {
+		fmt.Fprintln(w, "\nTimes above are emulated, not performance figures: the CPU emulator checks correctness.")
+	}
+}
+
+func status(e *results.Entry) string {
+	if e.Status == results.StatusOK {
+		return "ok"
+	}
+	return strings.ToUpper(e.Status)
+}
+
+func median(e *results.Entry) string {
+	if e.Time == nil {
+		return "-"
+	}
+	if e.Ops > 1 {
+		return fmt.Sprintf("%.2f µs/op", e.PerOpUs)
+	}
+	if e.Time.MedianMs < 1 {
+		return fmt.Sprintf("%.1f µs", e.Time.MedianMs*1e3)
+	}
+	return fmt.Sprintf("%.3f ms", e.Time.MedianMs)
+}
+
+func rate(e *results.Entry) string {
+	switch {
+	case e.TFLOPs > 0:
+		return fmt.Sprintf("%.2f TFLOP/s", e.TFLOPs)
+	case e.GBps > 0:
+		return fmt.Sprintf("%.1f GB/s", e.GBps)
+	}
+	return "-"
+}
+
+func speedup(e *results.Entry) string {
+	if e.Speedup <= 0 {
+		if e.Status != results.StatusOK {
+			return firstLine(e.Error, 60)
+		}
+		return "-"
+	}
+	return fmt.Sprintf("%.2f× %s", e.Speedup, e.Baseline)
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

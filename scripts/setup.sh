@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what labrun needs on a Debian/Ubuntu machine: a C++ compiler and Boost.Context for the
+# CPU emulator, and the Go modules. The CUDA driver and toolkit are not installed here: on a GPU
+# machine they come with the system (see README.md). Says clearly what it could not do.
+set -euo pipefail
+
+pkgs=()
+command -v g++ >/dev/null 2>&1 || pkgs+=(g++)
+[ -f /usr/include/boost/context/fiber.hpp ] || pkgs+=(libboost-context-dev)
+
+if [ ${#pkgs[@]} -gt 0 ]; then
+  cmd="apt-get update && apt-get install -y --no-install-recommends ${pkgs[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${pkgs[*]}"
+    sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    echo "setup: installing ${pkgs[*]} with sudo"
+    sudo sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null
+  else
+    echo "setup: the CPU emulator needs ${pkgs[*]}; run as root:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
+    echo "setup: continuing; emulator tests will be skipped until then" >&2
+  fi
+fi
+
+go mod download
