@@ -77,8 +77,8 @@ func PackArgs(kernel string, params []Param, args []any) ([][]byte, error) {
 				kernel, i, paramLabel(p), len(b), a, p.Size)
 		}
 		if want := kindOfCType(p.Type); want != "" && kind != "" && want != kind {
-			return nil, fmt.Errorf("launch %s: argument %d%s is a %s (%T), the parameter is a %s",
-				kernel, i, paramLabel(p), kind, a, want)
+			return nil, fmt.Errorf("launch %s: argument %d%s is %s (%T), the parameter is %s",
+				kernel, i, paramLabel(p), withArticle(kind), a, withArticle(want))
 		}
 		out[i] = b
 	}
@@ -151,4 +151,11 @@ func kindOfCType(t string) string {
 		return "integer"
 	}
 	return "" // a struct or a type we do not classify: size alone is checked
+}
+
+func withArticle(kind string) string {
+	if kind == "integer" {
+		return "an integer"
+	}
+	return "a " + kind
 }
