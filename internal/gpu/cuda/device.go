@@ -21,8 +21,6 @@ type device struct {
 	info gpu.DeviceInfo
 
 	closeOnce sync.Once
-	blasMu    sync.Mutex
-	blas      *cublas // opened by BLAS, once
 }
 
 var _ gpu.Device = (*device)(nil)

@@ -19,11 +19,11 @@ import (
 
 // CUfunction_attribute values (cuda.h) that Attrs and SetMaxDynamicShared use.
 const (
-	funcAttrMaxThreadsPerBlock     = 0
-	funcAttrSharedSizeBytes        = 1
-	funcAttrLocalSizeBytes         = 3
-	funcAttrNumRegs                = 4
-	funcAttrMaxDynamicSharedSizeBy = 8
+	funcAttrMaxThreadsPerBlock    = 0
+	funcAttrSharedSizeBytes       = 1
+	funcAttrLocalSizeBytes        = 3
+	funcAttrNumRegs               = 4
+	funcAttrMaxDynamicSharedBytes = 8
 )
 
 // module is a loaded cubin or fatbin.
@@ -121,7 +121,7 @@ func (k *kernel) Attrs() (gpu.KernelAttrs, error) {
 		{funcAttrSharedSizeBytes, &a.StaticSharedBytes},
 		{funcAttrLocalSizeBytes, &a.LocalBytes},
 		{funcAttrMaxThreadsPerBlock, &a.MaxThreadsPerBlock},
-		{funcAttrMaxDynamicSharedSizeBy, &a.MaxDynamicShared},
+		{funcAttrMaxDynamicSharedBytes, &a.MaxDynamicShared},
 	} {
 		var v C.int
 		if err := check("cuFuncGetAttribute", C.kl_func_get_attribute(k.d.ctx, &v, C.int(f.attr), k.f)); err != nil {
@@ -134,7 +134,7 @@ func (k *kernel) Attrs() (gpu.KernelAttrs, error) {
 
 // SetMaxDynamicShared opts the kernel in to more than 48 KiB of dynamic shared memory.
 func (k *kernel) SetMaxDynamicShared(bytes int) error {
-	r := C.kl_func_set_attribute(k.d.ctx, k.f, funcAttrMaxDynamicSharedSizeBy, C.int(bytes))
+	r := C.kl_func_set_attribute(k.d.ctx, k.f, funcAttrMaxDynamicSharedBytes, C.int(bytes))
 	if err := check("cuFuncSetAttribute", r); err != nil {
 		return fmt.Errorf("kernel %s: dynamic shared memory limit %d bytes (the device allows %d with opt-in): %w",
 			k.name, bytes, k.d.info.MaxSharedOptin, err)
