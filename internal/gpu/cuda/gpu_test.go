@@ -643,3 +643,34 @@ func TestPeerCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, host, got)
 }
+
+func TestEncodeTensorMap(t *testing.T) {
+	d := openDevice(t, 0)
+	if d.Info().ComputeMajor < 9 {
+		t.Skipf("tensor maps need sm_90; this device is %s", d.Info().Arch())
+	}
+	const rows, cols = 256, 512
+	buf, err := gpu.Alloc[uint16](d, rows*cols)
+	require.NoError(t, err)
+	defer buf.Free()
+	desc := gpu.TensorMapDesc{DataType: gpu.BF16, Global: buf.DevicePtr(), Dims: []uint64{cols, rows},
+		Strides: []uint64{cols * 2}, Box: []uint32{64, 128}, Swizzle: 128}
+	m, err := gpu.EncodeTensorMap(d, desc)
+	require.NoError(t, err)
+	require.Len(t, m, 128)
+	nonzero := 0
+	for _, b := range m {
+		if b != 0 {
+			nonzero++
+		}
+	}
+	assert.Greater(t, nonzero, 0, "an encoded map is not all zeros")
+
+	desc.Box = []uint32{64} // wrong rank of the box
+	_, err = gpu.EncodeTensorMap(d, desc)
+	assert.ErrorContains(t, err, "needs 1 strides and 2 box sizes")
+	desc.Box = []uint32{64, 128}
+	desc.Strides = []uint64{cols*2 + 3} // strides must be multiples of 16: the driver refuses
+	_, err = gpu.EncodeTensorMap(d, desc)
+	assert.ErrorContains(t, err, "cuTensorMapEncodeTiled")
+}

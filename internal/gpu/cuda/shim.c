@@ -7,6 +7,7 @@
 // below sets the context and makes the API call inside one C call, on one thread.
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,10 @@ static struct {
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *); // CUDA 12.4+
+    // CUDA 12.0+; the enum arguments are plain ints here (values in shim.h).
+    CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned int, void *, const unsigned long long *,
+                                       const unsigned long long *, const unsigned int *,
+                                       const unsigned int *, int, int, int, int);
     CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -170,6 +175,7 @@ int kl_cuda_load(const char *path, char **err) {
 #undef REQ
     // Optional: drivers older than CUDA 12.4 lack it, and Kernel.Params says so.
     *(void **)(&cu.cuFuncGetParamInfo) = dlsym(lib, "cuFuncGetParamInfo");
+    *(void **)(&cu.cuTensorMapEncodeTiled) = dlsym(lib, "cuTensorMapEncodeTiled");
     cu.lib = lib;
     return 0;
 }
@@ -292,6 +298,16 @@ CUresult kl_module_unload(CUcontext ctx, CUmodule m) {
 CUresult kl_module_get_function(CUcontext ctx, CUfunction *f, CUmodule m, const char *name) {
     SET_CTX(ctx);
     return cu.cuModuleGetFunction(f, m, name);
+}
+
+CUresult kl_tensor_map_encode_tiled(CUcontext ctx, void *map, int dtype, unsigned rank, CUdeviceptr global,
+                                    const unsigned long long *dims, const unsigned long long *strides,
+                                    const unsigned *box, const unsigned *elem_strides, int swizzle,
+                                    int l2promo, int oobfill) {
+    if (!cu.cuTensorMapEncodeTiled) return KL_MISSING_SYMBOL;
+    SET_CTX(ctx);
+    return cu.cuTensorMapEncodeTiled(map, dtype, rank, (void *)(uintptr_t)global, dims, strides, box, elem_strides,
+                                     0 /* CU_TENSOR_MAP_INTERLEAVE_NONE */, swizzle, l2promo, oobfill);
 }
 
 CUresult kl_func_param_info(CUcontext ctx, CUfunction f, size_t index, size_t *offset, size_t *size) {

@@ -69,6 +69,14 @@ CUresult kl_memset_d32(CUcontext ctx, CUdeviceptr dst, unsigned int v, size_t n,
 CUresult kl_module_load(CUcontext ctx, CUmodule *m, const char *path);
 CUresult kl_module_unload(CUcontext ctx, CUmodule m);
 CUresult kl_module_get_function(CUcontext ctx, CUfunction *f, CUmodule m, const char *name);
+// kl_tensor_map_encode_tiled fills the 128-byte CUtensorMap at map (64-byte aligned). dtype is a
+// CUtensorMapDataType (FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9), swizzle a CUtensorMapSwizzle
+// (NONE 0, 32B 1, 64B 2, 128B 3), l2promo a CUtensorMapL2promotion (NONE 0, 64B 1, 128B 2,
+// 256B 3), oobfill a CUtensorMapFloatOOBfill (NONE 0, NAN_REQUEST_ZERO_FMA 1); values from cuda.h.
+CUresult kl_tensor_map_encode_tiled(CUcontext ctx, void *map, int dtype, unsigned rank, CUdeviceptr global,
+                                    const unsigned long long *dims, const unsigned long long *strides,
+                                    const unsigned *box, const unsigned *elem_strides, int swizzle,
+                                    int l2promo, int oobfill);
 CUresult kl_func_param_info(CUcontext ctx, CUfunction f, size_t index, size_t *offset, size_t *size);
 CUresult kl_func_get_attribute(CUcontext ctx, int *v, int attr, CUfunction f);
 CUresult kl_func_set_attribute(CUcontext ctx, CUfunction f, int attr, int v);
