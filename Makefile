@@ -9,7 +9,7 @@ BIN     := bin/labrun
 LAB     ?= 01
 ARGS    ?=
 
-.PHONY: all setup build test run site grade clean
+.PHONY: all setup build test run site grade clean gpu-binaries
 
 all: build
 
@@ -37,6 +37,11 @@ site: build
 ## grade: grade the exercise files of a lab
 grade: build
 	./$(BIN) grade $(LAB) $(ARGS)
+
+## gpu-binaries: labrun and the GPU test binaries in bin/, to carry to a GPU machine without Go
+gpu-binaries: build
+	$(GO) test -c -o bin/cuda.test ./internal/gpu/cuda
+	echo internal/gpu/cuda > bin/cuda.pkg
 
 ## clean: remove build outputs and the compiled-kernel cache
 clean:

@@ -1,0 +1,6 @@
+package main
+
+// The backends and labs that labrun carries. Each registers itself from init.
+import (
+	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One call on a GPU machine that has no Go: run the prebuilt labrun and test binaries from bin/
+# (make gpu-binaries), then labrun on each lab given. Logs and results go to $OUT (default
+# /tmp/kl-out); the last lines printed are a short summary.
+#
+#   scripts/gpu-sweep.sh 01 02          # full runs
+#   QUICK=1 scripts/gpu-sweep.sh 01     # --quick runs
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/kl-out}
+mkdir -p "$out"
+export LABRUN_CACHE=${LABRUN_CACHE:-/tmp/kl-cache}
+summary=()
+
+{ nvidia-smi; nvcc --version; } >"$out/env.log" 2>&1
+
+for t in bin/*.test; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t" .test)
+  pkg=$(cat "bin/$name.pkg" 2>/dev/null || echo .)
+  start=$SECONDS
+  (cd "$pkg" && KERNELLABS_REQUIRE_GPU=1 "$OLDPWD/$t" -test.v -test.count=1) >"$out/test-$name.log" 2>&1
+  rc=$?
+  summary+=("tests $name: exit $rc in $((SECONDS - start))s ($(grep -c '^--- PASS' "$out/test-$name.log") passed, $(grep -c '^--- FAIL' "$out/test-$name.log") failed, $(grep -c '^--- SKIP' "$out/test-$name.log") skipped)")
+done
+
+bin/labrun doctor >"$out/doctor.log" 2>&1
+summary+=("doctor: exit $?")
+
+flags=()
+[ -n "${QUICK:-}" ] && flags+=(--quick)
+for lab in "$@"; do
+  start=$SECONDS
+  bin/labrun run "$lab" "${flags[@]}" >"$out/lab-$lab.txt" 2>"$out/lab-$lab.log"
+  rc=$?
+  summary+=("lab $lab: exit $rc in $((SECONDS - start))s")
+  cat "$out/lab-$lab.txt"
+done
+
+mkdir -p "$out/results"
+for f in results/*/*.json; do
+  [ -f "$f" ] && mkdir -p "$out/results/$(basename "$(dirname "$f")")" && cp "$f" "$out/results/$(basename "$(dirname "$f")")/"
+done
+printf '%s\n' "${summary[@]}"
