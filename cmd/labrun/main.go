@@ -39,6 +39,7 @@ Usage:
   labrun list [--json]       list the labs, their suites and variants
   labrun doctor [--json]     say which GPUs, drivers, compilers and libraries are present
                              and how to install what is missing
+  labrun site [--out DIR]    render the course site (notes, kernels, results) into site/public/
   labrun help [COMMAND]      show help
 
 Run 'labrun COMMAND --help' for a command's flags.
@@ -72,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(rest, stdout, stderr)
 	case "run":
 		return cmdRun(rest, stdout, stderr)
+	case "site":
+		return cmdSite(rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
 		return cmdRun(args, stdout, stderr)

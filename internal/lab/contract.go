@@ -35,6 +35,16 @@ type Case interface {
 	Release() error
 }
 
+// SkipError is returned by Prepare for a problem the variant should not run here, with the
+// reason: too large for this device's memory, too slow to be worth timing at this size. The engine
+// records it as skipped, not failed.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
+
+// Skip builds a SkipError.
+func Skip(format string, args ...any) error { return &SkipError{Reason: fmt.Sprintf(format, args...)} }
+
 // Work counts what one Run does.
 type Work struct {
 	FLOPs float64 // floating-point operations (an FMA is 2)

@@ -53,7 +53,7 @@ suites:
       - {name: hopper, file: k.cu, entry: scale_good, needs: [sm_90a]}
       - {name: gpuonly, file: k.cu, entry: scale_good, emu_skip: "uses inline PTX"}
     problems:
-      gpu: [{name: small, n: 1000, quick: true}, {name: big, n: 4Ki}]
+      gpu: [{name: small, n: 1000, quick: true}, {name: big, n: 4Ki}, {name: huge, n: 2Mi}]
       emu: [{name: tiny, n: 10}]
 `
 
@@ -69,6 +69,9 @@ type scaleCase struct {
 
 func (scaleDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
 	n := int(p.Int("n", 1))
+	if n > 1<<20 {
+		return nil, Skip("n=%d is too large for this test device", n)
+	}
 	host := make([]float32, n)
 	ref := make([]float64, n)
 	for i := range host {
@@ -206,7 +209,11 @@ func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	require.NoError(t, err)
 	saved, err = results.Load(out.Path)
 	require.NoError(t, err)
-	assert.Len(t, saved.Entries, 10) // "big" added for good, the rest kept
+	assert.Len(t, saved.Entries, 11) // "big" and "huge" added for good, the rest kept
+	huge := saved.Find("scale", "good", "huge")
+	require.NotNil(t, huge)
+	assert.Equal(t, results.StatusSkipped, huge.Status)
+	assert.Contains(t, huge.Error, "too large")
 }
 
 func TestRunKeepsCorruptResultsAndSavesAside(t *testing.T) {

@@ -19,7 +19,7 @@ func TestParseManifestGood(t *testing.T) {
 	s := m.Suite("scale")
 	require.NotNil(t, s)
 	assert.Equal(t, "lib", s.Baseline)
-	require.Len(t, s.Problems.GPU, 2)
+	require.Len(t, s.Problems.GPU, 3)
 	assert.Equal(t, int64(4096), s.Problems.GPU[1].Params["n"])
 	assert.True(t, s.Problems.GPU[0].Quick)
 	assert.Equal(t, s, s.Variant("good").Suite)

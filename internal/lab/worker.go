@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -235,6 +236,11 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	// on which jobs ran before it in this worker.
 	w.env.reseed(w.spec.Seed, job)
 	c, err := w.drv.Prepare(w.env, s, p)
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		e.Status, e.Error = results.StatusSkipped, skip.Reason
+		return e, nil
+	}
 	if err != nil {
 		return fail("prepare", err)
 	}

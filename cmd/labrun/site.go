@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/site"
+)
+
+func cmdSite(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("site", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "folder to write the site into (default: site/public under the course root)")
+	rootFlag := fs.String("root", "", "the course folder (default: found from the current folder, or $LABRUN_ROOT)")
+	strict := fs.Bool("strict", false, "fail when the languages of a lab are out of step, a lab has notes in one language only, or a results file cannot be read")
+	asJSON := fs.Bool("json", false, "write the build report as JSON to stdout")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: labrun site [--out DIR] [--root DIR] [--strict] [--json]
+
+Renders the course site from the labs' notes (notes.en.md, notes.zh.md), kernels and results/
+into site/public/: a course index, every lab in English and Chinese, a page per device with
+results, and how to run the course. The site is self-contained: open site/public/index.html, or
+publish the folder anywhere (it uses relative links only).
+
+An error in a notes file (a cell naming a file, function, suite, variant, problem or device that
+does not exist) fails the build with file:line; the previous site is left as it was.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "labrun site: unexpected argument %q (see labrun site --help)\n", fs.Arg(0))
+		return exitUsage
+	}
+	root := *rootFlag
+	if root == "" {
+		r, code := findRoot(stderr)
+		if code != exitOK {
+			return code
+		}
+		root = r
+	} else if _, err := lab.FindRoot(root); err != nil {
+		fmt.Fprintf(stderr, "labrun site: --root %s: %v\n", root, err)
+		return exitUsage
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join(root, "site", "public")
+	}
+	rep, err := site.Build(root, dir, site.Options{Strict: *strict, Log: stderr})
+	if err != nil {
+		fmt.Fprintf(stderr, "labrun site: the site was not built:\n%v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "site: %d pages, %d plots in %s (%.2fs)\nopen %s\n", len(rep.Pages), rep.Plots, rep.OutDir,
+		rep.Elapsed.Seconds(), filepath.Join(rep.OutDir, "index.html"))
+	return exitOK
+}

@@ -1,0 +1,300 @@
+package devprops
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+// fakeEnv loads the manifest and builds an Env on a fake device with Go twins of the kernels.
+func fakeEnv(t *testing.T, d *fakeDevice, withFill bool) (*lab.Manifest, *lab.Env, map[string]gpu.Kernel) {
+	t.Helper()
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	variants := map[string][2]string{}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if v.IsKernel() {
+				variants[v.Name] = [2]string{v.File, v.Entry}
+			}
+		}
+	}
+	ks, err := loadFakeKernels(d, m.Dir, variants, withFill)
+	require.NoError(t, err)
+	var logs []string
+	env := lab.NewEnv(d, fakeStream{}, 42, ks, func(f string, a ...any) { logs = append(logs, f) })
+	return m, env, ks
+}
+
+// TestEverySuiteOnFakeDevice runs each variant on each emulator and grading problem the way the
+// engine does: Prepare, Poison, Run, Check must pass; Poison then Check (no Run) must fail,
+// which proves the poison is visible to the check.
+func TestEverySuiteOnFakeDevice(t *testing.T) {
+	for _, withFill := range []bool{true, false} {
+		d := newFakeDevice()
+		m, env, _ := fakeEnv(t, d, withFill)
+		for _, s := range m.Suites {
+			problems := append(append([]lab.Problem{}, s.Problems.Emu...), s.Problems.Grade...)
+			for _, p := range problems {
+				for _, v := range s.Variants {
+					name := s.Name + "/" + v.Name + "/" + p.Name
+					c, err := Lab{}.Prepare(env, s, p)
+					require.NoError(t, err, name)
+					require.NoError(t, c.Poison(), name)
+					require.NoError(t, c.Run(v), name)
+					rep, err := c.Check(v)
+					require.NoError(t, err, name)
+					assert.True(t, rep.OK, "%s: %s", name, rep.Detail())
+					assert.Positive(t, rep.Checked, name)
+
+					require.NoError(t, c.Poison(), name)
+					rep, err = c.Check(v)
+					require.NoError(t, err, name)
+					assert.False(t, rep.OK, "%s: a poisoned output passed the check", name)
+
+					w := c.Work()
+					assert.True(t, w.FLOPs > 0 || w.Bytes > 0 || w.Ops > 0, "%s: no work counted", name)
+					require.NoError(t, c.Release(), name)
+				}
+			}
+		}
+		assert.Empty(t, d.allocs, "device memory leaked (withFill=%v)", withFill)
+	}
+}
+
+func TestDeviceFillIsUsedWhenLoaded(t *testing.T) {
+	d := newFakeDevice()
+	m, env, ks := fakeEnv(t, d, true)
+	s := m.Suite(SuiteHBM)
+	c, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	require.NoError(t, err)
+	defer c.Release()
+	assert.Equal(t, 1, ks[FillEntry].(*fakeKernel).count)
+}
+
+func TestCopyRepeatsSmallWorkingSets(t *testing.T) {
+	d := newFakeDevice()
+	d.info.Emulated = false // on a real GPU a Run moves about run_bytes (1 GiB by default)
+	m, env, ks := fakeEnv(t, d, true)
+	s := m.Suite(SuiteHBM)
+	for _, tc := range []struct {
+		params map[string]int64
+		passes int
+	}{
+		{map[string]int64{"bytes": 64 << 10, "run_bytes": 1 << 20}, 16},
+		{map[string]int64{"bytes": 2 << 20, "run_bytes": 1 << 20}, 1},
+		{map[string]int64{"bytes": 3 << 20, "run_bytes": 10 << 20}, 3},
+	} {
+		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: tc.params})
+		require.NoError(t, err)
+		k := ks["copy_f4_flat"].(*fakeKernel)
+		before := k.count
+		require.NoError(t, c.Run(s.Variant("copy_f4_flat")))
+		assert.Equal(t, tc.passes, k.count-before, "%v", tc.params)
+		assert.Equal(t, float64(tc.passes)*float64(tc.params["bytes"]), c.Work().Bytes)
+		rep, err := c.Check(s.Variant("copy_f4_flat"))
+		require.NoError(t, err)
+		assert.True(t, rep.OK)
+		require.NoError(t, c.Release())
+	}
+}
+
+func TestWorkCounts(t *testing.T) {
+	d := newFakeDevice()
+	m, env, _ := fakeEnv(t, d, true)
+	prob := func(suite string, params map[string]int64) (lab.Case, *lab.Suite) {
+		s := m.Suite(suite)
+		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: params})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Release() })
+		return c, s
+	}
+	c, _ := prob(SuiteHBM, map[string]int64{"bytes": 1 << 20})
+	assert.Equal(t, lab.Work{Bytes: 1 << 20}, c.Work())
+
+	c, _ = prob(SuiteFMA, map[string]int64{"threads_per_sm": 64, "fmas": 256})
+	threads := float64(d.info.SMs * 64)
+	assert.Equal(t, 2*threads*256, c.Work().FLOPs)
+
+	c, _ = prob(SuiteTensor, map[string]int64{"m": 8, "n": 16, "k": 32})
+	assert.Equal(t, float64(2*8*16*32), c.Work().FLOPs)
+
+	c, _ = prob(SuiteLaunch, map[string]int64{"launches": 17})
+	assert.Equal(t, 17, c.Work().Ops)
+
+	c, _ = prob(SuiteHostLink, map[string]int64{"bytes": 4097})
+	assert.Equal(t, float64(4097), c.Work().Bytes)
+}
+
+func TestBadProblemsAreRefused(t *testing.T) {
+	d := newFakeDevice()
+	m, env, _ := fakeEnv(t, d, true)
+	for _, tc := range []struct {
+		suite  string
+		params map[string]int64
+	}{
+		{SuiteHBM, map[string]int64{"bytes": 12}},
+		{SuiteHBM, map[string]int64{}},
+		{SuiteFMA, map[string]int64{"threads_per_sm": 64, "fmas": 12}},
+		{SuiteTensor, map[string]int64{"m": 0, "n": 1, "k": 1}},
+		{SuiteLaunch, map[string]int64{"launches": 0}},
+		{SuiteHostLink, map[string]int64{"bytes": 0}},
+	} {
+		_, err := Lab{}.Prepare(env, m.Suite(tc.suite), lab.Problem{Name: "bad", Params: tc.params})
+		assert.Error(t, err, "%s %v", tc.suite, tc.params)
+	}
+	_, err := Lab{}.Prepare(env, &lab.Suite{Name: "nope"}, lab.Problem{})
+	assert.ErrorContains(t, err, "no suite")
+}
+
+func TestTensorNeedsBLAS(t *testing.T) {
+	d := newFakeDevice()
+	d.noBLAS = true
+	m, env, _ := fakeEnv(t, d, true)
+	s := m.Suite(SuiteTensor)
+	_, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	assert.ErrorContains(t, err, "vendor BLAS")
+}
+
+// The checks must catch a kernel that is almost right.
+func TestChecksCatchNearMisses(t *testing.T) {
+	t.Run("copy misses its last element", func(t *testing.T) {
+		d := newFakeDevice()
+		m, env, ks := fakeEnv(t, d, true)
+		s := m.Suite(SuiteHBM)
+		v := s.Variant("copy_f4")
+		k := ks["copy_f4"].(*fakeKernel)
+		good := k.body
+		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+			n := int64(argU64(args[2]))
+			if err := good(k, cfg, args); err != nil {
+				return err
+			}
+			dst, _ := k.floats(args[1], n)
+			dst[n-1] = float32(math.NaN())
+			return nil
+		}
+		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "1001", Params: map[string]int64{"bytes": 8008}})
+		require.NoError(t, err)
+		defer c.Release()
+		require.NoError(t, c.Poison())
+		require.NoError(t, c.Run(v))
+		rep, err := c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK)
+		assert.Equal(t, 1, rep.Unwritten)
+		assert.Equal(t, 1000, rep.MaxErrAt)
+	})
+	t.Run("fma thread off by one ulp", func(t *testing.T) {
+		d := newFakeDevice()
+		m, env, ks := fakeEnv(t, d, true)
+		s := m.Suite(SuiteFMA)
+		v := s.Variant("fma_chains4")
+		k := ks["fma_chains4"].(*fakeKernel)
+		good := k.body
+		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+			if err := good(k, cfg, args); err != nil {
+				return err
+			}
+			out, _ := k.floats(args[0], 1)
+			out[0] = math.Nextafter32(out[0], 10) // thread 0 is always sampled
+			return nil
+		}
+		c, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+		require.NoError(t, err)
+		defer c.Release()
+		require.NoError(t, c.Poison())
+		require.NoError(t, c.Run(v))
+		rep, err := c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK)
+		assert.Equal(t, 0, rep.MaxErrAt)
+	})
+	t.Run("gemm with one wrong entry", func(t *testing.T) {
+		d := newFakeDevice()
+		d.gemmHook = func(c []float32) { c[len(c)/3] += 0.25 }
+		m, env, _ := fakeEnv(t, d, true)
+		s := m.Suite(SuiteTensor)
+		v := s.Variant(VariantCublasBF16)
+		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: map[string]int64{"m": 48, "n": 40, "k": 56}})
+		require.NoError(t, err)
+		defer c.Release()
+		require.NoError(t, c.Poison())
+		require.NoError(t, c.Run(v))
+		rep, err := c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK, rep.Detail())
+	})
+	t.Run("launch_sync with a launch missing", func(t *testing.T) {
+		d := newFakeDevice()
+		m, env, ks := fakeEnv(t, d, true)
+		s := m.Suite(SuiteLaunch)
+		v := s.Variant(VariantLaunchSync)
+		k := ks[VariantLaunchSync].(*fakeKernel)
+		good := k.body
+		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+			if argU32(args[1]) == 3 {
+				return nil // launch 3 does nothing
+			}
+			return good(k, cfg, args)
+		}
+		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: map[string]int64{"launches": 5}})
+		require.NoError(t, err)
+		defer c.Release()
+		require.NoError(t, c.Poison())
+		require.NoError(t, c.Run(v))
+		rep, err := c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK)
+		assert.Equal(t, 1, rep.Unwritten)
+		assert.Equal(t, 3, rep.MaxErrAt)
+	})
+}
+
+// The row-major → column-major mapping, checked against the fake BLAS (which follows cuBLAS's
+// column-major definition) on a non-square product.
+func TestGemmRowMajor(t *testing.T) {
+	g := GemmRowMajor(3, 5, 7, 0xA, 0xB, 0xC, gpu.BF16, gpu.F32)
+	assert.Equal(t, 5, g.M)
+	assert.Equal(t, 3, g.N)
+	assert.Equal(t, 7, g.K)
+	assert.Equal(t, gpu.Ptr(0xB), g.A)
+	assert.Equal(t, gpu.Ptr(0xA), g.B)
+	assert.Equal(t, 5, g.LDA)
+	assert.Equal(t, 7, g.LDB)
+	assert.Equal(t, 5, g.LDC)
+}
+
+func TestDescribeWithoutNVML(t *testing.T) {
+	d := newFakeDevice()
+	_, env, _ := fakeEnv(t, d, true)
+	out, err := Lab{}.Describe(env)
+	require.NoError(t, err)
+	assert.Equal(t, d.info, out["info"])
+	attrs, ok := out["attributes"].([]gpu.Attribute)
+	require.True(t, ok)
+	assert.NotEmpty(t, attrs)
+	nv := out["nvml"].(map[string]any)
+	assert.Equal(t, false, nv["available"])
+	assert.Contains(t, nv["reason"], "emulator")
+	assert.Contains(t, out, "peaks")
+}
+
+func TestDescribeNVMLNeverFails(t *testing.T) {
+	// On a machine without NVML this records why; on a GPU machine it describes device 0.
+	out := describeNVML(gpu.DeviceInfo{Backend: "cuda", Name: "test"})
+	avail, ok := out["available"].(bool)
+	require.True(t, ok)
+	if !avail {
+		assert.NotEmpty(t, out["reason"])
+		t.Logf("NVML unavailable here: %v", out["reason"])
+		return
+	}
+	assert.NotEmpty(t, out["driver_version"])
+	t.Logf("NVML: %v", out)
+}

@@ -1,0 +1,342 @@
+package devprops
+
+// Numeric helpers shared by the checks of this lab. They are general (later labs need bf16
+// conversion, exact float32 FMA and Freivalds' test too) and are candidates for a shared package
+// such as internal/check; they live here until the lead moves them.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+)
+
+// ---- counter-based hash (the host twin of kernels/hash.cuh) ----
+
+// SplitMix64 is the i-th output (from 0) of the SplitMix64 generator seeded with seed. It is the
+// same function as kl_splitmix64 in kernels/hash.cuh.
+func SplitMix64(seed, i uint64) uint64 {
+	z := seed + (i+1)*0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
+// never zero. It is kl_unit_float in kernels/hash.cuh.
+func UnitFloat(h uint64) float32 {
+	u := int32(h >> 40)
+	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
+}
+
+// HashFloat is element i of the float stream for seed (kl_hash_float on the device).
+func HashFloat(seed, i uint64) float32 { return UnitFloat(SplitMix64(seed, i)) }
+
+// ---- exact float32 fused multiply-add ----
+
+// FMA32 returns x·y + z rounded once to float32 (round to nearest, ties to even), which is what
+// the GPU's FFMA and C's fmaf compute.
+//
+// float32(math.FMA(x, y, z)) is not quite that: it rounds to float64 first and then to float32,
+// and the two roundings disagree when the float64 result lands exactly halfway between two
+// float32 values while the exact result does not. FMA32 computes the float64 rounding error
+// exactly (TwoSum; the product of two float32 values is exact in float64) and breaks such ties
+// in the direction of the error.
+func FMA32(x, y, z float32) float32 {
+	p := float64(x) * float64(y) // exact: 24-bit × 24-bit mantissas fit in 53 bits
+	c := float64(z)
+	s := p + c
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	bv := s - p
+	e := (p - (s - bv)) + (c - bv) // s + e == p + c exactly
+	r := float32(s)
+	if e == 0 || float64(r) == s || math.IsInf(float64(r), 0) {
+		return r // s is exact, or representable (then e is far below half a float32 ulp)
+	}
+	var other float32 // the float32 neighbour of r on the other side of s
+	if float64(r) < s {
+		other = math.Nextafter32(r, float32(math.Inf(1)))
+	} else {
+		other = math.Nextafter32(r, float32(math.Inf(-1)))
+	}
+	if s != (float64(r)+float64(other))/2 {
+		return r // not a tie: rounding s gives the correctly rounded result
+	}
+	if (e > 0) == (other > r) {
+		return other
+	}
+	return r
+}
+
+// ---- the FMA-chain reference (kernels/02_fma.cu) ----
+
+// fmaKeysPerThread is the stride of hash indices between threads in 02_fma.cu.
+const fmaKeysPerThread = 16
+
+// maxFMAChains is the largest CHAINS the kernel's hash layout allows (indices 2..9 of 16).
+const maxFMAChains = 8
+
+// FMAChainRef computes on the CPU what thread tid of fma_chains<chains> writes: chains
+// independent chains x = fma(x, a, b) of iters steps each, summed in order x0 + x1 + … .
+func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
+	key := tid * fmaKeysPerThread
+	a := float32(0x8000+uint32(SplitMix64(seed, key)>>49)) * (1.0 / 65536.0)
+	b := HashFloat(seed, key+1)
+	var x [maxFMAChains]float32
+	for j := 0; j < chains; j++ {
+		x[j] = HashFloat(seed, key+2+uint64(j))
+	}
+	for i := 0; i < iters; i++ {
+		for j := 0; j < chains; j++ {
+			x[j] = FMA32(x[j], a, b)
+		}
+	}
+	s := x[0]
+	for j := 1; j < chains; j++ {
+		s += x[j]
+	}
+	return s
+}
+
+// ---- bfloat16 ----
+
+// BF16FromFloat32 rounds f to bfloat16 (round to nearest, ties to even), as the CUDA intrinsic
+// __float2bfloat16_rn does. NaN stays NaN.
+func BF16FromFloat32(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f { // NaN: keep it a (quiet) NaN
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7FFF + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// BF16ToFloat32 widens a bfloat16 to float32 (exact).
+func BF16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// RandomBF16 returns n bfloat16 values, uniform in (−1, 1) before rounding (so within [−1, 1]),
+// never zero.
+func RandomBF16(rng *rand.Rand, n int) []uint16 {
+	out := make([]uint16, n)
+	for i := range out {
+		v := float32(rng.Float64()*2 - 1)
+		h := BF16FromFloat32(v)
+		if h&0x7FFF == 0 { // ±0 (only from tiny values): use the smallest normal instead
+			h |= 0x0080
+		}
+		out[i] = h
+	}
+	return out
+}
+
+// ---- Freivalds' test ----
+
+// FreivaldsVector returns a random vector for Freivalds' test: random signs, magnitudes in
+// [1, 2), so that an error in any column of C moves C·r by at least its own size.
+func FreivaldsVector(rng *rand.Rand, n int) []float64 {
+	r := make([]float64, n)
+	for i := range r {
+		v := 1 + rng.Float64()
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		r[i] = v
+	}
+	return r
+}
+
+// Freivalds holds what the test needs from A and B: u = A·(B·r) for a random r, and the scale of
+// each row for the tolerance. Computing it costs two matrix-vector products (O(mk + kn)) instead
+// of the O(mnk) product itself, so it scales to any size a GPU can multiply.
+type Freivalds struct {
+	M, N int
+	R    []float64 // the random vector (length N)
+	U    []float64 // A·(B·r) in float64 (length M)
+}
+
+// NewFreivaldsBF16 prepares the test for C = A·B with row-major bfloat16 A (m×k) and B (k×n).
+// Products of bfloat16 values are exact in float64, so U is accurate to float64 rounding.
+func NewFreivaldsBF16(a, b []uint16, m, n, k int, r []float64) (*Freivalds, error) {
+	if len(a) != m*k || len(b) != k*n || len(r) != n {
+		return nil, fmt.Errorf("freivalds: A has %d elements (want %d×%d), B %d (want %d×%d), r %d (want %d)",
+			len(a), m, k, len(b), k, n, len(r), n)
+	}
+	t := make([]float64, k) // t = B·r
+	parallelFor(k, func(lo, hi int) {
+		for kk := lo; kk < hi; kk++ {
+			row := b[kk*n : (kk+1)*n]
+			var s float64
+			for j, h := range row {
+				s += float64(BF16ToFloat32(h)) * r[j]
+			}
+			t[kk] = s
+		}
+	})
+	u := make([]float64, m) // u = A·t
+	parallelFor(m, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := a[i*k : (i+1)*k]
+			var s float64
+			for kk, h := range row {
+				s += float64(BF16ToFloat32(h)) * t[kk]
+			}
+			u[i] = s
+		}
+	})
+	return &Freivalds{M: m, N: n, R: r, U: u}, nil
+}
+
+// Check compares C·r (C row-major m×n, computed in float64) with A·(B·r), row by row. Row i fails
+// when |(C·r)ᵢ − uᵢ| > tol · Σⱼ|Cᵢⱼ·rⱼ|: the scale is the size of the terms that make up (C·r)ᵢ,
+// so rounding noise in C (which grows like √n) stays far below it, while a single entry wrong by
+// δ moves (C·r)ᵢ by at least |δ| (|rⱼ| ≥ 1). A NaN or Inf anywhere in C fails the test.
+// The report's RelErr is the largest of these row ratios.
+func (f *Freivalds) Check(c []float32, tol float64) check.Report {
+	rep := check.Report{Method: "Freivalds: C·r against A·(B·r) in float64, per row", Tolerance: tol, MaxErrAt: -1}
+	if len(c) != f.M*f.N {
+		rep.Note = fmt.Sprintf("output has %d elements, want %d×%d", len(c), f.M, f.N)
+		return rep
+	}
+	type rowRes struct {
+		ratio, diff, got float64
+		nan              int
+	}
+	res := make([]rowRes, f.M)
+	parallelFor(f.M, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := c[i*f.N : (i+1)*f.N]
+			var v, scale float64
+			nan := 0
+			for j, x := range row {
+				xv := float64(x)
+				if math.IsNaN(xv) || math.IsInf(xv, 0) {
+					nan++
+					continue
+				}
+				term := xv * f.R[j]
+				v += term
+				scale += math.Abs(term)
+			}
+			d := math.Abs(v - f.U[i])
+			ratio := d / (scale + 1e-300)
+			if scale == 0 && d == 0 {
+				ratio = 0
+			}
+			res[i] = rowRes{ratio: ratio, diff: d, got: v, nan: nan}
+		}
+	})
+	rep.Checked = f.M
+	for i, r := range res {
+		rep.Unwritten += r.nan
+		if r.ratio > rep.RelErr || rep.MaxErrAt < 0 {
+			rep.RelErr, rep.MaxErrAt = r.ratio, i
+		}
+		rep.MaxAbsErr = math.Max(rep.MaxAbsErr, r.diff)
+		if (r.ratio > tol || r.nan > 0) && len(rep.Mismatches) < check.MaxMismatches {
+			rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: i, Got: r.got, Want: f.U[i]})
+		}
+	}
+	rep.OK = rep.Unwritten == 0 && rep.RelErr <= tol
+	switch {
+	case rep.Unwritten > 0:
+		rep.Note = fmt.Sprintf("%d outputs are NaN or Inf (never written, or computed from bad data)", rep.Unwritten)
+	case !rep.OK:
+		rep.Note = fmt.Sprintf("row %d: (C·r) differs from A·(B·r) by %.3g of the row's scale", rep.MaxErrAt, rep.RelErr)
+	}
+	return rep
+}
+
+// SampleBF16 is one output entry recomputed exactly: C[i][j] = Σₖ A[i][k]·B[k][j].
+type SampleBF16 struct {
+	I, J       int
+	Want       float64 // the exact dot product (to float64 rounding)
+	Scale      float64 // Σₖ |A[i][k]·B[k][j]|, the scale of the rounding error
+	Got        float64
+	RelToScale float64
+}
+
+// SampleEntriesBF16 recomputes the entries (i, j) listed in at for row-major A (m×k) and B (k×n).
+func SampleEntriesBF16(a, b []uint16, n, k int, at [][2]int) []SampleBF16 {
+	out := make([]SampleBF16, len(at))
+	for s, ij := range at {
+		i, j := ij[0], ij[1]
+		var sum, scale float64
+		for kk := 0; kk < k; kk++ {
+			p := float64(BF16ToFloat32(a[i*k+kk])) * float64(BF16ToFloat32(b[kk*n+j]))
+			sum += p
+			scale += math.Abs(p)
+		}
+		out[s] = SampleBF16{I: i, J: j, Want: sum, Scale: scale}
+	}
+	return out
+}
+
+// CheckSamples compares the sampled entries with C (row-major, n columns): each must be within
+// tol · Scale of the exact value.
+func CheckSamples(samples []SampleBF16, c []float32, n int, tol float64) check.Report {
+	rep := check.Report{Method: "sampled entries recomputed exactly in float64", Tolerance: tol, MaxErrAt: -1}
+	rep.Checked = len(samples)
+	wrong := 0
+	for s := range samples {
+		sm := &samples[s]
+		idx := sm.I*n + sm.J
+		if idx < 0 || idx >= len(c) {
+			rep.Note = fmt.Sprintf("sample (%d, %d) is outside the output", sm.I, sm.J)
+			return rep
+		}
+		sm.Got = float64(c[idx])
+		d := math.Abs(sm.Got - sm.Want)
+		if math.IsNaN(sm.Got) || math.IsInf(sm.Got, 0) {
+			rep.Unwritten++
+			d = math.Inf(1)
+		}
+		sm.RelToScale = d / (sm.Scale + 1e-300)
+		if sm.RelToScale > rep.RelErr || rep.MaxErrAt < 0 {
+			rep.RelErr, rep.MaxErrAt = sm.RelToScale, idx
+		}
+		if !math.IsInf(d, 0) {
+			rep.MaxAbsErr = math.Max(rep.MaxAbsErr, d)
+		}
+		if sm.RelToScale > tol {
+			wrong++
+			if len(rep.Mismatches) < check.MaxMismatches {
+				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: idx, Got: sm.Got, Want: sm.Want})
+			}
+		}
+	}
+	rep.OK = wrong == 0
+	if wrong > 0 {
+		rep.Note = fmt.Sprintf("%d of %d sampled entries are off by more than %.0e of their scale", wrong, len(samples), tol)
+	}
+	return rep
+}
+
+// ---- small helpers ----
+
+// parallelFor splits [0, n) into contiguous ranges, one per CPU, and runs fn on each.
+func parallelFor(n int, fn func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if n < 4096 || workers == 1 {
+		fn(0, n)
+		return
+	}
+	if workers > n {
+		workers = n
+	}
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, hi)
+	}
+	wg.Wait()
+}

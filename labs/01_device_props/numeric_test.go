@@ -1,0 +1,200 @@
+package devprops
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSplitMix64MatchesTheReferenceGenerator(t *testing.T) {
+	// The first outputs of SplitMix64 seeded with 0 (the reference C implementation).
+	want := []uint64{0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F}
+	for i, w := range want {
+		assert.Equal(t, w, SplitMix64(0, uint64(i)), "output %d", i)
+	}
+}
+
+func TestFillHashIsDeterministicAndNeverZero(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 0xDEADBEEF, math.MaxUint64} {
+		for i := uint64(0); i < 20000; i++ {
+			v := HashFloat(seed, i)
+			require.Equal(t, v, HashFloat(seed, i))
+			require.NotZero(t, v)
+			require.True(t, v > -1 && v < 1, "%g", v)
+			// An odd multiple of 2⁻²⁴: exactly what the device computes.
+			k := float64(v) * (1 << 24)
+			require.Equal(t, math.Trunc(k), k)
+			require.Equal(t, 1.0, math.Abs(math.Mod(k, 2)))
+		}
+	}
+	assert.NotEqual(t, HashFloat(1, 5), HashFloat(2, 5), "seeds give different streams")
+	// Both extremes of the 24-bit range map inside (−1, 1).
+	assert.Equal(t, float32(-1+1.0/(1<<24)), UnitFloat(0))
+	assert.Equal(t, float32(1-1.0/(1<<24)), UnitFloat(math.MaxUint64))
+}
+
+// fma32Big is the correctly rounded float32 FMA by exact arithmetic (normal range only).
+func fma32Big(x, y, z float32) float32 {
+	p := new(big.Float).SetPrec(200).SetFloat64(float64(x))
+	p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(y)))
+	p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(z)))
+	f, _ := new(big.Float).SetPrec(24).SetMode(big.ToNearestEven).Set(p).Float32()
+	return f
+}
+
+func TestFMA32IsCorrectlyRounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		x := float32((rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(40)-20)))
+		y := float32((rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(40)-20)))
+		z := float32((rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(80)-40)))
+		require.Equal(t, math.Float32bits(fma32Big(x, y, z)), math.Float32bits(FMA32(x, y, z)), "fma(%g, %g, %g)", x, y, z)
+	}
+}
+
+func TestFMA32AvoidsDoubleRounding(t *testing.T) {
+	// x·y = 1 + 2⁻¹¹ + 2⁻²⁴ exactly, halfway between two float32 values; z = 2⁻⁶⁰ tips it up.
+	// Rounding to float64 first loses z and then ties to even (down): the wrong answer.
+	x := float32(1 + 1.0/(1<<12))
+	z := float32(math.Ldexp(1, -60))
+	want := float32(1 + 1.0/(1<<11) + 1.0/(1<<23))
+	naive := float32(math.FMA(float64(x), float64(x), float64(z)))
+	assert.NotEqual(t, want, naive, "the naive float64 route should fail this case")
+	assert.Equal(t, want, FMA32(x, x, z))
+	assert.Equal(t, want, fma32Big(x, x, z))
+	// And the mirror image below zero.
+	assert.Equal(t, -want, FMA32(-x, x, -z))
+}
+
+func TestFMAChainRef(t *testing.T) {
+	seed := uint64(7)
+	// No steps: the sum of the starting values, in chain order.
+	x0, x1 := HashFloat(seed, 3*16+2), HashFloat(seed, 3*16+3)
+	assert.Equal(t, x0+x1, FMAChainRef(seed, 3, 2, 0))
+	// Two steps of one chain, by hand.
+	key := uint64(5 * 16)
+	a := float32(0x8000+uint32(SplitMix64(seed, key)>>49)) / 65536
+	b := HashFloat(seed, key+1)
+	x := HashFloat(seed, key+2)
+	x = FMA32(FMA32(x, a, b), a, b)
+	assert.Equal(t, x, FMAChainRef(seed, 5, 1, 2))
+	assert.True(t, a >= 0.5 && a < 1)
+	// Long chains stay finite and normal (no overflow, no subnormals) for any thread.
+	for tid := uint64(0); tid < 200; tid++ {
+		v := FMAChainRef(seed, tid, 8, 4096)
+		require.True(t, finite32(v))
+		require.True(t, v == 0 || math.Abs(float64(v)) > 1e-30)
+	}
+}
+
+func TestBF16(t *testing.T) {
+	for _, tc := range []struct {
+		in   float32
+		want float32
+	}{
+		{1, 1},
+		{-2.5, -2.5},
+		{1 + 1.0/256, 1},                      // halfway between 1 and 1+2⁻⁷: ties to even (down)
+		{1 + 3.0/256, 1 + 4.0/256},            // halfway between 1+2⁻⁷ and 1+2⁻⁶: ties to even (up)
+		{1 + 1.0/256 + 1.0/4096, 1 + 1.0/128}, // above halfway: up
+		{3.14159265, 3.140625},
+	} {
+		assert.Equal(t, tc.want, BF16ToFloat32(BF16FromFloat32(tc.in)), "%g", tc.in)
+	}
+	assert.True(t, isNaN32(BF16ToFloat32(BF16FromFloat32(float32(math.NaN())))))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, h := range RandomBF16(rng, 10000) {
+		v := BF16ToFloat32(h)
+		require.True(t, v != 0 && v >= -1 && v <= 1, "%g", v)
+		require.Equal(t, h, BF16FromFloat32(v), "round trip")
+	}
+}
+
+// freivaldsCase builds a random bf16 product and its float32 result.
+func freivaldsCase(m, n, k int, seed uint64) (a, b []uint16, c []float32, f *Freivalds) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	a, b = RandomBF16(rng, m*k), RandomBF16(rng, k*n)
+	c = make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float32 // float32 accumulation, like the GPU
+			for l := 0; l < k; l++ {
+				s += BF16ToFloat32(a[i*k+l]) * BF16ToFloat32(b[l*n+j])
+			}
+			c[i*n+j] = s
+		}
+	}
+	f, err := NewFreivaldsBF16(a, b, m, n, k, FreivaldsVector(rng, n))
+	if err != nil {
+		panic(err)
+	}
+	return a, b, c, f
+}
+
+func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
+	for _, sz := range [][3]int{{1, 1, 1}, {17, 33, 65}, {64, 48, 512}} {
+		_, _, c, f := freivaldsCase(sz[0], sz[1], sz[2], 1)
+		rep := f.Check(c, defaultTensorTol)
+		assert.True(t, rep.OK, "%v: %s", sz, rep.Detail())
+		assert.Less(t, rep.RelErr, defaultTensorTol/10, "%v: the noise should be far below the tolerance", sz)
+	}
+}
+
+func TestFreivaldsDetectsASingleWrongEntry(t *testing.T) {
+	const m, n, k = 40, 56, 128
+	_, _, c, f := freivaldsCase(m, n, k, 2)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 50; trial++ {
+		idx := rng.IntN(m * n)
+		bad := append([]float32(nil), c...)
+		// Wrong by a small fraction of a typical entry (|C| ≈ √k/3 ≈ 4 here).
+		bad[idx] += 0.05
+		rep := f.Check(bad, defaultTensorTol)
+		require.False(t, rep.OK, "entry %d", idx)
+		assert.Equal(t, idx/n, rep.MaxErrAt, "the report names the wrong row")
+	}
+	bad := append([]float32(nil), c...)
+	bad[7] = float32(math.NaN())
+	rep := f.Check(bad, defaultTensorTol)
+	assert.False(t, rep.OK)
+	assert.Equal(t, 1, rep.Unwritten)
+	// A transposed result is caught too.
+	tr := make([]float32, len(c))
+	for i := 0; i < m; i++ {
+		for j := 0; j < n && j < m; j++ {
+			if i < n {
+				tr[i*n+j] = c[j*n+i]
+			}
+		}
+	}
+	assert.False(t, f.Check(tr, defaultTensorTol).OK)
+}
+
+func TestSampledEntries(t *testing.T) {
+	const m, n, k = 9, 7, 33
+	a, b, c, _ := freivaldsCase(m, n, k, 3)
+	at := sampleEntries(rand.New(rand.NewPCG(1, 1)), m, n, 5)
+	assert.Contains(t, at, [2]int{m - 1, n - 1})
+	s := SampleEntriesBF16(a, b, n, k, at)
+	assert.True(t, CheckSamples(s, c, n, defaultTensorTol).OK)
+	c[(m-1)*n+n-1] += 0.01
+	rep := CheckSamples(s, c, n, defaultTensorTol)
+	assert.False(t, rep.OK)
+	assert.Equal(t, (m-1)*n+n-1, rep.MaxErrAt)
+}
+
+func TestMergeReports(t *testing.T) {
+	_, _, c, f := freivaldsCase(8, 8, 8, 4)
+	ok := f.Check(c, 1e-5)
+	bad := ok
+	bad.OK, bad.RelErr, bad.Note = false, 0.5, "broken"
+	r := mergeReports(ok, bad)
+	assert.False(t, r.OK)
+	assert.Equal(t, 0.5, r.RelErr)
+	assert.Contains(t, r.Note, "broken")
+	assert.True(t, mergeReports(ok, ok).OK)
+}

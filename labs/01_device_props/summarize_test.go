@@ -1,0 +1,181 @@
+package devprops
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+var h200 = gpu.DeviceInfo{
+	Backend: "cuda", Name: "NVIDIA H200", ComputeMajor: 9, ComputeMinor: 0, SMs: 132,
+	L2Bytes: 60 << 20, SMClockKHz: 1980000, MemClockKHz: 3201000, MemBusWidthBits: 6016, // as the H200 reports them
+}
+
+func hbmEntry(variant, problem string, bytes int64, gbps float64, ok bool) lab.EntryView {
+	return lab.EntryView{Suite: SuiteHBM, Variant: variant, Problem: problem, Params: map[string]int64{"bytes": bytes}, OK: ok, GBps: gbps}
+}
+
+func syntheticEntries() []lab.EntryView {
+	return []lab.EntryView{
+		hbmEntry("memcpy_dtod", "1 GiB", 1<<30, 4000, true),
+		hbmEntry("memcpy_dtod", "4 GiB", 4<<30, 4100, true),
+		hbmEntry("copy_f4_x4", "1 GiB", 1<<30, 3950, true),
+		hbmEntry("copy_f4_x4", "2 GiB", 2<<30, 4050, true),
+		hbmEntry("copy_f32", "4 GiB", 4<<30, 9999, false), // failed entries never count
+		hbmEntry("copy_f4_x4", "16 MiB", 16<<20, 9000, true),
+		hbmEntry("copy_f4_x4", "48 MiB", 48<<20, 8000, true),
+		hbmEntry("copy_f4_x4", "96 MiB", 96<<20, 9500, true), // above L2: not an L2 figure
+		hbmEntry("copy_f4_x4", "256 MiB", 256<<20, 4200, true),
+		{Suite: SuiteFMA, Variant: "fma_chains8", Problem: "2048", OK: true, TFLOPs: 62},
+		{Suite: SuiteFMA, Variant: "fma_chains1", Problem: "128", OK: true, TFLOPs: 15},
+		{Suite: SuiteTensor, Variant: VariantCublasBF16, Problem: "8192", OK: true, TFLOPs: 700},
+		{Suite: SuiteLaunch, Variant: VariantLaunch, Problem: "1 block", OK: true, PerOpUs: 2.5},
+		{Suite: SuiteLaunch, Variant: VariantLaunch, Problem: "1 block per SM", OK: true, PerOpUs: 3.0},
+		{Suite: SuiteLaunch, Variant: VariantLaunchSync, Problem: "1 block", OK: true, PerOpUs: 9},
+		{Suite: SuiteHostLink, Variant: VariantH2DPinned, Problem: "1 GiB", OK: true, GBps: 52},
+		{Suite: SuiteHostLink, Variant: "h2d_pageable", Problem: "1 GiB", OK: true, GBps: 60}, // pageable is not the pinned ceiling
+		{Suite: SuiteHostLink, Variant: VariantD2HPinned, Problem: "1 GiB", OK: true, GBps: 48},
+	}
+}
+
+func TestSummarizeH200(t *testing.T) {
+	out, err := Lab{}.Summarize(h200, syntheticEntries())
+	require.NoError(t, err)
+
+	c := out[KeyHBM].(Ceiling)
+	require.NotNil(t, c.Measured)
+	assert.Equal(t, 4100.0, *c.Measured)
+	assert.Equal(t, "memcpy_dtod", c.Variant)
+	assert.Equal(t, "4 GiB", c.Problem)
+	assert.Equal(t, 4800.0, *c.Peak)
+	assert.InDelta(t, 4100.0/4800, *c.Ratio, 1e-12)
+	assert.Contains(t, c.Source, "H200")
+	assert.Equal(t, 4100.0, *c.Baseline)
+	vs := out[KeyCopyVsMemcpy].(map[string]any)
+	assert.InDelta(t, 4050.0/4100, vs["ratio"], 1e-12)
+	assert.Equal(t, "copy_f4_x4", vs["variant"])
+
+	c = out[KeyL2].(Ceiling)
+	assert.Equal(t, 9000.0, *c.Measured)
+	assert.Equal(t, "16 MiB", c.Problem)
+	assert.Nil(t, c.Peak)
+	assert.Nil(t, c.Ratio)
+
+	c = out[KeyFP32].(Ceiling)
+	assert.Equal(t, 62.0, *c.Measured)
+	assert.InDelta(t, 62.0/67, *c.Ratio, 1e-12)
+
+	c = out[KeyBF16].(Ceiling)
+	assert.InDelta(t, 700.0/989, *c.Ratio, 1e-12)
+
+	c = out[KeyLaunch].(Ceiling)
+	assert.Equal(t, 2.5, *c.Measured, "the lowest time wins")
+	assert.Nil(t, c.Ratio)
+	assert.Equal(t, 9.0, *out[KeyLaunchSync].(Ceiling).Measured)
+
+	c = out[KeyH2D].(Ceiling)
+	assert.Equal(t, 52.0, *c.Measured)
+	assert.InDelta(t, 52.0/64, *c.Ratio, 1e-12)
+	assert.Equal(t, 48.0, *out[KeyD2H].(Ceiling).Measured)
+
+	ridge := out["ridge"].(map[string]any)["bf16_flop_per_byte"].(map[string]any)
+	assert.InDelta(t, 989e12/4.8e12, ridge["peak"], 1e-9)
+	assert.InDelta(t, 700e12/4100e9, ridge["measured"], 1e-9)
+
+	// The map is what results files hold: it must encode to JSON with the stable keys.
+	b, err := json.Marshal(out)
+	require.NoError(t, err)
+	var back map[string]map[string]any
+	_ = json.Unmarshal(b, &back)
+	for _, k := range []string{KeyHBM, KeyL2, KeyFP32, KeyBF16, KeyLaunch, KeyH2D, KeyD2H} {
+		assert.Contains(t, back[k], "measured", k)
+		assert.Contains(t, back[k], "peak", k)
+		assert.Contains(t, back[k], "ratio", k)
+		assert.Contains(t, back[k], "source", k)
+	}
+}
+
+func TestSummarizeFromClocksWithoutDatasheet(t *testing.T) {
+	// An A100 40GB: no datasheet entry here, so the peaks come from its clocks.
+	a100 := gpu.DeviceInfo{Name: "NVIDIA A100-SXM4-40GB", ComputeMajor: 8, ComputeMinor: 0, SMs: 108,
+		L2Bytes: 40 << 20, SMClockKHz: 1410000, MemClockKHz: 1215000, MemBusWidthBits: 5120}
+	out, err := Lab{}.Summarize(a100, syntheticEntries())
+	require.NoError(t, err)
+	assert.NotContains(t, out, "datasheet")
+
+	c := out[KeyHBM].(Ceiling)
+	assert.InDelta(t, 1555.2, *c.Peak, 0.01) // 2 × 1215 MHz × 640 B
+	assert.Contains(t, c.Source, "theoretical from clocks")
+	c = out[KeyFP32].(Ceiling)
+	assert.InDelta(t, 19.49, *c.Peak, 0.01) // 108 × 64 × 2 × 1.41 GHz
+	assert.Contains(t, c.Source, "theoretical from clocks")
+	c = out[KeyBF16].(Ceiling)
+	assert.InDelta(t, 311.9, *c.Peak, 0.1) // 108 × 2048 × 1.41 GHz
+	c = out[KeyH2D].(Ceiling)
+	assert.Nil(t, c.Peak)
+	assert.Equal(t, 52.0, *c.Measured)
+	// 48 MiB > 40 MiB of L2: the L2 figure comes from 16 MiB only.
+	assert.Equal(t, "16 MiB", out[KeyL2].(Ceiling).Problem)
+}
+
+func TestSummarizeWithNothing(t *testing.T) {
+	out, err := Lab{}.Summarize(gpu.DeviceInfo{Name: "CPU emulator", Emulated: true}, nil)
+	require.NoError(t, err)
+	c := out[KeyHBM].(Ceiling)
+	assert.Nil(t, c.Measured)
+	assert.Nil(t, c.Peak)
+	assert.Equal(t, sourceNoneForThis, c.Source)
+	assert.Contains(t, out["note"], "emulated")
+	assert.NotContains(t, out, KeyCopyVsMemcpy)
+}
+
+func TestSummarizeReadsSizesFromProblemNames(t *testing.T) {
+	e := hbmEntry("copy_f4", "2 GiB", 0, 3000, true)
+	e.Params = nil
+	out, err := Lab{}.Summarize(h200, []lab.EntryView{e})
+	require.NoError(t, err)
+	assert.Equal(t, 3000.0, *out[KeyHBM].(Ceiling).Measured)
+}
+
+func TestLookupDatasheet(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		product string
+	}{
+		{"NVIDIA H200", "H200 SXM"},
+		{"NVIDIA H100 80GB HBM3", "H100 SXM"},
+		{"NVIDIA H100 SXM5 80GB", "H100 SXM"},
+		{"NVIDIA H200 NVL", ""},
+		{"NVIDIA H100 PCIe", ""},
+		{"NVIDIA H100 NVL", ""},
+		{"NVIDIA A100-SXM4-80GB", ""},
+		{"CPU emulator", ""},
+	} {
+		ds, ok := LookupDatasheet(tc.name)
+		assert.Equal(t, tc.product != "", ok, tc.name)
+		assert.Equal(t, tc.product, ds.Product, tc.name)
+	}
+	ds, _ := LookupDatasheet("NVIDIA H200")
+	assert.Equal(t, 4800.0, ds.HBMGBps)
+	assert.Equal(t, 67.0, ds.FP32TFLOPs)
+	assert.Equal(t, 989.0, ds.BF16TFLOPs)
+	assert.Equal(t, 64.0, ds.HostLinkGBps)
+	assert.NotEmpty(t, ds.Source)
+}
+
+func TestPeaksFromClocksOfTheH200(t *testing.T) {
+	// The clock-derived FP32 figure agrees with the datasheet's 67 TFLOP/s.
+	v, ok := FP32TFLOPsFromClocks(h200)
+	require.True(t, ok)
+	assert.InDelta(t, 66.9, v, 0.1)
+	v, ok = MemoryGBpsFromClocks(h200)
+	require.True(t, ok)
+	assert.InDelta(t, 4815, v, 1) // 2 × 3201 MHz × 752 B ≈ the datasheet's 4.8 TB/s
+	_, ok = FP32TFLOPsFromClocks(gpu.DeviceInfo{ComputeMajor: 1, SMs: 1, SMClockKHz: 1})
+	assert.False(t, ok, "unknown architectures have no lane count")
+}
