@@ -245,28 +245,46 @@ func (r *runner) archFor(needs []string) string {
 	return r.info.Arch()
 }
 
+// buildItem is one compile: a kernel file with its flags and target, and the entries (variants
+// and helpers) that use the image.
 type buildItem struct {
-	file, entry string
-	needs       []string
-	flags       []string
-	variants    []*Variant // those that share the image (none for helpers)
+	file     string
+	arch     string
+	flags    []string
+	entries  []string
+	variants []*Variant // variants that fail when the file does not compile
 }
 
-// build compiles every kernel file the run needs, in parallel. It returns the images by
-// "file:entry" and failed entries for variants whose kernel did not compile.
+// build compiles every kernel file the run needs, once per file, flags and target, in parallel.
+// It returns the images by "file:entry" and failed entries for variants whose kernel did not
+// compile.
 func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry, results.Toolchain) {
+	byKey := map[string]*buildItem{}
 	var items []*buildItem
+	add := func(file, entry string, needs, flags []string, v *Variant) {
+		arch := r.archFor(needs)
+		key := file + "|" + arch + "|" + strings.Join(flags, " ")
+		it, ok := byKey[key]
+		if !ok {
+			it = &buildItem{file: file, arch: arch, flags: flags}
+			byKey[key] = it
+			items = append(items, it)
+		}
+		it.entries = append(it.entries, entry)
+		if v != nil {
+			it.variants = append(it.variants, v)
+		}
+	}
 	for _, s := range r.man.Suites {
 		for _, v := range s.Variants {
-			if !v.IsKernel() || !r.selected(v) || r.skipReason(v.Needs, v.EmuSkip) != "" {
-				continue
+			if v.IsKernel() && r.selected(v) && r.skipReason(v.Needs, v.EmuSkip) == "" {
+				add(v.File, v.Entry, v.Needs, v.Flags, v)
 			}
-			items = append(items, &buildItem{file: v.File, entry: v.Entry, needs: v.Needs, flags: v.Flags, variants: []*Variant{v}})
 		}
 	}
 	for _, h := range r.man.Helpers {
 		if r.skipReason(nil, h.EmuSkip) == "" {
-			items = append(items, &buildItem{file: h.File, entry: h.Entry})
+			add(h.File, h.Entry, nil, nil, nil)
 		}
 	}
 	tc := results.Toolchain{Compiler: r.be.Toolchain(), Arch: r.info.Arch()}
@@ -285,7 +303,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 			req := toolchain.Request{
 				Source:      filepath.Join(r.man.Dir, it.file),
 				IncludeDirs: []string{filepath.Join(r.o.Root, "labs", "common"), r.man.Dir},
-				Arch:        r.archFor(it.needs),
+				Arch:        it.arch,
 				Flags:       it.flags,
 			}
 			art, err := toolchain.Build(ctx, r.be.Toolchain(), req)
@@ -298,12 +316,14 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				}
 				return
 			}
-			images[imageKey(it.file, it.entry)] = art.Path
+			for _, e := range it.entries {
+				images[imageKey(it.file, e)] = art.Path
+			}
 		}(it)
 	}
 	wg.Wait()
 	if len(items) > 0 {
-		fmt.Fprintf(r.o.Progress, "built %d kernel image(s) in %.1fs\n", len(images), time.Since(started).Seconds())
+		fmt.Fprintf(r.o.Progress, "built %d kernel file(s) in %.1fs\n", len(items), time.Since(started).Seconds())
 	}
 	if v, err := toolchain.Version(r.be.Toolchain()); err == nil {
 		tc.Version = v

@@ -248,7 +248,14 @@ func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Artifact{}, err
 	}
-	tmp := out + fmt.Sprintf(".%d.tmp", os.Getpid())
+	// A unique temporary name: two processes (or goroutines) may build the same file at once;
+	// the rename below makes whichever finishes last win with an identical image.
+	tf, err := os.CreateTemp(dir, base+"-*.cubin.tmp")
+	if err != nil {
+		return Artifact{}, err
+	}
+	tmp := tf.Name()
+	tf.Close()
 	args := NVCCArgs(r, tmp)
 	cmd := exec.CommandContext(ctx, nvcc, args...)
 	var stderr bytes.Buffer

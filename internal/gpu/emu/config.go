@@ -1,0 +1,190 @@
+// Package emu is the CPU emulator backend of the device API: the course's kernels, compiled by
+// the host C++ compiler (internal/toolchain's "c++" builder), run on the CPU with CUDA's
+// semantics, so that students without a GPU and CI runners can check every lab's kernels.
+//
+// A kernel module is a shared object that holds the kernel file, a generated registry of its
+// extern "C" entries and a link to the emulator's runtime (emu/kl_emu_rt.cc); this package only
+// dlopens it (cgo with libdl, nothing else). Blocks run on worker threads, one worker per
+// emulated SM, and the threads of a block are fibers on their worker; see emu/kl_emu.h for what
+// kernel code can use.
+//
+// Devices are emulated in one process and share its memory: several of them (labs 04 and 05)
+// reach each other's buffers through peer pointers, and their streams run concurrently. Memory is
+// accounted per device. Every buffer has guard zones that are checked after each launch, so a
+// kernel that writes past the end of a buffer fails with the buffer and the offset, and faults,
+// barrier divergence, deadlocks and kernels that run past the time limit become errors.
+//
+// Its timings are those of a CPU running an emulation: they are not a performance figure.
+//
+// Settings, each with an environment variable (read when a device is opened or a kernel is
+// launched) and a setter that takes precedence:
+//
+//	LABRUN_EMU_DEVICES     number of emulated devices (default 2)            SetDeviceCount
+//	LABRUN_EMU_SMS         SMs per device: blocks that run at once           SetSMs
+//	                       (default: the number of CPUs, at least 2)
+//	LABRUN_EMU_TIME_LIMIT  time limit of one launch, a Go duration (30s)     SetTimeLimit
+//	LABRUN_EMU_MEMORY      memory of each device in bytes (4 GiB)            SetDeviceMemory
+//	LABRUN_EMU_STACK_KIB   stack of each emulated thread in KiB (128)
+//	LABRUN_EMU_NO_FAULT_HANDLER=1  let faults in kernel code crash the process instead of
+//	                       becoming launch errors (for debuggers)
+package emu
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DeviceName is the name every emulated device reports.
+const DeviceName = "Kernel Labs CPU emulator"
+
+// Environment variables read by the backend.
+const (
+	EnvDevices   = "LABRUN_EMU_DEVICES"
+	EnvSMs       = "LABRUN_EMU_SMS"
+	EnvTimeLimit = "LABRUN_EMU_TIME_LIMIT"
+	EnvMemory    = "LABRUN_EMU_MEMORY"
+)
+
+// Defaults.
+const (
+	DefaultDevices   = 2
+	DefaultTimeLimit = 30 * time.Second
+	DefaultMemory    = int64(4) << 30
+)
+
+var (
+	cfgMu      sync.Mutex
+	cfgDevices int
+	cfgSMs     int
+	cfgLimit   time.Duration
+	cfgMemory  int64
+	printfOut  io.Writer = os.Stdout
+)
+
+// SetDeviceCount sets the number of emulated devices (0 restores $LABRUN_EMU_DEVICES or 2).
+func SetDeviceCount(n int) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	cfgDevices = n
+}
+
+// SetSMs sets how many blocks of a grid run at once on each device (0 restores the default).
+// Two blocks that spin-wait for each other need at least 2.
+func SetSMs(n int) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	cfgSMs = n
+}
+
+// SetTimeLimit sets the time limit of one launch (0 restores $LABRUN_EMU_TIME_LIMIT or 30 s).
+// A kernel still running at the limit fails with EMU_TIMEOUT, a sticky error.
+func SetTimeLimit(d time.Duration) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	cfgLimit = d
+}
+
+// SetDeviceMemory sets the memory of each emulated device in bytes (0 restores the default).
+func SetDeviceMemory(bytes int64) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	cfgMemory = bytes
+}
+
+// SetPrintfOutput sets where the output of printf in kernels goes (nil: os.Stdout). It is
+// written when the launch that printed ends.
+func SetPrintfOutput(w io.Writer) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	if w == nil {
+		w = os.Stdout
+	}
+	printfOut = w
+}
+
+func envInt(name string, def int, min int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min {
+		return 0, fmt.Errorf("%s=%q: want a whole number of at least %d", name, v, min)
+	}
+	return n, nil
+}
+
+// DeviceCount is the number of emulated devices.
+func DeviceCount() (int, error) {
+	cfgMu.Lock()
+	n := cfgDevices
+	cfgMu.Unlock()
+	if n > 0 {
+		return n, nil
+	}
+	return envInt(EnvDevices, DefaultDevices, 1)
+}
+
+// SMs is the number of blocks each emulated device runs at once.
+func SMs() (int, error) {
+	cfgMu.Lock()
+	n := cfgSMs
+	cfgMu.Unlock()
+	if n > 0 {
+		return n, nil
+	}
+	def := runtime.NumCPU()
+	if def < 2 {
+		def = 2
+	}
+	return envInt(EnvSMs, def, 1)
+}
+
+// TimeLimit is the time limit of one launch.
+func TimeLimit() (time.Duration, error) {
+	cfgMu.Lock()
+	d := cfgLimit
+	cfgMu.Unlock()
+	if d > 0 {
+		return d, nil
+	}
+	v := os.Getenv(EnvTimeLimit)
+	if v == "" {
+		return DefaultTimeLimit, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive Go duration such as 30s or 2m", EnvTimeLimit, v)
+	}
+	return d, nil
+}
+
+// DeviceMemory is the memory of each emulated device in bytes.
+func DeviceMemory() (int64, error) {
+	cfgMu.Lock()
+	m := cfgMemory
+	cfgMu.Unlock()
+	if m > 0 {
+		return m, nil
+	}
+	v := os.Getenv(EnvMemory)
+	if v == "" {
+		return DefaultMemory, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a number of bytes", EnvMemory, v)
+	}
+	return n, nil
+}
+
+func printfWriter() io.Writer {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	return printfOut
+}

@@ -1,0 +1,177 @@
+//go:build cgo
+
+package emu
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
+)
+
+var (
+	repoRoot   string
+	skipReason string
+
+	modMu   sync.Mutex
+	modules = map[string]string{} // testdata file -> built .so
+	modErrs = map[string]error{}
+)
+
+func TestMain(m *testing.M) {
+	root, err := findRoot()
+	if err != nil {
+		skipReason = err.Error()
+	} else {
+		repoRoot = root
+		if err := toolchain.CheckEmu(); err != nil {
+			skipReason = err.Error()
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", os.ErrNotExist
+		}
+	}
+}
+
+func includeDirs() []string {
+	return []string{filepath.Join(repoRoot, "labs", "common"), filepath.Join(repoRoot, "emu")}
+}
+
+func testCacheDir() string { return filepath.Join(toolchain.CacheDir(), "emu") }
+
+// needEmu skips the test when kernels cannot be built here.
+func needEmu(t testing.TB) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skipf("CPU emulator unavailable: %s", skipReason)
+	}
+}
+
+// build compiles testdata/file once per test binary.
+func build(t testing.TB, file string) string {
+	t.Helper()
+	needEmu(t)
+	modMu.Lock()
+	defer modMu.Unlock()
+	if so, ok := modules[file]; ok {
+		return so
+	}
+	if err, ok := modErrs[file]; ok {
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	so, _, err := toolchain.BuildEmu(ctx, filepath.Join("testdata", file), includeDirs(), testCacheDir())
+	if err != nil {
+		modErrs[file] = err
+	}
+	require.NoError(t, err, "building testdata/%s", file)
+	modules[file] = so
+	return so
+}
+
+func openDev(t testing.TB, index int) gpu.Device {
+	t.Helper()
+	needEmu(t)
+	b, err := Open()
+	require.NoError(t, err)
+	d, err := b.Open(index)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func kernelOf(t testing.TB, d gpu.Device, file, name string) gpu.Kernel {
+	t.Helper()
+	m, err := d.LoadModule(build(t, file))
+	require.NoError(t, err)
+	k, err := m.Kernel(name)
+	require.NoError(t, err)
+	return k
+}
+
+func upload[T gpu.Elem](t testing.TB, d gpu.Device, host []T) *gpu.Buffer[T] {
+	t.Helper()
+	b, err := gpu.Upload(d, host)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Free() })
+	return b
+}
+
+func alloc[T gpu.Elem](t testing.TB, d gpu.Device, n int) *gpu.Buffer[T] {
+	t.Helper()
+	b, err := gpu.Alloc[T](d, n)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Free() })
+	return b
+}
+
+func download[T gpu.Elem](t testing.TB, b *gpu.Buffer[T]) []T {
+	t.Helper()
+	h, err := b.Download()
+	require.NoError(t, err)
+	return h
+}
+
+func randFloats(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = rng.Float32()*2 - 1
+	}
+	return v
+}
+
+// matmulRef is C = A·B in float64.
+func matmulRef(a, b []float32, m, n, k int) []float64 {
+	c := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for p := 0; p < k; p++ {
+			av := float64(a[i*k+p])
+			for j := 0; j < n; j++ {
+				c[i*n+j] += av * float64(b[p*n+j])
+			}
+		}
+	}
+	return c
+}
+
+// relErr is ‖got − want‖ / ‖want‖.
+func relErr(got []float32, want []float64) float64 {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - want[i]
+		num += d * d
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+// launchSync launches and waits, returning the first error of either.
+func launchSync(d gpu.Device, k gpu.Kernel, cfg gpu.LaunchConfig, args ...any) error {
+	if err := gpu.Launch(k, cfg, args...); err != nil {
+		return err
+	}
+	return d.Synchronize()
+}

@@ -1,0 +1,398 @@
+package site
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/site/theme"
+)
+
+// chapter is one lab of the course as the site sees it.
+type chapter struct {
+	Name     string        // "01_device_props"
+	Num      string        // "01"
+	Manifest *lab.Manifest // nil when the folder has no lab.yaml yet
+	Title    map[string]string
+	Summary  map[string]string
+	Notes    map[string]string // lang → path of notes.LANG.md (only those that exist)
+	Ready    bool              // manifest and both notes: the chapter has pages
+	Results  []*devResults     // one per device with results, in device order
+}
+
+// devResults is one lab's results file on one device.
+type devResults struct {
+	Slug  string
+	File  *results.File
+	Extra *omap // File.Extra with its keys in file order
+}
+
+// device is a device that has results in at least one lab.
+type device struct {
+	Slug     string
+	Name     string
+	Emulated bool
+	Latest   *results.File // the most recent results file of the device
+	Files    map[string]*devResults
+}
+
+type course struct {
+	root     string
+	chapters []*chapter
+	devices  []*device
+	bySlug   map[string]*device
+	warnings []string
+	errs     []error // fatal in any mode
+	strictE  []error // fatal in strict mode
+}
+
+var chapterRE = regexp.MustCompile(`^(\d\d)_[a-z0-9_]+$`)
+
+type plannedChapter struct {
+	Name    string   `yaml:"name"`
+	Title   lab.Text `yaml:"title"`
+	Summary lab.Text `yaml:"summary"`
+}
+
+func plannedChapters() ([]plannedChapter, error) {
+	data, err := theme.FS.ReadFile("course.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Chapters []plannedChapter `yaml:"chapters"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("site theme course.yaml: %w", err)
+	}
+	return doc.Chapters, nil
+}
+
+// loadCourse reads the chapters (planned ones, and every labs/NN_name folder), their manifests
+// and notes, and every results file.
+func loadCourse(root string) (*course, error) {
+	c := &course{root: root, bySlug: map[string]*device{}}
+	planned, err := plannedChapters()
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*chapter{}
+	add := func(name string) *chapter {
+		if ch := byName[name]; ch != nil {
+			return ch
+		}
+		ch := &chapter{Name: name, Num: name[:2], Title: map[string]string{}, Summary: map[string]string{},
+			Notes: map[string]string{}}
+		byName[name] = ch
+		c.chapters = append(c.chapters, ch)
+		return ch
+	}
+	for _, p := range planned {
+		ch := add(p.Name)
+		ch.Title["en"], ch.Title["zh"] = p.Title.EN, p.Title.ZH
+		ch.Summary["en"], ch.Summary["zh"] = p.Summary.EN, p.Summary.ZH
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "labs"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the labs folder: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && chapterRE.MatchString(e.Name()) {
+			add(e.Name())
+		}
+	}
+	sort.Slice(c.chapters, func(i, j int) bool { return c.chapters[i].Name < c.chapters[j].Name })
+
+	for _, ch := range c.chapters {
+		dir := filepath.Join(root, "labs", ch.Name)
+		if _, err := os.Stat(filepath.Join(dir, "lab.yaml")); err == nil {
+			m, err := lab.LoadManifest(dir)
+			if err != nil {
+				c.errs = append(c.errs, err)
+				continue
+			}
+			ch.Manifest = m
+			for _, l := range Langs {
+				if t := pick(l, m.Title); t != "" {
+					ch.Title[l] = t
+				}
+				if s := pick(l, m.Summary); s != "" {
+					ch.Summary[l] = s
+				}
+			}
+		}
+		for _, l := range Langs {
+			if ch.Title[l] == "" {
+				ch.Title[l] = strings.ReplaceAll(ch.Name[3:], "_", " ")
+			}
+			p := filepath.Join(dir, "notes."+l+".md")
+			if _, err := os.Stat(p); err == nil {
+				ch.Notes[l] = p
+			}
+		}
+		switch {
+		case len(ch.Notes) == 0:
+		case ch.Manifest == nil:
+			c.warn(true, "%s: has notes but no lab.yaml; listed as in preparation", c.rel(dir))
+		case len(ch.Notes) < len(Langs):
+			for _, l := range Langs {
+				if ch.Notes[l] == "" {
+					c.warn(true, "%s: notes.%s.md is missing (both languages are needed); listed as in preparation", c.rel(dir), l)
+				}
+			}
+		default:
+			ch.Ready = true
+		}
+	}
+	if err := c.loadResults(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func pick(lang string, t lab.Text) string {
+	if lang == "zh" {
+		return t.ZH
+	}
+	return t.EN
+}
+
+// warn records a warning; strict ones fail a strict build.
+func (c *course) warn(strict bool, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	c.warnings = append(c.warnings, msg)
+	if strict {
+		c.strictE = append(c.strictE, errors.New(msg))
+	}
+}
+
+// rel is a path relative to the course root, for messages.
+func (c *course) rel(p string) string {
+	if r, err := filepath.Rel(c.root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return p
+}
+
+func (c *course) chapter(name string) *chapter {
+	for _, ch := range c.chapters {
+		if ch.Name == name {
+			return ch
+		}
+	}
+	return nil
+}
+
+// loadResults reads results/<device>/<lab>.json for every device folder.
+func (c *course) loadResults() error {
+	paths, err := filepath.Glob(filepath.Join(c.root, "results", "*", "*.json"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		slug := filepath.Base(filepath.Dir(p))
+		labName := strings.TrimSuffix(filepath.Base(p), ".json")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f, err := results.Parse(p, data)
+		if err != nil {
+			c.warn(true, "%s: skipped: %v", c.rel(p), err)
+			continue
+		}
+		extra, err := orderedExtra(data)
+		if err != nil {
+			c.warn(true, "%s: skipped: reading extra: %v", c.rel(p), err)
+			continue
+		}
+		dr := &devResults{Slug: slug, File: f, Extra: extra}
+		d := c.bySlug[slug]
+		if d == nil {
+			d = &device{Slug: slug, Files: map[string]*devResults{}}
+			c.bySlug[slug] = d
+			c.devices = append(c.devices, d)
+		}
+		d.Files[labName] = dr
+		if d.Latest == nil || f.Time.After(d.Latest.Time) {
+			d.Latest = f
+		}
+		if f.Device.Emulated || slug == "emulator" {
+			d.Emulated = true
+		}
+		if ch := c.chapter(labName); ch != nil {
+			ch.Results = append(ch.Results, dr)
+		} else {
+			c.warn(false, "%s: no lab %s in labs/; its results are shown on the device page only", c.rel(p), labName)
+		}
+	}
+	for _, d := range c.devices {
+		d.Name = d.Latest.Device.Name
+		if d.Name == "" {
+			d.Name = d.Slug
+		}
+	}
+	// Real devices first, then emulated ones; by name within each.
+	sort.SliceStable(c.devices, func(i, j int) bool {
+		a, b := c.devices[i], c.devices[j]
+		if a.Emulated != b.Emulated {
+			return !a.Emulated
+		}
+		return a.Slug < b.Slug
+	})
+	order := map[string]int{}
+	for i, d := range c.devices {
+		order[d.Slug] = i
+	}
+	for _, ch := range c.chapters {
+		sort.SliceStable(ch.Results, func(i, j int) bool { return order[ch.Results[i].Slug] < order[ch.Results[j].Slug] })
+	}
+	return nil
+}
+
+// extraFor finds a device's lab-specific data under key: in the named lab's results first, then
+// in any lab's (lab 01 records properties and ceilings).
+func (c *course) extraFor(slug, preferLab, key string) (any, *devResults) {
+	d := c.bySlug[slug]
+	if d == nil {
+		return nil, nil
+	}
+	if dr := d.Files[preferLab]; dr != nil {
+		if v, ok := dr.Extra.Get(key); ok {
+			return v, dr
+		}
+	}
+	names := make([]string, 0, len(d.Files))
+	for n := range d.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if v, ok := d.Files[n].Extra.Get(key); ok {
+			return v, d.Files[n]
+		}
+	}
+	return nil, nil
+}
+
+// omap is a JSON object with its keys in document order.
+type omap struct {
+	Keys []string
+	Vals map[string]any
+}
+
+// Get returns the value of key.
+func (m *omap) Get(key string) (any, bool) {
+	if m == nil {
+		return nil, false
+	}
+	v, ok := m.Vals[key]
+	return v, ok
+}
+
+// orderedExtra decodes the "extra" member of a results file keeping the key order of objects,
+// so that property tables read in the order the lab wrote them.
+func orderedExtra(data []byte) (*omap, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, err
+	}
+	raw, ok := top["extra"]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeOrdered(dec)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(*omap)
+	if !ok {
+		return nil, errors.New("extra is not an object")
+	}
+	return m, nil
+}
+
+func decodeOrdered(dec *json.Decoder) (any, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := t.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := &omap{Vals: map[string]any{}}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				v, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				if _, dup := m.Vals[k]; !dup {
+					m.Keys = append(m.Keys, k)
+				}
+				m.Vals[k] = v
+			}
+			_, err := dec.Token()
+			return m, err
+		case '[':
+			var a []any
+			for dec.More() {
+				v, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				a = append(a, v)
+			}
+			_, err := dec.Token()
+			if a == nil {
+				a = []any{}
+			}
+			return a, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	case json.Number:
+		return t, nil
+	default:
+		return t, nil // string, bool, nil
+	}
+}
+
+// num reads a JSON number (or a numeric string) as float64.
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// fileExists reports whether p is a regular file.
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}

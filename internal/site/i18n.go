@@ -1,0 +1,236 @@
+package site
+
+import "fmt"
+
+// Langs are the course's languages, in the order the site lists them.
+var Langs = []string{"en", "zh"}
+
+func otherLang(l string) string {
+	if l == "zh" {
+		return "en"
+	}
+	return "zh"
+}
+
+// htmlLang is the value of <html lang>.
+func htmlLang(l string) string {
+	if l == "zh" {
+		return "zh-CN"
+	}
+	return "en"
+}
+
+// ui holds the site's interface strings.
+var ui = map[string]map[string]string{
+	"en": {
+		"course":        "Kernel Labs",
+		"site":          "Site",
+		"chapters":      "Chapters",
+		"devices":       "Devices",
+		"device":        "Device",
+		"howtorun":      "How to run",
+		"otherlang":     "中文",
+		"inprep":        "in preparation",
+		"prev":          "Previous",
+		"next":          "Next",
+		"lab":           "Lab",
+		"footer":        "a bilingual course on writing fast GPU kernels",
+		"generated":     "built",
+		"headline":      "Headline results",
+		"noresultsyet":  "No results recorded yet: run the lab (labrun NN) on a device and rebuild the site.",
+		"nodevices":     "No device has recorded results yet.",
+		"emulatedshort": "emulated",
+		"emulatedlong":  "emulated, not a performance figure",
+		"emulatednote":  "Emulated, not a performance figure: the CPU emulator checks correctness; its times say nothing about a GPU.",
+		"ceilings":      "Measured ceilings",
+		"properties":    "Device properties",
+		"attributes":    "All device attributes",
+		"nvml":          "NVML",
+		"resultsbylab":  "Results by lab",
+		"devicesintro":  "Every device that has recorded results. Each page shows the device's properties and measured ceilings (from lab 01) and its results in every lab.",
+		"arch":          "Architecture",
+		"backend":       "Backend",
+		"labsrun":       "Labs with results",
+		"variant":       "Variant",
+		"problem":       "Problem",
+		"median":        "Median (min–max)",
+		"rate":          "Rate",
+		"vsbaseline":    "vs baseline",
+		"status":        "Status",
+		"check":         "Check (rel. error)",
+		"time":          "Time",
+		"baseline":      "baseline",
+		"noresults":     "No results for this suite yet: run `labrun %s` on a device and rebuild the site.",
+		"noresultsdev":  "No results on this device.",
+		"noprops":       "No device has recorded its properties yet: run `labrun 01` on a device and rebuild the site.",
+		"noceilings":    "No device has measured its ceilings yet: run `labrun 01` on a device and rebuild the site.",
+		"ceiling":       "Ceiling",
+		"measured":      "Measured",
+		"peak":          "Peak",
+		"ofpeak":        "% of peak",
+		"source":        "How it was measured",
+		"property":      "Property",
+		"value":         "Value",
+		"unit":          "Unit",
+		"name":          "Name",
+		"speedupx":      "speedup over %s (×)",
+		"speeduptitle":  "%s: speedup over the baseline (%s)",
+		"throughput":    "%s: %s against problem size",
+		"roofline":      "%s: roofline",
+		"intensity":     "arithmetic intensity (FLOP/byte)",
+		"achieved":      "achieved TFLOP/s",
+		"time_us":       "time (µs)",
+		"perop_us":      "time per operation (µs)",
+		"problemsize":   "problem size (%s)",
+		"measuredroof":  "measured",
+		"peakroof":      "peak",
+		"plotalt":       "Plot: %s on %s",
+		"ranon":         "run %s · %s %s",
+		"largest":       "at %s",
+		"checksok":      "%d of %d checks correct (correctness only)",
+		"best":          "%s: %s %s",
+		"identity":      "Identity",
+		"devname":       "Name",
+		"cc":            "Compute capability",
+		"sms":           "SMs",
+		"memory":        "Memory",
+		"l2":            "L2 cache",
+		"clocks":        "SM / memory clock",
+		"buswidth":      "Memory bus",
+		"driver":        "Driver (CUDA API)",
+		"runtime":       "Toolkit / runtime",
+		"toolchain":     "Compiler",
+		"lastrun":       "Latest run",
+		"limits":        "Block limits",
+		"slug":          "Results folder",
+		"statusok":      "ok",
+		"part_memory":   "Memory now",
+		"part_peaks":    "Peak figures (datasheet and from clocks)",
+		"part_nvml":     "NVML",
+	},
+	"zh": {
+		"course":        "算子实验室",
+		"site":          "网站",
+		"chapters":      "章节",
+		"devices":       "设备",
+		"device":        "设备",
+		"howtorun":      "如何运行",
+		"otherlang":     "English",
+		"inprep":        "编写中",
+		"prev":          "上一章",
+		"next":          "下一章",
+		"lab":           "实验",
+		"footer":        "中英双语的 GPU 高性能算子课程",
+		"generated":     "生成于",
+		"headline":      "主要结果",
+		"noresultsyet":  "尚无记录的结果：在设备上运行该实验（labrun NN）后重新生成网站。",
+		"nodevices":     "还没有设备记录过结果。",
+		"emulatedshort": "模拟",
+		"emulatedlong":  "模拟结果，不代表性能",
+		"emulatednote":  "模拟结果，不代表性能：CPU 模拟器只检查正确性，它的时间与 GPU 无关。",
+		"ceilings":      "实测上限",
+		"properties":    "设备属性",
+		"attributes":    "全部设备属性",
+		"nvml":          "NVML",
+		"resultsbylab":  "各实验结果",
+		"devicesintro":  "所有记录过结果的设备。每个设备页给出该设备的属性和实测上限（来自实验 01），以及它在各个实验中的结果。",
+		"arch":          "架构",
+		"backend":       "后端",
+		"labsrun":       "有结果的实验",
+		"variant":       "变体",
+		"problem":       "问题",
+		"median":        "中位时间（最小–最大）",
+		"rate":          "速率",
+		"vsbaseline":    "相对基线",
+		"status":        "状态",
+		"check":         "检查（相对误差）",
+		"time":          "时间",
+		"baseline":      "基线",
+		"noresults":     "该测试组还没有结果：在设备上运行 `labrun %s` 后重新生成网站。",
+		"noresultsdev":  "该设备上没有结果。",
+		"noprops":       "还没有设备记录过属性：在设备上运行 `labrun 01` 后重新生成网站。",
+		"noceilings":    "还没有设备测过上限：在设备上运行 `labrun 01` 后重新生成网站。",
+		"ceiling":       "上限",
+		"measured":      "实测",
+		"peak":          "峰值",
+		"ofpeak":        "占峰值",
+		"source":        "测量方法",
+		"property":      "属性",
+		"value":         "值",
+		"unit":          "单位",
+		"name":          "名称",
+		"speedupx":      "相对 %s 的加速比（倍）",
+		"speeduptitle":  "%s：相对基线（%s）的加速比",
+		"throughput":    "%s：%s 随问题规模的变化",
+		"roofline":      "%s：屋顶线模型",
+		"intensity":     "算术强度（FLOP/字节）",
+		"achieved":      "实际达到的 TFLOP/s",
+		"time_us":       "时间（微秒）",
+		"perop_us":      "每次操作的时间（微秒）",
+		"problemsize":   "问题规模（%s）",
+		"measuredroof":  "实测",
+		"peakroof":      "峰值",
+		"plotalt":       "图：%s，设备 %s",
+		"ranon":         "运行于 %s · %s %s",
+		"largest":       "（%s）",
+		"checksok":      "%d / %d 项检查正确（仅验证正确性）",
+		"best":          "%s：%s %s",
+		"identity":      "标识",
+		"devname":       "名称",
+		"cc":            "计算能力",
+		"sms":           "SM 数量",
+		"memory":        "显存",
+		"l2":            "L2 缓存",
+		"clocks":        "SM / 显存时钟",
+		"buswidth":      "显存位宽",
+		"driver":        "驱动（CUDA API）",
+		"runtime":       "工具链 / 运行时",
+		"toolchain":     "编译器",
+		"lastrun":       "最近一次运行",
+		"limits":        "线程块限制",
+		"slug":          "结果目录",
+		"statusok":      "正确",
+		"part_memory":   "当前显存",
+		"part_peaks":    "峰值（数据手册与按时钟推算）",
+		"part_nvml":     "NVML",
+	},
+}
+
+// tr returns the interface string key in lang, formatted with args when given.
+func tr(lang, key string, args ...any) string {
+	s, ok := ui[lang][key]
+	if !ok {
+		s = ui["en"][key]
+	}
+	if s == "" {
+		s = key
+	}
+	if len(args) > 0 {
+		return fmt.Sprintf(s, args...)
+	}
+	return s
+}
+
+// ceilingNames names lab 01's ceilings; unknown keys are shown as they are.
+var ceilingNames = map[string][2]string{
+	"hbm_gbps":       {"HBM bandwidth", "HBM 带宽"},
+	"l2_gbps":        {"L2 bandwidth", "L2 带宽"},
+	"fp32_tflops":    {"FP32 FMA rate", "FP32 FMA 算力"},
+	"bf16_tflops":    {"BF16 tensor-core rate", "BF16 Tensor Core 算力"},
+	"fp16_tflops":    {"FP16 tensor-core rate", "FP16 Tensor Core 算力"},
+	"tf32_tflops":    {"TF32 tensor-core rate", "TF32 Tensor Core 算力"},
+	"launch_us":      {"Kernel launch (back to back)", "内核启动（连续启动）"},
+	"launch_sync_us": {"Kernel launch and wait", "内核启动并等待完成"},
+	"h2d_gbps":       {"Host → device copy", "主机 → 设备拷贝"},
+	"d2h_gbps":       {"Device → host copy", "设备 → 主机拷贝"},
+}
+
+func ceilingName(lang, key string) string {
+	if n, ok := ceilingNames[key]; ok {
+		if lang == "zh" {
+			return n[1]
+		}
+		return n[0]
+	}
+	return key
+}

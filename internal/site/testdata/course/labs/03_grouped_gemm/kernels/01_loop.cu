@@ -1,0 +1,12 @@
+#include "kl.cuh"
+
+// 01_naive.cu — one thread per output element (synthetic test kernel).
+extern "C" __global__ void gemm_loop(int M, int N, int K, const float* A, const float* B, float* C) {
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }
+}

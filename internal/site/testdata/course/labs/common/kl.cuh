@@ -1,0 +1,2 @@
+// Synthetic test course: the portability header marker.
+#pragma once

@@ -1,0 +1,324 @@
+package toolchain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// The CPU emulator's builds. A kernel file becomes a shared object that holds the kernels, a
+// generated registry of its extern "C" entries (names, parameter types and sizes) and a link to
+// the emulator's runtime, libklemu-<hash>.so, built once from emu/ into the same cache folder.
+// The Go backend (internal/gpu/emu) dlopens the kernel object; nothing of the emulator is
+// compiled into the labrun binary except a few lines of dlopen glue.
+
+// emuGenVersion changes whenever the registry generator or the build's shape changes.
+const emuGenVersion = "emu-build-1"
+
+// EmuCXXFlags are the C++ flags of every emulator build: C++17, optimized (the emulator's speed
+// is the kernel's speed), and no strict aliasing, since CUDA code reinterprets float* as float4*.
+var EmuCXXFlags = []string{"-std=c++17", "-O2", "-fPIC", "-pthread", "-fno-strict-aliasing",
+	"-fdiagnostics-color=never", "-fmax-errors=20"}
+
+// EmuPackages are the Debian packages the emulator's builds need.
+var EmuPackages = []string{"g++", "libboost-context-dev"}
+
+func init() {
+	RegisterBuilder("c++", BuildEmuRequest, func() (string, error) {
+		cxx, err := EmuCompiler()
+		if err != nil {
+			return "", err
+		}
+		return CompilerVersion(cxx)
+	})
+}
+
+// EmuCompiler is the host C++ compiler: $CXX, else c++, else g++.
+func EmuCompiler() (string, error) {
+	if c := os.Getenv("CXX"); c != "" {
+		if p, err := exec.LookPath(c); err == nil {
+			return p, nil
+		}
+		return "", fmt.Errorf("$CXX=%s not found", c)
+	}
+	for _, c := range []string{"c++", "g++", "clang++"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no C++ compiler found (the CPU emulator needs one): install g++ (apt-get install g++), or set CXX")
+}
+
+var (
+	emuCheckMu  sync.Mutex
+	emuCheckErr = map[string]error{}
+)
+
+// CheckEmu says whether kernels can be built for the emulator here: a C++ compiler that finds
+// Boost.Context's headers. The error names the packages to install. The result is cached.
+func CheckEmu() error {
+	cxx, err := EmuCompiler()
+	if err != nil {
+		return err
+	}
+	emuCheckMu.Lock()
+	defer emuCheckMu.Unlock()
+	if err, ok := emuCheckErr[cxx]; ok {
+		return err
+	}
+	cmd := exec.Command(cxx, "-std=c++17", "-E", "-x", "c++", "-o", os.DevNull, "-")
+	cmd.Stdin = strings.NewReader("#include <boost/context/detail/fcontext.hpp>\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("the CPU emulator needs Boost.Context, which %s cannot find: install it with "+
+			"`apt-get install %s` (%s)", filepath.Base(cxx), strings.Join(EmuPackages, " "), firstLine(string(out)))
+	}
+	emuCheckErr[cxx] = err
+	return err
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// EmuDir finds the emulator's sources (kl_emu.h, kl_emu_rt.cc): $LABRUN_EMU_DIR, one of dirs, or
+// an emu/ folder beside one of dirs or their parents (labs/common -> ../../emu).
+func EmuDir(dirs []string) (string, error) {
+	ok := func(d string) bool {
+		_, e1 := os.Stat(filepath.Join(d, "kl_emu.h"))
+		_, e2 := os.Stat(filepath.Join(d, "kl_emu_rt.cc"))
+		return e1 == nil && e2 == nil
+	}
+	if d := os.Getenv("LABRUN_EMU_DIR"); d != "" {
+		if ok(d) {
+			return d, nil
+		}
+		return "", fmt.Errorf("LABRUN_EMU_DIR=%s holds no kl_emu.h and kl_emu_rt.cc", d)
+	}
+	for _, d := range dirs {
+		if ok(d) {
+			return d, nil
+		}
+	}
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		for p := abs; ; p = filepath.Dir(p) {
+			if ok(filepath.Join(p, "emu")) {
+				return filepath.Join(p, "emu"), nil
+			}
+			if filepath.Dir(p) == p {
+				break
+			}
+		}
+	}
+	return "", fmt.Errorf("the emulator's sources (emu/kl_emu.h, emu/kl_emu_rt.cc) were not found from %v", dirs)
+}
+
+var emuLocks sync.Map // output path -> *sync.Mutex: one build of a thing at a time in a process
+
+func emuLock(path string) func() {
+	m, _ := emuLocks.LoadOrStore(path, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// BuildEmuRequest is the "c++" Builder: BuildEmu into the emu folder of CacheDir.
+func BuildEmuRequest(ctx context.Context, r Request) (Artifact, error) {
+	so, cached, log, err := buildEmu(ctx, r.Source, r.IncludeDirs, r.Flags, filepath.Join(CacheDir(), "emu"))
+	if err != nil {
+		return Artifact{}, err
+	}
+	return Artifact{Path: so, Log: log, Cached: cached}, nil
+}
+
+// BuildEmu compiles one kernel file for the CPU emulator into a shared object in cacheDir and
+// returns its path and the compiler's messages. A build whose inputs (the source, the headers in
+// includeDirs, the source's folder and emu/, the flags, and `c++ --version`) are unchanged is
+// reused. Compile errors come back as a *CompileError that lists file:line messages.
+func BuildEmu(ctx context.Context, src string, includeDirs []string, cacheDir string) (soPath string, log string, err error) {
+	so, _, log, err := buildEmu(ctx, src, includeDirs, nil, cacheDir)
+	return so, log, err
+}
+
+func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string, cacheDir string) (so string, cached bool, log string, err error) {
+	cxx, err := EmuCompiler()
+	if err != nil {
+		return "", false, "", err
+	}
+	emuDir, err := EmuDir(includeDirs)
+	if err != nil {
+		return "", false, "", err
+	}
+	ver, err := CompilerVersion(cxx)
+	if err != nil {
+		return "", false, "", err
+	}
+	if _, err := os.Stat(src); err != nil {
+		return "", false, "", fmt.Errorf("kernel file: %w", err)
+	}
+	srcDir := filepath.Dir(src)
+	incs := []string{}
+	seen := map[string]bool{}
+	for _, d := range append(append([]string{}, includeDirs...), emuDir) {
+		if !seen[d] {
+			seen[d] = true
+			incs = append(incs, d)
+		}
+	}
+	flags := append(append([]string{}, EmuCXXFlags...), extraFlags...)
+
+	// The cache key is computed before anything is run, so that a cached build costs a few
+	// file reads.
+	key, err := Key(append([]string{emuGenVersion, ver, src}, flags...),
+		append([]string{src}, HeaderFiles(append(append([]string{}, incs...), srcDir))...))
+	if err != nil {
+		return "", false, "", err
+	}
+	base := strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))
+	so = filepath.Join(cacheDir, fmt.Sprintf("%s-%s.so", base, key))
+	if _, err := os.Stat(so); err == nil {
+		l, _ := os.ReadFile(so + ".log")
+		return so, true, string(l), nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", false, "", err
+	}
+	rt, rtLog, err := emuBuildRuntime(ctx, cxx, ver, emuDir, flags, cacheDir)
+	if err != nil {
+		return "", false, rtLog, err
+	}
+	unlock := emuLock(so)
+	defer unlock()
+	if _, err := os.Stat(so); err == nil { // built by another goroutine meanwhile
+		l, _ := os.ReadFile(so + ".log")
+		return so, true, string(l), nil
+	}
+
+	incArgs := []string{"-iquote", srcDir}
+	for _, d := range incs {
+		incArgs = append(incArgs, "-I", d)
+	}
+	// 1. Preprocess with the scan markers and find the entries.
+	scanArgs := append(append(append([]string{}, flags...), "-DKL_EMU_SCAN=1", "-E", "-x", "c++"), incArgs...)
+	scanArgs = append(scanArgs, src)
+	pre, perr := emuRun(ctx, cxx, scanArgs)
+	if perr != nil {
+		return "", false, pre, &CompileError{Source: src, Command: cxx + " " + strings.Join(scanArgs, " "),
+			Diagnostics: ParseDiagnostics(pre), Output: pre}
+	}
+	entries, shared, err := emuScan(pre)
+	if err != nil {
+		return "", false, "", fmt.Errorf("%s: reading its kernel entries: %w", src, err)
+	}
+	// 2. Generate the registry, which includes the kernel file, and compile it into the object.
+	gen := filepath.Join(cacheDir, fmt.Sprintf("%s-%s.gen.cc", base, key))
+	if err := os.WriteFile(gen, []byte(emuGenerate(filepath.Base(src), entries, shared)), 0o644); err != nil {
+		return "", false, "", err
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", so, os.Getpid())
+	args := append(append([]string{}, flags...), "-shared", "-fvisibility=hidden")
+	args = append(args, incArgs...)
+	args = append(args, gen, "-o", tmp, "-L", cacheDir, "-l:"+filepath.Base(rt),
+		"-Wl,-rpath,$ORIGIN", "-Wl,-z,defs")
+	out, cerr := emuRun(ctx, cxx, args)
+	if cerr != nil {
+		os.Remove(tmp)
+		if ctx.Err() != nil {
+			return "", false, out, ctx.Err()
+		}
+		return "", false, out, &CompileError{Source: src, Command: cxx + " " + strings.Join(args, " "),
+			Diagnostics: ParseDiagnostics(out), Output: out}
+	}
+	if len(entries) == 0 {
+		out += fmt.Sprintf("note: %s defines no extern \"C\" __global__ function: the module has no kernels\n", src)
+	}
+	if err := os.WriteFile(so+".log", []byte(out), 0o644); err != nil {
+		os.Remove(tmp)
+		return "", false, out, err
+	}
+	if err := os.Rename(tmp, so); err != nil {
+		os.Remove(tmp)
+		return "", false, out, err
+	}
+	return so, false, out, nil
+}
+
+// emuBuildRuntime builds libklemu-<hash>.so from emu/ unless it is already in cacheDir.
+func emuBuildRuntime(ctx context.Context, cxx, ver, emuDir string, flags []string, cacheDir string) (string, string, error) {
+	var files []string
+	for _, pat := range []string{"*.h", "*.cc"} {
+		m, _ := filepath.Glob(filepath.Join(emuDir, pat))
+		files = append(files, m...)
+	}
+	key, err := Key(append([]string{emuGenVersion, "runtime", ver}, flags...), files)
+	if err != nil {
+		return "", "", err
+	}
+	rt := filepath.Join(cacheDir, "libklemu-"+key+".so")
+	if _, err := os.Stat(rt); err == nil {
+		return rt, "", nil
+	}
+	if err := CheckEmu(); err != nil {
+		return "", "", err
+	}
+	unlock := emuLock(rt)
+	defer unlock()
+	if _, err := os.Stat(rt); err == nil {
+		return rt, "", nil
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", rt, os.Getpid())
+	src := filepath.Join(emuDir, "kl_emu_rt.cc")
+	base := append(append([]string{}, flags...), "-shared", "-I", emuDir, src, "-o", tmp)
+	// Boost.Context statically when its archive allows (no run-time dependency), else shared.
+	var out string
+	for _, lib := range []string{"-l:libboost_context.a", "-lboost_context"} {
+		args := append(append([]string{}, base...), lib, "-Wl,-z,defs")
+		out, err = emuRun(ctx, cxx, args)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return "", out, ctx.Err()
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", out, &CompileError{Source: src, Command: cxx + " " + strings.Join(base, " "),
+			Diagnostics: ParseDiagnostics(out), Output: out}
+	}
+	if err := os.Rename(tmp, rt); err != nil {
+		os.Remove(tmp)
+		return "", out, err
+	}
+	return rt, out, nil
+}
+
+func emuRun(ctx context.Context, name string, args []string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stderr.String() + stdout.String(), err
+	}
+	for _, a := range args {
+		if a == "-E" {
+			return stdout.String(), nil // the preprocessed text
+		}
+	}
+	return stderr.String() + stdout.String(), nil
+}

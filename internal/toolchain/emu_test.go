@@ -1,0 +1,154 @@
+package toolchain
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The scanner reads preprocessed text in which kl_emu.h turned the CUDA qualifiers into markers.
+func TestEmuScanEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []EmuEntry
+	}{
+		{"plain", `extern "C" __kl_global__ void k(float* x, int n) { x[0] = n; }`,
+			[]EmuEntry{{Name: "k", Params: []EmuParam{{"float*", "x"}, {"int", "n"}}}}},
+		{"launch bounds, restrict, several lines",
+			"extern \"C\" __kl_global__ void __kl_launch_bounds__(16 * 16, 2)\nsgemm(const float* __restrict A,\n      const float* __restrict B, float* __restrict C, int M, int N, int K) {\n}",
+			[]EmuEntry{{Name: "sgemm", MaxThreads: "16*16", Params: []EmuParam{{"const float*", "A"}, {"const float*", "B"},
+				{"float*", "C"}, {"int", "M"}, {"int", "N"}, {"int", "K"}}}}},
+		{"unnamed and multi-word types", `extern "C" __kl_global__ void k(unsigned long long, const int, float * const p, void *) {}`,
+			[]EmuEntry{{Name: "k", Params: []EmuParam{{"unsigned long long", ""}, {"const int", ""}, {"float*", "p"}, {"void*", ""}}}}},
+		{"no parameters", `extern "C" __kl_global__ void empty(void) {}`, []EmuEntry{{Name: "empty"}}},
+		{"templates and arrays", `extern "C" __kl_global__ void k(Vec<float, 4> v, int a[3], kl::Params p) {}`,
+			[]EmuEntry{{Name: "k", Params: []EmuParam{{"Vec<float, 4>", "v"}, {"int*", "a"}, {"kl::Params", "p"}}}}},
+		{"extern C block", `extern "C" { __kl_global__ void a(int x) {} __kl_global__ void b(float y) { if (y) { } } }`,
+			[]EmuEntry{{Name: "a", Params: []EmuParam{{"int", "x"}}}, {Name: "b", Params: []EmuParam{{"float", "y"}}}}},
+		{"not entries: templates, C++ names, declarations",
+			`template <int B> __kl_global__ void t(float* x) {}
+			 __kl_global__ void cpp_name(float* x) {}
+			 extern "C" __kl_global__ void declared(float* x);
+			 extern "C" __kl_global__ void defined(float* x) { const char* s = "}{"; }`,
+			[]EmuEntry{{Name: "defined", Params: []EmuParam{{"float*", "x"}}}}},
+		{"attributes", `extern "C" __kl_global__ __attribute__((used)) void k(int __attribute__((unused)) n) {}`,
+			[]EmuEntry{{Name: "k", Params: []EmuParam{{"int", "n"}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := emuScan(tc.src)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestEmuScanDynamicShared(t *testing.T) {
+	src := `extern __kl_shared__ float global_smem[];
+		extern "C" __kl_global__ void k(float* x) {
+			extern __kl_shared__ __attribute__((aligned(16))) unsigned char raw[];
+			__kl_shared__ float tile[16][16];
+			extern __kl_shared__ float global_smem[];
+		}
+		__device__ void f() { extern __kl_shared__ float4 rows[][8]; }`
+	_, sh, err := emuScan(src)
+	require.NoError(t, err)
+	assert.Equal(t, []emuDynShared{
+		{Type: "float", Name: "global_smem"},
+		{Type: "unsigned char", Name: "raw"},
+		{Type: "float4", Name: "rows", Rest: "[8]"},
+	}, sh)
+	gen := emuGenerate("k.cu", nil, sh)
+	assert.Contains(t, gen, "thread_local float4 rows[KL_EMU_MAX_DYN_SHARED / sizeof(float4[8])][8];")
+	assert.Contains(t, gen, "kl_emu_num_entries = 0")
+}
+
+func TestEmuGenerate(t *testing.T) {
+	gen := emuGenerate("my kernels.cu", []EmuEntry{{Name: "k", MaxThreads: "256", Params: []EmuParam{{"const float*", "x"}}}}, nil)
+	assert.Contains(t, gen, `#include "my kernels.cu"`)
+	assert.Contains(t, gen, `{"const float*", nullptr}`)
+	assert.Contains(t, gen, "KL_EMU_ENTRY(k, kl_emu_types_0, 1, (int)(256))")
+}
+
+// ---- builds (skipped where the emulator cannot be built) ----
+
+func emuRepo(t *testing.T) (root string, includes []string) {
+	t.Helper()
+	if err := CheckEmu(); err != nil {
+		t.Skipf("CPU emulator builds unavailable: %v", err)
+	}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root = filepath.Join(wd, "..", "..")
+	return root, []string{filepath.Join(root, "labs", "common")} // emu/ is found from labs/common
+}
+
+func TestBuildEmuCompileErrorsAreFileLine(t *testing.T) {
+	_, inc := emuRepo(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "broken.cu")
+	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n\nextern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n"), 0o644))
+	_, log, err := BuildEmu(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	var ce *CompileError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	first, ok := ce.First()
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, src, first.File)
+	assert.Equal(t, 4, first.Line)
+	assert.Contains(t, first.Message, "undefined_name")
+	assert.Contains(t, err.Error(), src+":4: error:")
+	assert.Contains(t, log, "undefined_name")
+}
+
+func TestBuildEmuCachesAndRebuildsOnHeaderChange(t *testing.T) {
+	_, inc := emuRepo(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "k.cu")
+	hdr := filepath.Join(dir, "helper.cuh")
+	require.NoError(t, os.WriteFile(hdr, []byte("#define SCALE 2\n"), 0o644))
+	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n#include \"helper.cuh\"\n"+
+		"extern \"C\" __global__ void __launch_bounds__(SCALE * 64) k(float* x) { x[threadIdx.x] *= SCALE; }\n"), 0o644))
+	cache := filepath.Join(dir, "cache")
+	so1, _, err := BuildEmu(context.Background(), src, inc, cache)
+	require.NoError(t, err)
+	t0 := time.Now()
+	so2, _, err := BuildEmu(context.Background(), src, inc, cache)
+	require.NoError(t, err)
+	assert.Equal(t, so1, so2)
+	assert.Less(t, time.Since(t0), time.Second, "a cached build is a few file reads")
+	gens, _ := filepath.Glob(filepath.Join(cache, "k-*.gen.cc"))
+	require.Len(t, gens, 1)
+	gen, _ := os.ReadFile(gens[0])
+	assert.Contains(t, string(gen), "(int)(2*64)", "macros in __launch_bounds__ are expanded")
+
+	require.NoError(t, os.WriteFile(hdr, []byte("#define SCALE 3\n"), 0o644))
+	so3, _, err := BuildEmu(context.Background(), src, inc, cache)
+	require.NoError(t, err)
+	assert.NotEqual(t, so1, so3, "a header beside the source is part of the key")
+
+	// The Builder registered for the "c++" family builds the same way, into CacheDir()/emu.
+	t.Setenv("LABRUN_CACHE", filepath.Join(dir, "labrun-cache"))
+	a, err := Build(context.Background(), "c++", Request{Source: src, IncludeDirs: inc})
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(a.Path, ".so"))
+	v, err := Version("c++")
+	require.NoError(t, err)
+	assert.NotEmpty(t, v)
+}
+
+func TestEmuDirFoundFromLabsCommon(t *testing.T) {
+	root, inc := emuRepo(t)
+	d, err := EmuDir(inc)
+	require.NoError(t, err)
+	abs, _ := filepath.Abs(filepath.Join(root, "emu"))
+	assert.Equal(t, abs, d)
+	_, err = EmuDir([]string{t.TempDir()})
+	assert.Error(t, err)
+}
