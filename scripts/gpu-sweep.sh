@@ -14,10 +14,12 @@ summary=()
 
 { nvidia-smi; nvcc --version; } >"$out/env.log" 2>&1
 
-for t in bin/*.test; do
-  [ -x "$t" ] || continue
-  name=$(basename "$t" .test)
-  pkg=$(cat "bin/$name.pkg" 2>/dev/null || echo .)
+# Each test binary comes with bin/NAME.pkg, the package folder it runs in (for its testdata).
+for p in bin/*.pkg; do
+  [ -f "$p" ] || continue
+  name=$(basename "$p" .pkg)
+  t=bin/$name.test
+  pkg=$(cat "$p")
   start=$SECONDS
   (cd "$pkg" && KERNELLABS_REQUIRE_GPU=1 "$OLDPWD/$t" -test.v -test.count=1) >"$out/test-$name.log" 2>&1
   rc=$?

@@ -23,4 +23,24 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   fi
 fi
 
+# Chromium, for the site's browser test (internal/site): optional, so it is installed on its own
+# and a failure only skips that test.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 &&
+   ! command -v google-chrome >/dev/null 2>&1 && [ -z "${LABRUN_CHROMIUM:-}" ]; then
+  cmd="apt-get update && apt-get install -y --no-install-recommends chromium"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing chromium (for the site's browser test)"
+    sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null 2>&1 ||
+      echo "setup: could not install chromium; the site's browser test will be skipped" >&2
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    echo "setup: installing chromium with sudo (for the site's browser test)"
+    sudo sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null 2>&1 ||
+      echo "setup: could not install chromium; the site's browser test will be skipped" >&2
+  else
+    echo "setup: the site's browser test needs chromium; run as root:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
+    echo "setup: continuing; the browser test will be skipped until then" >&2
+  fi
+fi
+
 go mod download
