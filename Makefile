@@ -42,6 +42,7 @@ grade: build
 gpu-binaries: build
 	$(GO) test -c -o bin/cuda.test ./internal/gpu/cuda
 	echo internal/gpu/cuda > bin/cuda.pkg
+	git describe --always --dirty > bin/commit 2>/dev/null || true
 
 ## clean: remove build outputs and the compiled-kernel cache
 clean:

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kl-out}
 mkdir -p "$out"
 export LABRUN_CACHE=${LABRUN_CACHE:-/tmp/kl-cache}
+# The copied tree has no .git: the commit the binaries were built from travels in bin/commit.
+[ -f bin/commit ] && export LABRUN_COMMIT=$(cat bin/commit)
 summary=()
 
 { nvidia-smi; nvcc --version; } >"$out/env.log" 2>&1

@@ -59,7 +59,7 @@ type Options struct {
 
 // Default is the budget of a normal run; Quick of --quick.
 var (
-	Default = Options{Warmup: 3, MinReps: 10, MaxReps: 2000, Budget: 400 * time.Millisecond, WarmupMin: 30 * time.Millisecond}
+	Default = Options{Warmup: 2, MinReps: 5, MaxReps: 2000, Budget: 250 * time.Millisecond, WarmupMin: 30 * time.Millisecond}
 	Quick   = Options{Warmup: 2, MinReps: 5, MaxReps: 200, Budget: 80 * time.Millisecond, WarmupMin: 5 * time.Millisecond}
 )
 

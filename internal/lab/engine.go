@@ -797,8 +797,12 @@ func views(es []results.Entry) []EntryView {
 	return vs
 }
 
-// gitCommit reads HEAD without running git (it may not be installed where the lab runs).
+// gitCommit reads HEAD without running git (it may not be installed where the lab runs). A copy
+// of the tree without .git (a GPU machine) can name its commit in $LABRUN_COMMIT.
 func gitCommit(root string) string {
+	if c := os.Getenv("LABRUN_COMMIT"); c != "" {
+		return c
+	}
 	head, err := os.ReadFile(filepath.Join(root, ".git", "HEAD"))
 	if err != nil {
 		return ""
