@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
-	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/site"
 )
 
@@ -50,13 +50,13 @@ Flags:
 			return code
 		}
 		root = r
-	} else if _, err := lab.FindRoot(root); err != nil {
-		fmt.Fprintf(stderr, "labrun site: --root %s: %v\n", root, err)
+	} else if st, err := os.Stat(filepath.Join(root, "labs")); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "labrun site: --root %s is not the course folder (it has no labs/ folder)\n", root)
 		return exitUsage
 	}
 	dir := *out
 	if dir == "" {
-		dir = filepath.Join(root, "site", "public")
+		dir = site.DefaultOutDir(root)
 	}
 	rep, err := site.Build(root, dir, site.Options{Strict: *strict, Log: stderr})
 	if err != nil {

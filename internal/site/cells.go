@@ -593,9 +593,14 @@ func (b *builder) resultRow(L string, s *lab.Suite, e *results.Entry, emu bool) 
 	}
 	t := "–"
 	if e.Time != nil {
-		t = esc(fmtTime(e.Time.MedianMs))
+		// A run of several operations (lab 01's launches) is quoted per operation, as labrun does.
+		per, unit := 1.0, ""
+		if e.Ops > 1 {
+			per, unit = float64(e.Ops), "/op"
+		}
+		t = esc(fmtTime(e.Time.MedianMs/per) + unit)
 		if e.Time.MinMs > 0 {
-			t += fmt.Sprintf(` <small class="muted">(%s–%s)</small>`, esc(fmtTime(e.Time.MinMs)), esc(fmtTime(e.Time.MaxMs)))
+			t += fmt.Sprintf(` <small class="muted">(%s–%s)</small>`, esc(fmtTime(e.Time.MinMs/per)), esc(fmtTime(e.Time.MaxMs/per)))
 		}
 	}
 	rate := "–"

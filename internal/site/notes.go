@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gomarkdown/markdown"
 	"github.com/gomarkdown/markdown/ast"
@@ -133,6 +134,9 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 		}
 		return ast.GoToNext
 	})
+	if lang == "zh" {
+		joinCJKLines(d.doc)
+	}
 	// ATX headings found by the scan line up with the parsed ones when there are no setext ones.
 	if len(atxLines) == len(d.Headings) {
 		for i, h := range d.Headings {
@@ -148,6 +152,41 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 		return d, joinErrs(errs)
 	}
 	return d, nil
+}
+
+// joinCJKLines removes the line breaks of the source inside Chinese paragraphs: a browser shows
+// a line break as a space, which Chinese text does not have. A break stays where both sides are
+// Latin (between two English words).
+func joinCJKLines(doc ast.Node) {
+	ast.WalkFunc(doc, func(n ast.Node, entering bool) ast.WalkStatus {
+		t, ok := n.(*ast.Text)
+		if !entering || !ok || !bytes.Contains(t.Literal, []byte("\n")) {
+			return ast.GoToNext
+		}
+		r := []rune(string(t.Literal))
+		out := make([]rune, 0, len(r))
+		for i, c := range r {
+			if c == '\n' && i > 0 && i+1 < len(r) && joins(r[i-1], r[i+1]) {
+				continue
+			}
+			out = append(out, c)
+		}
+		t.Literal = []byte(string(out))
+		return ast.GoToNext
+	})
+}
+
+// joins reports whether a line break between a and b is no space: between two Chinese
+// characters, or next to full-width punctuation. Between Chinese and Latin text it stays a space,
+// as Chinese typesetting puts one there ("GPU 内核").
+func joins(a, b rune) bool {
+	han := func(r rune) bool { return unicode.Is(unicode.Han, r) }
+	return (han(a) && han(b)) || cjkPunct(a) || cjkPunct(b)
+}
+
+func cjkPunct(r rune) bool {
+	return (r >= 0x3000 && r <= 0x303f) || (r >= 0xff00 && r <= 0xffef) || r == '—' || r == '…' ||
+		r == '“' || r == '”' || r == '‘' || r == '’'
 }
 
 // markCells appends "kl-line=N" to the info string of every cell fence so that parsed cells

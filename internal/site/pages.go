@@ -28,10 +28,12 @@ type devItem struct {
 }
 
 func (b *builder) indexPage(lang string) []error {
-	_, intro, err := b.renderMarkdownPage("index", lang)
+	_, body, err := b.renderMarkdownPage("index", lang)
 	if err != nil {
 		return []error{err}
 	}
+	// The page's text goes around the list of chapters, split at the marker comment.
+	intro, outro, _ := strings.Cut(body, "<!-- chapters -->")
 	rel := path.Join(lang, "index.html")
 	dir := path.Dir(rel)
 	var cards []labCard
@@ -52,7 +54,8 @@ func (b *builder) indexPage(lang string) []error {
 		cards = append(cards, card)
 	}
 	p := b.newPage(lang, "index", rel, tr(lang, "course"), "")
-	p.Data = map[string]any{"Intro": template.HTML(intro), "Labs": cards, "Devices": b.deviceItems(lang, dir)}
+	p.Data = map[string]any{"Intro": template.HTML(intro), "Outro": template.HTML(outro), "Labs": cards,
+		"Devices": b.deviceItems(lang, dir)}
 	if err := b.renderPage(rel, p); err != nil {
 		return []error{err}
 	}

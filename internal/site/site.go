@@ -33,21 +33,24 @@ type Options struct {
 
 // Report says what a build wrote.
 type Report struct {
-	OutDir   string
-	Pages    []string // site-relative paths of the HTML pages, sorted
-	Plots    int
-	Chapters []ChapterStatus
-	Devices  []string // device slugs with results
-	Warnings []string
-	Elapsed  time.Duration
+	OutDir   string          `json:"out_dir"`
+	Pages    []string        `json:"pages"` // site-relative paths of the HTML pages, sorted
+	Plots    int             `json:"plots"` // SVG figures written (one per language)
+	Chapters []ChapterStatus `json:"chapters"`
+	Devices  []string        `json:"devices"` // device slugs with results
+	Warnings []string        `json:"warnings,omitempty"`
+	Elapsed  time.Duration   `json:"elapsed_ns"`
 }
 
 // ChapterStatus is one chapter of the course in the build.
 type ChapterStatus struct {
-	Name    string   // "01_device_props"
-	Ready   bool     // it has pages; otherwise it is listed as in preparation
-	Devices []string // devices with results for it
+	Name    string   `json:"name"`    // "01_device_props"
+	Ready   bool     `json:"ready"`   // it has pages; otherwise it is listed as in preparation
+	Devices []string `json:"devices"` // devices with results for it
 }
+
+// DefaultOutDir is where labrun writes the site: site/public under the course root.
+func DefaultOutDir(root string) string { return filepath.Join(root, "site", "public") }
 
 // marker marks a folder as a site build, so that a rebuild may replace it.
 const marker = ".kernellabs-site"
@@ -268,8 +271,10 @@ func (b *builder) loadTemplates() error {
 		return err
 	}
 	b.tmpl = map[string]*template.Template{}
-	for _, kind := range []string{"index", "lab", "device", "devices", "page"} {
-		t, err := template.Must(layout.Clone()).ParseFS(theme.FS, "templates/"+kind+".html")
+	// Page kinds and their content templates; the layout marks the current section by kind.
+	for kind, file := range map[string]string{"index": "index", "lab": "lab", "device": "device",
+		"devices": "devices", "about": "page"} {
+		t, err := template.Must(layout.Clone()).ParseFS(theme.FS, "templates/"+file+".html")
 		if err != nil {
 			return err
 		}
@@ -296,7 +301,6 @@ type page struct {
 	Nav                     []navItem
 	TOC                     []tocItem
 	Prev, Next              *navItem
-	Generated               string
 	Data                    any
 }
 
@@ -525,23 +529,9 @@ func (b *builder) aboutPage(lang string) []error {
 	}
 	rel := path.Join(lang, "about.html")
 	p := b.newPage(lang, "about", rel, title, "")
-	p.Kind = "page"
 	p.Data = map[string]any{"Body": template.HTML(body)}
-	// The layout marks the current section by Kind; "page" renders with the page template.
-	if err := b.renderPageAs(rel, p, "about"); err != nil {
+	if err := b.renderPage(rel, p); err != nil {
 		return []error{err}
 	}
-	return nil
-}
-
-// renderPageAs renders p with template kind while the layout sees navKind as the page kind.
-func (b *builder) renderPageAs(rel string, p *page, navKind string) error {
-	t := b.tmpl[p.Kind]
-	p.Kind = navKind
-	var sb strings.Builder
-	if err := t.ExecuteTemplate(&sb, "layout.html", p); err != nil {
-		return fmt.Errorf("rendering %s: %w", rel, err)
-	}
-	b.writeFile(rel, []byte(sb.String()))
 	return nil
 }

@@ -350,3 +350,35 @@ func TestRelLink(t *testing.T) {
 		assert.Equal(t, tc.want, relLink(tc.from, tc.to), "%s → %s", tc.from, tc.to)
 	}
 }
+
+// TestEmulatorOnly: with results from the emulator alone, plots are drawn, and labelled.
+func TestEmulatorOnly(t *testing.T) {
+	root := fixture(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "results", "synthetic-gpu")))
+	for _, lang := range Langs {
+		p := filepath.Join(root, "labs", "02_gemm", "notes."+lang+".md")
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		src := strings.Replace(string(data), "```kl-plot\nkind: roofline\nsuite: sgemm\ndevice: synthetic-gpu\n```\n", "", 1)
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	}
+	rep, out, err := build(t, root, true)
+	require.NoError(t, err)
+	assert.Positive(t, rep.Plots)
+	svgs, _ := filepath.Glob(filepath.Join(out, "plots", "02_gemm", "*emulator*.zh.svg"))
+	require.NotEmpty(t, svgs)
+	for _, p := range svgs {
+		assert.Contains(t, read(t, filepath.Dir(p), filepath.Base(p)), "模拟结果，不代表性能")
+	}
+	require.NoError(t, CheckSite(out))
+}
+
+func TestChineseLineBreaks(t *testing.T) {
+	src := "# 标题\n\n第一行，\n第二行接着\n写 GPU\n内核。English\nwords stay apart.\n\n```go\n// 注释\n// 注释\n```\n"
+	d, err := parseNotesBytes("", "x.zh.md", "zh", []byte(src))
+	require.NoError(t, err)
+	assignIDs(d, nil)
+	html := d.render()
+	assert.Contains(t, html, "第一行，第二行接着写 GPU\n内核。English\nwords stay apart.", "a break between Chinese and Latin stays a space")
+	assert.Contains(t, html, "注释</span>\n<span class=\"hl-c\">// 注释", "code keeps its lines")
+}
