@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/site"
 )
 
 type listFlag []string
@@ -41,6 +43,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	set := fs.String("set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
+	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: labrun run NN [flags]   (or: labrun NN [flags])
 
@@ -107,6 +110,14 @@ Flags:
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "labrun: interrupted; results of this run were not saved")
 		return exitFailures
+	}
+	if out.SavedTo == out.Path && out.SaveError == nil && !*noSite {
+		// The chapter's tables and plots come from the results just written.
+		if rep, err := site.Build(root, site.DefaultOutDir(root), site.Options{}); err != nil {
+			fmt.Fprintf(stderr, "labrun: the results were saved, but the site was not rebuilt:\n%v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "site rebuilt: %s\n", filepath.Join(rep.OutDir, "index.html"))
+		}
 	}
 	if out.SaveError != nil {
 		fmt.Fprintf(stderr, "labrun: %v\n", out.SaveError)
