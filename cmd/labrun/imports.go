@@ -3,5 +3,6 @@ package main
 // The backends and labs that labrun carries. Each registers itself from init.
 import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	_ "github.com/kernel-labs/kernellabs/labs/01_device_props"
 )

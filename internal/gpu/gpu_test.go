@@ -28,6 +28,7 @@ func TestPackArgsChecksCountSizeAndKind(t *testing.T) {
 		{"size mismatch", untyped, []any{gpu.Ptr(16), int64(3), float32(1)}, "argument 1 is 8 bytes (int64), the parameter is 4 bytes"},
 		{"kind mismatch", typed, []any{gpu.Ptr(16), float32(3), float32(1)}, "argument 1 (int) is a float (float32), the parameter is an integer"},
 		{"pointer for int", typed, []any{gpu.Ptr(16), int32(1), int32(1)}, "argument 2 (float) is an integer"},
+		{"vector by value", []gpu.Param{{Size: 8, Type: "float2"}}, []any{gpu.RawArg{1, 2, 3, 4, 5, 6, 7, 8}}, ""},
 		{"nil", typed, []any{nil, int32(1), float32(1)}, "nil argument"},
 		{"unsupported", typed, []any{"x", int32(1), float32(1)}, "unsupported argument type string"},
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 )
 
@@ -136,6 +137,8 @@ func packOne(a any) ([]byte, string, error) {
 	}
 }
 
+var vectorTypeRE = regexp.MustCompile(`(char|short|int|long|longlong|float|double|half|bfloat16)[1-4]$`)
+
 // kindOfCType classifies a C parameter type as the emulator's registry spells it.
 func kindOfCType(t string) string {
 	t = strings.TrimSpace(t)
@@ -144,6 +147,8 @@ func kindOfCType(t string) string {
 		return ""
 	case strings.HasSuffix(t, "*"):
 		return "pointer"
+	case vectorTypeRE.MatchString(t):
+		return "" // float2, int4...: a struct passed by value; its size alone is checked
 	case strings.Contains(t, "float") || strings.Contains(t, "double"):
 		return "float"
 	case strings.Contains(t, "int") || strings.Contains(t, "long") || strings.Contains(t, "short") ||

@@ -19,7 +19,7 @@ import (
 // compiled into the labrun binary except a few lines of dlopen glue.
 
 // emuGenVersion changes whenever the registry generator or the build's shape changes.
-const emuGenVersion = "emu-build-1"
+const emuGenVersion = "emu-build-2"
 
 // EmuCXXFlags are the C++ flags of every emulator build: C++17, optimized (the emulator's speed
 // is the kernel's speed), and no strict aliasing, since CUDA code reinterprets float* as float4*.
@@ -213,7 +213,8 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 		incArgs = append(incArgs, "-I", d)
 	}
 	// 1. Preprocess with the scan markers and find the entries.
-	scanArgs := append(append(append([]string{}, flags...), "-DKL_EMU_SCAN=1", "-E", "-x", "c++"), incArgs...)
+	scanArgs := append(append(append([]string{}, flags...), "-DKL_EMU_SCAN=1", "-E", "-x", "c++",
+		"-include", "kl_emu.h"), incArgs...)
 	scanArgs = append(scanArgs, src)
 	pre, perr := emuRun(ctx, cxx, scanArgs)
 	if perr != nil {

@@ -18,29 +18,29 @@ func TestEmuScanEntries(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		src  string
-		want []EmuEntry
+		want []emuEntry
 	}{
 		{"plain", `extern "C" __kl_global__ void k(float* x, int n) { x[0] = n; }`,
-			[]EmuEntry{{Name: "k", Params: []EmuParam{{"float*", "x"}, {"int", "n"}}}}},
+			[]emuEntry{{Name: "k", Params: []emuParam{{"float*", "x"}, {"int", "n"}}}}},
 		{"launch bounds, restrict, several lines",
 			"extern \"C\" __kl_global__ void __kl_launch_bounds__(16 * 16, 2)\nsgemm(const float* __restrict A,\n      const float* __restrict B, float* __restrict C, int M, int N, int K) {\n}",
-			[]EmuEntry{{Name: "sgemm", MaxThreads: "16*16", Params: []EmuParam{{"const float*", "A"}, {"const float*", "B"},
+			[]emuEntry{{Name: "sgemm", MaxThreads: "16*16", Params: []emuParam{{"const float*", "A"}, {"const float*", "B"},
 				{"float*", "C"}, {"int", "M"}, {"int", "N"}, {"int", "K"}}}}},
 		{"unnamed and multi-word types", `extern "C" __kl_global__ void k(unsigned long long, const int, float * const p, void *) {}`,
-			[]EmuEntry{{Name: "k", Params: []EmuParam{{"unsigned long long", ""}, {"const int", ""}, {"float*", "p"}, {"void*", ""}}}}},
-		{"no parameters", `extern "C" __kl_global__ void empty(void) {}`, []EmuEntry{{Name: "empty"}}},
+			[]emuEntry{{Name: "k", Params: []emuParam{{"unsigned long long", ""}, {"const int", ""}, {"float*", "p"}, {"void*", ""}}}}},
+		{"no parameters", `extern "C" __kl_global__ void empty(void) {}`, []emuEntry{{Name: "empty"}}},
 		{"templates and arrays", `extern "C" __kl_global__ void k(Vec<float, 4> v, int a[3], kl::Params p) {}`,
-			[]EmuEntry{{Name: "k", Params: []EmuParam{{"Vec<float, 4>", "v"}, {"int*", "a"}, {"kl::Params", "p"}}}}},
+			[]emuEntry{{Name: "k", Params: []emuParam{{"Vec<float, 4>", "v"}, {"int*", "a"}, {"kl::Params", "p"}}}}},
 		{"extern C block", `extern "C" { __kl_global__ void a(int x) {} __kl_global__ void b(float y) { if (y) { } } }`,
-			[]EmuEntry{{Name: "a", Params: []EmuParam{{"int", "x"}}}, {Name: "b", Params: []EmuParam{{"float", "y"}}}}},
+			[]emuEntry{{Name: "a", Params: []emuParam{{"int", "x"}}}, {Name: "b", Params: []emuParam{{"float", "y"}}}}},
 		{"not entries: templates, C++ names, declarations",
 			`template <int B> __kl_global__ void t(float* x) {}
 			 __kl_global__ void cpp_name(float* x) {}
 			 extern "C" __kl_global__ void declared(float* x);
 			 extern "C" __kl_global__ void defined(float* x) { const char* s = "}{"; }`,
-			[]EmuEntry{{Name: "defined", Params: []EmuParam{{"float*", "x"}}}}},
+			[]emuEntry{{Name: "defined", Params: []emuParam{{"float*", "x"}}}}},
 		{"attributes", `extern "C" __kl_global__ __attribute__((used)) void k(int __attribute__((unused)) n) {}`,
-			[]EmuEntry{{Name: "k", Params: []EmuParam{{"int", "n"}}}}},
+			[]emuEntry{{Name: "k", Params: []emuParam{{"int", "n"}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _, err := emuScan(tc.src)
@@ -71,7 +71,7 @@ func TestEmuScanDynamicShared(t *testing.T) {
 }
 
 func TestEmuGenerate(t *testing.T) {
-	gen := emuGenerate("my kernels.cu", []EmuEntry{{Name: "k", MaxThreads: "256", Params: []EmuParam{{"const float*", "x"}}}}, nil)
+	gen := emuGenerate("my kernels.cu", []emuEntry{{Name: "k", MaxThreads: "256", Params: []emuParam{{"const float*", "x"}}}}, nil)
 	assert.Contains(t, gen, `#include "my kernels.cu"`)
 	assert.Contains(t, gen, `{"const float*", nullptr}`)
 	assert.Contains(t, gen, "KL_EMU_ENTRY(k, kl_emu_types_0, 1, (int)(256))")
@@ -105,6 +105,20 @@ func TestBuildEmuCompileErrorsAreFileLine(t *testing.T) {
 	assert.Contains(t, first.Message, "undefined_name")
 	assert.Contains(t, err.Error(), src+":4: error:")
 	assert.Contains(t, log, "undefined_name")
+}
+
+// Like nvcc, the emulator compiles a kernel file that includes nothing.
+func TestBuildEmuWithoutIncludes(t *testing.T) {
+	_, inc := emuRepo(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "bare.cu")
+	require.NoError(t, os.WriteFile(src, []byte("extern \"C\" __global__ void bare(float* x) { x[threadIdx.x] = 1; }\n"), 0o644))
+	_, _, err := BuildEmu(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	require.NoError(t, err)
+	gens, _ := filepath.Glob(filepath.Join(dir, "cache", "bare-*.gen.cc"))
+	require.Len(t, gens, 1)
+	gen, _ := os.ReadFile(gens[0])
+	assert.Contains(t, string(gen), "KL_EMU_ENTRY(bare, ")
 }
 
 func TestBuildEmuCachesAndRebuildsOnHeaderChange(t *testing.T) {

@@ -20,7 +20,10 @@
 #include <hip/hip_bf16.h>
 #else
 #define KL_BACKEND_EMU 1
-#include "kl_emu.h" // the CPU emulator's CUDA surface (see emu/)
+// The CPU emulator's CUDA surface: threadIdx & co., __shared__, barriers, warp collectives,
+// atomics, __half/__nv_bfloat16, printf and nvcuda::wmma (emu/kl_emu.h; the toolchain's c++
+// builder puts emu/ on the include path). Inline PTX does not compile here.
+#include "kl_emu.h"
 #endif
 
 // KL_WARP_SIZE is the number of lanes a warp-wide operation spans: 32 on NVIDIA and on the

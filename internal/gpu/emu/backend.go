@@ -749,10 +749,9 @@ func (k *kernel) LaunchPacked(cfg gpu.LaunchConfig, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	sms, err := SMs()
-	if err != nil {
-		return err
-	}
+	// The residency the device reported when it was opened: a persistent kernel sized from
+	// Info().SMs must find exactly that many blocks running at once.
+	sms := d.info.SMs
 	limit, err := TimeLimit()
 	if err != nil {
 		return err

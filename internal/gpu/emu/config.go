@@ -16,8 +16,8 @@
 //
 // Its timings are those of a CPU running an emulation: they are not a performance figure.
 //
-// Settings, each with an environment variable (read when a device is opened or a kernel is
-// launched) and a setter that takes precedence:
+// Settings, each with an environment variable and a setter that takes precedence. The SMs and
+// the memory are fixed when a device is opened, the time limit when a kernel is launched:
 //
 //	LABRUN_EMU_DEVICES     number of emulated devices (default 2)            SetDeviceCount
 //	LABRUN_EMU_SMS         SMs per device: blocks that run at once           SetSMs
@@ -73,8 +73,8 @@ func SetDeviceCount(n int) {
 	cfgDevices = n
 }
 
-// SetSMs sets how many blocks of a grid run at once on each device (0 restores the default).
-// Two blocks that spin-wait for each other need at least 2.
+// SetSMs sets how many blocks of a grid run at once on each device opened afterwards (0 restores
+// the default). Two blocks that spin-wait for each other need at least 2.
 func SetSMs(n int) {
 	cfgMu.Lock()
 	defer cfgMu.Unlock()

@@ -19,7 +19,7 @@ import (
 
 func TestEveryTestKernelBuilds(t *testing.T) {
 	for _, f := range []string{"tiled.cu", "dynsmem.cu", "warp.cu", "atomics.cu", "index3d.cu", "templates.cu",
-		"halfbf16.cu", "wmma.cu", "printf.cu", "handshake.cu", "peer.cu", "faults.cu"} {
+		"halfbf16.cu", "wmma.cu", "printf.cu", "handshake.cu", "peer.cu", "faults.cu", "extras.cu"} {
 		t.Run(f, func(t *testing.T) { build(t, f) })
 	}
 }
@@ -450,11 +450,13 @@ func TestTwoBlocksHandshakeThroughGlobalFlag(t *testing.T) {
 	}
 	assert.Equal(t, []int32{2 * rounds}, download(t, flag))
 
-	// All 4 blocks resident (4 SMs): block 0 sees the last block's flag.
+	// With 4 SMs all 4 blocks are resident: the three that wait see the last one's flag.
 	SetSMs(4)
-	w := kernelOf(t, d, "handshake.cu", "wait_for_last")
-	f2 := upload(t, d, []int32{0})
-	require.NoError(t, launchSync(d, w, gpu.LaunchConfig{Grid: gpu.D1(4), Block: gpu.D1(32)}, f2))
+	d4 := openDev(t, 1)
+	assert.Equal(t, 4, d4.Info().SMs)
+	w := kernelOf(t, d4, "handshake.cu", "wait_for_last")
+	f2 := upload(t, d4, []int32{0})
+	require.NoError(t, launchSync(d4, w, gpu.LaunchConfig{Grid: gpu.D1(4), Block: gpu.D1(32)}, f2))
 }
 
 func TestTwoDevicesExchangeThroughPeerPointers(t *testing.T) {
@@ -492,13 +494,30 @@ func TestTwoDevicesExchangeThroughPeerPointers(t *testing.T) {
 		require.Equal(t, 2*x0[i]+1, g1[i], "device 1 element %d", i)
 	}
 
+	// Two streams of one device run at once too (lab 05 overlaps a GEMM with a kernel that
+	// signals it): the same exchange between two launches on device 0.
+	s0b, err := d0.NewStream()
+	require.NoError(t, err)
+	ra, rb := alloc[float32](t, d0, n), alloc[float32](t, d0, n)
+	fa, fb := upload(t, d0, []int32{0}), upload(t, d0, []int32{0})
+	oa, ob := alloc[float32](t, d0, n), alloc[float32](t, d0, n)
+	cfgB := gpu.LaunchConfig{Grid: gpu.D1(n / block), Block: gpu.D1(block), Stream: s0b}
+	require.NoError(t, gpu.Launch(k0, cfg0, mine0, rb, ra, fb, fa, oa, int32(n)))
+	require.NoError(t, gpu.Launch(k0, cfgB, mine0, ra, rb, fa, fb, ob, int32(n)))
+	require.NoError(t, d0.Synchronize())
+	ga, gb := download(t, oa), download(t, ob)
+	for i := 0; i < n; i++ {
+		require.Equal(t, 2*x0[i]+1, ga[i], "stream a element %d", i)
+		require.Equal(t, 2*x0[i]+1, gb[i], "stream b element %d", i)
+	}
+
 	// A peer copy, and memory accounted per device.
 	require.NoError(t, recv1.CopyFrom(mine0, s0))
 	require.NoError(t, s0.Synchronize())
 	assert.Equal(t, x0, download(t, recv1))
 	free0, total0, err := d0.MemInfo()
 	require.NoError(t, err)
-	assert.Equal(t, int64(4*(3*n+1)), total0-free0, "three buffers of n floats and a flag")
+	assert.Equal(t, int64(4*(7*n+3)), total0-free0, "seven buffers of n floats and three flags")
 }
 
 func TestStreamsAndEvents(t *testing.T) {
