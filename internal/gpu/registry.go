@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -62,11 +63,33 @@ func Open(name string) (b Backend, note string, err error) {
 		b, err := open()
 		if err == nil {
 			if len(reasons) > 0 {
-				note = fmt.Sprintf("backend auto: using %s (%s)", n, strings.Join(reasons, "; "))
+				what := n
+				if n == "emu" {
+					what = "the CPU emulator (emu): results are checked, times are not performance figures"
+				}
+				note = fmt.Sprintf("backend auto: no GPU backend (%s); using %s", strings.Join(reasons, "; "), what)
 			}
 			return b, note, nil
 		}
-		reasons = append(reasons, fmt.Sprintf("%s unavailable: %v", n, err))
+		reasons = append(reasons, n+": "+shortReason(err))
 	}
 	return nil, "", fmt.Errorf("no backend available: %s", strings.Join(reasons, "; "))
+}
+
+// shortReason says in a few words why a backend did not open, for the one-line note of auto.
+func shortReason(err error) string {
+	switch {
+	case errors.Is(err, ErrLibraryMissing):
+		return "its library is not installed"
+	case errors.Is(err, ErrNoDevice):
+		return "no device visible"
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 80 {
+		msg = msg[:80] + "…"
+	}
+	return msg
 }
