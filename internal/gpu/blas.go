@@ -65,3 +65,22 @@ func OpenBLAS(d Device) (BLAS, error) {
 	}
 	return p.BLAS()
 }
+
+// GemmGroup is one group of a grouped batched product: Count problems of the same shape, in
+// cuBLAS's column-major convention (see GemmDesc).
+type GemmGroup struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	LDA, LDB, LDC  int
+	Count          int
+}
+
+// GroupedBLAS is implemented by vendor BLAS libraries with a grouped batched product
+// (cublasGemmGroupedBatchedEx, cuBLAS 12.5+): many products of different shapes in one call.
+type GroupedBLAS interface {
+	// GemmGroupedBatched computes every problem of every group. A, B and C are device arrays of
+	// device pointers, one per problem, the problems of group 0 first. InType inputs, OutType
+	// output, FP32 accumulation.
+	GemmGroupedBatched(s Stream, groups []GemmGroup, A, B, C Ptr, inType, outType DataType) error
+}

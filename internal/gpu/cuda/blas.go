@@ -261,6 +261,10 @@ func blasError(failed *C.char, st C.cublasStatus_t) error {
 		return callError(call, C.CUresult(st))
 	}
 	code := int(st)
+	if code == C.KL_MISSING_SYMBOL {
+		return gpu.NewCallError("cublas", call, code, "MISSING_SYMBOL",
+			"this cuBLAS does not export "+call+" (it needs cuBLAS 12.5 or newer)", false)
+	}
 	name, msg := cublasStatus[code][0], cublasStatus[code][1]
 	if s := C.kl_cublas_status_name(st); s != nil {
 		name = C.GoString(s)
@@ -272,4 +276,56 @@ func blasError(failed *C.char, st C.cublasStatus_t) error {
 		name = fmt.Sprintf("CUBLAS_STATUS_%d", code)
 	}
 	return gpu.NewCallError("cublas", call, code, name, msg, false)
+}
+
+var _ gpu.GroupedBLAS = (*cublas)(nil)
+
+// GemmGroupedBatched is cublasGemmGroupedBatchedEx: every problem of every group in one call.
+func (b *cublas) GemmGroupedBatched(s gpu.Stream, groups []gpu.GemmGroup, A, B, C gpu.Ptr, inType, outType gpu.DataType) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	in, err := cudaDataType(inType)
+	if err != nil {
+		return fmt.Errorf("cublas grouped gemm: input %w", err)
+	}
+	out, err := cudaDataType(outType)
+	if err != nil {
+		return fmt.Errorf("cublas grouped gemm: output %w", err)
+	}
+	cs, err := streamOf(s)
+	if err != nil {
+		return err
+	}
+	n := len(groups)
+	// Host arrays in C memory: cgo forbids handing Go memory to C code that could keep it.
+	ints := (*[1 << 28]C.int)(C.malloc(C.size_t(n * 10 * 4)))[: n*10 : n*10]
+	defer C.free(unsafe.Pointer(&ints[0]))
+	floats := (*[1 << 28]C.float)(C.malloc(C.size_t(n * 2 * 4)))[: n*2 : n*2]
+	defer C.free(unsafe.Pointer(&floats[0]))
+	ta, tb, m, nn, k := ints[0:n], ints[n:2*n], ints[2*n:3*n], ints[3*n:4*n], ints[4*n:5*n]
+	lda, ldb, ldc, size := ints[5*n:6*n], ints[6*n:7*n], ints[7*n:8*n], ints[8*n:9*n]
+	alpha, beta := floats[0:n], floats[n:2*n]
+	for i, g := range groups {
+		if g.M < 0 || g.N < 0 || g.K < 0 || g.Count < 0 {
+			return fmt.Errorf("cublas grouped gemm: group %d has a negative size (m=%d n=%d k=%d count=%d)", i, g.M, g.N, g.K, g.Count)
+		}
+		ta[i], tb[i] = op(g.TransA), op(g.TransB)
+		m[i], nn[i], k[i] = C.int(g.M), C.int(g.N), C.int(g.K)
+		lda[i], ldb[i], ldc[i], size[i] = C.int(g.LDA), C.int(g.LDB), C.int(g.LDC), C.int(g.Count)
+		alpha[i], beta[i] = C.float(g.Alpha), C.float(g.Beta)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.h == nil {
+		return fmt.Errorf("cublas grouped gemm: the handle is closed")
+	}
+	var failed *C.char
+	st := C.kl_cublas_gemm_grouped_batched(b.d.ctx, b.h, cs, &ta[0], &tb[0], &m[0], &nn[0], &k[0], &alpha[0],
+		C.CUdeviceptr(A), in, &lda[0], C.CUdeviceptr(B), in, &ldb[0], &beta[0], C.CUdeviceptr(C), out, &ldc[0],
+		C.int(n), &size[0], &failed)
+	if st != 0 {
+		return fmt.Errorf("cublas grouped gemm, %d groups, %s inputs, %s output: %w", n, inType, outType, blasError(failed, st))
+	}
+	return nil
 }

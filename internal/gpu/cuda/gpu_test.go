@@ -674,3 +674,69 @@ func TestEncodeTensorMap(t *testing.T) {
 	_, err = gpu.EncodeTensorMap(d, desc)
 	assert.ErrorContains(t, err, "cuTensorMapEncodeTiled")
 }
+
+func TestGemmGroupedBatched(t *testing.T) {
+	d := openDevice(t, 0)
+	blas := openBLAS(t, d)
+	grouped, ok := blas.(gpu.GroupedBLAS)
+	require.True(t, ok, "cuBLAS implements GroupedBLAS")
+	r := newRand(t)
+	// Three groups of different shapes (row-major m×k times k×n), with 2, 1 and 3 problems.
+	shapes := []struct{ m, n, k, count int }{{64, 48, 32, 2}, {1, 17, 5, 1}, {129, 65, 33, 3}}
+	var aPtrs, bPtrs, cPtrs []uint64
+	var groups []gpu.GemmGroup
+	type problem struct {
+		a, b []float64
+		c    *gpu.Buffer[float32]
+		m, n int
+		k    int
+	}
+	var probs []problem
+	for _, s := range shapes {
+		g := rowMajor(s.m, s.n, s.k, 0, 0, 0)
+		groups = append(groups, gpu.GemmGroup{M: g.M, N: g.N, K: g.K, Alpha: 1, LDA: g.LDA, LDB: g.LDB, LDC: g.LDC, Count: s.count})
+		for j := 0; j < s.count; j++ {
+			a16, b16 := make([]uint16, s.m*s.k), make([]uint16, s.k*s.n)
+			pa, pb := make([]float64, len(a16)), make([]float64, len(b16))
+			for i := range a16 {
+				a16[i] = bf16(r.Float32()*2 - 1)
+				pa[i] = bf16ToFloat(a16[i])
+			}
+			for i := range b16 {
+				b16[i] = bf16(r.Float32()*2 - 1)
+				pb[i] = bf16ToFloat(b16[i])
+			}
+			da, err := gpu.Upload(d, a16)
+			require.NoError(t, err)
+			defer da.Free()
+			db, err := gpu.Upload(d, b16)
+			require.NoError(t, err)
+			defer db.Free()
+			dc, err := gpu.Alloc[float32](d, s.m*s.n)
+			require.NoError(t, err)
+			defer dc.Free()
+			require.NoError(t, dc.Fill32(nanBits, nil))
+			// Row-major swap: cuBLAS's A is our B.
+			aPtrs = append(aPtrs, uint64(db.DevicePtr()))
+			bPtrs = append(bPtrs, uint64(da.DevicePtr()))
+			cPtrs = append(cPtrs, uint64(dc.DevicePtr()))
+			probs = append(probs, problem{a: pa, b: pb, c: dc, m: s.m, n: s.n, k: s.k})
+		}
+	}
+	pa, err := gpu.Upload(d, aPtrs)
+	require.NoError(t, err)
+	defer pa.Free()
+	pb, err := gpu.Upload(d, bPtrs)
+	require.NoError(t, err)
+	defer pb.Free()
+	pc, err := gpu.Upload(d, cPtrs)
+	require.NoError(t, err)
+	defer pc.Free()
+	require.NoError(t, grouped.GemmGroupedBatched(nil, groups, pa.DevicePtr(), pb.DevicePtr(), pc.DevicePtr(), gpu.BF16, gpu.F32))
+	for i, p := range probs {
+		got, err := p.c.Download()
+		require.NoError(t, err)
+		e := relErr(got, matmulRef(p.a, p.b, p.m, p.n, p.k))
+		assert.Less(t, e, 1e-5, "problem %d (%d×%d×%d)", i, p.m, p.n, p.k)
+	}
+}

@@ -385,6 +385,11 @@ static struct {
     cublasStatus_t (*gemm_ex)(cublasHandle_t, int, int, int, int, int, const void *, const void *,
                               int, int, const void *, int, int, const void *, void *, int, int,
                               int, int); // cublasGemmEx
+    // cublasGemmGroupedBatchedEx (cuBLAS 12.5+), optional; enum arguments as ints.
+    cublasStatus_t (*gemm_grouped)(cublasHandle_t, const int *, const int *, const int *, const int *,
+                                   const int *, const void *, const void *const *, int, const int *,
+                                   const void *const *, int, const int *, const void *, void *const *,
+                                   int, const int *, int, const int *, int);
     const char *(*status_name)(cublasStatus_t);   // cublasGetStatusName (cuBLAS 11.4+), optional
     const char *(*status_string)(cublasStatus_t); // cublasGetStatusString, optional
 } cb;
@@ -411,6 +416,7 @@ int kl_cublas_load(const char *path, char **err) {
     REQ(sgemm, "cublasSgemm_v2");
     REQ(gemm_ex, "cublasGemmEx");
 #undef REQ
+    *(void **)(&cb.gemm_grouped) = dlsym(lib, "cublasGemmGroupedBatchedEx");
     *(void **)(&cb.status_name) = dlsym(lib, "cublasGetStatusName");
     *(void **)(&cb.status_string) = dlsym(lib, "cublasGetStatusString");
     cb.lib = lib;
@@ -479,5 +485,26 @@ cublasStatus_t kl_cublas_gemm_ex(CUcontext ctx, cublasHandle_t h, CUstream s, in
     CB_CALL("cublasGemmEx", cb.gemm_ex(h, transa, transb, m, n, k, &alpha, (const void *)a, atype, lda,
                                        (const void *)b, btype, ldb, &beta, (void *)c, ctype, ldc,
                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return 0;
+}
+
+cublasStatus_t kl_cublas_gemm_grouped_batched(CUcontext ctx, cublasHandle_t h, CUstream s,
+                                              const int *transa, const int *transb, const int *m,
+                                              const int *n, const int *k, const float *alpha,
+                                              CUdeviceptr a, int atype, const int *lda, CUdeviceptr b,
+                                              int btype, const int *ldb, const float *beta,
+                                              CUdeviceptr c, int ctype, const int *ldc,
+                                              int group_count, const int *group_size,
+                                              const char **failed) {
+    if (!cb.gemm_grouped) {
+        *failed = "cublasGemmGroupedBatchedEx";
+        return KL_MISSING_SYMBOL;
+    }
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasSetStream_v2", cb.set_stream(h, s));
+    CB_CALL("cublasGemmGroupedBatchedEx",
+            cb.gemm_grouped(h, transa, transb, m, n, k, alpha, (const void *const *)a, atype, lda,
+                            (const void *const *)b, btype, ldb, beta, (void *const *)c, ctype, ldc,
+                            group_count, group_size, CUBLAS_COMPUTE_32F));
     return 0;
 }

@@ -109,5 +109,16 @@ cublasStatus_t kl_cublas_gemm_ex(CUcontext ctx, cublasHandle_t h, CUstream s, in
                                  int m, int n, int k, float alpha, CUdeviceptr a, int atype, int lda,
                                  CUdeviceptr b, int btype, int ldb, float beta, CUdeviceptr c,
                                  int ctype, int ldc, const char **failed);
+// kl_cublas_gemm_grouped_batched wraps cublasGemmGroupedBatchedEx (cuBLAS 12.5+; returns
+// KL_MISSING_SYMBOL when the library lacks it). The per-group arrays are host arrays of
+// group_count entries; a, b, c are device arrays of device pointers, one per problem.
+cublasStatus_t kl_cublas_gemm_grouped_batched(CUcontext ctx, cublasHandle_t h, CUstream s,
+                                              const int *transa, const int *transb, const int *m,
+                                              const int *n, const int *k, const float *alpha,
+                                              CUdeviceptr a, int atype, const int *lda, CUdeviceptr b,
+                                              int btype, const int *ldb, const float *beta,
+                                              CUdeviceptr c, int ctype, const int *ldc,
+                                              int group_count, const int *group_size,
+                                              const char **failed);
 
 #endif
