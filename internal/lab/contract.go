@@ -54,6 +54,13 @@ type Work struct {
 	Ops int
 }
 
+// Recorder is implemented by cases that keep data beyond the timings for the chapter (lab 03's
+// per-SM timeline of tiles). The engine calls Record once, after the check and the timing, and
+// stores the map in the entry's data. Keep it small: it goes into the results file.
+type Recorder interface {
+	Record(v *Variant) (map[string]any, error)
+}
+
 // Describer is implemented by drivers that record information about the device beyond the
 // timed variants (lab 01's property tables). It runs once per run, in the worker.
 type Describer interface {

@@ -114,6 +114,9 @@ func (c *scaleCase) Check(v *Variant) (check.Report, error) {
 	return check.Compare(out, c.ref, 1e-6), nil
 }
 func (c *scaleCase) Work() Work { return Work{Bytes: float64(8 * c.n)} }
+func (c *scaleCase) Record(v *Variant) (map[string]any, error) {
+	return map[string]any{"n": c.n}, nil
+}
 func (c *scaleCase) Release() error {
 	c.x.Free()
 	return c.y.Free()
@@ -179,6 +182,7 @@ func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	assert.Equal(t, results.StatusOK, got["lib"].Status)
 	assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
 	assert.Greater(t, got["good"].Speedup, 0.0)
+	assert.Equal(t, map[string]any{"n": 1000.0}, got["good"].Data) // through JSON from the worker
 	assert.Equal(t, "lib", got["good"].Baseline)
 	assert.Equal(t, results.StatusWrong, got["wrong"].Status)
 	assert.Contains(t, got["wrong"].Error, "first wrong elements")

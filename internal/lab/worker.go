@@ -305,6 +305,13 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 		}
 	}
 	e.PerOpUs = stats.MedianMs * 1e3 / float64(ops)
+	if r, ok := c.(Recorder); ok {
+		data, err := r.Record(v)
+		if err != nil {
+			return fail("record", err)
+		}
+		e.Data = data
+	}
 	e.Status = results.StatusOK
 	return e, nil
 }

@@ -72,6 +72,7 @@ type Entry struct {
 	Speedup  float64          `json:"speedup,omitempty"` // baseline median / this median, same run
 	Kernel   *gpu.KernelAttrs `json:"kernel,omitempty"`
 	Emulated bool             `json:"emulated,omitempty"` // timings are not performance figures
+	Data     map[string]any   `json:"data,omitempty"`     // lab-specific data (lab 03's SM timeline)
 	Seed     uint64           `json:"seed"`
 	RunAt    time.Time        `json:"run_at"`
 }
