@@ -5,4 +5,5 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	_ "github.com/kernel-labs/kernellabs/labs/01_device_props"
+	_ "github.com/kernel-labs/kernellabs/labs/02_gemm"
 )

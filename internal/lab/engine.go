@@ -38,6 +38,20 @@ type Options struct {
 	Progress io.Writer     // human progress; nil: discarded
 	// Worker starts a worker process. Default: this executable with the argument "__worker".
 	Worker func() *exec.Cmd
+
+	// Files builds other sources in place of variants' kernel files: the file as lab.yaml names
+	// it (relative to the lab folder, e.g. "exercises/ex1_smem_tiling.cu") → the path of the file
+	// to build instead (a student's submission). The original file's folder stays on the include
+	// path.
+	Files map[string]string
+	// Plan, when set, is the exact list of jobs to run (the grader's plan) instead of every
+	// selected variant on every problem of the set. Outcome.Planned has one entry per job, in order.
+	Plan []Job
+	// Grade sets how jobs with a grading mode (Job.Mode) run: fresh inputs for every run, every
+	// run checked, NaN red zones around buffers, inputs verified unchanged (see GradeSpec).
+	Grade *GradeSpec
+	// TotalTimeout bounds the whole run (0: none); jobs not finished by then fail with the reason.
+	TotalTimeout time.Duration
 }
 
 // Outcome is what a run produced.
@@ -51,6 +65,8 @@ type Outcome struct {
 	Seed      uint64
 	Failures  int // entries that are wrong, failed, crashed or timed out
 	SaveError error
+	// Planned holds one entry per job of Options.Plan, in the plan's order.
+	Planned []results.Entry
 }
 
 // EnvError is a missing piece of the environment (no GPU, no driver, no compiler).
@@ -58,6 +74,26 @@ type EnvError struct{ Err error }
 
 func (e *EnvError) Error() string { return e.Err.Error() }
 func (e *EnvError) Unwrap() error { return e.Err }
+
+// SecretSeedEnv names the environment variable with the grader's secret seed. The engine never
+// passes it to a worker process: the code under test must not be able to read it back.
+const SecretSeedEnv = "LABRUN_SECRET_SEED"
+
+// TotalTimeError is the cause of a run stopped by Options.TotalTimeout.
+type TotalTimeError struct{ Limit time.Duration }
+
+func (e *TotalTimeError) Error() string {
+	return fmt.Sprintf("the total time limit of %s was reached", e.Limit)
+}
+
+// stopReason says why ctx ended: the total time limit, or an interrupt.
+func stopReason(ctx context.Context) (string, bool) {
+	var te *TotalTimeError
+	if errors.As(context.Cause(ctx), &te) {
+		return te.Error(), true
+	}
+	return "interrupted", false
+}
 
 // UsageError is a bad request (unknown variant, problem set...).
 type UsageError struct{ Msg string }
@@ -75,6 +111,14 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	if err := checkVariantNames(man, o.Variants); err != nil {
 		return nil, err
+	}
+	if err := checkPlan(man, o.Plan); err != nil {
+		return nil, err
+	}
+	if o.TotalTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.TotalTimeout, &TotalTimeError{Limit: o.TotalTimeout})
+		defer cancel()
 	}
 	be, note, err := gpu.Open(o.Backend)
 	if err != nil {
@@ -107,15 +151,23 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	fmt.Fprintf(o.Progress, "lab %s — %s on %s (%s, %s), problem set %s, seed %d (repeat with --seed %d)\n",
 		man.Name, man.Title.EN, info.Name, be.Name(), info.Arch(), set, o.Seed, o.Seed)
 
-	r := &runner{o: o, man: man, be: be, info: info, set: set}
+	r := &runner{o: o, man: man, be: be, info: info, set: set, compileErr: map[*Variant]string{}}
 	file := &results.File{Lab: man.Name, Device: info, Time: time.Now().UTC(), Commit: gitCommit(o.Root),
 		Command: strings.Join(append([]string{"labrun"}, os.Args[1:]...), " ")}
 	images, entries, tc := r.build(ctx)
 	file.Toolchain = tc
-	jobs, skipped := r.jobs(images)
-	entries = append(entries, skipped...)
-	ran, extra := r.supervise(ctx, jobs, images)
-	entries = append(entries, ran...)
+	var planned []results.Entry
+	var extra map[string]any
+	if len(o.Plan) > 0 {
+		planned = r.runPlan(ctx, images)
+		entries = append([]results.Entry(nil), planned...)
+	} else {
+		jobs, skipped := r.jobs(images)
+		entries = append(entries, skipped...)
+		var ran []results.Entry
+		ran, extra = r.supervise(ctx, jobs, images)
+		entries = append(entries, ran...)
+	}
 	addSpeedups(man, entries)
 	file.Entries = sortEntries(man, entries)
 	file.Extra = extra
@@ -132,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed,
-		Path: results.PathFor(o.Root, info, man.Name)}
+		Path: results.PathFor(o.Root, info, man.Name), Planned: planned}
 	for _, e := range file.Entries {
 		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
 			out.Failures++
@@ -195,9 +247,19 @@ type runner struct {
 	be   gpu.Backend
 	info gpu.DeviceInfo
 	set  string
+
+	compileErr map[*Variant]string // variants whose kernel file did not compile
 }
 
 func (r *runner) selected(v *Variant) bool {
+	if len(r.o.Plan) > 0 {
+		for _, j := range r.o.Plan {
+			if j.Suite == v.Suite.Name && j.Variant == v.Name {
+				return true
+			}
+		}
+		return false
+	}
 	if len(r.o.Variants) == 0 {
 		return true
 	}
@@ -306,6 +368,11 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				Arch:        it.arch,
 				Flags:       it.flags,
 			}
+			if sub, ok := r.o.Files[it.file]; ok {
+				// A submission: its own folder comes first (-iquote), the original's stays reachable.
+				req.Source = sub
+				req.IncludeDirs = append(req.IncludeDirs, filepath.Dir(filepath.Join(r.man.Dir, it.file)))
+			}
 			art, err := toolchain.Build(ctx, r.be.Toolchain(), req)
 			mu.Lock()
 			defer mu.Unlock()
@@ -313,6 +380,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				fmt.Fprintf(r.o.Progress, "build %s: %v\n", it.file, err)
 				for _, v := range it.variants {
 					failed = append(failed, r.failAll(v, "compile: "+err.Error())...)
+					r.compileErr[v] = "compile: " + err.Error()
 				}
 				return
 			}
@@ -400,10 +468,12 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	done := make([]*results.Entry, len(jobs))
 	var extra map[string]any
 	_, wantDescribe := driverOf(r.man).(Describer)
+	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
 	next := 0
 	for next < len(jobs) && ctx.Err() == nil {
 		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
-			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:]}
+			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:],
+			Grade: r.o.Grade}
 		res := r.runWorker(ctx, spec, timeout, len(jobs), next)
 		for i, e := range res.entries {
 			done[next+i] = e
@@ -439,11 +509,19 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	var out []results.Entry
 	for i, e := range done {
 		if e == nil {
-			reason := "not run: the run was interrupted"
-			if ctx.Err() == nil {
-				reason = "not run: the worker stopped before reaching it"
+			reason := "not run: the worker stopped before reaching it"
+			status := results.StatusFailed
+			if ctx.Err() != nil {
+				why, total := stopReason(ctx)
+				reason = "not run: " + why
+				if why == "interrupted" {
+					reason = "not run: the run was interrupted"
+				}
+				if total {
+					status = results.StatusTimeout
+				}
 			}
-			e = r.lostEntry(jobs[i], results.StatusFailed, reason)
+			e = r.lostEntry(jobs[i], status, reason)
 		}
 		out = append(out, *e)
 	}
@@ -524,6 +602,7 @@ func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Du
 	cmd.Stdout, cmd.Stderr = out, out
 	specJSON, _ := json.Marshal(spec)
 	cmd.Stdin = strings.NewReader(string(specJSON))
+	cmd.Env = withoutEnv(cmd.Env, SecretSeedEnv)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		res.failure, res.fatal = "creating the worker pipe: "+err.Error(), "pipe"
@@ -585,7 +664,7 @@ loop:
 			res.failure = fmt.Sprintf("timed out after %s in %s (a kernel that never finishes? a deadlock between blocks?); the worker was killed", timeout, what)
 			kill()
 		case <-ctx.Done():
-			res.failure = "interrupted"
+			res.failure, res.timedOut = stopReason(ctx)
 			kill()
 		}
 	}
@@ -608,6 +687,79 @@ loop:
 		}
 	}
 	return res
+}
+
+// withoutEnv returns env (the process's environment when nil) without the variable name.
+func withoutEnv(env []string, name string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// checkPlan validates a plan's jobs against the manifest.
+func checkPlan(m *Manifest, plan []Job) error {
+	for _, j := range plan {
+		s := m.Suite(j.Suite)
+		if s == nil {
+			return &UsageError{fmt.Sprintf("lab %s has no suite %q", m.Name, j.Suite)}
+		}
+		if s.Variant(j.Variant) == nil {
+			return &UsageError{fmt.Sprintf("suite %s of lab %s has no variant %q", j.Suite, m.Name, j.Variant)}
+		}
+		ps, err := s.ProblemsFor(j.Set)
+		if err != nil {
+			return &UsageError{err.Error()}
+		}
+		found := false
+		for _, p := range ps {
+			found = found || p.Name == j.Problem
+		}
+		if !found {
+			return &UsageError{fmt.Sprintf("suite %s has no problem %q in its %s set", j.Suite, j.Problem, j.Set)}
+		}
+		if j.Mode != "" && j.Mode != GradeCheck && j.Mode != GradeSpeed {
+			return &UsageError{fmt.Sprintf("job %s: unknown mode %q", j, j.Mode)}
+		}
+	}
+	return nil
+}
+
+// runPlan runs Options.Plan and returns one entry per job, in order: variants that cannot run
+// here are skipped with the reason, those whose kernel did not compile fail with the compiler's
+// message, the rest run in worker processes.
+func (r *runner) runPlan(ctx context.Context, images map[string]string) []results.Entry {
+	out := make([]results.Entry, len(r.o.Plan))
+	var jobs []Job
+	var at []int
+	for i, j := range r.o.Plan {
+		v := r.man.Suite(j.Suite).Variant(j.Variant)
+		if why := r.skipReason(v.Needs, v.EmuSkip); why != "" {
+			out[i] = *r.lostEntry(j, results.StatusSkipped, why)
+			continue
+		}
+		if msg, bad := r.compileErr[v]; bad {
+			out[i] = *r.lostEntry(j, results.StatusFailed, msg)
+			continue
+		}
+		if _, built := images[imageKey(v.File, v.Entry)]; v.IsKernel() && !built {
+			out[i] = *r.lostEntry(j, results.StatusFailed, "the kernel was not built")
+			continue
+		}
+		jobs = append(jobs, j)
+		at = append(at, i)
+	}
+	ran, _ := r.supervise(ctx, jobs, images)
+	for k, e := range ran {
+		out[at[k]] = e
+	}
+	return out
 }
 
 // crashExcerpt keeps the informative start of a Go crash report (the signal and the first

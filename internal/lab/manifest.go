@@ -30,6 +30,8 @@ type Manifest struct {
 	// Helpers are kernels that variants use but that are not variants themselves (a device-side
 	// random fill, say). Drivers find them with Env.KernelByEntry.
 	Helpers []HelperKernel `yaml:"helpers"`
+	// Grading says how `labrun grade` scores the lab's exercises (nil: derived; see Grading).
+	Grading *Grading `yaml:"grading"`
 
 	Dir  string `yaml:"-"` // absolute path of the lab directory
 	Name string `yaml:"-"` // directory name, e.g. "01_device_props"
@@ -253,6 +255,7 @@ func (m *Manifest) attachLines(root *yaml.Node) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
 	}
+	m.attachGradingLines(doc)
 	suites := mapValue(doc, "suites")
 	if suites == nil {
 		return nil
@@ -354,6 +357,7 @@ func (m *Manifest) validate() error {
 			errs = append(errs, m.errAt(1, "helper kernel file %s not found in %s", h.File, m.Dir))
 		}
 	}
+	errs = append(errs, m.validateGrading()...)
 	return errors.Join(errs...)
 }
 

@@ -31,6 +31,7 @@ type WorkerSpec struct {
 	Describe bool              `json:"describe"`
 	Images   map[string]string `json:"images"` // kernel entry key ("file:entry") → compiled image path
 	Jobs     []Job             `json:"jobs"`
+	Grade    *GradeSpec        `json:"grade,omitempty"` // how jobs with a grading mode run
 }
 
 // Job is one variant on one problem.
@@ -39,6 +40,12 @@ type Job struct {
 	Variant string `json:"variant"`
 	Problem string `json:"problem"`
 	Set     string `json:"set"` // which problem set the problem comes from
+	// Grading jobs: Mode is GradeCheck (Rounds checked runs, fresh inputs each) or GradeSpeed
+	// (checked runs, the last Reps of them timed); Seed, when not 0, replaces the run's seed (the
+	// grader's hidden tests use a seed combined with a secret).
+	Mode string `json:"mode,omitempty"`
+	Reps int    `json:"reps,omitempty"`
+	Seed uint64 `json:"seed,omitempty"`
 }
 
 func (j Job) String() string { return j.Suite + "/" + j.Variant + " " + j.Problem }
@@ -88,6 +95,7 @@ type worker struct {
 	emit  func(Event)
 	flush *gpu.Buffer[uint8]
 	mods  []gpu.Module
+	guard *guardDevice // grading: the device as the driver sees it, with red zones and write tracking
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
@@ -118,7 +126,15 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 		dev.Close()
 		return nil, err
 	}
-	w.env = NewEnv(dev, stream, spec.Seed, kernels, func(f string, a ...any) {
+	var envDev gpu.Device = dev
+	if spec.Grade != nil {
+		w.guard = newGuardDevice(dev, spec.Grade.redZone())
+		envDev = w.guard
+		for name, k := range kernels {
+			kernels[name] = &guardKernel{Kernel: k, g: w.guard, readOnly: spec.Grade.ReadOnly[name]}
+		}
+	}
+	w.env = NewEnv(envDev, stream, spec.Seed, kernels, func(f string, a ...any) {
 		emit(Event{Type: "log", Msg: fmt.Sprintf(f, a...)})
 	})
 	w.env.Quick = spec.Quick
@@ -197,7 +213,11 @@ func (w *worker) run() int {
 	}
 	for i, job := range w.spec.Jobs {
 		w.emit(Event{Type: "start", Job: i})
-		entry, err := w.runJob(job)
+		run := w.runJob
+		if job.Mode != "" && w.guard != nil {
+			run = w.runGradeJob
+		}
+		entry, err := run(job)
 		w.emit(Event{Type: "result", Job: i, Entry: &entry})
 		if err != nil && gpu.IsSticky(err) {
 			return workerSticky // the context is spoiled: let the parent start a fresh process
@@ -236,9 +256,8 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	// on which jobs ran before it in this worker.
 	w.env.reseed(w.spec.Seed, job)
 	c, err := w.drv.Prepare(w.env, s, p)
-	var skip *SkipError
-	if errors.As(err, &skip) {
-		e.Status, e.Error = results.StatusSkipped, skip.Reason
+	if why, ok := skipReason(err); ok {
+		e.Status, e.Error = results.StatusSkipped, why
 		return e, nil
 	}
 	if err != nil {
@@ -260,6 +279,11 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 		return fail("poison outputs", err)
 	}
 	if err := c.Run(v); err != nil {
+		// A variant may refuse a problem it cannot run (a size its tiles do not support).
+		if why, ok := skipReason(err); ok {
+			e.Status, e.Error = results.StatusSkipped, why
+			return e, nil
+		}
 		return fail("run", err)
 	}
 	if err := w.env.Stream.Synchronize(); err != nil {
@@ -371,4 +395,17 @@ func RunWorkerFromEnv() int {
 		return 2
 	}
 	return WorkerMain(os.Stdin, out)
+}
+
+// skipReason recognises a refusal: a *SkipError, or any error with a SkipReason method.
+func skipReason(err error) (string, bool) {
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		return skip.Reason, true
+	}
+	var r interface{ SkipReason() string }
+	if errors.As(err, &r) {
+		return r.SkipReason(), true
+	}
+	return "", false
 }

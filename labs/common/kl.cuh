@@ -36,3 +36,29 @@
 
 // KL_FULL_MASK is the participation mask of a whole warp for __shfl_*_sync and friends.
 #define KL_FULL_MASK 0xffffffffu
+
+// kl_smid and kl_globaltimer_ns say where and when a block runs, for timelines of the SMs (lab
+// 03 records, per tile, the SM that ran it and when it started and ended):
+//   kl_smid()            the multiprocessor this thread runs on: %smid on NVIDIA GPUs, the
+//                        worker ("SM") index of the launch on the emulator, __smid() on AMD
+//   kl_globaltimer_ns()  a clock shared by all SMs, in nanoseconds: %globaltimer on NVIDIA GPUs
+//                        (it ticks in steps of 32 ns to 1 µs depending on the GPU), the host's
+//                        steady clock on the emulator; on AMD, wall_clock64() ticks (not ns)
+#if defined(KL_BACKEND_CUDA)
+__device__ __forceinline__ unsigned int kl_smid() {
+    unsigned int id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+__device__ __forceinline__ unsigned long long kl_globaltimer_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#elif defined(KL_BACKEND_HIP)
+__device__ __forceinline__ unsigned int kl_smid() { return __smid(); }
+__device__ __forceinline__ unsigned long long kl_globaltimer_ns() { return wall_clock64(); }
+#else
+static inline unsigned int kl_smid() { return kl_emu_smid(); }
+static inline unsigned long long kl_globaltimer_ns() { return kl_emu_globaltimer_ns(); }
+#endif

@@ -1,0 +1,524 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+func loadManifest(t *testing.T) *lab.Manifest {
+	t.Helper()
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	return m
+}
+
+func TestManifestLoads(t *testing.T) {
+	m := loadManifest(t)
+	assert.Equal(t, "02", m.ID)
+	assert.Equal(t, LabDir, m.Name)
+	for _, name := range []string{"fp32", "fp32_tiles", "bf16"} {
+		require.NotNil(t, m.Suite(name), "suite %s", name)
+	}
+	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32")))
+	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32_tiles")))
+	assert.Equal(t, BF16, PrecisionOf(m.Suite("bf16")))
+	assert.Equal(t, "cublas_sgemm", m.Suite("fp32").Baseline)
+	assert.Equal(t, "cublas_gemmex", m.Suite("bf16").Baseline)
+	assert.Equal(t, 1e-5, m.Suite("fp32").Tolerance)
+	assert.Equal(t, 1e-3, m.Suite("bf16").Tolerance)
+}
+
+// Every problem parses, the emulator problems are small, and the grade set has the edge cases.
+func TestManifestProblems(t *testing.T) {
+	m := loadManifest(t)
+	for _, s := range m.Suites {
+		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
+			seen := map[string]bool{}
+			for _, p := range ps {
+				sh, err := ShapeOf(p)
+				require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
+				assert.False(t, seen[p.Name], "%s/%s: problem %q twice", s.Name, set, p.Name)
+				seen[p.Name] = true
+				if set == "emu" {
+					assert.LessOrEqual(t, max(sh.M, sh.N, sh.K), 256, "%s: emulator problem %s", s.Name, p.Name)
+				}
+			}
+		}
+	}
+	grade := map[string]bool{}
+	for _, p := range m.Suite("fp32").Problems.Grade {
+		grade[p.Name] = true
+	}
+	for _, want := range []string{"1×1×1", "17×33×65", "127³", "128³", "129³"} {
+		assert.True(t, grade[want], "grade set has %s", want)
+	}
+}
+
+// Every kernel variant's entry is an extern "C" __global__ function of its file; GPU-only
+// variants say why the emulator skips them; library variants name a call the driver knows.
+func TestManifestVariantsPointAtKernels(t *testing.T) {
+	m := loadManifest(t)
+	entryRE := func(entry string) *regexp.Regexp {
+		return regexp.MustCompile(`extern "C" __global__ void (__\w+__\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
+	}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if v.Library != "" {
+				assert.Contains(t, []string{LibSgemm, LibGemmEx}, v.Library, "%s/%s", s.Name, v.Name)
+				continue
+			}
+			src, err := os.ReadFile(filepath.Join(m.Dir, v.File))
+			require.NoError(t, err)
+			assert.Regexp(t, entryRE(v.Entry), string(src), "%s/%s: entry %s in %s", s.Name, v.Name, v.Entry, v.File)
+			assert.True(t, strings.HasPrefix(string(src), `#include "kl.cuh"`), "%s includes kl.cuh first", v.File)
+			usesPTX := strings.Contains(string(src), "asm volatile") || strings.Contains(string(src), "gemm_sm90.cuh")
+			if usesPTX {
+				assert.NotEmpty(t, v.EmuSkip, "%s/%s uses inline PTX: it needs emu_skip", s.Name, v.Name)
+				assert.Contains(t, v.Needs, "gpu", "%s/%s uses inline PTX", s.Name, v.Name)
+			}
+			if v.Params[ParamTMA] != 0 {
+				assert.Contains(t, v.Needs, "sm_90a", "%s/%s uses TMA and wgmma", s.Name, v.Name)
+			}
+			if v.Params[ParamSmem] > 0 {
+				assert.LessOrEqual(t, v.Params[ParamSmem], int64(227<<10), "%s/%s: shared memory beyond Hopper's 227 KiB", s.Name, v.Name)
+			}
+		}
+	}
+}
+
+// The exercise files mark their solution regions exactly, on lines of their own.
+func TestExerciseSolutionRegions(t *testing.T) {
+	for _, f := range []string{"exercises/ex1_smem_tiling.cu", "exercises/ex2_register_blocking_2d.cu"} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		begins, ends, open := 0, 0, false
+		for _, line := range strings.Split(string(b), "\n") {
+			switch strings.TrimSpace(line) {
+			case "// BEGIN SOLUTION":
+				assert.False(t, open, "%s: nested BEGIN SOLUTION", f)
+				begins++
+				open = true
+			case "// END SOLUTION":
+				assert.True(t, open, "%s: END SOLUTION without BEGIN", f)
+				ends++
+				open = false
+			}
+		}
+		assert.Equal(t, 1, begins, f)
+		assert.Equal(t, begins, ends, f)
+		assert.False(t, open, f)
+	}
+}
+
+func TestBF16Rounding(t *testing.T) {
+	for _, tc := range []struct {
+		in   float32
+		want uint16
+	}{
+		{0, 0x0000},
+		{1, 0x3F80},
+		{-2, 0xC000},
+		{float32(math.Float32frombits(0x3F808000)), 0x3F80}, // exactly halfway, even below: stays
+		{float32(math.Float32frombits(0x3F818000)), 0x3F82}, // halfway, odd below: rounds up to even
+		{float32(math.Float32frombits(0x3F808001)), 0x3F81}, // just above halfway: up
+		{float32(math.Float32frombits(0x3F807FFF)), 0x3F80}, // just below halfway: down
+		{float32(math.Inf(1)), 0x7F80},
+		{math.MaxFloat32, 0x7F80}, // beyond the largest bf16: infinity, as __float2bfloat16_rn
+	} {
+		assert.Equal(t, tc.want, BF16FromFloat32(tc.in), "bf16(%v = %#08x)", tc.in, math.Float32bits(tc.in))
+	}
+	nan := BF16FromFloat32(float32(math.NaN()))
+	assert.True(t, math.IsNaN(float64(Float32FromBF16(nan))), "NaN stays NaN (%#04x)", nan)
+	// Round trip of every bf16 value that is a number.
+	for h := 0; h < 1<<16; h++ {
+		f := Float32FromBF16(uint16(h))
+		if f == f {
+			require.Equal(t, uint16(h), BF16FromFloat32(f), "%#04x", h)
+		}
+	}
+	// Rounding error is at most half a unit in the last place: 2^-8 relative (7 stored bits).
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 10000; i++ {
+		x := r.Float32()*2 - 1
+		y := Float32FromBF16(BF16FromFloat32(x))
+		assert.LessOrEqual(t, math.Abs(float64(x-y)), math.Abs(float64(x))/256+1e-45)
+	}
+}
+
+func randomProduct(seed uint64, m, n, k int, beta0 bool) *Product {
+	p := &Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
+	fillUniform(p.A, seed)
+	fillUniform(p.B, seed+1)
+	if beta0 {
+		p.Beta = 0
+	} else {
+		p.C0 = make([]float32, m*n)
+		fillUniform(p.C0, seed+2)
+	}
+	return p
+}
+
+// naive computes the product in float32 the plainest way: what a correct fp32 kernel returns,
+// up to rounding.
+func naive(p *Product) []float32 {
+	out := make([]float32, p.M*p.N)
+	for i := 0; i < p.M; i++ {
+		for j := 0; j < p.N; j++ {
+			var s float32
+			for k := 0; k < p.K; k++ {
+				s += p.A[i*p.K+k] * p.B[k*p.N+j]
+			}
+			s *= p.Alpha
+			if p.C0 != nil {
+				s += p.Beta * p.C0[i*p.N+j]
+			}
+			out[i*p.N+j] = s
+		}
+	}
+	return out
+}
+
+func TestReferenceSmall(t *testing.T) {
+	p := &Product{M: 2, N: 2, K: 3, Alpha: 2, Beta: 0.5,
+		A:  []float32{1, 2, 3, 4, 5, 6},
+		B:  []float32{1, -1, 0, 2, -1, 0},
+		C0: []float32{10, 20, 30, 40}}
+	ref, scale := p.Reference()
+	// A·B = [[1-3, -1+4], [4-6, -4+10]] = [[-2, 3], [-2, 6]]
+	assert.Equal(t, []float64{2*-2 + 5, 2*3 + 10, 2*-2 + 15, 2*6 + 20}, ref)
+	assert.Equal(t, []float64{2*(1+3) + 5, 2*(1+4) + 10, 2*(4+6) + 15, 2*(4+10) + 20}, scale)
+	w, s := p.Entry(1, 1)
+	assert.Equal(t, ref[3], w)
+	assert.Equal(t, scale[3], s)
+}
+
+func TestCompareFull(t *testing.T) {
+	p := randomProduct(7, 37, 29, 61, false)
+	ref, scale := p.Reference()
+	out := naive(p)
+	rep := CompareFull(out, ref, scale, 1e-5)
+	assert.True(t, rep.OK, rep.Detail())
+	assert.Less(t, rep.RelErr, 1e-6)
+
+	// One wrong element fails the check even though the norm barely moves.
+	bad := append([]float32(nil), out...)
+	bad[5*29+7] += 0.01
+	rep = CompareFull(bad, ref, scale, 1e-5)
+	assert.False(t, rep.OK)
+	require.NotEmpty(t, rep.Mismatches)
+	assert.Equal(t, 5*29+7, rep.Mismatches[0].Index)
+
+	// An unwritten element (the NaN poison) fails it.
+	bad = append([]float32(nil), out...)
+	bad[0] = float32(math.NaN())
+	rep = CompareFull(bad, ref, scale, 1e-5)
+	assert.False(t, rep.OK)
+	assert.Equal(t, 1, rep.Unwritten)
+
+	// bf16-level noise passes the bf16 tolerance and fails the fp32 one.
+	noisy := append([]float32(nil), out...)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range noisy {
+		noisy[i] *= 1 + float32(r.NormFloat64())*1e-4
+	}
+	assert.False(t, CompareFull(noisy, ref, scale, 1e-5).OK)
+	assert.True(t, CompareFull(noisy, ref, scale, 1e-3).OK)
+}
+
+func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
+	for _, beta0 := range []bool{false, true} {
+		p := randomProduct(11, 150, 170, 190, beta0)
+		out := naive(p)
+		samples := SampleEntries(p.M, p.N, 64, 5)
+		rep := Freivalds(p, out, FreivaldsVectors, samples, 9, 1e-5)
+		assert.True(t, rep.OK, "beta0=%v: %s", beta0, rep.Detail())
+		assert.Less(t, rep.RelErr, 1e-6)
+		assert.Equal(t, p.M*p.N, rep.Checked)
+	}
+}
+
+func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
+	p := randomProduct(12, 150, 170, 190, false)
+	out := naive(p)
+	ref, _ := p.Reference()
+	norm := 0.0
+	for _, v := range ref {
+		norm += v * v
+	}
+	norm = math.Sqrt(norm)
+	// An error of 1e-3·‖C‖ in one element, far from any sample: Freivalds sees it (±1 vectors
+	// carry every element's error at full weight), whatever the random vectors are.
+	i, j := 77, 91
+	samples := SampleEntries(p.M, p.N, 64, 5)
+	for _, s := range samples {
+		require.False(t, s[0] == i && s[1] == j, "the planted element must not be a sample")
+	}
+	for seed := uint64(0); seed < 20; seed++ {
+		bad := append([]float32(nil), out...)
+		bad[i*p.N+j] += float32(1e-3 * norm)
+		rep := Freivalds(p, bad, FreivaldsVectors, samples, seed, 1e-5)
+		assert.False(t, rep.OK, "seed %d: %s", seed, rep.String())
+		assert.Greater(t, rep.RelErr, 5e-4)
+	}
+	// A NaN anywhere fails it too.
+	bad := append([]float32(nil), out...)
+	bad[3] = float32(math.NaN())
+	rep := Freivalds(p, bad, FreivaldsVectors, samples, 1, 1e-5)
+	assert.False(t, rep.OK)
+	assert.Equal(t, 1, rep.Unwritten)
+}
+
+func TestFreivaldsSamplesCatchAWrongCorner(t *testing.T) {
+	p := randomProduct(13, 64, 48, 40, false)
+	out := naive(p)
+	samples := SampleEntries(p.M, p.N, 64, 5)
+	bad := append([]float32(nil), out...)
+	bad[(p.M-1)*p.N+p.N-1] += 0.05 // small against ‖C‖, large against the element's error scale
+	rep := Freivalds(p, bad, FreivaldsVectors, samples, 2, 1e-3)
+	assert.False(t, rep.OK, rep.Detail())
+	require.NotEmpty(t, rep.Mismatches)
+	assert.Equal(t, (p.M-1)*p.N+p.N-1, rep.Mismatches[0].Index)
+}
+
+func TestSampleEntries(t *testing.T) {
+	s := SampleEntries(100, 300, 64, 1)
+	assert.Len(t, s, 64)
+	seen := map[[2]int]bool{}
+	for _, e := range s {
+		assert.False(t, seen[e], "sample %v twice", e)
+		seen[e] = true
+		assert.True(t, e[0] >= 0 && e[0] < 100 && e[1] >= 0 && e[1] < 300, "%v inside", e)
+	}
+	for _, c := range [][2]int{{0, 0}, {0, 299}, {99, 0}, {99, 299}} {
+		assert.True(t, seen[c], "corner %v sampled", c)
+	}
+	// A 1×1 output has one element to sample.
+	assert.Equal(t, [][2]int{{0, 0}}, SampleEntries(1, 1, 64, 1))
+}
+
+// The grid of every kernel variant covers C for the edge sizes; refusals say why.
+func TestLaunchShapes(t *testing.T) {
+	m := loadManifest(t)
+	sizes := [][3]int{{1, 1, 1}, {17, 33, 65}, {127, 127, 127}, {128, 128, 128}, {129, 129, 129}, {4097, 4097, 4097}, {4096, 11008, 4096}}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if v.Library != "" {
+				continue
+			}
+			for _, sz := range sizes {
+				mm, nn, kk := sz[0], sz[1], sz[2]
+				ls, err := shapeFor(v.Name, v.Params, mm, nn, kk, 132, 1024)
+				if err != nil {
+					require.True(t, IsSkip(err), "%s %v: %v", v.Name, sz, err)
+					assert.Contains(t, err.Error(), "skipped: ")
+					continue
+				}
+				assert.GreaterOrEqual(t, ls.Block.Count(), int64(32), "%s: at least a warp", v.Name)
+				if ls.Persistent {
+					assert.Equal(t, uint32(1), ls.Grid.Y)
+					assert.LessOrEqual(t, int(ls.Grid.X), 132)
+					assert.LessOrEqual(t, int(ls.Grid.X), ceilDiv(mm, ls.BM)*ceilDiv(nn, ls.BN), "%s %v: no more blocks than tiles", v.Name, sz)
+					continue
+				}
+				assert.GreaterOrEqual(t, int(ls.Grid.X)*ls.BN, nn, "%s %v: grid covers N", v.Name, sz)
+				assert.GreaterOrEqual(t, int(ls.Grid.Y)*ls.BM, mm, "%s %v: grid covers M", v.Name, sz)
+				assert.Less(t, (int(ls.Grid.X)-1)*ls.BN, nn, "%s %v: no block entirely outside N", v.Name, sz)
+				assert.Less(t, (int(ls.Grid.Y)-1)*ls.BM, mm, "%s %v: no block entirely outside M", v.Name, sz)
+			}
+		}
+	}
+}
+
+func TestLaunchRefusals(t *testing.T) {
+	tma := map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamTMA: 1}
+	_, err := shapeFor("w", tma, 4097, 4097, 4097, 132, 1024)
+	require.Error(t, err)
+	assert.True(t, IsSkip(err))
+	assert.Contains(t, err.Error(), "multiples of 8")
+	_, err = shapeFor("w", tma, 4097, 4096, 4096, 132, 1024) // M is free
+	assert.NoError(t, err)
+
+	slow := map[string]int64{ParamBM: 32, ParamBN: 32, ParamBX: 32, ParamBY: 32, ParamMaxGFLOP: 150}
+	_, err = shapeFor("naive", slow, 8192, 8192, 8192, 132, 1024)
+	assert.True(t, IsSkip(err))
+	assert.Contains(t, err.Error(), "too slow")
+	_, err = shapeFor("naive", slow, 4096, 4096, 4096, 132, 1024)
+	assert.NoError(t, err)
+
+	_, err = shapeFor("big", map[string]int64{ParamThreads: 2048}, 16, 16, 16, 132, 1024)
+	assert.Error(t, err)
+	assert.False(t, IsSkip(err), "a bad block size is an error of the manifest, not a refusal")
+
+	ls, err := shapeFor("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}, 8192, 8192, 8192, 132, 1024)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(132), ls.Grid.X, "one block per SM")
+	ls, err = shapeFor("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}, 128, 256, 64, 132, 1024)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), ls.Grid.X, "no more blocks than tiles")
+
+}
+
+func TestTensorMapDescs(t *testing.T) {
+	a, b := TensorMapDescs(0x1000, 0x2000, 4096, 11008, 4096, 128, 64)
+	assert.Equal(t, []uint64{4096, 4096}, a.Dims, "A: K innermost, then M")
+	assert.Equal(t, []uint64{4096 * 2}, a.Strides)
+	assert.Equal(t, []uint32{64, 128}, a.Box)
+	assert.Equal(t, []uint64{11008, 4096}, b.Dims, "B: N innermost, then K")
+	assert.Equal(t, []uint64{11008 * 2}, b.Strides)
+	assert.Equal(t, []uint32{64, 64}, b.Box, "64 bf16 = 128 bytes, the swizzle span")
+	for _, d := range []int{a.Swizzle, b.Swizzle} {
+		assert.Equal(t, 128, d)
+	}
+	assert.Zero(t, a.Strides[0]%16)
+	assert.Zero(t, b.Strides[0]%16)
+	assert.LessOrEqual(t, int(a.Box[0])*2, 128, "the inner box fits the 128-byte swizzle")
+}
+
+func TestShapeAndWork(t *testing.T) {
+	sh, err := ShapeOf(lab.Problem{Name: "sq", Params: map[string]int64{"m": 64}})
+	require.NoError(t, err)
+	assert.Equal(t, Shape{M: 64, N: 64, K: 64}, sh)
+	sh, err = ShapeOf(lab.Problem{Name: "r", Params: map[string]int64{"m": 4096, "n": 11008, "k": 4096, "beta0": 1}})
+	require.NoError(t, err)
+	assert.True(t, sh.Beta0)
+	_, err = ShapeOf(lab.Problem{Name: "zero", Params: map[string]int64{"m": 0}})
+	assert.Error(t, err)
+	_, err = ShapeOf(lab.Problem{Name: "huge", Params: map[string]int64{"m": 1 << 16, "n": 1 << 16, "k": 8}})
+	assert.ErrorContains(t, err, "32-bit")
+
+	w := WorkOf(FP32, Shape{M: 4096, N: 4096, K: 4096})
+	assert.Equal(t, 2*math.Pow(4096, 3), w.FLOPs)
+	assert.Equal(t, 4*3*4096*4096.0+4*4096*4096.0, w.Bytes, "A, B, C read and C written")
+	w = WorkOf(BF16, Shape{M: 4096, N: 4096, K: 4096, Beta0: true})
+	assert.Equal(t, 2*2*4096*4096.0+4*4096*4096.0, w.Bytes, "bf16 A and B, fp32 C written only")
+	assert.InDelta(t, 4096.0/6, ArithmeticIntensity(FP32, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}), 1e-9)
+}
+
+func TestFillUniform(t *testing.T) {
+	x := make([]float32, 200000)
+	fillUniform(x, 42)
+	y := make([]float32, len(x))
+	fillUniform(y, 42)
+	assert.Equal(t, x, y, "the same seed gives the same values")
+	zeros, lo, hi := 0, float32(1), float32(-1)
+	for _, v := range x {
+		if v == 0 {
+			zeros++
+		}
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	assert.Less(t, zeros, 3)
+	assert.GreaterOrEqual(t, lo, float32(-1))
+	assert.Less(t, hi, float32(1))
+	assert.Less(t, lo, float32(-0.99))
+	assert.Greater(t, hi, float32(0.99))
+}
+
+// notesCell is a notebook cell of the notes: a fenced block whose info string starts with "kl-".
+type notesCell struct {
+	kind string
+	body map[string]string
+}
+
+// notesOutline returns the heading levels (outside code blocks) and the cells of a chapter.
+func notesOutline(t *testing.T, path string) (levels []int, cells []notesCell) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var cur *notesCell
+	inFence := false
+	for _, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			if !inFence {
+				inFence = true
+				if info := strings.TrimSpace(strings.TrimPrefix(trimmed, "```")); strings.HasPrefix(info, "kl-") {
+					cur = &notesCell{kind: info, body: map[string]string{}}
+				}
+			} else {
+				inFence = false
+				if cur != nil {
+					cells = append(cells, *cur)
+					cur = nil
+				}
+			}
+			continue
+		}
+		if inFence {
+			if cur != nil && trimmed != "" {
+				k, v, ok := strings.Cut(trimmed, ":")
+				require.True(t, ok, "%s: cell line %q is not key: value", path, line)
+				cur.body[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			levels = append(levels, len(line)-len(strings.TrimLeft(line, "#")))
+		}
+	}
+	require.False(t, inFence, "%s: unclosed code block", path)
+	return levels, cells
+}
+
+// Both chapters carry the same sections and the same cells in the same order.
+func TestNotesAreInStep(t *testing.T) {
+	enLevels, enCells := notesOutline(t, "notes.en.md")
+	zhLevels, zhCells := notesOutline(t, "notes.zh.md")
+	assert.Equal(t, enLevels, zhLevels, "the two chapters have the same sections")
+	assert.Equal(t, enCells, zhCells, "the two chapters have the same cells in the same order")
+	require.NotEmpty(t, enLevels)
+	assert.Equal(t, 1, enLevels[0], "a chapter starts with its title")
+}
+
+// Every cell points at something that exists, every kernel file has its source cell, and every
+// suite has its results table.
+func TestNotesCellsPointAtRealThings(t *testing.T) {
+	m := loadManifest(t)
+	_, cells := notesOutline(t, "notes.en.md")
+	sources := map[string]bool{}
+	results := map[string]bool{}
+	for _, c := range cells {
+		switch c.kind {
+		case "kl-results", "kl-plot":
+			s := m.Suite(c.body["suite"])
+			require.NotNil(t, s, "cell %s names suite %q", c.kind, c.body["suite"])
+			if c.kind == "kl-plot" {
+				assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.body["kind"])
+			}
+			if vs := c.body["variants"]; vs != "" {
+				require.True(t, strings.HasPrefix(vs, "[") && strings.HasSuffix(vs, "]"), "variants %q is a list", vs)
+				for _, v := range strings.Split(strings.Trim(vs, "[]"), ",") {
+					assert.NotNil(t, s.Variant(strings.TrimSpace(v)), "suite %s has variant %q", s.Name, v)
+				}
+			} else if c.kind == "kl-results" {
+				results[s.Name] = true
+			}
+		case "kl-source":
+			_, err := os.Stat(filepath.Join(m.Dir, c.body["file"]))
+			require.NoError(t, err, "cell kl-source names %q", c.body["file"])
+			sources[c.body["file"]] = true
+		case "kl-ceilings":
+			assert.Equal(t, "01_device_props", c.body["lab"])
+		default:
+			t.Errorf("unknown cell kind %q", c.kind)
+		}
+	}
+	for _, s := range m.Suites {
+		assert.True(t, results[s.Name], "suite %s has a full kl-results cell", s.Name)
+		for _, v := range s.Variants {
+			if v.File != "" {
+				assert.True(t, sources[v.File], "kernel file %s has a kl-source cell", v.File)
+			}
+		}
+	}
+}

@@ -1,0 +1,197 @@
+#include "kl.cuh"
+#include "gemm_common.cuh"
+
+// 09_double_buffering.cu — double buffering: load the next tile while computing on this one.
+//
+// Over kernel 08: in kernel 08 each k step is load → barrier → compute → barrier, so while the
+// loads of a tile are in flight (hundreds of cycles from L2 or HBM) the warps of the block have
+// nothing to compute, and only the other resident blocks hide the wait. Here the block keeps two
+// copies of As and Bs. Each step first issues the global loads of the NEXT tile into registers,
+// then computes on the current tile from shared memory — the loads travel while the FMAs run —,
+// then stores the registers into the other buffer and meets the others at ONE barrier. The buffer
+// being written was last read in the previous step, before that step's barrier, so one barrier
+// per step is enough. Cost: twice the shared memory and LA + LB float4 registers per thread.
+//
+// The body is a template over the tile shapes. The entry sgemm_dbuf is the configuration kept for
+// the H200; the entries sgemm_dbuf_BMxBNxBK_wWMxWN are the other points of the sweep that chose
+// it (suite fp32_tiles in lab.yaml; the notes show its table).
+//
+// Launch: block NT, grid (ceil(N/BN), ceil(M/BM)); static shared memory 2·BK·(BM + APAD + BN)·4
+// bytes (48 KiB for sgemm_dbuf: 128×256 tile, BK 16, 256 threads of 16×8 results each).
+
+// dbuf_load issues the global loads of the tile at k0 into registers: LA float4 of A and LB of B
+// per thread (rows of A along k, rows of B along n; zeros outside the matrices).
+template <int BM, int BN, int BK, int NT>
+__device__ __forceinline__ void dbuf_load(float4 (&ra)[BM * BK / 4 / NT], float4 (&rb)[BK * BN / 4 / NT],
+                                          const float* __restrict__ A, const float* __restrict__ B, int M, int N,
+                                          int K, int m0, int n0, int k0, bool vecA, bool vecBC) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int l = 0; l < BM * BK / 4 / NT; ++l) {
+        const int idx = tid + l * NT;
+        ra[l] = kl_load4(A, m0 + idx / (BK / 4), k0 + (idx % (BK / 4)) * 4, M, K, K, vecA);
+    }
+#pragma unroll
+    for (int l = 0; l < BK * BN / 4 / NT; ++l) {
+        const int idx = tid + l * NT;
+        rb[l] = kl_load4(B, k0 + idx / (BN / 4), n0 + (idx % (BN / 4)) * 4, K, N, N, vecBC);
+    }
+}
+
+// dbuf_store writes the registers of dbuf_load into one buffer: A transposed into as[k][m] (rows
+// padded by APAD floats, see kernel 07), B as it is into bs[k][n].
+template <int BM, int BN, int BK, int NT, int APAD>
+__device__ __forceinline__ void dbuf_store(const float4 (&ra)[BM * BK / 4 / NT], const float4 (&rb)[BK * BN / 4 / NT],
+                                           float* as, float* bs) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int l = 0; l < BM * BK / 4 / NT; ++l) {
+        const int idx = tid + l * NT;
+        const int r = idx / (BK / 4), c = (idx % (BK / 4)) * 4;
+        as[(c + 0) * (BM + APAD) + r] = ra[l].x;
+        as[(c + 1) * (BM + APAD) + r] = ra[l].y;
+        as[(c + 2) * (BM + APAD) + r] = ra[l].z;
+        as[(c + 3) * (BM + APAD) + r] = ra[l].w;
+    }
+#pragma unroll
+    for (int l = 0; l < BK * BN / 4 / NT; ++l) {
+        const int idx = tid + l * NT;
+        *reinterpret_cast<float4*>(&bs[(idx / (BN / 4)) * BN + (idx % (BN / 4)) * 4]) = rb[l];
+    }
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int NT, int APAD = 4>
+__device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha, const float* __restrict__ A,
+                                                const float* __restrict__ B, float beta, float* __restrict__ C) {
+    constexpr int WARPS_N = BN / WN;
+    constexpr int LR = WM / TM, LC = WN / TN;
+    constexpr int SM = TM / 4, SN = TN / 4;
+    constexpr int AS = BK * (BM + APAD), BS = BK * BN; // floats per buffer
+    constexpr int LA = BM * BK / 4 / NT, LB = BK * BN / 4 / NT;
+    static_assert(LR * LC == 32, "a warp is 32 lanes");
+    static_assert((BM / WM) * (BN / WN) * 32 == NT, "one warp per warp tile");
+    static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 granularity");
+    static_assert(LA * 4 * NT == BM * BK && LB * 4 * NT == BK * BN, "tiles split evenly over threads");
+
+    __shared__ __align__(16) float As[2 * AS];
+    __shared__ __align__(16) float Bs[2 * BS];
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wr = warp / WARPS_N, wc = warp % WARPS_N;
+    const int lr = lane / LC, lc = lane % LC;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int rowBase = wr * WM + lr * 4;
+    const int colBase = wc * WN + lc * 4;
+    const bool vecA = (K % 4) == 0, vecBC = (N % 4) == 0;
+
+    float4 ra[LA], rb[LB]; // the next tile, on its way from global memory
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    float regM[TM], regN[TN];
+
+    dbuf_load<BM, BN, BK, NT>(ra, rb, A, B, M, N, K, m0, n0, 0, vecA, vecBC);
+    dbuf_store<BM, BN, BK, NT, APAD>(ra, rb, As, Bs);
+    __syncthreads();
+    int buf = 0;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        const bool more = k0 + BK < K;
+        if (more) dbuf_load<BM, BN, BK, NT>(ra, rb, A, B, M, N, K, m0, n0, k0 + BK, vecA, vecBC); // in flight during the FMAs
+        const float* as = As + buf * AS;
+        const float* bs = Bs + buf * BS;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+#pragma unroll
+            for (int s = 0; s < SM; ++s) {
+                const float4 v = *reinterpret_cast<const float4*>(&as[kk * (BM + APAD) + rowBase + s * LR * 4]);
+                regM[s * 4 + 0] = v.x; regM[s * 4 + 1] = v.y; regM[s * 4 + 2] = v.z; regM[s * 4 + 3] = v.w;
+            }
+#pragma unroll
+            for (int s = 0; s < SN; ++s) {
+                const float4 v = *reinterpret_cast<const float4*>(&bs[kk * BN + colBase + s * LC * 4]);
+                regN[s * 4 + 0] = v.x; regN[s * 4 + 1] = v.y; regN[s * 4 + 2] = v.z; regN[s * 4 + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += regM[i] * regN[j];
+        }
+        if (more) dbuf_store<BM, BN, BK, NT, APAD>(ra, rb, As + (buf ^ 1) * AS, Bs + (buf ^ 1) * BS); // read last step
+        __syncthreads();
+        buf ^= 1;
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = m0 + rowBase + (i / 4) * LR * 4 + (i % 4);
+#pragma unroll
+        for (int s = 0; s < SN; ++s) {
+            kl_store4(C, row, n0 + colBase + s * LC * 4, M, N, N, vecBC,
+                      make_float4(acc[i][s * 4], acc[i][s * 4 + 1], acc[i][s * 4 + 2], acc[i][s * 4 + 3]), alpha, beta);
+        }
+    }
+}
+
+// The configuration kept: block 128×256, BK 16, 8 warps of 64×64, 16×8 per thread (256 threads),
+// A rows unpadded so that the two buffers fit the 48 KiB of static shared memory.
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 256, 16, 64, 64, 16, 8, 256, 0>(M, N, K, alpha, A, B, beta, C);
+}
+
+// The other points of the sweep (same algorithm, other tile shapes).
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_128x128x8_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 8, 64, 32, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_128x128x8_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 8, 32, 64, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_64x128x8_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<64, 128, 8, 32, 64, 8, 8, 128>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_128x256x8_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 256, 8, 64, 64, 16, 8, 256>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_256x128x8_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<256, 128, 8, 64, 64, 16, 8, 256>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_128x128x16_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 16, 32, 64, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_128x128x16_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 16, 64, 32, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_128x128x8_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 8, 64, 64, 16, 8, 128>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_64x128x16_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<64, 128, 16, 32, 64, 8, 8, 128>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_128x64x16_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 64, 16, 64, 32, 8, 8, 128>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_128x128x16_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 16, 64, 64, 16, 8, 128>(M, N, K, alpha, A, B, beta, C);
+}
+// BK 16 with unpadded A rows (APAD 0) to fit the 48 KiB of static shared memory, like sgemm_dbuf.
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_256x128x16_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<256, 128, 16, 64, 64, 16, 8, 256, 0>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_128x256x16_w32x128(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 256, 16, 32, 128, 8, 16, 256, 0>(M, N, K, alpha, A, B, beta, C);
+}

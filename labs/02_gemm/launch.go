@@ -1,0 +1,119 @@
+package gemm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+)
+
+// Launch parameters a variant may set in lab.yaml (params:), with their defaults:
+//
+//	bm, bn      the tile of C one block computes (32, 32): grid = (ceil(N/bn), ceil(M/bm))
+//	threads     a 1-D block of this many threads; else bx × by (32 × 1)
+//	smem        dynamic shared memory in bytes (0); above 48 KiB the driver opts the kernel in
+//	tma         1: the kernel takes two TMA tensor maps (tmA, tmB) and needs K % 8 == 0, N % 8 == 0
+//	bk          the K step of the tensor maps' boxes (64)
+//	persistent  1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
+//	ctas_per_sm blocks per SM of a persistent grid (1)
+//	max_gflop   refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
+const (
+	ParamBM         = "bm"
+	ParamBN         = "bn"
+	ParamThreads    = "threads"
+	ParamBX         = "bx"
+	ParamBY         = "by"
+	ParamSmem       = "smem"
+	ParamTMA        = "tma"
+	ParamBK         = "bk"
+	ParamPersistent = "persistent"
+	ParamCTAsPerSM  = "ctas_per_sm"
+	ParamMaxGFLOP   = "max_gflop"
+)
+
+// staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
+const staticSharedLimit = 48 << 10
+
+// SkipError is a refusal: the variant does not run this problem (too slow to time, or a size its
+// kernel does not support), and says why. It is not a wrong result.
+//
+// The engine records it as a failed entry for now; its message starts with "skipped:" so that a
+// reader sees the difference. SkipReason lets an engine that knows the interface record a skipped
+// entry instead (see the lab's report).
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "skipped: " + e.Reason }
+
+// SkipReason says why the problem was not run.
+func (e *SkipError) SkipReason() string { return e.Reason }
+
+// IsSkip reports whether err is a refusal rather than a failure.
+func IsSkip(err error) bool {
+	var s *SkipError
+	return errors.As(err, &s)
+}
+
+// launchShape is how a kernel variant is launched on one problem.
+type launchShape struct {
+	Grid, Block gpu.Dim3
+	Shared      int
+	TMA         bool
+	BM, BN, BK  int
+	Persistent  bool
+}
+
+// shapeFor computes the launch of a kernel variant (params from lab.yaml) on an M×N×K problem,
+// or refuses it. sms is the device's multiprocessor count, maxThreads its block-size limit.
+func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int) (launchShape, error) {
+	get := func(key string, def int64) int64 {
+		if v, ok := params[key]; ok {
+			return v
+		}
+		return def
+	}
+	var ls launchShape
+	ls.BM, ls.BN, ls.BK = int(get(ParamBM, 32)), int(get(ParamBN, 32)), int(get(ParamBK, 64))
+	if ls.BM < 1 || ls.BN < 1 || ls.BK < 1 {
+		return ls, fmt.Errorf("variant %s: tile bm=%d bn=%d bk=%d must be positive (params in lab.yaml)", name, ls.BM, ls.BN, ls.BK)
+	}
+	if t := get(ParamThreads, 0); t > 0 {
+		ls.Block = gpu.D1(int(t))
+	} else {
+		ls.Block = gpu.D2(int(get(ParamBX, 32)), int(get(ParamBY, 1)))
+	}
+	if maxThreads <= 0 {
+		maxThreads = 1024
+	}
+	if c := ls.Block.Count(); c < 1 || c > int64(maxThreads) {
+		return ls, fmt.Errorf("variant %s: block %v has %d threads, the device allows 1..%d", name, ls.Block, c, maxThreads)
+	}
+	ls.Shared = int(get(ParamSmem, 0))
+	if ls.Shared < 0 {
+		return ls, fmt.Errorf("variant %s: negative smem %d", name, ls.Shared)
+	}
+	if limit := get(ParamMaxGFLOP, 0); limit > 0 {
+		if gf := 2 * float64(m) * float64(n) * float64(k) / 1e9; gf > float64(limit) {
+			return ls, &SkipError{fmt.Sprintf("too slow for this size: %s would run %.0f GFLOP per call, above its limit of %d (params.max_gflop in lab.yaml)",
+				name, gf, limit)}
+		}
+	}
+	ls.TMA = get(ParamTMA, 0) != 0
+	if ls.TMA && (k%8 != 0 || n%8 != 0) {
+		return ls, &SkipError{fmt.Sprintf("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
+			name, k, n)}
+	}
+	tilesM, tilesN := ceilDiv(m, ls.BM), ceilDiv(n, ls.BN)
+	if get(ParamPersistent, 0) != 0 {
+		ls.Persistent = true
+		per := max(int(get(ParamCTAsPerSM, 1)), 1)
+		ls.Grid = gpu.D1(min(tilesM*tilesN, max(sms, 1)*per))
+		return ls, nil
+	}
+	if tilesN > 1<<31-1 || tilesM > 65535 {
+		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, tilesN, tilesM)
+	}
+	ls.Grid = gpu.D2(tilesN, tilesM)
+	return ls, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

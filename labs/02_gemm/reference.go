@@ -1,0 +1,334 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+)
+
+// ---- bf16 ----
+
+// BF16FromFloat32 rounds f to bfloat16 (round to nearest, ties to even) and returns its bits: the
+// upper half of the float32 bit pattern after rounding. NaN stays a (quiet) NaN; values beyond the
+// largest bf16 round to infinity, as on the GPU (__float2bfloat16_rn).
+func BF16FromFloat32(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x0040
+	}
+	b += 0x7FFF + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// Float32FromBF16 widens a bf16 bit pattern to float32 (exactly).
+func Float32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// ---- inputs ----
+
+// fillUniform fills dst with values in [-1, 1) from seed, in parallel: chunk c draws from its own
+// PCG stream (seed, c), so the values depend on the seed alone, not on the number of threads.
+func fillUniform(dst []float32, seed uint64) {
+	const chunk = 1 << 16
+	parallelFor(ceilDiv(len(dst), chunk), func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			r := rand.New(rand.NewPCG(seed, uint64(c)))
+			end := min((c+1)*chunk, len(dst))
+			for i := c * chunk; i < end; i++ {
+				dst[i] = r.Float32()*2 - 1
+			}
+		}
+	})
+}
+
+// roundToBF16 rounds every value of x to bf16 in place and returns the bit patterns.
+func roundToBF16(x []float32) []uint16 {
+	bits := make([]uint16, len(x))
+	parallelFor(len(x), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			bits[i] = BF16FromFloat32(x[i])
+			x[i] = Float32FromBF16(bits[i])
+		}
+	})
+	return bits
+}
+
+// parallelFor splits [0, n) into contiguous ranges, one goroutine each.
+func parallelFor(n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 || n < 64 {
+		fn(0, n)
+		return
+	}
+	per := ceilDiv(n, workers)
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+per, n))
+	}
+	wg.Wait()
+}
+
+// ---- the problem as the CPU sees it ----
+
+// Product is C = alpha·A·B + beta·C0 with row-major float32 A (M×K), B (K×N) and C0 (M×N; nil
+// when beta is 0). For bf16 problems A and B hold the bf16-rounded values, so the reference
+// computes exactly what the GPU was given.
+type Product struct {
+	M, N, K     int
+	Alpha, Beta float32
+	A, B, C0    []float32
+}
+
+// Reference returns alpha·A·B + beta·C0 in float64, and for each element the scale of its
+// rounding error, |alpha|·Σ_k |A[i][k]·B[k][j]| + |beta·C0[i][j]|.
+func (p *Product) Reference() (ref, scale []float64) {
+	ref = make([]float64, p.M*p.N)
+	scale = make([]float64, p.M*p.N)
+	alpha, beta := float64(p.Alpha), float64(p.Beta)
+	parallelFor(p.M, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row, abs := ref[i*p.N:(i+1)*p.N], scale[i*p.N:(i+1)*p.N]
+			for k := 0; k < p.K; k++ {
+				a := float64(p.A[i*p.K+k])
+				b := p.B[k*p.N : (k+1)*p.N]
+				for j, bv := range b {
+					t := a * float64(bv)
+					row[j] += t
+					abs[j] += math.Abs(t)
+				}
+			}
+			for j := range row {
+				row[j] *= alpha
+				abs[j] *= math.Abs(alpha)
+				if p.C0 != nil && beta != 0 {
+					c := beta * float64(p.C0[i*p.N+j])
+					row[j] += c
+					abs[j] += math.Abs(c)
+				}
+			}
+		}
+	})
+	return ref, scale
+}
+
+// Entry computes one element of the product exactly (in float64) and its error scale.
+func (p *Product) Entry(i, j int) (want, scale float64) {
+	for k := 0; k < p.K; k++ {
+		t := float64(p.A[i*p.K+k]) * float64(p.B[k*p.N+j])
+		want += t
+		scale += math.Abs(t)
+	}
+	want *= float64(p.Alpha)
+	scale *= math.Abs(float64(p.Alpha))
+	if p.C0 != nil && p.Beta != 0 {
+		c := float64(p.Beta) * float64(p.C0[i*p.N+j])
+		want += c
+		scale += math.Abs(c)
+	}
+	return want, scale
+}
+
+// elementOK is the elementwise criterion: an error within tol times the element's error scale.
+func elementOK(got, want, scale, tol float64) bool {
+	return math.Abs(got-want) <= tol*scale+1e-30
+}
+
+// CompareFull checks every element of out against the float64 reference: the relative error
+// ‖out − ref‖₂/‖ref‖₂ must be within tol, no element may be NaN or Inf (the poison), and no element
+// may be off by more than tol times its own error scale (which catches a single wrong element that
+// the norm would hide).
+func CompareFull(out []float32, ref, scale []float64, tol float64) check.Report {
+	r := check.Report{Method: "every element against a float64 CPU reference", Tolerance: tol, MaxErrAt: -1,
+		Checked: len(out)}
+	var num, den float64
+	bad := 0
+	for i, o := range out {
+		g, w := float64(o), ref[i]
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			r.Unwritten++
+			addMismatch(&r, i, g, w)
+			continue
+		}
+		d := g - w
+		num += d * d
+		den += w * w
+		if ad := math.Abs(d); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
+			r.MaxAbsErr, r.MaxErrAt = ad, i
+		}
+		if !elementOK(g, w, scale[i], tol) {
+			bad++
+			addMismatch(&r, i, g, w)
+		}
+	}
+	r.RelErr = relErr(num, den)
+	r.OK = r.Unwritten == 0 && bad == 0 && r.RelErr <= tol
+	r.Note = notes(r.Unwritten, bad, len(out))
+	return r
+}
+
+// Freivalds checks a large product without forming A·B: for random vectors x of ±1 it compares
+// y = out·x with z = alpha·A·(B·x) + beta·C0·x, both in float64 on the CPU — O(MN + NK + MK) work
+// instead of O(MNK). E‖(out − C)·x‖² = ‖out − C‖²_F for such x, so ‖y − z‖/‖z‖ estimates the same
+// relative error as the full comparison, and a wrong element e anywhere adds e² to it whatever x
+// is. It is combined with exact float64 values of the sampled elements (corners, edges of the last
+// tiles, and random ones), each held to the elementwise criterion.
+func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed uint64, tol float64) check.Report {
+	r := check.Report{Method: fmt.Sprintf("Freivalds (%d random ±1 vectors, float64 on the CPU) and %d sampled elements in float64",
+		vectors, len(samples)), Tolerance: tol, MaxErrAt: -1, Checked: len(out)}
+	// Poison and NaNs first: they would make every sum below NaN.
+	var nanMu sync.Mutex
+	parallelFor(p.M, func(lo, hi int) {
+		n := 0
+		for _, v := range out[lo*p.N : hi*p.N] {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				n++
+			}
+		}
+		nanMu.Lock()
+		r.Unwritten += n
+		nanMu.Unlock()
+	})
+	if r.Unwritten > 0 {
+		for i, v := range out {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				addMismatch(&r, i, f, math.NaN())
+				if len(r.Mismatches) >= check.MaxMismatches {
+					break
+				}
+			}
+		}
+		r.RelErr = math.Inf(1)
+		r.Note = notes(r.Unwritten, 0, len(out))
+		return r
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"
+	var num, den float64
+	for v := 0; v < vectors; v++ {
+		x := make([]float64, p.N)
+		for j := range x {
+			x[j] = float64(1 - 2*int(rng.IntN(2)))
+		}
+		bx := make([]float64, p.K) // B·x
+		parallelFor(p.K, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				s := 0.0
+				for j, b := range p.B[k*p.N : (k+1)*p.N] {
+					s += float64(b) * x[j]
+				}
+				bx[k] = s
+			}
+		})
+		var mu sync.Mutex
+		parallelFor(p.M, func(lo, hi int) {
+			var n2, d2 float64
+			for i := lo; i < hi; i++ {
+				z := 0.0
+				for k, a := range p.A[i*p.K : (i+1)*p.K] {
+					z += float64(a) * bx[k]
+				}
+				z *= float64(p.Alpha)
+				y, c := 0.0, 0.0
+				for j, o := range out[i*p.N : (i+1)*p.N] {
+					y += float64(o) * x[j]
+					if p.C0 != nil {
+						c += float64(p.C0[i*p.N+j]) * x[j]
+					}
+				}
+				if p.C0 != nil {
+					z += float64(p.Beta) * c
+				}
+				n2 += (y - z) * (y - z)
+				d2 += z * z
+			}
+			mu.Lock()
+			num += n2
+			den += d2
+			mu.Unlock()
+		})
+	}
+	r.RelErr = relErr(num, den)
+	bad := 0
+	for _, s := range samples {
+		i, j := s[0], s[1]
+		want, scale := p.Entry(i, j)
+		g := float64(out[i*p.N+j])
+		if ad := math.Abs(g - want); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
+			r.MaxAbsErr, r.MaxErrAt = ad, i*p.N+j
+		}
+		if !elementOK(g, want, scale, tol) {
+			bad++
+			addMismatch(&r, i*p.N+j, g, want)
+		}
+	}
+	r.OK = bad == 0 && r.RelErr <= tol
+	if bad > 0 {
+		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", bad, len(samples))
+	}
+	return r
+}
+
+// SampleEntries picks n elements of an M×N output to check exactly: the four corners, the last
+// row and column (where edge tiles go wrong), the middle, and random ones.
+func SampleEntries(m, n, count int, seed uint64) [][2]int {
+	rng := rand.New(rand.NewPCG(seed, 0x53616d70)) // "Samp"
+	seen := map[[2]int]bool{}
+	var out [][2]int
+	add := func(i, j int) {
+		e := [2]int{i, j}
+		if i >= 0 && i < m && j >= 0 && j < n && !seen[e] && len(out) < count {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	add(0, 0)
+	add(0, n-1)
+	add(m-1, 0)
+	add(m-1, n-1)
+	add(m/2, n/2)
+	for t := 0; t < 4; t++ {
+		add(m-1, rng.IntN(n))
+		add(rng.IntN(m), n-1)
+	}
+	for tries := 0; len(out) < count && tries < 4*count; tries++ {
+		add(rng.IntN(m), rng.IntN(n))
+	}
+	return out
+}
+
+func relErr(num, den float64) float64 {
+	if den == 0 {
+		if num == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return math.Sqrt(num / den)
+}
+
+func addMismatch(r *check.Report, i int, got, want float64) {
+	if len(r.Mismatches) < check.MaxMismatches {
+		r.Mismatches = append(r.Mismatches, check.Mismatch{Index: i, Got: got, Want: want})
+	}
+}
+
+func notes(unwritten, bad, total int) string {
+	switch {
+	case unwritten > 0 && bad > 0:
+		return fmt.Sprintf("%d of %d outputs are NaN or Inf (never written?) and %d more are off by more than the tolerance", unwritten, total, bad)
+	case unwritten > 0:
+		return fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from the NaN poison: a kernel must not read C when beta is 0)", unwritten, total)
+	case bad > 0:
+		return fmt.Sprintf("%d of %d elements are off by more than tolerance × their error scale", bad, total)
+	}
+	return ""
+}
