@@ -191,7 +191,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	if ctx.Err() == nil && !o.NoSave {
-		out.SavedTo, out.SaveError = save(out.Path, file)
+		out.SavedTo, out.SaveError = save(out.Path, file, man)
 	}
 	return out, nil
 }
@@ -222,7 +222,7 @@ func checkVariantNames(m *Manifest, names []string) error {
 
 // save merges with the existing file and writes atomically. A corrupt existing file is left
 // alone and this run's results go to a file beside it, so nothing measured is lost.
-func save(path string, f *results.File) (string, error) {
+func save(path string, f *results.File, m *Manifest) (string, error) {
 	old, err := results.Load(path)
 	var ce *results.CorruptError
 	if errors.As(err, &ce) {
@@ -237,6 +237,9 @@ func save(path string, f *results.File) (string, error) {
 	}
 	if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
 		old = nil // a different device under the same folder name: start afresh
+	}
+	if old != nil {
+		old.Entries = current(m, old.Entries)
 	}
 	return path, results.Save(path, results.Merge(old, f))
 }
@@ -879,6 +882,28 @@ func (p *linePrefixer) Write(b []byte) (int, error) {
 	}
 	_, err := io.WriteString(p.w, sb.String())
 	return len(b), err
+}
+
+// current keeps the entries whose suite, variant and problem the manifest still has: a variant or
+// problem removed from lab.yaml leaves the results with the next run.
+func current(m *Manifest, es []results.Entry) []results.Entry {
+	var keep []results.Entry
+	for _, e := range es {
+		s := m.Suite(e.Suite)
+		if s == nil || s.Variant(e.Variant) == nil {
+			continue
+		}
+		found := false
+		for _, set := range [][]Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
+			for _, p := range set {
+				found = found || p.Name == e.Problem
+			}
+		}
+		if found {
+			keep = append(keep, e)
+		}
+	}
+	return keep
 }
 
 // addSpeedups sets each entry's speedup over its suite's baseline on the same problem, measured

@@ -162,6 +162,7 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 		runs = max(job.Reps, 1)
 	}
 	total := warm + runs
+	started := time.Now()
 	var samples []float64
 	var prev [][]byte
 	var work Work
@@ -180,8 +181,11 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 			if o.reason == ReasonWrong || o.reason == ReasonUnwritten || o.reason == ReasonStale || o.reason == ReasonReadOutside {
 				e.Status = results.StatusWrong
 			}
-			e.Error = fmt.Sprintf("run %d of %d (fresh inputs each run): %s", r+1, total, o.msg)
-			e.Data = map[string]any{"reason": o.reason, "run": r + 1, "runs": total}
+			e.Error = fmt.Sprintf("%s (run %d of %d; every run has fresh inputs)", o.msg, r+1, total)
+			if o.rep != nil && !o.rep.OK {
+				e.Error += "\n" + o.rep.Detail()
+			}
+			e.Data = map[string]any{"reason": o.reason, "run": r + 1, "runs": total, "elapsed_s": time.Since(started).Seconds()}
 			return e, o.err
 		}
 		if timed && r >= warm {
@@ -190,7 +194,7 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 		prev = o.out
 		e.Check = o.rep
 	}
-	e.Data = map[string]any{"runs": total}
+	e.Data = map[string]any{"runs": total, "elapsed_s": time.Since(started).Seconds()}
 	if timed {
 		st := bench.Summarize(samples)
 		e.Time = &st
@@ -220,9 +224,8 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, prev [][]
 		return runOutcome{reason: reason, msg: stage + ": " + err.Error(), err: err}
 	}
 	c, err := w.drv.Prepare(w.env, s, p)
-	var skip *SkipError
-	if errors.As(err, &skip) {
-		return runOutcome{skip: skip.Reason}
+	if why, ok := skipReason(err); ok {
+		return runOutcome{skip: why}
 	}
 	if err != nil {
 		return fail(ReasonError, "prepare", err)
@@ -253,6 +256,9 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, prev [][]
 		err = c.Run(v)
 	}
 	g.setPhase(phaseIdle)
+	if why, ok := skipReason(err); ok {
+		return runOutcome{skip: why}
+	}
 	if err == nil {
 		err = w.env.Stream.Synchronize()
 	}
@@ -301,7 +307,7 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, prev [][]
 		for i, a := range outs {
 			pre[i] = before[a]
 		}
-		o.reason, o.msg = explain(rep, pre, o.out, prev)
+		o.reason, o.msg = explain(pre, o.out, prev)
 	}
 	return o
 }
@@ -334,9 +340,9 @@ func (w *worker) timedRun(c Case, v *Variant) (float64, error) {
 }
 
 // explain says why a check failed, from the outputs before the run (poisoned), after it, and
-// after the previous run (on other inputs).
-func explain(rep check.Report, pre, out, prev [][]byte) (string, string) {
-	detail := rep.Detail()
+// after the previous run (on other inputs): a reason code and a headline (the report's figures
+// and first wrong elements follow it).
+func explain(pre, out, prev [][]byte) (string, string) {
 	total, unchanged, nanNew, zeros := 0, 0, 0, 0
 	same := len(prev) == len(out) && len(out) > 0
 	var first uint32
@@ -368,19 +374,19 @@ func explain(rep check.Report, pre, out, prev [][]byte) (string, string) {
 	}
 	switch {
 	case same:
-		return ReasonStale, "the output is exactly the previous run's output, although this run's inputs are new: " +
-			"the kernel returned an earlier answer (a cache?) instead of computing this one\n" + detail
+		return ReasonStale, "returned the previous run's answer: the output is exactly the previous run's, although this " +
+			"run's inputs are new (a cached result?)"
 	case unchanged > 0:
-		return ReasonUnwritten, fmt.Sprintf("%d of %d outputs were not written: they still hold the poison put there "+
-			"before the run\n%s", unchanged, total, detail)
+		return ReasonUnwritten, fmt.Sprintf("did not write %d of %d outputs: they still hold the poison put there before the run",
+			unchanged, total)
 	case nanNew > 0:
-		return ReasonReadOutside, fmt.Sprintf("%d of %d outputs are NaN computed by the kernel: in grading every buffer "+
-			"is surrounded by NaN, so a kernel that reads past the end (or before the start) of its inputs computes NaN "+
-			"(or it read an output before writing it)\n%s", nanNew, total, detail)
+		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN, "+
+			"so a kernel that reads past the end (or before the start) of its inputs computes NaN (or it read an output "+
+			"before writing it)", nanNew, total)
 	case total > 0 && zeros == total:
-		return ReasonWrong, "wrong result: every output is 0\n" + detail
+		return ReasonWrong, "wrong result: every output is 0"
 	case total > 1 && constant:
-		return ReasonWrong, fmt.Sprintf("wrong result: every output is the same value (%g)\n%s", math.Float32frombits(first), detail)
+		return ReasonWrong, fmt.Sprintf("wrong result: every output is the same value (%g)", math.Float32frombits(first))
 	}
-	return ReasonWrong, "wrong result: " + detail
+	return ReasonWrong, "wrong result"
 }

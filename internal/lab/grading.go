@@ -2,8 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -217,12 +215,6 @@ func (m *Manifest) validateGrading() []error {
 		}
 		if len(s.Problems.Grade) == 0 {
 			at(s.line, "grading: suite %s has no problems.grade for exercise %s", s.Name, v.Name)
-		}
-		if v.IsKernel() {
-			if b, err := os.ReadFile(filepath.Join(m.Dir, v.File)); err == nil && !strings.Contains(string(b), SolutionMarker) {
-				at(ex.line, "grading: exercise %s: %s has no %q region, so the student edition would ship the solution",
-					v.Name, v.File, SolutionMarker)
-			}
 		}
 		if ex.Reference != "" {
 			r := s.Variant(ex.Reference)
