@@ -119,7 +119,10 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 			d.Headings = append(d.Headings, h)
 		case *ast.CodeBlock:
 			info := string(n.Info)
-			kind := strings.Fields(info + " ")[0]
+			kind := "" // an indented block or a bare fence has no info string
+			if f := strings.Fields(info); len(f) > 0 {
+				kind = f[0]
+			}
 			if strings.HasPrefix(kind, "kl-") {
 				line := 0
 				if m := cellLineRE.FindStringSubmatch(info); m != nil {
@@ -288,7 +291,10 @@ func (d *notesDoc) render() string {
 				io.WriteString(w, c.HTML)
 				return ast.GoToNext, true
 			}
-			lang := langOf(strings.Fields(string(n.Info) + " ")[0])
+			lang := ""
+			if f := strings.Fields(string(n.Info)); len(f) > 0 {
+				lang = langOf(f[0])
+			}
 			io.WriteString(w, codeBlock(lang, string(n.Literal), 0))
 			io.WriteString(w, "\n")
 			return ast.GoToNext, true

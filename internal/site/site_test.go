@@ -382,3 +382,17 @@ func TestChineseLineBreaks(t *testing.T) {
 	assert.Contains(t, html, "第一行，第二行接着写 GPU\n内核。English\nwords stay apart.", "a break between Chinese and Latin stays a space")
 	assert.Contains(t, html, "注释</span>\n<span class=\"hl-c\">// 注释", "code keeps its lines")
 }
+
+func TestNotesWithBareCodeBlocks(t *testing.T) {
+	src := "# T\n\n## A\n\n```\nplain fence\n```\n\n    indented code\n\ntext\n"
+	d, err := parseNotesBytes("/x/notes.en.md", "notes.en.md", "en", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Cells) != 0 {
+		t.Fatalf("bare code blocks are not cells, got %d", len(d.Cells))
+	}
+	if html := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
+		t.Fatalf("bare code blocks are rendered as code, got %s", html)
+	}
+}
