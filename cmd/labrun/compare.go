@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kernel-labs/kernellabs/internal/compare"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+func cmdCompare(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	failPct := fs.Float64("fail-on-regression", -1, "exit 1 when a variant is slower by more than this percent, outside the noise")
+	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
+	quick := fs.Bool("quick", false, "when NEW is a lab: run its quick subset")
+	backend := fs.String("backend", "auto", "when NEW is a lab: cuda, emu or auto")
+	var variants listFlag
+	fs.Var(&variants, "variant", "when NEW is a lab: run only these variants")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: labrun compare OLD NEW [flags]
+
+Compares two results files of one lab, variant by variant and problem by problem: the ratio of
+the median times and the change in percent. A change counts only when the min–max ranges of the
+two runs do not overlap; otherwise it is shown as ~ (within the noise), as benchstat does.
+NEW may also be a lab (e.g. 02): it is run now, not saved, and compared with OLD.
+
+  labrun compare results/nvidia-h200/02_gemm.json /tmp/02_gemm.json
+  labrun compare results/nvidia-h200/02_gemm.json 02 --quick --fail-on-regression 5
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			if err == flag.ErrHelp {
+				return exitOK
+			}
+			return exitUsage
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos = append(pos, args[0])
+			args = args[1:]
+		}
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, "labrun compare: give two results files, or a results file and a lab (labrun compare --help)")
+		return exitUsage
+	}
+	old, err := loadResults(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "labrun compare: %v\n", err)
+		return exitUsage
+	}
+	var newer *results.File
+	if st, err := os.Stat(pos[1]); err == nil && !st.IsDir() {
+		if newer, err = loadResults(pos[1]); err != nil {
+			fmt.Fprintf(stderr, "labrun compare: %v\n", err)
+			return exitUsage
+		}
+	} else if isLabName(pos[1]) {
+		root, code := findRoot(stderr)
+		if code != exitOK {
+			return code
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		out, err := lab.Run(ctx, lab.Options{Root: root, Lab: pos[1], Quick: *quick, Backend: *backend,
+			Variants: variants, NoSave: true, Progress: stderr})
+		if err != nil {
+			return exitFor(err, stderr)
+		}
+		newer = out.Results
+	} else {
+		fmt.Fprintf(stderr, "labrun compare: %s is neither a results file nor a lab\n", pos[1])
+		return exitUsage
+	}
+	if old.Lab != newer.Lab {
+		fmt.Fprintf(stderr, "labrun compare: the files are of different labs (%s, %s)\n", old.Lab, newer.Lab)
+		return exitUsage
+	}
+	if old.Device.Name != newer.Device.Name {
+		fmt.Fprintf(stderr, "note: comparing different devices (%s, %s)\n", old.Device.Name, newer.Device.Name)
+	}
+	rows := compare.Compare(old, newer)
+	var regs []compare.Row
+	if *failPct >= 0 {
+		regs = compare.Regressions(rows, *failPct)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"lab": old.Lab, "old": pos[0], "new": pos[1], "rows": rows, "regressions": regs})
+	} else {
+		printComparison(stdout, rows)
+	}
+	if len(regs) > 0 {
+		fmt.Fprintf(stderr, "labrun compare: %d regression(s) over %.1f%%:", len(regs), *failPct)
+		for _, r := range regs {
+			fmt.Fprintf(stderr, " %s/%s %s (+%.1f%%)", r.Suite, r.Variant, r.Problem, r.Change)
+		}
+		fmt.Fprintln(stderr)
+		return exitFailures
+	}
+	return exitOK
+}
+
+func loadResults(path string) (*results.File, error) {
+	f, err := results.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, fmt.Errorf("%s: no such results file", path)
+	}
+	return f, nil
+}
+
+func printComparison(w io.Writer, rows []compare.Row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "suite\tvariant\tproblem\told median\tnew median\tchange\tverdict\t")
+	for _, r := range rows {
+		old, nw, change := "-", "-", ""
+		if r.Old != nil {
+			old = fmt.Sprintf("%.4g ms ±%.0f%%", r.Old.MedianMs, spread(r.Old.MinMs, r.Old.MaxMs, r.Old.MedianMs))
+		}
+		if r.New != nil {
+			nw = fmt.Sprintf("%.4g ms ±%.0f%%", r.New.MedianMs, spread(r.New.MinMs, r.New.MaxMs, r.New.MedianMs))
+		}
+		if r.Speedup > 0 {
+			change = fmt.Sprintf("%+.1f%%", r.Change)
+		}
+		verdict := r.Verdict
+		if r.Note != "" {
+			verdict += " (" + r.Note + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Suite, r.Variant, r.Problem, old, nw, change, verdict)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, strings.TrimSpace(`
+±: half the min–max range over the median. ~: the ranges overlap, so the runs show no change.`))
+}
+
+func spread(min, max, med float64) float64 {
+	if med <= 0 {
+		return 0
+	}
+	return (max - min) / 2 / med * 100
+}
