@@ -44,6 +44,28 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
+	// Custom problems: each flag given becomes a parameter of the problem (see the README).
+	custom := map[string]string{}
+	var params listFlag
+	fs.Var(&params, "param", "a custom problem's parameter KEY=VALUE (repeat, or separate with commas), e.g. beta0=1")
+	for _, c := range []struct{ name, usage string }{
+		{"shape", "a custom problem: MxNxK for the GEMM labs (labrun 02 --shape 4096x14336x4096)"},
+		{"bytes", "a custom problem: the size in bytes, with KiB/MiB/GiB suffixes (labrun 01 --bytes 64MiB)"},
+		{"experts", "a custom problem: the number of experts (labrun 03)"},
+		{"tokens", "a custom problem: tokens, or a distribution such as zipf:17480 (labrun 03)"},
+		{"m", "a custom problem: the M dimension"},
+		{"n", "a custom problem: the N dimension"},
+		{"k", "a custom problem: the K dimension"},
+	} {
+		name := c.name
+		fs.Func(name, c.usage, func(v string) error {
+			if strings.TrimSpace(v) == "" {
+				return fmt.Errorf("--%s needs a value", name)
+			}
+			custom[name] = strings.TrimSpace(v)
+			return nil
+		})
+	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: labrun run NN [flags]   (or: labrun NN [flags])
 
@@ -78,6 +100,9 @@ Flags:
 	if code != exitOK {
 		return code
 	}
+	if len(params) > 0 {
+		custom["param"] = strings.Join(params, ",")
+	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
 
@@ -85,7 +110,7 @@ Flags:
 	defer stop()
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
-		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Timeout: *timeout, NoSave: *noSave, Progress: stderr})
+		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)
 	}

@@ -46,6 +46,7 @@ type Suite struct {
 	Baseline  string     `yaml:"baseline"`  // variant that the others are compared with
 	Tolerance float64    `yaml:"tolerance"` // relative error allowed (‖out−ref‖/‖ref‖)
 	FlushL2   bool       `yaml:"flush_l2"`  // flush L2 before each timed repetition
+	Shape     []string   `yaml:"shape"`     // parameters that --shape AxBxC sets, e.g. [m, n, k]
 	Variants  []*Variant `yaml:"variants"`
 	Problems  ProblemSet `yaml:"problems"`
 

@@ -60,6 +60,7 @@ type Entry struct {
 	Variant  string           `json:"variant"`
 	Problem  string           `json:"problem"`
 	Params   map[string]int64 `json:"params,omitempty"`
+	Custom   bool             `json:"custom,omitempty"` // a problem given on the command line
 	Status   string           `json:"status"`
 	Error    string           `json:"error,omitempty"`
 	Check    *check.Report    `json:"check,omitempty"`
