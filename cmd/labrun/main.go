@@ -40,6 +40,8 @@ Usage:
   labrun doctor [--json]     say which GPUs, drivers, compilers and libraries are present
                              and how to install what is missing
   labrun site [--out DIR]    render the course site (notes, kernels, results) into site/public/
+  labrun compare OLD NEW     compare two results files (or a file and a fresh run of a lab):
+                             ratios per variant and problem, changes within the noise marked ~
   labrun help [COMMAND]      show help
 
 Run 'labrun COMMAND --help' for a command's flags.
@@ -73,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(rest, stdout, stderr)
 	case "run":
 		return cmdRun(rest, stdout, stderr)
+	case "compare":
+		return cmdCompare(rest, stdout, stderr)
 	case "site":
 		return cmdSite(rest, stdout, stderr)
 	}

@@ -31,7 +31,10 @@ type Options struct {
 	Backend  string   // "auto", "cuda", "emu"
 	Device   int
 	Seed     uint64
-	SeedSet  bool          // Seed was given (0 is a valid seed)
+	SeedSet  bool // Seed was given (0 is a valid seed)
+	// Custom replaces the problem sets with one problem built from command-line flags
+	// (shape, bytes, param, ...: see custom.go).
+	Custom   map[string]string
 	Set      string        // problem set: "gpu", "emu", "grade" (default: by backend)
 	Timeout  time.Duration // per job; default: the manifest's
 	NoSave   bool          // do not write results (tests, dry runs)
@@ -112,6 +115,16 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := checkVariantNames(man, o.Variants); err != nil {
 		return nil, err
 	}
+	var custom map[string]Problem
+	if len(o.Custom) > 0 {
+		d := driverOf(man)
+		if d == nil {
+			return nil, &UsageError{fmt.Sprintf("lab %s has no Go driver registered", man.Name)}
+		}
+		if custom, err = customProblems(man, d, o.Custom); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkPlan(man, o.Plan); err != nil {
 		return nil, err
 	}
@@ -151,7 +164,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	fmt.Fprintf(o.Progress, "lab %s — %s on %s (%s, %s), problem set %s, seed %d (repeat with --seed %d)\n",
 		man.Name, man.Title.EN, info.Name, be.Name(), info.Arch(), set, o.Seed, o.Seed)
 
-	r := &runner{o: o, man: man, be: be, info: info, set: set, compileErr: map[*Variant]string{}}
+	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{}}
 	file := &results.File{Lab: man.Name, Device: info, Time: time.Now().UTC(), Commit: gitCommit(o.Root),
 		Command: strings.Join(append([]string{"labrun"}, os.Args[1:]...), " ")}
 	images, entries, tc := r.build(ctx)
@@ -252,6 +265,7 @@ type runner struct {
 	set  string
 
 	compileErr map[*Variant]string // variants whose kernel file did not compile
+	custom     map[string]Problem  // by suite, when the run is of a custom problem
 }
 
 func (r *runner) selected(v *Variant) bool {
@@ -403,6 +417,12 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 }
 
 func (r *runner) problems(s *Suite) []Problem {
+	if r.custom != nil {
+		if p, ok := r.custom[s.Name]; ok {
+			return []Problem{p}
+		}
+		return nil
+	}
 	ps, _ := s.ProblemsFor(r.set)
 	if !r.o.Quick {
 		return ps
@@ -423,7 +443,8 @@ func (r *runner) failAll(v *Variant, msg string) []results.Entry {
 	var es []results.Entry
 	for _, p := range r.problems(v.Suite) {
 		es = append(es, results.Entry{Suite: v.Suite.Name, Variant: v.Name, Problem: p.Name, Params: p.Params,
-			Status: results.StatusFailed, Error: msg, Seed: r.o.Seed, RunAt: time.Now().UTC(), Emulated: r.info.Emulated})
+			Status: results.StatusFailed, Error: msg, Seed: r.o.Seed, RunAt: time.Now().UTC(), Emulated: r.info.Emulated,
+			Custom: r.custom != nil})
 	}
 	return es
 }
@@ -454,7 +475,11 @@ func (r *runner) jobs(images map[string]string) ([]Job, []results.Entry) {
 				if _, built := images[imageKey(v.File, v.Entry)]; v.IsKernel() && !built {
 					continue // its compile error is already recorded
 				}
-				jobs = append(jobs, Job{Suite: s.Name, Variant: v.Name, Problem: p.Name, Set: r.set})
+				j := Job{Suite: s.Name, Variant: v.Name, Problem: p.Name, Set: r.set}
+				if r.custom != nil {
+					j.Custom = encodeParams(p.Params) // in no problem set: the parameters travel with the job
+				}
+				jobs = append(jobs, j)
 			}
 		}
 	}
@@ -532,16 +557,9 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 }
 
 func (r *runner) lostEntry(j Job, status, reason string) *results.Entry {
-	s := r.man.Suite(j.Suite)
-	var params map[string]int64
-	ps, _ := s.ProblemsFor(j.Set)
-	for _, p := range ps {
-		if p.Name == j.Problem {
-			params = p.Params
-		}
-	}
-	return &results.Entry{Suite: j.Suite, Variant: j.Variant, Problem: j.Problem, Params: params, Status: status,
-		Error: reason, Seed: r.o.Seed, RunAt: time.Now().UTC(), Emulated: r.info.Emulated}
+	p := j.problem(r.man.Suite(j.Suite))
+	return &results.Entry{Suite: j.Suite, Variant: j.Variant, Problem: j.Problem, Params: p.Params, Status: status,
+		Error: reason, Seed: r.o.Seed, RunAt: time.Now().UTC(), Emulated: r.info.Emulated, Custom: j.Custom != ""}
 }
 
 type workerResult struct {
@@ -889,6 +907,10 @@ func (p *linePrefixer) Write(b []byte) (int, error) {
 func current(m *Manifest, es []results.Entry) []results.Entry {
 	var keep []results.Entry
 	for _, e := range es {
+		if e.Custom {
+			keep = append(keep, e) // an engineer's own problem: kept until they delete it
+			continue
+		}
 		s := m.Suite(e.Suite)
 		if s == nil || s.Variant(e.Variant) == nil {
 			continue

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/kernel-labs/kernellabs/internal/bench"
+	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -46,9 +49,26 @@ type Job struct {
 	Mode string `json:"mode,omitempty"`
 	Reps int    `json:"reps,omitempty"`
 	Seed uint64 `json:"seed,omitempty"`
+	// Custom holds a custom problem's parameters ("k=4096,m=4096,n=14336"): such a problem is in
+	// no problem set. A string keeps Job comparable (the grader uses jobs as map keys).
+	Custom string `json:"custom,omitempty"`
 }
 
 func (j Job) String() string { return j.Suite + "/" + j.Variant + " " + j.Problem }
+
+// problem finds the job's problem in its suite.
+func (j Job) problem(s *Suite) Problem {
+	if j.Custom != "" {
+		return Problem{Name: j.Problem, Params: decodeParams(j.Custom)}
+	}
+	probs, _ := s.ProblemsFor(j.Set)
+	for _, q := range probs {
+		if q.Name == j.Problem {
+			return q
+		}
+	}
+	return Problem{Name: j.Problem}
+}
 
 // Event is one message from the worker.
 type Event struct {
@@ -72,7 +92,19 @@ func imageKey(file, entry string) string { return file + ":" + entry }
 func WorkerMain(in io.Reader, out io.Writer) int {
 	var spec WorkerSpec
 	enc := json.NewEncoder(out)
-	emit := func(e Event) { _ = enc.Encode(e) }
+	emit := func(e Event) {
+		if _, err := json.Marshal(e); err != nil && e.Entry != nil {
+			// JSON has no NaN or Inf, which a failed check reports (an unwritten output is NaN):
+			// record them as 0 rather than lose the result.
+			safe := jsonSafeEntry(*e.Entry)
+			e.Entry = &safe
+		}
+		if err := enc.Encode(e); err != nil && e.Type == "result" {
+			_ = enc.Encode(Event{Type: "result", Job: e.Job, Entry: &results.Entry{Suite: e.Entry.Suite,
+				Variant: e.Entry.Variant, Problem: e.Entry.Problem, Status: results.StatusFailed,
+				Error: "the worker could not encode this result: " + err.Error(), Seed: e.Entry.Seed, RunAt: e.Entry.RunAt}})
+		}
+	}
 	if err := json.NewDecoder(in).Decode(&spec); err != nil {
 		emit(Event{Type: "fatal", Msg: "reading worker spec: " + err.Error()})
 		return 2
@@ -233,14 +265,8 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	v := s.Variant(job.Variant)
 	e = results.Entry{Suite: job.Suite, Variant: job.Variant, Problem: job.Problem, Seed: w.spec.Seed,
 		RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated, Status: results.StatusFailed}
-	probs, _ := s.ProblemsFor(job.Set)
-	var p Problem
-	for _, q := range probs {
-		if q.Name == job.Problem {
-			p = q
-		}
-	}
-	e.Params = p.Params
+	p := job.problem(s)
+	e.Params, e.Custom = p.Params, job.Custom != ""
 	defer func() {
 		if r := recover(); r != nil {
 			e.Status = results.StatusCrashed
@@ -395,6 +421,47 @@ func RunWorkerFromEnv() int {
 		return 2
 	}
 	return WorkerMain(os.Stdin, out)
+}
+
+// jsonSafeEntry replaces the non-finite numbers of an entry's check report and data by 0, and
+// says so in the report's note; the entry's error text keeps the values as the check saw them.
+func jsonSafeEntry(e results.Entry) results.Entry {
+	fix := func(x *float64) bool {
+		if math.IsNaN(*x) || math.IsInf(*x, 0) {
+			*x = 0
+			return true
+		}
+		return false
+	}
+	if e.Check != nil {
+		c := *e.Check
+		c.Mismatches = append([]check.Mismatch(nil), c.Mismatches...)
+		changed := fix(&c.RelErr)
+		changed = fix(&c.MaxAbsErr) || changed
+		changed = fix(&c.Tolerance) || changed
+		for i := range c.Mismatches {
+			changed = fix(&c.Mismatches[i].Got) || changed
+			changed = fix(&c.Mismatches[i].Want) || changed
+		}
+		if changed {
+			c.Note = strings.TrimSpace(c.Note + " (NaN and Inf values are recorded as 0 in this report; the error message shows them)")
+		}
+		e.Check = &c
+	}
+	for _, p := range []*float64{&e.TFLOPs, &e.GBps, &e.PerOpUs, &e.Speedup} {
+		fix(p)
+	}
+	if e.Data != nil {
+		d := make(map[string]any, len(e.Data))
+		for k, v := range e.Data {
+			if f, ok := v.(float64); ok && fix(&f) {
+				v = f
+			}
+			d[k] = v
+		}
+		e.Data = d
+	}
+	return e
 }
 
 // skipReason recognises a refusal: a *SkipError, or any error with a SkipReason method.
