@@ -5,11 +5,12 @@
 // Exit codes:
 //
 //	0  everything that ran was correct
-//	1  a variant was wrong, failed, crashed or timed out (the others still ran and were recorded)
+//	1  a variant was wrong, failed, crashed or timed out (the others still ran and were recorded);
+//	   labrun grade: a lab scored below its pass mark
 //	2  bad input: unknown command, lab or variant, bad flag, malformed lab.yaml
 //	3  the environment lacks something: no GPU or driver, no compiler, no library
 //	4  the results could not be saved where they belong (a corrupt results file is kept as it
-//	   was; this run's results were written beside it)
+//	   was; this run's results were written beside it), or the grade reports could not be written
 package main
 
 import (
@@ -40,14 +41,20 @@ Usage:
   labrun doctor [--json]     say which GPUs, drivers, compilers and libraries are present
                              and how to install what is missing
   labrun site [--out DIR]    render the course site (notes, kernels, results) into site/public/
+  labrun grade NN|all [--submission DIR|FILE]
+                             grade exercise files: correctness on fresh inputs (and speed on a
+                             GPU), reports for CI (JUnit XML, Gradescope results.json, summary)
+  labrun export DIR          write the student edition: solutions replaced by TODO stubs, plus
+                             a GitHub Actions workflow that grades it
   labrun compare OLD NEW     compare two results files (or a file and a fresh run of a lab):
                              ratios per variant and problem, changes within the noise marked ~
   labrun help [COMMAND]      show help
 
 Run 'labrun COMMAND --help' for a command's flags.
 
-Exit codes: 0 all correct; 1 a variant failed (others still ran); 2 bad input;
-3 missing GPU, driver, compiler or library; 4 results could not be saved.
+Exit codes: 0 all correct; 1 a variant failed (others still ran), or a grade below the
+pass mark; 2 bad input; 3 missing GPU, driver, compiler or library; 4 results (or grade
+reports) could not be saved.
 `
 
 func main() {
@@ -79,6 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdCompare(rest, stdout, stderr)
 	case "site":
 		return cmdSite(rest, stdout, stderr)
+	case "grade":
+		return cmdGrade(rest, stdout, stderr)
+	case "export":
+		return cmdExport(rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
 		return cmdRun(args, stdout, stderr)

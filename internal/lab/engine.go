@@ -738,7 +738,7 @@ func checkPlan(m *Manifest, plan []Job) error {
 		if err != nil {
 			return &UsageError{err.Error()}
 		}
-		found := false
+		found := j.Custom != "" // a custom problem is in no set
 		for _, p := range ps {
 			found = found || p.Name == j.Problem
 		}

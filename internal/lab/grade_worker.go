@@ -102,6 +102,7 @@ func ReasonOfError(err error) string {
 	case has("EMU_TIMEOUT"), has("CUDA_ERROR_LAUNCH_TIMEOUT"):
 		return ReasonTimeout
 	case has("EMU_TRAP"), has("EMU_ARITHMETIC_TRAP"), has("EMU_STACK_OVERFLOW"), has("CUDA_ERROR_ASSERT"),
+		has("CUDA_ERROR_LAUNCH_FAILED"), // __trap() and other faults without a more precise code
 		has("CUDA_ERROR_ILLEGAL_INSTRUCTION"), has("CUDA_ERROR_HARDWARE_STACK_ERROR"):
 		return ReasonTrap
 	case has("EMU_INVALID_LAUNCH"), has("EMU_SHARED_LIMIT"), has("CUDA_ERROR_INVALID_VALUE"),
@@ -128,14 +129,8 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 	v := s.Variant(job.Variant)
 	e = results.Entry{Suite: job.Suite, Variant: job.Variant, Problem: job.Problem, Seed: w.spec.Seed,
 		RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated, Status: results.StatusFailed}
-	probs, _ := s.ProblemsFor(job.Set)
-	var p Problem
-	for _, q := range probs {
-		if q.Name == job.Problem {
-			p = q
-		}
-	}
-	e.Params = p.Params
+	p := job.problem(s)
+	e.Params, e.Custom = p.Params, job.Custom != ""
 	defer func() {
 		if r := recover(); r != nil {
 			e.Status = results.StatusCrashed

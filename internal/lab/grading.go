@@ -107,6 +107,11 @@ func (m *Manifest) attachGradingLines(doc *yaml.Node) {
 		return
 	}
 	m.Grading.line = g.Line
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "grading" {
+			m.Grading.line = doc.Content[i].Line // the key's line, "grading:"
+		}
+	}
 	exs := mapValue(g, "exercises")
 	if exs == nil {
 		return

@@ -19,7 +19,7 @@ import (
 // compiled into the labrun binary except a few lines of dlopen glue.
 
 // emuGenVersion changes whenever the registry generator or the build's shape changes.
-const emuGenVersion = "emu-build-2"
+const emuGenVersion = "emu-build-3"
 
 // EmuCXXFlags are the C++ flags of every emulator build: C++17, optimized (the emulator's speed
 // is the kernel's speed), and no strict aliasing, since CUDA code reinterprets float* as float4*.
@@ -233,7 +233,9 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 	tmp := fmt.Sprintf("%s.%d.tmp", so, os.Getpid())
 	args := append(append([]string{}, flags...), "-shared", "-fvisibility=hidden")
 	args = append(args, incArgs...)
-	args = append(args, gen, "-o", tmp, "-L", cacheDir, "-l:"+filepath.Base(rt),
+	// --no-as-needed: a kernel that uses nothing of the runtime (an empty stub, a kernel that only
+	// spins) must still link it, since the backend finds kl_emu_launch through the module.
+	args = append(args, gen, "-o", tmp, "-L", cacheDir, "-Wl,--no-as-needed", "-l:"+filepath.Base(rt),
 		"-Wl,-rpath,$ORIGIN", "-Wl,-z,defs")
 	out, cerr := emuRun(ctx, cxx, args)
 	if cerr != nil {

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/kernel-labs/kernellabs/internal/grade"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+func cmdGrade(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
+	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
+	device := fs.Int("device", 0, "device index")
+	seed := fs.Uint64("seed", 0, "public seed of the random inputs (default: a new one, printed)")
+	outDir := fs.String("out", "grade-report", "folder for the reports: results.json (Gradescope), junit.xml, summary.md, report.json")
+	asJSON := fs.Bool("json", false, "write the Gradescope results.json to stdout instead of the summary")
+	rounds := fs.Int("rounds", 0, "checked runs per correctness test, each on fresh inputs (default: the lab's grading.rounds)")
+	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
+	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
+	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	var exercises, problems listFlag
+	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
+	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: labrun grade NN|all [flags]
+
+Grades the exercise files of lab NN (or of every lab with exercises): builds the submission in
+place of the lab's exercise variants, runs each on the lab's grading problems %d times or more,
+each run on fresh random inputs with poisoned outputs and checked against the reference, guarded
+(NaN red zones around buffers, inputs verified unchanged, time limits, crashes and hangs
+isolated), and awards the points of the lab's grading section in lab.yaml. On a GPU it also
+grades speed against the lab's reference kernel timed in the same run.
+
+Reports go to --out: results.json (Gradescope), junit.xml, summary.md (also appended to
+$GITHUB_STEP_SUMMARY when set) and report.json. Hidden tests draw their inputs from the public
+seed combined with $%s, which the kernels under test cannot read.
+
+Exit codes: 0 every lab reached its pass mark; 1 below the pass mark; 2 bad input; 3 missing
+GPU, compiler or library; 4 the reports could not be written.
+
+Flags:
+`, lab.DefaultGradeRounds, lab.SecretSeedEnv)
+		fs.PrintDefaults()
+	}
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		fmt.Fprintln(stderr, "labrun grade: which lab? e.g. labrun grade 02, or labrun grade all")
+		return exitUsage
+	}
+	// The secret seed stays in this process: out of the environment of everything it starts
+	// (compilers, workers), and this process is made non-dumpable so that they cannot read it
+	// from /proc either.
+	secret := os.Getenv(lab.SecretSeedEnv)
+	os.Unsetenv(lab.SecretSeedEnv)
+	if secret != "" {
+		if err := grade.ProtectProcess(); err != nil {
+			fmt.Fprintf(stderr, "labrun grade: warning: could not protect the secret seed (prctl): %v\n", err)
+		}
+	}
+	root, code := findRoot(stderr)
+	if code != exitOK {
+		return code
+	}
+	labs := []string{name}
+	if name == "all" {
+		var err error
+		if labs, err = grade.Labs(root); err != nil {
+			return exitFor(err, stderr)
+		}
+		carried := labs[:0]
+		for _, l := range labs {
+			if _, ok := lab.DriverFor(l); ok {
+				carried = append(carried, l)
+			} else {
+				fmt.Fprintf(stderr, "labrun grade all: skipping lab %s: this labrun does not carry its driver (cmd/labrun/imports.go)\n", l)
+			}
+		}
+		labs = carried
+		if len(labs) == 0 {
+			fmt.Fprintln(stderr, "labrun grade all: no lab of this course has exercises that this labrun can grade")
+			return exitUsage
+		}
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	sum := &grade.Summary{}
+	for _, l := range labs {
+		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
+			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
+			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr})
+		if err != nil {
+			return exitFor(err, stderr)
+		}
+		sum.Labs = append(sum.Labs, rep)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	written, werr := sum.WriteAll(*outDir)
+	if *asJSON {
+		if err := sum.WriteGradescope(stdout); err != nil {
+			fmt.Fprintf(stderr, "labrun grade: %v\n", err)
+		}
+	} else {
+		sum.WriteText(stdout)
+	}
+	if len(written) > 0 {
+		fmt.Fprintf(stderr, "reports: %s\n", strings.Join(written, ", "))
+	}
+	if werr != nil {
+		fmt.Fprintf(stderr, "labrun grade: the reports could not be written: %v\n", werr)
+		return exitSave
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "labrun grade: interrupted")
+		return exitFailures
+	}
+	if !sum.Passed() {
+		return exitFailures
+	}
+	return exitOK
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kernel-labs/kernellabs/internal/grade"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
+)
+
+// The test binary doubles as labrun's worker: the engine re-executes it with "__worker".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "__worker" {
+		os.Exit(lab.RunWorkerFromEnv())
+	}
+	os.Exit(m.Run())
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root, err := lab.FindRoot(wd)
+	require.NoError(t, err)
+	return root
+}
+
+func needEmu(t *testing.T) {
+	t.Helper()
+	if err := toolchain.CheckEmu(); err != nil {
+		t.Skipf("the CPU emulator cannot build kernels here (%v): install g++ and libboost-context-dev", err)
+	}
+}
+
+// gradedLabs lists the course's labs with exercises that labrun carries (imports.go).
+func gradedLabs(t *testing.T, root string) []string {
+	t.Helper()
+	labs, err := grade.Labs(root)
+	require.NoError(t, err)
+	var out []string
+	for _, l := range labs {
+		if _, ok := lab.DriverFor(l); !ok {
+			t.Logf("lab %s has exercises but cmd/labrun does not import its driver yet: not graded here", l)
+			continue
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		t.Skip("no lab with exercises is imported by cmd/labrun")
+	}
+	for _, l := range out {
+		m, err := lab.LoadManifest(filepath.Join(root, "labs", l))
+		require.NoError(t, err)
+		g, _ := grade.GradingOf(m)
+		for _, ex := range g.Exercises {
+			if b, err := os.ReadFile(filepath.Join(m.Dir, ex.V.File)); err != nil || !grade.HasSolution(b) {
+				t.Skipf("%s holds no solution (the student edition): nothing to check the grader against", ex.V.File)
+			}
+		}
+	}
+	return out
+}
+
+type gsResults struct {
+	Score    float64 `json:"score"`
+	MaxScore float64 `json:"max_score"`
+	Tests    []struct {
+		Name     string  `json:"name"`
+		Score    float64 `json:"score"`
+		MaxScore float64 `json:"max_score"`
+		Status   string  `json:"status"`
+		Output   string  `json:"output"`
+	} `json:"tests"`
+}
+
+func readResults(t *testing.T, path string) gsResults {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var r gsResults
+	require.NoError(t, json.Unmarshal(raw, &r))
+	return r
+}
+
+// For every lab with exercises: the reference solutions score full marks, the exported stubs
+// compile and score zero on correctness.
+func TestGradeEveryLabWithExercises(t *testing.T) {
+	needEmu(t)
+	root := repoRoot(t)
+	labs := gradedLabs(t, root)
+	student := filepath.Join(t.TempDir(), "student")
+	code, out, stderr := runCLI("export", student)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, "the stubs compile")
+	for _, l := range labs {
+		t.Run(l, func(t *testing.T) {
+			started := time.Now()
+			dir := t.TempDir()
+			code, stdout, stderr := runCLI("grade", l, "--backend", "emu", "--out", dir)
+			require.Equal(t, exitOK, code, "%s\n%s", stdout, stderr)
+			ref := readResults(t, filepath.Join(dir, grade.FileGradescope))
+			assert.Greater(t, ref.MaxScore, 0.0)
+			assert.Equal(t, ref.MaxScore, ref.Score, stdout)
+			assert.Contains(t, stdout, "PASSED")
+
+			dir = t.TempDir()
+			code, stdout, stderr = runCLI("grade", l, "--backend", "emu", "--submission", student, "--out", dir)
+			require.Equal(t, exitFailures, code, "%s\n%s", stdout, stderr)
+			stubs := readResults(t, filepath.Join(dir, grade.FileGradescope))
+			assert.Zero(t, stubs.Score, stdout)
+			for _, tc := range stubs.Tests {
+				if tc.MaxScore > 0 {
+					assert.Equal(t, "failed", tc.Status, tc.Name)
+					assert.NotContains(t, tc.Output, "does not compile", "the stubs must compile")
+				}
+			}
+			assert.Contains(t, stdout, "NOT PASSED")
+			t.Logf("lab %s: reference %g/%g, stubs %g/%g, in %.1fs", l, ref.Score, ref.MaxScore, stubs.Score, stubs.MaxScore,
+				time.Since(started).Seconds())
+		})
+	}
+}
+
+func TestGradeCLIErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no lab", []string{"grade"}, exitUsage, "which lab?"},
+		{"unknown lab", []string{"grade", "42"}, exitUsage, `unknown lab "42"`},
+		{"lab without exercises", []string{"grade", "01", "--backend", "emu"}, exitUsage, "has no exercises to grade"},
+		{"missing submission", []string{"grade", "02", "--backend", "emu", "--submission", "/nonexistent/x.cu"}, exitUsage, "--submission"},
+		{"unknown exercise", []string{"grade", "02", "--backend", "emu", "--exercise", "ex9"}, exitUsage, "has no exercise ex9"},
+		{"bad flag", []string{"grade", "02", "--frob"}, exitUsage, "flag provided but not defined"},
+		{"export without folder", []string{"export"}, exitUsage, "where to?"},
+		{"export into the course", []string{"export", "../.."}, exitUsage, "the course itself"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(tc.args...)
+			assert.Equal(t, tc.code, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+		})
+	}
+	code, _, stderr := runCLI("grade", "--help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, stderr, "-submission")
+	assert.Contains(t, stderr, lab.SecretSeedEnv)
+	code, out, _ := runCLI("help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "labrun grade NN|all")
+	assert.Contains(t, out, "labrun export DIR")
+}
+
+// `labrun export` and then the commands of the workflow it writes, run in a clean folder as the
+// GitHub runner would: they build labrun and grade the stubs to zero.
+func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
+	needEmu(t)
+	root := repoRoot(t)
+	gradedLabs(t, root)
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	student := filepath.Join(t.TempDir(), "student")
+	code, _, stderr := runCLI("export", student)
+	require.Equal(t, exitOK, code, stderr)
+
+	raw, err := os.ReadFile(filepath.Join(student, filepath.FromSlash(grade.WorkflowPath)))
+	require.NoError(t, err)
+	var wf struct {
+		Jobs map[string]struct {
+			RunsOn string `yaml:"runs-on"`
+			Steps  []struct {
+				Name string            `yaml:"name"`
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				Env  map[string]string `yaml:"env"`
+				With map[string]string `yaml:"with"`
+				If   string            `yaml:"if"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &wf))
+	job, ok := wf.Jobs["grade"]
+	require.True(t, ok)
+	assert.Equal(t, "ubuntu-latest", job.RunsOn)
+
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LABRUN_ROOT=") && !strings.HasPrefix(kv, "GITHUB_STEP_SUMMARY=") {
+			env = append(env, kv)
+		}
+	}
+	summary := filepath.Join(t.TempDir(), "step-summary.md")
+	env = append(env, "GITHUB_STEP_SUMMARY="+summary, "GOFLAGS=-buildvcs=false")
+	var uploaded string
+	graded := false
+	for _, st := range job.Steps {
+		switch {
+		case strings.Contains(st.Uses, "upload-artifact"):
+			uploaded = st.With["path"]
+			assert.Equal(t, "always()", st.If, "the reports are uploaded even when the grade fails")
+			continue
+		case st.Uses != "":
+			continue // checkout and setup-go: the folder and Go are already here
+		case strings.Contains(st.Run, "apt-get"):
+			t.Logf("skipping %q: the packages are installed here", st.Name)
+			continue
+		}
+		started := time.Now()
+		cmd := exec.Command("bash", "-eo", "pipefail", "-c", st.Run)
+		cmd.Dir = student
+		cmd.Env = append([]string{}, env...)
+		for k, v := range st.Env {
+			if strings.Contains(v, "secrets.") {
+				v = "a secret for the test"
+			}
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		output, err := cmd.CombinedOutput()
+		if strings.Contains(st.Run, "labrun grade") {
+			graded = true
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "the stubs are below the pass mark: the step must fail\n%s", output)
+			assert.Equal(t, exitFailures, ee.ExitCode(), string(output))
+			assert.Contains(t, string(output), "hidden tests use the secret seed")
+		} else {
+			require.NoError(t, err, "step %q:\n%s", st.Name, output)
+		}
+		t.Logf("step %q: %.1fs", st.Name, time.Since(started).Seconds())
+	}
+	require.True(t, graded, "the workflow runs labrun grade")
+	require.NotEmpty(t, uploaded)
+	res := readResults(t, filepath.Join(student, filepath.FromSlash(strings.TrimSuffix(uploaded, "/")), grade.FileGradescope))
+	assert.Zero(t, res.Score)
+	assert.Greater(t, res.MaxScore, 0.0)
+	md, err := os.ReadFile(summary)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "❌ not passed")
+}

@@ -1,0 +1,386 @@
+package grade
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report files written by WriteAll.
+const (
+	FileGradescope = "results.json"
+	FileJUnit      = "junit.xml"
+	FileMarkdown   = "summary.md"
+	FileReport     = "report.json"
+)
+
+// Summary is the outcome of a grade of one or more labs.
+type Summary struct {
+	Labs []*Report
+}
+
+// Score and MaxScore add up the labs.
+func (s *Summary) Score() (score, max float64) {
+	for _, r := range s.Labs {
+		score += r.Score
+		max += r.MaxScore
+	}
+	return round2(score), round2(max)
+}
+
+// Passed reports whether every lab reached its pass mark.
+func (s *Summary) Passed() bool {
+	for _, r := range s.Labs {
+		if !r.Passed {
+			return false
+		}
+	}
+	return len(s.Labs) > 0
+}
+
+func mark(status string) string {
+	switch status {
+	case StatusPassed:
+		return "PASS"
+	case StatusPartial:
+		return "PART"
+	case StatusNotGraded:
+		return "----"
+	}
+	return "FAIL"
+}
+
+func pts(x float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", x), "0"), ".")
+}
+
+// WriteText writes the terminal summary: each test with its points, and under each failure what
+// failed with the error figures and the first wrong elements.
+func (s *Summary) WriteText(w io.Writer) {
+	for _, r := range s.Labs {
+		fmt.Fprintf(w, "\n== Grade of lab %s — %s\n", r.Lab, r.Title)
+		kind := "GPU"
+		if r.Device.Emulated {
+			kind = "CPU emulator: correctness only"
+		}
+		fmt.Fprintf(w, "   on %s (%s); seed %d (repeat with --seed %d)", r.Device.Name, kind, r.Seed, r.Seed)
+		if r.SecretSeed {
+			fmt.Fprint(w, "; hidden tests use the secret seed")
+		}
+		fmt.Fprintln(w)
+		for _, f := range r.Files {
+			fmt.Fprintf(w, "   %s: %s\n", f.Exercise, f.File)
+		}
+		fmt.Fprintf(w, "   speed: %s\n", r.Speed)
+		if !r.Device.Emulated {
+			for _, rule := range r.Rules {
+				if strings.HasPrefix(rule, "Speed of") {
+					fmt.Fprintf(w, "   %s\n", rule)
+				}
+			}
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "   note: %s\n", n)
+		}
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, t := range r.Tests {
+			fmt.Fprintf(tw, "   %s\t%s\t%s/%s\t%s\t\n", mark(t.Status), t.Name, pts(t.Score), pts(t.MaxScore), reasonCol(t))
+		}
+		tw.Flush()
+		for _, t := range r.Tests {
+			if t.Status == StatusPassed || t.Status == StatusNotGraded || t.Output == "" {
+				continue
+			}
+			fmt.Fprintf(w, "\n   %s — %s:\n", t.Name, strings.ToUpper(mark(t.Status)))
+			for _, l := range strings.Split(t.Output, "\n") {
+				fmt.Fprintf(w, "     %s\n", l)
+			}
+		}
+		verdict := "PASSED"
+		if !r.Passed {
+			verdict = "NOT PASSED"
+		}
+		pct := 100.0
+		if r.MaxScore > 0 {
+			pct = 100 * r.Score / r.MaxScore
+		}
+		fmt.Fprintf(w, "\n   score %s / %s (%.0f%%), pass mark %.0f%%: %s\n", pts(r.Score), pts(r.MaxScore), pct, r.PassMark*100, verdict)
+	}
+	if len(s.Labs) > 1 {
+		sc, mx := s.Score()
+		fmt.Fprintf(w, "\ntotal %s / %s over %d labs\n", pts(sc), pts(mx), len(s.Labs))
+	}
+}
+
+func reasonCol(t TestResult) string {
+	switch t.Status {
+	case StatusPassed:
+		return ""
+	case StatusNotGraded:
+		return "not graded here"
+	}
+	if t.Reason != "" {
+		return ReasonText(t.Reason)
+	}
+	return ""
+}
+
+// ---- Gradescope ----
+
+type gsTest struct {
+	Name       string   `json:"name"`
+	Number     string   `json:"number"`
+	Score      float64  `json:"score"`
+	MaxScore   float64  `json:"max_score"`
+	Status     string   `json:"status"`
+	Output     string   `json:"output"`
+	Visibility string   `json:"visibility"`
+	Tags       []string `json:"tags,omitempty"`
+}
+
+type gsResults struct {
+	Score           float64        `json:"score"`
+	MaxScore        float64        `json:"max_score"`
+	Output          string         `json:"output"`
+	Visibility      string         `json:"visibility"`
+	StdoutVisiblity string         `json:"stdout_visibility"`
+	Tests           []gsTest       `json:"tests"`
+	ExtraData       map[string]any `json:"extra_data"`
+}
+
+// WriteGradescope writes a Gradescope autograder results.json: score, max_score, output, and
+// tests with name, score, max_score, status, output and visibility (hidden tests are
+// "after_published"). Tests not graded on this runner (speed without a GPU) are listed with
+// max_score 0.
+func (s *Summary) WriteGradescope(w io.Writer) error {
+	sc, mx := s.Score()
+	res := gsResults{Score: sc, MaxScore: mx, Visibility: "visible", StdoutVisiblity: "visible", Tests: []gsTest{},
+		ExtraData: map[string]any{}}
+	var out []string
+	labs := []map[string]any{}
+	for li, r := range s.Labs {
+		verdict := "passed"
+		if !r.Passed {
+			verdict = "not passed"
+		}
+		out = append(out, fmt.Sprintf("Lab %s: %s / %s, pass mark %.0f%%: %s. Speed: %s.", r.Lab, pts(r.Score), pts(r.MaxScore),
+			r.PassMark*100, verdict, r.Speed))
+		out = append(out, r.Rules...)
+		labs = append(labs, map[string]any{"lab": r.Lab, "score": r.Score, "max_score": r.MaxScore, "passed": r.Passed,
+			"pass_mark": r.PassMark, "seed": r.Seed, "device": r.Device.Name, "emulated": r.Device.Emulated})
+		for ti, t := range r.Tests {
+			max := t.MaxScore
+			status := "failed"
+			if t.Status == StatusPassed {
+				status = "passed"
+			}
+			output := t.Output
+			if t.Status == StatusNotGraded {
+				max = 0
+				output = "not graded on this runner: " + t.Output
+			}
+			tags := []string{r.Lab, t.Exercise, t.Kind}
+			if t.Reason != "" && t.Status != StatusPassed {
+				tags = append(tags, t.Reason)
+			}
+			res.Tests = append(res.Tests, gsTest{Name: r.Lab + " " + t.Name, Number: fmt.Sprintf("%d.%d", li+1, ti+1),
+				Score: t.Score, MaxScore: max, Status: status, Output: output, Visibility: t.Visibility, Tags: tags})
+		}
+	}
+	res.Output = strings.Join(out, "\n")
+	res.ExtraData["labs"] = labs
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// ---- JUnit ----
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       float64         `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Body    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// WriteJUnit writes JUnit XML: a testsuite per lab (with its score as properties), a testcase
+// per test; failed and partly passed tests carry a failure with the reason and the details.
+func (s *Summary) WriteJUnit(w io.Writer) error {
+	doc := junitSuites{Name: "labrun grade"}
+	for _, r := range s.Labs {
+		su := junitSuite{Name: r.Lab, Time: r.ElapsedS, Properties: []junitProperty{
+			{"score", pts(r.Score)}, {"max_score", pts(r.MaxScore)}, {"pass_mark", fmt.Sprint(r.PassMark)},
+			{"passed", fmt.Sprint(r.Passed)}, {"seed", fmt.Sprint(r.Seed)}, {"device", r.Device.Name}, {"speed", r.Speed}}}
+		for _, t := range r.Tests {
+			c := junitCase{Name: t.Name, Classname: r.Lab + "." + t.Exercise, Time: t.TimeS,
+				SystemOut: fmt.Sprintf("score %s/%s\n%s", pts(t.Score), pts(t.MaxScore), t.Output)}
+			switch t.Status {
+			case StatusNotGraded:
+				c.Skipped = &junitSkipped{Message: t.Output}
+				su.Skipped++
+			case StatusFailed, StatusPartial:
+				msg := ReasonText(t.Reason)
+				if t.Status == StatusPartial {
+					msg = fmt.Sprintf("%s of %s points", pts(t.Score), pts(t.MaxScore))
+				}
+				c.Failure = &junitFailure{Message: msg, Type: t.Reason, Body: t.Output}
+				su.Failures++
+			}
+			su.Cases = append(su.Cases, c)
+			su.Tests++
+		}
+		doc.Tests += su.Tests
+		doc.Failures += su.Failures
+		doc.Skipped += su.Skipped
+		doc.Time += su.Time
+		doc.Suites = append(doc.Suites, su)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// ---- markdown ----
+
+// WriteMarkdown writes the summary for GitHub's step summary: a table per lab, the failures'
+// details folded.
+func (s *Summary) WriteMarkdown(w io.Writer) {
+	for _, r := range s.Labs {
+		verdict := "✅ passed"
+		if !r.Passed {
+			verdict = "❌ not passed"
+		}
+		fmt.Fprintf(w, "## Lab %s — %s: %s / %s (%s)\n\n", r.Lab, mdEscape(htmlEscape(r.Title)), pts(r.Score), pts(r.MaxScore), verdict)
+		fmt.Fprintf(w, "Pass mark %.0f%% · %s · seed `%d` · speed: %s\n\n", r.PassMark*100, mdEscape(r.Device.Name), r.Seed, mdEscape(r.Speed))
+		if len(r.Rules) > 0 {
+			fmt.Fprintf(w, "<details><summary>How this lab is graded</summary>\n\n")
+			for _, rule := range r.Rules {
+				fmt.Fprintf(w, "- %s\n", htmlEscape(rule))
+			}
+			fmt.Fprintf(w, "\n</details>\n\n")
+		}
+		fmt.Fprintln(w, "| test | points | result |")
+		fmt.Fprintln(w, "| --- | ---: | --- |")
+		for _, t := range r.Tests {
+			res := map[string]string{StatusPassed: "✅ passed", StatusPartial: "🟡 partial", StatusNotGraded: "➖ not graded here"}[t.Status]
+			if res == "" {
+				res = "❌ " + ReasonText(t.Reason)
+			}
+			fmt.Fprintf(w, "| %s | %s / %s | %s |\n", mdEscape(htmlEscape(t.Name)), pts(t.Score), pts(t.MaxScore), res)
+		}
+		fmt.Fprintln(w)
+		for _, t := range r.Tests {
+			if t.Status == StatusPassed || t.Status == StatusNotGraded || t.Output == "" {
+				continue
+			}
+			fmt.Fprintf(w, "<details><summary>%s</summary>\n\n```\n%s\n```\n\n</details>\n\n", htmlEscape(t.Name),
+				strings.ReplaceAll(t.Output, "```", "'''"))
+		}
+	}
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// WriteAll writes results.json (Gradescope), junit.xml, summary.md and report.json (every
+// detail) into dir, and appends the markdown to $GITHUB_STEP_SUMMARY when it is set.
+func (s *Summary) WriteAll(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	write := func(name string, fn func(io.Writer) error) error {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+		written = append(written, p)
+		return f.Close()
+	}
+	if err := write(FileGradescope, s.WriteGradescope); err != nil {
+		return written, err
+	}
+	if err := write(FileJUnit, s.WriteJUnit); err != nil {
+		return written, err
+	}
+	if err := write(FileMarkdown, func(w io.Writer) error { s.WriteMarkdown(w); return nil }); err != nil {
+		return written, err
+	}
+	if err := write(FileReport, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s.Labs)
+	}); err != nil {
+		return written, err
+	}
+	if p := os.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return written, fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		}
+		s.WriteMarkdown(f)
+		if err := f.Close(); err != nil {
+			return written, err
+		}
+		written = append(written, p)
+	}
+	return written, nil
+}
