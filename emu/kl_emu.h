@@ -144,6 +144,8 @@ int kl_emu_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 [[noreturn]] void kl_emu_fail(int code, const char *msg);
 [[noreturn]] void kl_emu_assert_fail(const char *expr, const char *file, int line, const char *func);
 long long kl_emu_clock64(void);
+unsigned int kl_emu_smid(void);
+unsigned long long kl_emu_globaltimer_ns(void);
 }
 #pragma GCC visibility pop
 

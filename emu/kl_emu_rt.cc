@@ -173,6 +173,7 @@ struct Worker {
     pthread_t th{};
     std::atomic<pid_t> tid{0};
     int slot = -1;
+    unsigned int grid_index = 0; // this worker's place in its grid's workers: kl_smid()
     // pool state (pool mutex)
     bool busy = false;
     bool lost = false;
@@ -1096,6 +1097,21 @@ long long kl_emu_clock64(void) {
 #endif
 }
 
+// kl_smid() on the emulator: the index of the worker ("SM") that runs the calling block, 0 to the
+// launch's number of workers minus 1.
+unsigned int kl_emu_smid(void) {
+    Fiber *f = cur_fiber();
+    return f ? f->w->grid_index : 0u;
+}
+
+// kl_globaltimer_ns() on the emulator: the host's steady clock in nanoseconds, shared by all
+// workers (like %globaltimer, a clock of the whole device, not of one SM).
+unsigned long long kl_emu_globaltimer_ns(void) {
+    return (unsigned long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Entry points called by the Go backend.
 
@@ -1147,9 +1163,11 @@ KL_EMU_EXPORT int kl_emu_launch(kl_emu_launch_params *p) {
         return KL_EMU_ERR_INTERNAL;
     }
     g->running = (int)g->workers.size();
-    for (Worker *w : g->workers) {
+    for (size_t i = 0; i < g->workers.size(); i++) {
+        Worker *w = g->workers[i];
         {
             std::lock_guard<std::mutex> lk(w->mu);
+            w->grid_index = (unsigned int)i; // read by the worker after it takes the job
             w->job = g;
         }
         w->cv.notify_one();

@@ -402,7 +402,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				return
 			}
 			for _, e := range it.entries {
-				images[imageKey(it.file, e)] = art.Path
+				images[imageKey(it.file, e, it.flags)] = art.Path
 			}
 		}(it)
 	}
@@ -472,7 +472,7 @@ func (r *runner) jobs(images map[string]string) ([]Job, []results.Entry) {
 				if !r.selected(v) || r.skipReason(v.Needs, v.EmuSkip) != "" {
 					continue
 				}
-				if _, built := images[imageKey(v.File, v.Entry)]; v.IsKernel() && !built {
+				if _, built := images[imageKey(v.File, v.Entry, v.Flags)]; v.IsKernel() && !built {
 					continue // its compile error is already recorded
 				}
 				j := Job{Suite: s.Name, Variant: v.Name, Problem: p.Name, Set: r.set}
@@ -769,7 +769,7 @@ func (r *runner) runPlan(ctx context.Context, images map[string]string) []result
 			out[i] = *r.lostEntry(j, results.StatusFailed, msg)
 			continue
 		}
-		if _, built := images[imageKey(v.File, v.Entry)]; v.IsKernel() && !built {
+		if _, built := images[imageKey(v.File, v.Entry, v.Flags)]; v.IsKernel() && !built {
 			out[i] = *r.lostEntry(j, results.StatusFailed, "the kernel was not built")
 			continue
 		}

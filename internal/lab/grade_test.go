@@ -255,7 +255,7 @@ func TestFilesReplaceKernelSources(t *testing.T) {
 	images, failed, _ := r.build(context.Background())
 	assert.Empty(t, failed)
 	// The fake toolchain's image is its source: the submission was built, not the lab's k.cu.
-	assert.Equal(t, sub, images["k.cu:scale_good"])
+	assert.Equal(t, sub, images[imageKey("k.cu", "scale_good", nil)])
 }
 
 func TestGradingSection(t *testing.T) {
@@ -317,4 +317,10 @@ func TestGradingSectionErrorsCarryLines(t *testing.T) {
 func TestJSONSafeEntry(t *testing.T) {
 	e := jsonSafeEntry(results.Entry{Suite: "s"})
 	assert.Nil(t, e.Check)
+}
+
+func TestImagesAreKeyedByFlags(t *testing.T) {
+	// A debug build (-DKL_TIMELINE) of a file and entry is another image than the plain build.
+	assert.NotEqual(t, imageKey("k.cu", "e", nil), imageKey("k.cu", "e", []string{"-DKL_TIMELINE"}))
+	assert.Equal(t, imageKey("k.cu", "e", []string{"-DA", "-DB"}), imageKey("k.cu", "e", []string{"-DA", "-DB"}))
 }

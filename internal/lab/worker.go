@@ -85,7 +85,11 @@ const (
 	workerSticky = 3 // stopped after an error that spoils the context; the parent restarts it
 )
 
-func imageKey(file, entry string) string { return file + ":" + entry }
+// imageKey names a compiled image by what it was built from: the same file and entry built with
+// other flags (a debug build that records a timeline) is another image.
+func imageKey(file, entry string, flags []string) string {
+	return file + ":" + entry + "|" + strings.Join(flags, " ")
+}
 
 // WorkerMain runs a worker: it reads the spec from in and writes events to out. It returns the
 // process exit code.
@@ -176,8 +180,8 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 // loadKernels loads each compiled image once and looks up the entries the lab names.
 func (w *worker) loadKernels() (map[string]gpu.Kernel, error) {
 	mods := map[string]gpu.Module{}
-	get := func(file, entry string) (gpu.Kernel, bool, error) {
-		path, ok := w.spec.Images[imageKey(file, entry)]
+	get := func(file, entry string, flags []string) (gpu.Kernel, bool, error) {
+		path, ok := w.spec.Images[imageKey(file, entry, flags)]
 		if !ok {
 			return nil, false, nil // not built for this run (skipped or filtered out)
 		}
@@ -202,7 +206,7 @@ func (w *worker) loadKernels() (map[string]gpu.Kernel, error) {
 			if !v.IsKernel() {
 				continue
 			}
-			k, ok, err := get(v.File, v.Entry)
+			k, ok, err := get(v.File, v.Entry, v.Flags)
 			if err != nil {
 				return nil, err
 			}
@@ -212,7 +216,7 @@ func (w *worker) loadKernels() (map[string]gpu.Kernel, error) {
 		}
 	}
 	for _, h := range w.man.Helpers {
-		k, ok, err := get(h.File, h.Entry)
+		k, ok, err := get(h.File, h.Entry, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -34,8 +34,11 @@ import (
 // ambiguous), `lines: 10-40` and `numbers: false`.
 //
 //	kl-results   suite: NAME, optional problems: [..], variants: [..], device: SLUG
-//	kl-plot      kind: speedup|throughput|roofline, suite: NAME, optional device, problems,
-//	             variants, x: PARAM (throughput's x axis), roofs: [hbm_gbps, fp32_tflops, ...]
+//	kl-plot      kind: speedup|throughput|roofline|timeline, suite: NAME, optional device, problems,
+//	             variants, x: PARAM (throughput's x axis), roofs: [hbm_gbps, fp32_tflops, ...];
+//	             timeline draws the per-SM timelines that entries keep in data (lab 03): one
+//	             problem, the first of problems: (else of the suite's) that has timelines on the
+//	             device, one panel per variant
 //	kl-properties  optional device: SLUG, show: [properties, nvml, attributes]
 //	kl-ceilings    optional device: SLUG
 
@@ -127,9 +130,9 @@ func parseCell(d *notesDoc, c *cell) error {
 			return d.errAt(c.Line, "kl-plot needs suite:")
 		}
 		switch s.Kind {
-		case "speedup", "throughput", "roofline":
+		case "speedup", "throughput", "roofline", "timeline":
 		default:
-			return d.errAt(c.Line, "kl-plot: kind %q must be speedup, throughput or roofline", s.Kind)
+			return d.errAt(c.Line, "kl-plot: kind %q must be speedup, throughput, roofline or timeline", s.Kind)
 		}
 	case *propertiesSpec:
 		for _, w := range s.Show {
@@ -680,6 +683,8 @@ func (b *builder) plotCell(pc *pageCtx, c *cell, s *plotSpec) (string, error) {
 			svg, perr = b.throughputPlot(L, sel, entries, suiteTitle, s.X, pc, c)
 		case "roofline":
 			svg, perr = b.rooflinePlot(L, sel, entries, suiteTitle, dr, s.Roofs, pc, c)
+		case "timeline":
+			svg, perr = b.timelinePlot(L, sel, entries, s.Problems)
 		}
 		var le *lineError
 		if errors.As(perr, &le) {

@@ -1,0 +1,450 @@
+// Package grouped is lab 03, "grouped GEMM for mixture-of-experts": G independent products
+// C_g = A_g·B_g of different shapes — the experts of a MoE layer — computed by a host loop of
+// launches, by cuBLAS (a loop of calls, and its grouped batched call), and by persistent kernels
+// whose tile scheduler keeps every SM busy across all groups.
+//
+// Like every lab it supplies only what differs (lab.Driver): the groups on the device, one call
+// per variant, the check and the work counts; the engine builds, checks, times and records. Its
+// cases also implement lab.Recorder: the debug variants (built with -DKL_TIMELINE) leave, per tile,
+// the SM that ran it and when, and Record returns that timeline for the chapter's figure.
+//
+// Conventions of the lab:
+//   - Suites whose name starts with "bf16" have bf16 A, B and C with fp32 accumulation (a model's
+//     activations and weights); the others are all fp32. C = A·B: no alpha, no beta.
+//   - A problem is a list of groups (problem.go: explicit shapes, or a MoE layer's experts with
+//     uniform or skewed token counts and empty experts). The groups' matrices live in three arenas
+//     (layout.go): when all groups share N and K, exactly the token matrix X, the stacked weights W
+//     and the output Y of a MoE layer.
+//   - Inputs are fresh for every check (HashUniform of a seed drawn from the run's seed). C is
+//     poisoned with NaN before the checked run; every element of every group must be written and
+//     right, and nothing outside the groups may be written (canaries).
+//   - Groups of up to 2^26 multiply-adds are checked element by element against a float64 CPU
+//     product; larger ones with Freivalds' check plus sampled elements, group by group.
+package grouped
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+// LabDir is the lab's directory name, under which the driver registers.
+const LabDir = "03_grouped_gemm"
+
+// Library calls that variants name in lab.yaml (library: ...).
+const (
+	LibLoop    = "cublas_loop"    // one cuBLAS GEMM per non-empty group (Sgemm, or GemmEx for bf16)
+	LibGrouped = "cublas_grouped" // cublasGemmGroupedBatchedEx: all groups in one call
+	LibDense   = "cublas_dense"   // one dense GEMM of the same FLOPs: X (T×K) · W_0 (K×N), shared N and K only
+)
+
+// Lab is the driver of lab 03.
+type Lab struct{}
+
+func init() { lab.RegisterDriver(LabDir, Lab{}) }
+
+var _ lab.Driver = Lab{}
+
+// Precision of a suite's data.
+type Precision int
+
+const (
+	FP32 Precision = iota // fp32 A, B, C
+	BF16                  // bf16 A, B, C; fp32 accumulation
+)
+
+func (p Precision) String() string {
+	if p == BF16 {
+		return "bf16"
+	}
+	return "fp32"
+}
+
+// PrecisionOf says what a suite's data are: suites named bf16... are bf16, the others fp32.
+func PrecisionOf(s *lab.Suite) Precision {
+	if strings.HasPrefix(s.Name, "bf16") {
+		return BF16
+	}
+	return FP32
+}
+
+func (p Precision) bytes() int {
+	if p == BF16 {
+		return 2
+	}
+	return 4
+}
+
+// poisonByte fills C: 0xFF bytes are a NaN in fp32 (0xFFFFFFFF) and in bf16 (0xFFFF).
+const poisonByte = 0xFF
+
+// Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
+// with the metadata every variant needs.
+func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	shapes, err := GroupsOf(p)
+	if err != nil {
+		return nil, err
+	}
+	c, err := prepare(env, PrecisionOf(s), shapes)
+	if err != nil {
+		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, Describe(shapes), err)
+	}
+	return c, nil
+}
+
+// groupedCase is one prepared problem on the device.
+type groupedCase struct {
+	env    *lab.Env
+	prec   Precision
+	shapes []Shape
+	lay    Layout
+	seed   uint64 // of the check's random vectors and samples
+
+	hA, hB []float32 // the inputs as the device has them (bf16 values widened exactly)
+
+	dA32, dB32, dC32 *gpu.Buffer[float32]
+	dA16, dB16, dC16 *gpu.Buffer[uint16]
+
+	dGroups, dGroupsLPT *gpu.Buffer[uint64] // kl_group arrays, natural and longest-first order
+	dOffs               *gpu.Buffer[int32]  // MoE row offsets (E+1)
+	dCounters           *gpu.Buffer[int32]  // the dynamic scheduler's two counters
+	dPtrA, dPtrB        *gpu.Buffer[uint64] // cuBLAS grouped: arrays of device pointers
+	dPtrC               *gpu.Buffer[uint64]
+	blasGroups          []gpu.GemmGroup
+
+	maps map[string][2]gpu.RawArg // TMA tensor maps by variant
+	tl   *gpu.Buffer[uint64]      // the timeline records of the last timeline Run
+	tlN  int                      // tiles recorded
+	tlL  int                      // launches per Run
+}
+
+func prepare(env *lab.Env, prec Precision, shapes []Shape) (*groupedCase, error) {
+	in := prec.bytes()
+	lay := NewLayout(shapes, in, in)
+	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes))
+	if free, total, err := env.Device.MemInfo(); err == nil && total > 0 && need > free {
+		return nil, fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem)",
+			gpu.HumanBytes(need), gpu.HumanBytes(free), gpu.HumanBytes(total))
+	}
+	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, maps: map[string][2]gpu.RawArg{}}
+	c.seed = env.RNG.Uint64()
+	c.hA = make([]float32, lay.ALen)
+	c.hB = make([]float32, lay.BLen)
+	bitsA := fillInputs(c.hA, env.RNG.Uint64(), prec == BF16)
+	bitsB := fillInputs(c.hB, env.RNG.Uint64(), prec == BF16)
+
+	ok := false
+	defer func() {
+		if !ok {
+			c.Release()
+		}
+	}()
+	var err error
+	if prec == BF16 {
+		if c.dA16, err = gpu.Upload(env.Device, bitsA); err != nil {
+			return nil, fmt.Errorf("uploading A: %w", err)
+		}
+		if c.dB16, err = gpu.Upload(env.Device, bitsB); err != nil {
+			return nil, fmt.Errorf("uploading B: %w", err)
+		}
+		if c.dC16, err = gpu.Alloc[uint16](env.Device, int(lay.CLen)); err != nil {
+			return nil, fmt.Errorf("allocating C: %w", err)
+		}
+	} else {
+		if c.dA32, err = gpu.Upload(env.Device, c.hA); err != nil {
+			return nil, fmt.Errorf("uploading A: %w", err)
+		}
+		if c.dB32, err = gpu.Upload(env.Device, c.hB); err != nil {
+			return nil, fmt.Errorf("uploading B: %w", err)
+		}
+		if c.dC32, err = gpu.Alloc[float32](env.Device, int(lay.CLen)); err != nil {
+			return nil, fmt.Errorf("allocating C: %w", err)
+		}
+	}
+	a, b, cc := uint64(c.aBase()), uint64(c.bBase()), uint64(c.cBase())
+	if c.dGroups, err = gpu.Upload(env.Device, lay.EncodeGroups(NaturalOrder(len(shapes)), a, b, cc, in, in)); err != nil {
+		return nil, fmt.Errorf("uploading the group descriptors: %w", err)
+	}
+	if c.dGroupsLPT, err = gpu.Upload(env.Device, lay.EncodeGroups(LongestFirst(shapes), a, b, cc, in, in)); err != nil {
+		return nil, fmt.Errorf("uploading the group descriptors: %w", err)
+	}
+	if lay.MoE {
+		if c.dOffs, err = gpu.Upload(env.Device, lay.Offsets); err != nil {
+			return nil, fmt.Errorf("uploading the row offsets: %w", err)
+		}
+	}
+	if c.dCounters, err = gpu.Upload(env.Device, []int32{0, 0}); err != nil {
+		return nil, fmt.Errorf("allocating the tile counter: %w", err)
+	}
+	if err := c.prepareBLAS(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+func (c *groupedCase) aBase() gpu.Ptr {
+	if c.prec == BF16 {
+		return c.dA16.DevicePtr()
+	}
+	return c.dA32.DevicePtr()
+}
+
+func (c *groupedCase) bBase() gpu.Ptr {
+	if c.prec == BF16 {
+		return c.dB16.DevicePtr()
+	}
+	return c.dB32.DevicePtr()
+}
+
+func (c *groupedCase) cBase() gpu.Ptr {
+	if c.prec == BF16 {
+		return c.dC16.DevicePtr()
+	}
+	return c.dC32.DevicePtr()
+}
+
+// ptrs are the device addresses of group g's matrices.
+func (c *groupedCase) ptrs(g int) (a, b, cc gpu.Ptr) {
+	e := gpu.Ptr(c.prec.bytes())
+	return c.aBase() + gpu.Ptr(c.lay.A[g])*e, c.bBase() + gpu.Ptr(c.lay.B[g])*e, c.cBase() + gpu.Ptr(c.lay.C[g])*e
+}
+
+// Poison fills all of C (the groups and the canaries around them) with NaN and clears the
+// dynamic scheduler's counters.
+func (c *groupedCase) Poison() error {
+	var err error
+	if c.prec == BF16 {
+		err = c.dC16.FillBytes(poisonByte, c.env.Stream)
+	} else {
+		err = c.dC32.FillBytes(poisonByte, c.env.Stream)
+	}
+	if err != nil {
+		return err
+	}
+	return c.dCounters.FillBytes(0, c.env.Stream)
+}
+
+// Run launches variant v once on the lab's stream: the whole loop for the loop variants.
+func (c *groupedCase) Run(v *lab.Variant) error {
+	if v.Library != "" {
+		return c.runLibrary(v)
+	}
+	return c.runKernel(v)
+}
+
+func (c *groupedCase) runKernel(v *lab.Variant) error {
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	ls, err := shapeOf(v)
+	if err != nil {
+		return err
+	}
+	if err := optIn(k, ls.Smem); err != nil {
+		return err
+	}
+	tl := gpu.Ptr(0)
+	if ls.Timeline {
+		if tl, err = c.timelineBuffer(ls); err != nil {
+			return err
+		}
+	}
+	block := gpu.D1(ls.Threads)
+	cfg := func(grid gpu.Dim3) gpu.LaunchConfig {
+		return gpu.LaunchConfig{Grid: grid, Block: block, SharedBytes: ls.Smem, Stream: c.env.Stream}
+	}
+	if ls.Loop {
+		base := 0
+		for g, s := range c.shapes {
+			if s.Empty() {
+				continue // a host loop knows the sizes: it launches nothing for an empty group
+			}
+			tilesM, tilesN := ceilDiv(s.M, ls.BM), ceilDiv(s.N, ls.BN)
+			if tilesM > 65535 {
+				return fmt.Errorf("variant %s: group %d needs %d tile rows, beyond the grid's 65535", v.Name, g, tilesM)
+			}
+			a, b, cc := c.ptrs(g)
+			if err := gpu.Launch(k, cfg(gpu.D2(tilesN, tilesM)), a, b, cc, int32(s.M), int32(s.N), int32(s.K),
+				int32(s.K), int32(s.N), int32(s.N), tl, int32(base), int32(g)); err != nil {
+				return fmt.Errorf("group %d (%s): %w", g, s, err)
+			}
+			base += tilesM * tilesN
+		}
+		return nil
+	}
+	info := c.env.Device.Info()
+	perSM := min(ls.CTAsPerSM, blocksPerSM(k, ls.Threads, ls.Smem, limitsOf(c.env.Device)))
+	if info.Emulated {
+		perSM = 1 // the emulator runs one block per worker at a time
+	}
+	grid := gpu.D1(max(info.SMs, 1) * perSM)
+	G := int32(len(c.shapes))
+	switch {
+	case ls.TMA:
+		if err := c.moeOK(v); err != nil {
+			return err
+		}
+		s := c.shapes[0]
+		if s.N%8 != 0 || s.K%8 != 0 {
+			return lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: N and K must be multiples of 8 (this problem has N=%d, K=%d)", v.Name, s.N, s.K)
+		}
+		maps, err := c.tensorMaps(v.Name, ls)
+		if err != nil {
+			return err
+		}
+		return gpu.Launch(k, cfg(grid), c.dOffs, G, int32(s.N), int32(s.K), c.cBase(), maps[0], maps[1], tl)
+	case ls.MoE:
+		if err := c.moeOK(v); err != nil {
+			return err
+		}
+		s := c.shapes[0]
+		return gpu.Launch(k, cfg(grid), c.aBase(), c.bBase(), c.cBase(), c.dOffs, G, int32(s.N), int32(s.K), tl)
+	}
+	groups := c.dGroups
+	if ls.LPT {
+		groups = c.dGroupsLPT
+	}
+	if ls.Dynamic {
+		return gpu.Launch(k, cfg(grid), groups, G, c.dCounters, tl)
+	}
+	return gpu.Launch(k, cfg(grid), groups, G, tl)
+}
+
+// moeOK says why the MoE form cannot describe this problem (the groups differ in N or K).
+func (c *groupedCase) moeOK(v *lab.Variant) error {
+	if !c.lay.MoE {
+		return lab.Skip("%s is the MoE form (one token matrix, one N and K for all experts); the groups of this problem differ in N or K", v.Name)
+	}
+	return nil
+}
+
+// TensorMapDescs are the TMA descriptions kernel 06 expects: the token matrix X (T×K, K
+// innermost, boxes of 64 × bm) and the stack of weights W (E×K×N as the 3-D tensor (N, K, E),
+// boxes of 64 columns × 64 rows of k × 1 expert), bf16, 128-byte swizzle.
+func TensorMapDescs(x, w gpu.Ptr, t, n, k, e, bm int) (gpu.TensorMapDesc, gpu.TensorMapDesc) {
+	dx := gpu.TensorMapDesc{DataType: gpu.BF16, Global: x, Dims: []uint64{uint64(k), uint64(max(t, 1))},
+		Strides: []uint64{uint64(k) * 2}, Box: []uint32{64, uint32(bm)}, Swizzle: 128, L2Promotion: 256}
+	dw := gpu.TensorMapDesc{DataType: gpu.BF16, Global: w, Dims: []uint64{uint64(n), uint64(k), uint64(e)},
+		Strides: []uint64{uint64(n) * 2, uint64(k) * uint64(n) * 2}, Box: []uint32{64, 64, 1}, Swizzle: 128, L2Promotion: 256}
+	return dx, dw
+}
+
+func (c *groupedCase) tensorMaps(variant string, ls launchShape) ([2]gpu.RawArg, error) {
+	if m, ok := c.maps[variant]; ok {
+		return m, nil
+	}
+	if c.prec != BF16 {
+		return [2]gpu.RawArg{}, fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", variant, c.prec)
+	}
+	s := c.shapes[0]
+	dx, dw := TensorMapDescs(c.aBase(), c.bBase(), c.lay.Rows(), s.N, s.K, len(c.shapes), ls.BM)
+	mx, err := gpu.EncodeTensorMap(c.env.Device, dx)
+	if err != nil {
+		return [2]gpu.RawArg{}, fmt.Errorf("tensor map of X: %w", err)
+	}
+	mw, err := gpu.EncodeTensorMap(c.env.Device, dw)
+	if err != nil {
+		return [2]gpu.RawArg{}, fmt.Errorf("tensor map of W: %w", err)
+	}
+	c.maps[variant] = [2]gpu.RawArg{mx, mw}
+	return c.maps[variant], nil
+}
+
+// Check compares the output of the last Run with the CPU's float64 products, group by group, and
+// checks that nothing outside the groups was written.
+func (c *groupedCase) Check(v *lab.Variant) (check.Report, error) {
+	out, raw, err := c.download()
+	if err != nil {
+		return check.Report{}, fmt.Errorf("reading C back: %w", err)
+	}
+	gc := newGroupCheck(v.Suite.Tolerance)
+	if v.Library == LibDense {
+		if !c.lay.MoE {
+			return check.Fail("dense", "the dense GEMM needs groups that share N and K"), nil
+		}
+		s := c.shapes[0]
+		t := c.lay.Rows()
+		p := &Product{M: t, N: s.N, K: s.K, A: c.hA[:t*s.K], B: c.hB[:s.K*s.N]}
+		gc.group(p, out[:t*s.N], 0, fmt.Sprintf("the dense product X·W_0 (%d×%d×%d)", t, s.N, s.K), c.seed)
+	} else {
+		for g, s := range c.shapes {
+			if s.Empty() {
+				continue // nothing to compare; the canaries below catch writes
+			}
+			a, b, o := c.lay.A[g], c.lay.B[g], c.lay.C[g]
+			p := &Product{M: s.M, N: s.N, K: s.K, A: c.hA[a : a+int64(s.M*s.K)], B: c.hB[b : b+int64(s.K*s.N)]}
+			gc.group(p, out[o:o+int64(s.M*s.N)], int(o), fmt.Sprintf("group %d (%s)", g, s), c.seed+uint64(g))
+		}
+	}
+	written, first := 0, ""
+	for _, r := range c.lay.Canaries {
+		for i := r[0]; i < r[1]; i++ {
+			if !raw(i) {
+				if written == 0 {
+					first = fmt.Sprintf("C arena element %d", i)
+					gc.mismatch(int(i), float64(out[i]), math.NaN())
+				}
+				written++
+			}
+		}
+	}
+	gc.canaries(written, first)
+	return gc.report(), nil
+}
+
+// download reads C as float32 values and a test "still the poison" by element.
+func (c *groupedCase) download() ([]float32, func(int64) bool, error) {
+	if c.prec == BF16 {
+		bits, err := c.dC16.Download()
+		if err != nil {
+			return nil, nil, err
+		}
+		out := make([]float32, len(bits))
+		parallelFor(len(bits), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				out[i] = Float32FromBF16(bits[i])
+			}
+		})
+		return out, func(i int64) bool { return bits[i] == 0xFFFF }, nil
+	}
+	out, err := c.dC32.Download()
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, func(i int64) bool { return math.Float32bits(out[i]) == 0xFFFFFFFF }, nil
+}
+
+// Work is the FLOPs of all groups (2·M·N·K each) and the least traffic: every A_g and B_g read
+// once, every C_g written once. The dense variant does the same FLOPs (with shared N and K,
+// Σ 2·M_g·N·K = 2·T·N·K).
+func (c *groupedCase) Work() lab.Work {
+	e := float64(c.prec.bytes())
+	var w lab.Work
+	for _, s := range c.shapes {
+		m, n, k := float64(s.M), float64(s.N), float64(s.K)
+		w.FLOPs += 2 * m * n * k
+		if !s.Empty() {
+			w.Bytes += e * (m*k + k*n + m*n)
+		}
+	}
+	return w
+}
+
+// Release frees the case's device memory.
+func (c *groupedCase) Release() error {
+	var first error
+	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dC32.Free, c.dA16.Free, c.dB16.Free, c.dC16.Free,
+		c.dGroups.Free, c.dGroupsLPT.Free, c.dOffs.Free, c.dCounters.Free, c.dPtrA.Free, c.dPtrB.Free, c.dPtrC.Free,
+		c.tl.Free} {
+		if err := f(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,343 @@
+package grouped
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/grade"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
+)
+
+// emuDevice opens an emulated device, or skips the test when the emulator cannot run here.
+func emuDevice(t *testing.T) gpu.Device {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: builds kernels for the emulator")
+	}
+	if err := toolchain.CheckEmu(); err != nil {
+		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
+	}
+	be, _, err := gpu.Open("emu")
+	if err != nil {
+		t.Skipf("the emulator backend is not available: %v", err)
+	}
+	dev, err := be.Open(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// buildKernel compiles a kernel file for the emulator and returns its entry.
+func buildKernel(t *testing.T, dev gpu.Device, src, entry string, flags ...string) gpu.Kernel {
+	t.Helper()
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	labDir, _ := filepath.Abs(".")
+	src, _ = filepath.Abs(src)
+	art, err := toolchain.Build(context.Background(), "c++", toolchain.Request{Source: src,
+		IncludeDirs: []string{filepath.Join(root, "labs", "common"), labDir}, Flags: flags})
+	require.NoError(t, err, "building %s", src)
+	mod, err := dev.LoadModule(art.Path)
+	require.NoError(t, err)
+	t.Cleanup(func() { mod.Close() })
+	k, err := mod.Kernel(entry)
+	require.NoError(t, err)
+	return k
+}
+
+// newEnv is an Env on dev with the given kernels by variant name.
+func newEnv(t *testing.T, dev gpu.Device, kernels map[string]gpu.Kernel) *lab.Env {
+	t.Helper()
+	s, err := dev.NewStream()
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return lab.NewEnv(dev, s, 11, kernels, nil)
+}
+
+func problemNamed(t *testing.T, s *lab.Suite, name string) lab.Problem {
+	t.Helper()
+	for _, set := range [][]lab.Problem{s.Problems.Emu, s.Problems.Grade, s.Problems.GPU} {
+		for _, p := range set {
+			if p.Name == name {
+				return p
+			}
+		}
+	}
+	t.Fatalf("suite %s has no problem %q", s.Name, name)
+	return lab.Problem{}
+}
+
+// The check sees the poison, a stray write outside the groups and one wrong element.
+func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
+	dev := emuDevice(t)
+	m := loadManifest(t)
+	s := m.Suite("fp32")
+	v := s.Variant("persistent")
+	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
+	for _, name := range []string{"edge groups", "8 experts, Zipf, 3 empty"} {
+		c, err := Lab{}.Prepare(env, s, problemNamed(t, s, name))
+		require.NoError(t, err)
+		gc := c.(*groupedCase)
+
+		require.NoError(t, c.Poison())
+		require.NoError(t, env.Stream.Synchronize())
+		rep, err := c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK, "%s: the poison alone passed the check", name)
+		assert.Positive(t, rep.Unwritten)
+
+		require.NoError(t, c.Poison())
+		require.NoError(t, c.Run(v))
+		require.NoError(t, env.Stream.Synchronize())
+		rep, err = c.Check(v)
+		require.NoError(t, err)
+		require.True(t, rep.OK, "%s: %s", name, rep.Detail())
+		assert.Contains(t, rep.Method, "every element")
+
+		// A write into the first canary: a tile that strayed outside its group.
+		canary := gc.lay.Canaries[0][0]
+		one := float32(1)
+		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*canary), unsafe.Pointer(&one), 4, nil))
+		rep, err = c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK, "%s: a write outside the groups passed", name)
+		assert.Contains(t, rep.Note, "outside every group")
+
+		// One wrong element of a group.
+		require.NoError(t, c.Poison())
+		require.NoError(t, c.Run(v))
+		require.NoError(t, env.Stream.Synchronize())
+		last := len(gc.shapes) - 1
+		for gc.shapes[last].Empty() {
+			last--
+		}
+		out, err := gc.dC32.Download()
+		require.NoError(t, err)
+		at := gc.lay.C[last] + int64(gc.shapes[last].M*gc.shapes[last].N) - 1
+		bad := out[at] + 0.5
+		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*at), unsafe.Pointer(&bad), 4, nil))
+		rep, err = c.Check(v)
+		require.NoError(t, err)
+		assert.False(t, rep.OK, "%s: a wrong element passed", name)
+		require.NotEmpty(t, rep.Mismatches)
+		assert.Equal(t, int(at), rep.Mismatches[0].Index)
+
+		w := c.Work()
+		assert.Positive(t, w.FLOPs)
+		require.NoError(t, c.Release())
+	}
+}
+
+// The bf16 check: the MoE-form WMMA kernel, the poison, and the work count.
+func TestBF16MoEOnEmulator(t *testing.T) {
+	dev := emuDevice(t)
+	m := loadManifest(t)
+	s := m.Suite("bf16_moe")
+	v := s.Variant("wmma_moe")
+	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
+	c, err := Lab{}.Prepare(env, s, problemNamed(t, s, "sizes 0, 1, 17, 129"))
+	require.NoError(t, err)
+	defer c.Release()
+	require.NoError(t, c.Poison())
+	require.NoError(t, env.Stream.Synchronize())
+	rep, err := c.Check(v)
+	require.NoError(t, err)
+	assert.False(t, rep.OK)
+	require.NoError(t, c.Run(v))
+	require.NoError(t, env.Stream.Synchronize())
+	rep, err = c.Check(v)
+	require.NoError(t, err)
+	assert.True(t, rep.OK, rep.Detail())
+	assert.Less(t, rep.RelErr, 5e-3, "bf16 outputs: the rounding of C, no more")
+	assert.Equal(t, 2*float64(1+17+129)*136*72, c.Work().FLOPs)
+}
+
+// Variants that cannot describe a problem refuse it with a reason.
+func TestRefusals(t *testing.T) {
+	dev := emuDevice(t)
+	m := loadManifest(t)
+	s := m.Suite("fp32")
+	moe := &lab.Variant{Name: "moe_x", File: "x.cu", Entry: "x", Suite: s, Params: map[string]int64{ParamPersistent: 1, ParamMoE: 1}}
+	env2 := newEnv(t, dev, map[string]gpu.Kernel{"moe_x": buildKernel(t, dev, "kernels/04_wmma.cu", "moe_wmma_persistent")})
+	c2, err := Lab{}.Prepare(env2, s, problemNamed(t, s, "3 groups"))
+	require.NoError(t, err)
+	defer c2.Release()
+	err = c2.Run(moe)
+	var skip *lab.SkipError
+	require.ErrorAs(t, err, &skip)
+	assert.Contains(t, err.Error(), "differ in N or K")
+
+	_, err = shapeOf(&lab.Variant{Name: "both", Params: map[string]int64{ParamLoop: 1, ParamPersistent: 1}})
+	assert.Error(t, err)
+	_, err = shapeOf(&lab.Variant{Name: "none", Params: map[string]int64{}})
+	assert.Error(t, err)
+	_, err = shapeOf(&lab.Variant{Name: "tma", Params: map[string]int64{ParamPersistent: 1, ParamTMA: 1}})
+	assert.Error(t, err)
+}
+
+// ---- the exercise ----
+
+// studentEdition is what `labrun export` hands out: each solution region replaced by a TODO.
+func studentEdition(t *testing.T, src string) (string, int) {
+	t.Helper()
+	out, n, err := grade.StripSolutions("ex1_tile_scheduler.cu", []byte(src))
+	require.NoError(t, err)
+	return string(out), n
+}
+
+func TestExerciseSolutionRegions(t *testing.T) {
+	b, err := os.ReadFile("exercises/ex1_tile_scheduler.cu")
+	require.NoError(t, err)
+	begins, ends, open := 0, 0, false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch strings.TrimSpace(line) {
+		case "// BEGIN SOLUTION":
+			assert.False(t, open, "nested BEGIN SOLUTION")
+			assert.Equal(t, "// BEGIN SOLUTION", strings.TrimLeft(line, " \t"), "on a line of its own")
+			begins++
+			open = true
+		case "// END SOLUTION":
+			assert.True(t, open, "END SOLUTION without BEGIN")
+			ends++
+			open = false
+		}
+	}
+	assert.Equal(t, 2, begins)
+	assert.Equal(t, begins, ends)
+	assert.False(t, open)
+	stub, n := studentEdition(t, string(b))
+	assert.Equal(t, 2, n)
+	assert.NotContains(t, stub, "SOLUTION")
+	assert.NotContains(t, stub, "s_prefix[mid]", "the search is gone")
+}
+
+// The student edition compiles and fails every grade problem; the reference passes them.
+func TestExerciseStubFailsReferencePasses(t *testing.T) {
+	dev := emuDevice(t)
+	m := loadManifest(t)
+	s := m.Suite("fp32")
+	v := s.Variant("ex1_scheduler")
+	src, err := os.ReadFile(v.File)
+	require.NoError(t, err)
+	stub, _ := studentEdition(t, string(src))
+	dir := t.TempDir()
+	stubFile := filepath.Join(dir, "ex1_tile_scheduler.cu")
+	require.NoError(t, os.WriteFile(stubFile, []byte(stub), 0o644))
+
+	ref := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
+	student := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, stubFile, v.Entry)})
+	for _, p := range s.Problems.Grade {
+		for _, tc := range []struct {
+			env  *lab.Env
+			pass bool
+		}{{ref, true}, {student, false}} {
+			c, err := Lab{}.Prepare(tc.env, s, p)
+			require.NoError(t, err)
+			require.NoError(t, c.Poison())
+			require.NoError(t, c.Run(v))
+			require.NoError(t, tc.env.Stream.Synchronize())
+			rep, err := c.Check(v)
+			require.NoError(t, err)
+			assert.Equal(t, tc.pass, rep.OK, "%s (reference %v): %s", p.Name, tc.pass, rep.String())
+			require.NoError(t, c.Release())
+		}
+	}
+}
+
+// ---- the reference check without a device ----
+
+func naiveProduct(p *Product) []float32 {
+	out := make([]float32, p.M*p.N)
+	for i := 0; i < p.M; i++ {
+		for j := 0; j < p.N; j++ {
+			var s float32
+			for k := 0; k < p.K; k++ {
+				s += p.A[i*p.K+k] * p.B[k*p.N+j]
+			}
+			out[i*p.N+j] = s
+		}
+	}
+	return out
+}
+
+func randomProduct(seed uint64, m, n, k int) *Product {
+	p := &Product{M: m, N: n, K: k, A: make([]float32, m*k), B: make([]float32, k*n)}
+	fillInputs(p.A, seed, false)
+	fillInputs(p.B, seed+1, false)
+	return p
+}
+
+func TestGroupCheck(t *testing.T) {
+	small := randomProduct(1, 37, 29, 61)
+	big := randomProduct(2, 256, 520, 600) // 8e7 multiply-adds: Freivalds
+	require.Greater(t, int64(big.M)*int64(big.N)*int64(big.K), int64(FullCheckLimit))
+	outS, outB := naiveProduct(small), naiveProduct(big)
+
+	run := func(mutate func(s, b []float32)) (ok bool, rel float64, note string) {
+		s := append([]float32(nil), outS...)
+		b := append([]float32(nil), outB...)
+		if mutate != nil {
+			mutate(s, b)
+		}
+		gc := newGroupCheck(1e-5)
+		gc.group(small, s, 0, "group 0", 7)
+		gc.group(big, b, len(s), "group 1", 8)
+		r := gc.report()
+		return r.OK, r.RelErr, r.Note + " | " + r.Method
+	}
+	ok, rel, note := run(nil)
+	assert.True(t, ok, note)
+	assert.Less(t, rel, 1e-6)
+	assert.Contains(t, note, "1 element by element, 1 by Freivalds")
+
+	ok, _, note = run(func(s, b []float32) { s[5] += 0.01 })
+	assert.False(t, ok, "a wrong element of the small group")
+	assert.Contains(t, note, "group 0")
+
+	norm := 0.0
+	for _, v := range outB {
+		norm += float64(v) * float64(v)
+	}
+	ok, _, note = run(func(s, b []float32) { b[101*520+333] += float32(1e-3 * math.Sqrt(norm)) })
+	assert.False(t, ok, "Freivalds sees one wrong element of the big group")
+	assert.Contains(t, note, "group 1")
+
+	ok, rel, _ = run(func(s, b []float32) { b[7] = float32(math.NaN()) })
+	assert.False(t, ok)
+	assert.True(t, math.IsInf(rel, 1))
+
+	// A wrong last corner is caught by the samples even when it is small against ‖C‖.
+	ok, _, _ = run(func(s, b []float32) { b[len(b)-1] += 0.05 })
+	assert.False(t, ok)
+}
+
+func TestBF16Rounding(t *testing.T) {
+	for _, tc := range []struct {
+		in   float32
+		want uint16
+	}{
+		{0, 0}, {1, 0x3F80}, {-2, 0xC000},
+		{math.Float32frombits(0x3F808000), 0x3F80}, // halfway, even below: stays
+		{math.Float32frombits(0x3F818000), 0x3F82}, // halfway, odd below: up to even
+		{float32(math.Inf(1)), 0x7F80},
+	} {
+		assert.Equal(t, tc.want, BF16FromFloat32(tc.in), "%v", tc.in)
+	}
+	assert.True(t, math.IsNaN(float64(Float32FromBF16(0xFFFF))), "the poison is a NaN")
+	for i := uint64(0); i < 10000; i++ {
+		v := HashUniform(99, i)
+		require.True(t, v >= -1 && v < 1, "%v", v)
+	}
+	assert.NotEqual(t, HashUniform(1, 5), HashUniform(2, 5))
+}

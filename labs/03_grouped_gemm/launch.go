@@ -1,0 +1,168 @@
+package grouped
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+// Launch parameters a kernel variant sets in lab.yaml (params:). What the kernel takes follows
+// from them:
+//
+//	loop         1: the host loop — one launch per non-empty group of a one-GEMM kernel
+//	             (A, B, C, M, N, K, lda, ldb, ldc, tl, tile_base, group), grid (ceil(N/bn), ceil(M/bm))
+//	persistent   1: one launch of SMs × ctas_per_sm blocks over all groups; the grouped form
+//	             (groups, G, tl), or with dynamic: 1 (groups, G, counters, tl)
+//	moe          1 (with persistent): the MoE form (X, W, Y, offs, E, N, K, tl)
+//	tma          1 (with moe): the wgmma kernel (offs, E, N, K, Y, tensor map of X, of W, tl);
+//	             needs N and K multiples of 8
+//	lpt          1: the groups in the metadata are ordered longest tile first (LongestFirst)
+//	bm, bn       the kernel's tile (128 × 128), for the grid of the loop and the timeline's size
+//	threads      block size (1-D)
+//	smem         dynamic shared memory in bytes (the driver opts in above 48 KiB)
+//	ctas_per_sm  the most blocks per SM of a persistent grid (default 2); the driver lowers it to
+//	             what fits on the SM (registers, shared memory), from the compiled kernel's figures
+//	timeline     1: the kernel is built with -DKL_TIMELINE; the driver keeps its tile records
+const (
+	ParamLoop       = "loop"
+	ParamPersistent = "persistent"
+	ParamMoE        = "moe"
+	ParamTMA        = "tma"
+	ParamDynamic    = "dynamic"
+	ParamLPT        = "lpt"
+	ParamBM         = "bm"
+	ParamBN         = "bn"
+	ParamThreads    = "threads"
+	ParamSmem       = "smem"
+	ParamCTAsPerSM  = "ctas_per_sm"
+	ParamTimeline   = "timeline"
+)
+
+// staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
+const staticSharedLimit = 48 << 10
+
+// launchShape is how a kernel variant is launched.
+type launchShape struct {
+	Loop, Persistent, MoE, TMA, Dynamic, LPT, Timeline bool
+	BM, BN, Threads, Smem, CTAsPerSM                   int
+}
+
+func param(v *lab.Variant, key string, def int64) int64 {
+	if x, ok := v.Params[key]; ok {
+		return x
+	}
+	return def
+}
+
+// shapeOf reads a kernel variant's launch parameters.
+func shapeOf(v *lab.Variant) (launchShape, error) {
+	ls := launchShape{
+		Loop:       param(v, ParamLoop, 0) != 0,
+		Persistent: param(v, ParamPersistent, 0) != 0,
+		MoE:        param(v, ParamMoE, 0) != 0,
+		TMA:        param(v, ParamTMA, 0) != 0,
+		Dynamic:    param(v, ParamDynamic, 0) != 0,
+		LPT:        param(v, ParamLPT, 0) != 0,
+		Timeline:   param(v, ParamTimeline, 0) != 0,
+		BM:         int(param(v, ParamBM, 128)),
+		BN:         int(param(v, ParamBN, 128)),
+		Threads:    int(param(v, ParamThreads, 128)),
+		Smem:       int(param(v, ParamSmem, 0)),
+		CTAsPerSM:  int(param(v, ParamCTAsPerSM, 2)),
+	}
+	switch {
+	case ls.Loop == ls.Persistent:
+		return ls, fmt.Errorf("variant %s: set exactly one of loop: 1 and persistent: 1 (params in lab.yaml)", v.Name)
+	case ls.MoE && !ls.Persistent:
+		return ls, fmt.Errorf("variant %s: moe: 1 is a persistent kernel (add persistent: 1)", v.Name)
+	case ls.TMA && !ls.MoE:
+		return ls, fmt.Errorf("variant %s: tma: 1 is the MoE-form wgmma kernel (add moe: 1)", v.Name)
+	case ls.Dynamic && (ls.MoE || ls.Loop):
+		return ls, fmt.Errorf("variant %s: dynamic: 1 is a grouped-form persistent kernel", v.Name)
+	case ls.BM < 1 || ls.BN < 1 || ls.Threads < 32 || ls.Threads > 1024 || ls.Smem < 0 || ls.CTAsPerSM < 1:
+		return ls, fmt.Errorf("variant %s: bad launch parameters %v", v.Name, v.Params)
+	}
+	return ls, nil
+}
+
+// smLimits are the per-SM limits the occupancy estimate needs.
+type smLimits struct {
+	regs, smem, threads, blocks int
+}
+
+var (
+	limitsMu sync.Mutex
+	limits   = map[gpu.Device]smLimits{}
+)
+
+// limitsOf reads the device's per-SM limits once (Hopper's figures when an attribute is missing).
+func limitsOf(d gpu.Device) smLimits {
+	limitsMu.Lock()
+	defer limitsMu.Unlock()
+	if l, ok := limits[d]; ok {
+		return l
+	}
+	l := smLimits{regs: 65536, smem: 233472, threads: 2048, blocks: 32}
+	if attrs, err := d.Attributes(); err == nil {
+		for _, a := range attrs {
+			if a.Value <= 0 {
+				continue
+			}
+			switch a.Name {
+			case "MAX_REGISTERS_PER_MULTIPROCESSOR":
+				l.regs = int(a.Value)
+			case "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR":
+				l.smem = int(a.Value)
+			case "MAX_THREADS_PER_MULTIPROCESSOR":
+				l.threads = int(a.Value)
+			case "MAX_BLOCKS_PER_MULTIPROCESSOR":
+				l.blocks = int(a.Value)
+			}
+		}
+	}
+	limits[d] = l
+	return l
+}
+
+// blocksPerSM estimates how many blocks of kernel k fit on one SM at once, as the CUDA occupancy
+// calculator does: registers (allocated per warp in units of 256), shared memory (with the 1 KiB
+// each block reserves), threads and blocks. Without register figures (the emulator) it is 1: the
+// emulator runs one block per worker.
+func blocksPerSM(k gpu.Kernel, threads, dynSmem int, l smLimits) int {
+	a, err := k.Attrs()
+	if err != nil || a.NumRegs <= 0 {
+		return 1
+	}
+	warps := ceilDiv(threads, 32)
+	regsPerWarp := ceilDiv(a.NumRegs*32, 256) * 256
+	n := min(l.blocks, l.threads/(warps*32))
+	n = min(n, (l.regs/regsPerWarp)/warps)
+	if smem := a.StaticSharedBytes + dynSmem + 1024; smem > 0 {
+		n = min(n, l.smem/smem)
+	}
+	return max(n, 1)
+}
+
+// The opt-in to more than 48 KiB of dynamic shared memory is a property of the kernel: set it once.
+var (
+	optMu   sync.Mutex
+	optDone = map[gpu.Kernel]int{}
+)
+
+func optIn(k gpu.Kernel, bytes int) error {
+	if bytes <= staticSharedLimit {
+		return nil
+	}
+	optMu.Lock()
+	defer optMu.Unlock()
+	if optDone[k] >= bytes {
+		return nil
+	}
+	if err := k.SetMaxDynamicShared(bytes); err != nil {
+		return fmt.Errorf("%s needs %s of dynamic shared memory: %w", k.Name(), gpu.HumanBytes(int64(bytes)), err)
+	}
+	optDone[k] = bytes
+	return nil
+}

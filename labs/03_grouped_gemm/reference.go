@@ -1,0 +1,358 @@
+package grouped
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+)
+
+// ---- bf16 ----
+
+// BF16FromFloat32 rounds f to bfloat16 (round to nearest, ties to even) and returns its bits. NaN
+// stays a quiet NaN; values beyond the largest bf16 round to infinity, as __float2bfloat16_rn.
+func BF16FromFloat32(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x0040
+	}
+	b += 0x7FFF + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// Float32FromBF16 widens a bf16 bit pattern to float32 (exactly).
+func Float32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// ---- inputs ----
+
+// HashUniform is the input value at index i of a matrix filled from seed: a uniform number in
+// [-1, 1) with 24 random bits (splitmix64 of the seed and the index). Any element can be
+// recomputed alone, and a fill runs in parallel with the same result on any number of threads.
+func HashUniform(seed, i uint64) float32 {
+	z := seed + (i+1)*0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return float32(z>>40)*(1.0/(1<<23)) - 1
+}
+
+// fillInputs fills dst with HashUniform values; with bf16 set they are rounded to bf16 and the
+// bit patterns are returned too (dst then holds exactly the values the device gets).
+func fillInputs(dst []float32, seed uint64, bf16 bool) []uint16 {
+	var bits []uint16
+	if bf16 {
+		bits = make([]uint16, len(dst))
+	}
+	parallelFor(len(dst), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v := HashUniform(seed, uint64(i))
+			if bf16 {
+				bits[i] = BF16FromFloat32(v)
+				v = Float32FromBF16(bits[i])
+			}
+			dst[i] = v
+		}
+	})
+	return bits
+}
+
+// parallelFor splits [0, n) into contiguous ranges, one goroutine each.
+func parallelFor(n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 || n < 4096 {
+		fn(0, n)
+		return
+	}
+	per := ceilDiv(n, workers)
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+per, n))
+	}
+	wg.Wait()
+}
+
+// ---- the reference of one product ----
+
+// Product is C = A·B for one group, row-major and contiguous: A is M×K, B K×N, as float32 values
+// (for bf16 problems, the bf16-rounded values: the reference computes exactly what the device
+// was given).
+type Product struct {
+	M, N, K int
+	A, B    []float32
+}
+
+// Reference returns A·B in float64 and, for each element, the scale of its rounding error,
+// Σ_k |A[i][k]·B[k][j]|.
+func (p *Product) Reference() (ref, scale []float64) {
+	ref = make([]float64, p.M*p.N)
+	scale = make([]float64, p.M*p.N)
+	parallelFor(p.M, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row, abs := ref[i*p.N:(i+1)*p.N], scale[i*p.N:(i+1)*p.N]
+			for k := 0; k < p.K; k++ {
+				a := float64(p.A[i*p.K+k])
+				for j, bv := range p.B[k*p.N : (k+1)*p.N] {
+					t := a * float64(bv)
+					row[j] += t
+					abs[j] += math.Abs(t)
+				}
+			}
+		}
+	})
+	return ref, scale
+}
+
+// Entry computes one element exactly (in float64) and its error scale.
+func (p *Product) Entry(i, j int) (want, scale float64) {
+	for k := 0; k < p.K; k++ {
+		t := float64(p.A[i*p.K+k]) * float64(p.B[k*p.N+j])
+		want += t
+		scale += math.Abs(t)
+	}
+	return want, scale
+}
+
+// elementOK is the elementwise criterion: an error within tol times the element's error scale.
+func elementOK(got, want, scale, tol float64) bool {
+	return math.Abs(got-want) <= tol*scale+1e-30
+}
+
+// SampleEntries picks up to count elements of an M×N output to check exactly: the corners, the
+// last row and column (where edge tiles go wrong), the middle, and random ones.
+func SampleEntries(m, n, count int, seed uint64) [][2]int {
+	rng := rand.New(rand.NewPCG(seed, 0x53616d70)) // "Samp"
+	seen := map[[2]int]bool{}
+	var out [][2]int
+	add := func(i, j int) {
+		e := [2]int{i, j}
+		if i >= 0 && i < m && j >= 0 && j < n && !seen[e] && len(out) < count {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	add(0, 0)
+	add(0, n-1)
+	add(m-1, 0)
+	add(m-1, n-1)
+	add(m/2, n/2)
+	for t := 0; t < 2; t++ {
+		add(m-1, rng.IntN(n))
+		add(rng.IntN(m), n-1)
+	}
+	for tries := 0; len(out) < count && tries < 4*count; tries++ {
+		add(rng.IntN(m), rng.IntN(n))
+	}
+	return out
+}
+
+// ---- checking all groups ----
+
+// Check limits: a group of up to FullCheckLimit multiply-adds is compared element by element with
+// its float64 product; a larger one with Freivalds' check (FreivaldsVectors random ±1 vectors)
+// plus SamplesPerGroup exactly computed elements.
+const (
+	FullCheckLimit   = 1 << 26
+	FreivaldsVectors = 2
+	SamplesPerGroup  = 24
+)
+
+// groupCheck accumulates the comparison of several groups into one report.
+type groupCheck struct {
+	r         check.Report
+	num, den  float64
+	bad       int
+	freivalds int // groups checked with Freivalds' method
+	full      int // groups checked element by element
+	worst     string
+	worstRel  float64
+}
+
+func newGroupCheck(tol float64) *groupCheck {
+	return &groupCheck{r: check.Report{Tolerance: tol, MaxErrAt: -1}}
+}
+
+func (gc *groupCheck) mismatch(i int, got, want float64) {
+	if len(gc.r.Mismatches) < check.MaxMismatches {
+		gc.r.Mismatches = append(gc.r.Mismatches, check.Mismatch{Index: i, Got: got, Want: want})
+	}
+}
+
+func (gc *groupCheck) noteWorst(label string, num, den float64) {
+	rel := relErr(num, den)
+	if rel > gc.worstRel || gc.worst == "" {
+		gc.worstRel, gc.worst = rel, label
+	}
+}
+
+// group checks one group's output out (M×N, row-major, contiguous) against p; base is the index
+// of its first element in the C arena (for the mismatch list), label names it in messages.
+func (gc *groupCheck) group(p *Product, out []float32, base int, label string, seed uint64) {
+	tol := gc.r.Tolerance
+	gc.r.Checked += len(out)
+	// NaN or Inf anywhere: never written (the poison), or computed from garbage.
+	nans := 0
+	for i, v := range out {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			if nans == 0 && gc.r.Unwritten == 0 {
+				gc.worst = label
+			}
+			nans++
+			gc.mismatch(base+i, f, math.NaN())
+		}
+	}
+	if nans > 0 {
+		gc.r.Unwritten += nans
+		return
+	}
+	var num, den float64
+	if int64(p.M)*int64(p.N)*int64(p.K) <= FullCheckLimit {
+		gc.full++
+		ref, scale := p.Reference()
+		for i, o := range out {
+			g, w := float64(o), ref[i]
+			d := g - w
+			num += d * d
+			den += w * w
+			if ad := math.Abs(d); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
+				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i
+			}
+			if !elementOK(g, w, scale[i], tol) {
+				gc.bad++
+				gc.mismatch(base+i, g, w)
+			}
+		}
+	} else {
+		gc.freivalds++
+		num, den = freivalds(p, out, FreivaldsVectors, seed)
+		for _, s := range SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
+			i, j := s[0], s[1]
+			want, scale := p.Entry(i, j)
+			g := float64(out[i*p.N+j])
+			if ad := math.Abs(g - want); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
+				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i*p.N+j
+			}
+			if !elementOK(g, want, scale, tol) {
+				gc.bad++
+				gc.mismatch(base+i*p.N+j, g, want)
+			}
+		}
+	}
+	gc.num += num
+	gc.den += den
+	gc.noteWorst(label, num, den)
+}
+
+// freivalds compares y = out·x with z = A·(B·x) for random ±1 vectors x, in float64:
+// E‖(out − A·B)·x‖² = ‖out − A·B‖²_F, so ‖y − z‖/‖z‖ estimates the relative error of the whole
+// output in O(MN + NK + MK) work instead of O(MNK). It returns the summed squares.
+func freivalds(p *Product, out []float32, vectors int, seed uint64) (num, den float64) {
+	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"
+	for v := 0; v < vectors; v++ {
+		x := make([]float64, p.N)
+		for j := range x {
+			x[j] = float64(1 - 2*int(rng.IntN(2)))
+		}
+		bx := make([]float64, p.K)
+		parallelFor(p.K, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				s := 0.0
+				for j, b := range p.B[k*p.N : (k+1)*p.N] {
+					s += float64(b) * x[j]
+				}
+				bx[k] = s
+			}
+		})
+		var mu sync.Mutex
+		parallelFor(p.M, func(lo, hi int) {
+			var n2, d2 float64
+			for i := lo; i < hi; i++ {
+				z := 0.0
+				for k, a := range p.A[i*p.K : (i+1)*p.K] {
+					z += float64(a) * bx[k]
+				}
+				y := 0.0
+				for j, o := range out[i*p.N : (i+1)*p.N] {
+					y += float64(o) * x[j]
+				}
+				n2 += (y - z) * (y - z)
+				d2 += z * z
+			}
+			mu.Lock()
+			num += n2
+			den += d2
+			mu.Unlock()
+		})
+	}
+	return num, den
+}
+
+// canaries checks that the C arena outside every group still holds the poison bytes.
+func (gc *groupCheck) canaries(written int, where string) {
+	if written > 0 {
+		gc.bad += written
+		gc.r.Note = joinNote(gc.r.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
+			"a tile of an empty group, or rows or columns past the end of a group", written, where))
+	}
+}
+
+// report finishes the check.
+func (gc *groupCheck) report() check.Report {
+	r := gc.r
+	switch {
+	case gc.full > 0 && gc.freivalds > 0:
+		r.Method = fmt.Sprintf("every group against float64: %d element by element, %d by Freivalds' check (%d ±1 vectors) and %d sampled elements each",
+			gc.full, gc.freivalds, FreivaldsVectors, SamplesPerGroup)
+	case gc.freivalds > 0:
+		r.Method = fmt.Sprintf("every group by Freivalds' check in float64 (%d ±1 vectors) and %d exactly computed elements each",
+			FreivaldsVectors, SamplesPerGroup)
+	default:
+		r.Method = "every element of every group against a float64 CPU reference"
+	}
+	r.Method += "; the output outside the groups must keep its NaN poison"
+	if r.Unwritten > 0 {
+		r.RelErr = math.Inf(1)
+		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
+	} else {
+		r.RelErr = relErr(gc.num, gc.den)
+		if gc.bad > 0 && r.Note == "" {
+			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.bad, gc.worst)
+		} else if r.RelErr > r.Tolerance {
+			r.Note = joinNote(r.Note, fmt.Sprintf("worst group: %s (relative error %.2e)", gc.worst, gc.worstRel))
+		}
+	}
+	r.OK = r.Unwritten == 0 && gc.bad == 0 && r.RelErr <= r.Tolerance
+	return r
+}
+
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func relErr(num, den float64) float64 {
+	if den == 0 {
+		if num == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return math.Sqrt(num / den)
+}

@@ -1,0 +1,301 @@
+package grouped_test
+
+// The lab through the real engine, from this test binary: it builds the kernels, runs every
+// selected variant × problem in worker processes (this same binary, re-executed), checks and times
+// them, exactly as `labrun 03` does.
+//
+// TestEmulatorRun runs every emulator problem of every variant the emulator can run (and
+// TestEmulatorGrade the grade set of those variants) on the CPU emulator; it is skipped when g++
+// or Boost.Context is missing. TestGPURun is the recorded run on a GPU, skipped unless
+// KL_GROUPED_GPU=1. Build it where Go is, run it where the GPU is:
+//
+//	go test -c -o bin/grouped.test ./labs/03_grouped_gemm
+//	KL_GROUPED_GPU=1 ./bin/grouped.test -test.run TestGPURun -test.v -test.timeout 60m
+//
+// Options (environment): KL_GROUPED_VARIANTS=a,b (only these), KL_GROUPED_QUICK=1 (the quick
+// subset), KL_GROUPED_SET=gpu|emu|grade, KL_GROUPED_SEED=n, KL_GROUPED_TIMEOUT=60s (per job),
+// KL_GROUPED_BACKEND=cuda|emu|auto (default cuda), KL_GROUPED_SAVE=1 (write
+// results/<device>/03_grouped_gemm.json), KL_GROUPED_JSON=path (write this run's results there).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/grade"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
+	grouped "github.com/kernel-labs/kernellabs/labs/03_grouped_gemm"
+)
+
+const workerEnv = "KL_GROUPED_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(lab.RunWorkerFromEnv())
+	}
+	os.Exit(m.Run())
+}
+
+func workerCmd(t *testing.T) func() *exec.Cmd {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return func() *exec.Cmd {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		return cmd
+	}
+}
+
+// emuVariants are the kernel variants the emulator runs (no inline PTX).
+func emuVariants(t *testing.T) []string {
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			gpuOnly := v.EmuSkip != "" || v.Library != ""
+			for _, n := range v.Needs {
+				gpuOnly = gpuOnly || n == "gpu" || n == "cublas"
+			}
+			if !gpuOnly && !seen[v.Name] {
+				seen[v.Name] = true
+				names = append(names, v.Name)
+			}
+		}
+	}
+	return names
+}
+
+func runOnEmulator(t *testing.T, set string) *lab.Outcome {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the emulator run builds and runs every kernel (about a minute)")
+	}
+	if err := toolchain.CheckEmu(); err != nil {
+		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
+	}
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	// Four emulated SMs: the timelines then show the scheduling picture of the chapter.
+	t.Setenv("LABRUN_EMU_SMS", "4")
+	o := lab.Options{Root: root, Lab: grouped.LabDir, Backend: "emu", Set: set, Seed: 3, SeedSet: true, NoSave: true,
+		Variants: emuVariants(t), Worker: workerCmd(t), Timeout: 60 * time.Second}
+	if testing.Verbose() {
+		o.Progress = os.Stdout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := lab.Run(ctx, o)
+	if err != nil && strings.Contains(err.Error(), "cgo") {
+		t.Skipf("the emulator backend is not available: %v", err)
+	}
+	require.NoError(t, err)
+	return out
+}
+
+func TestEmulatorRun(t *testing.T) {
+	out := runOnEmulator(t, "emu")
+	m := out.Manifest
+	// Every emulator problem of every variant the emulator can run: one entry each, all correct.
+	want := 0
+	runnable := map[string]bool{}
+	for _, v := range emuVariants(t) {
+		runnable[v] = true
+	}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if runnable[v.Name] {
+				want += len(s.Problems.Emu)
+			}
+		}
+	}
+	ok := 0
+	timelines := 0
+	for _, e := range out.Results.Entries {
+		if !runnable[e.Variant] {
+			continue
+		}
+		if assert.Equal(t, results.StatusOK, e.Status, "%s/%s %s: %s", e.Suite, e.Variant, e.Problem, e.Error) {
+			ok++
+		}
+		if strings.HasSuffix(e.Variant, "_tl") && e.OK() {
+			timelines++
+			tl := timelineOf(t, e)
+			assert.Zero(t, tl.Missing, "%s %s: every tile leaves a record", e.Variant, e.Problem)
+			assert.LessOrEqual(t, tl.SMs, 4)
+			for _, r := range tl.Tiles {
+				assert.True(t, r[0] >= 0 && r[0] < int64(tl.SMs), "SM id %d of %d", r[0], tl.SMs)
+				assert.LessOrEqual(t, r[1], r[2], "a tile ends after it starts")
+			}
+			if e.Problem == "3 GEMMs of 4, 6 and 2 tiles" {
+				assert.Len(t, tl.Tiles, 12)
+				if e.Variant == "tiled_loop_tl" {
+					assert.Equal(t, 3, tl.Launches)
+				} else {
+					assert.Equal(t, 1, tl.Launches)
+				}
+			}
+		}
+	}
+	assert.Equal(t, want, ok, "every emulator problem of every portable variant passes")
+	assert.Equal(t, 6, timelines, "3 timeline variants × 2 problems")
+	assert.Zero(t, out.Failures)
+}
+
+func TestEmulatorGrade(t *testing.T) {
+	out := runOnEmulator(t, "grade")
+	runnable := map[string]bool{}
+	for _, v := range emuVariants(t) {
+		runnable[v] = true
+	}
+	n := 0
+	for _, e := range out.Results.Entries {
+		if !runnable[e.Variant] {
+			continue
+		}
+		n++
+		assert.Equal(t, results.StatusOK, e.Status, "%s/%s %s: %s", e.Suite, e.Variant, e.Problem, e.Error)
+	}
+	assert.Positive(t, n)
+}
+
+// timelineOf decodes an entry's timeline (a map after the JSON round trip from the worker).
+func timelineOf(t *testing.T, e results.Entry) grouped.Timeline {
+	t.Helper()
+	raw, ok := e.Data[grouped.TimelineKey]
+	require.True(t, ok, "%s %s has a timeline", e.Variant, e.Problem)
+	b, err := json.Marshal(raw)
+	require.NoError(t, err)
+	var tl grouped.Timeline
+	require.NoError(t, json.Unmarshal(b, &tl))
+	return tl
+}
+
+// TestEmulatorGrading grades the exercise with the real grader on the emulator: the reference
+// solution scores full marks, the student edition (solution regions stripped) fails.
+func TestEmulatorGrading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: grading builds and runs the exercise on the emulator")
+	}
+	if err := toolchain.CheckEmu(); err != nil {
+		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
+	}
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	ex := m.Suite("fp32").Variant("ex1_scheduler")
+	src, err := os.ReadFile(ex.File)
+	require.NoError(t, err)
+	stub, n, err := grade.StripSolutions(ex.File, src)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	stubFile := filepath.Join(t.TempDir(), "ex1_tile_scheduler.cu")
+	require.NoError(t, os.WriteFile(stubFile, stub, 0o644))
+
+	for _, tc := range []struct {
+		submission string
+		full       bool
+	}{{"", true}, {stubFile, false}} {
+		o := grade.Options{Root: root, Lab: grouped.LabDir, Backend: "emu", Submission: tc.submission, Seed: 5, SeedSet: true,
+			Secret: "test-secret", Rounds: 1, Worker: workerCmd(t)}
+		if testing.Verbose() {
+			o.Progress = os.Stdout
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		rep, err := grade.Grade(ctx, o)
+		cancel()
+		if err != nil && strings.Contains(err.Error(), "cgo") {
+			t.Skipf("the emulator backend is not available: %v", err)
+		}
+		require.NoError(t, err)
+		b, _ := json.Marshal(rep)
+		if tc.full {
+			assert.Equal(t, rep.MaxScore, rep.Score, "the reference scores full marks: %s", b)
+			assert.Positive(t, rep.MaxScore)
+		} else {
+			assert.Less(t, rep.Score, rep.PassMark*rep.MaxScore, "the student edition fails: %s", b)
+		}
+	}
+}
+
+func TestGPURun(t *testing.T) {
+	if os.Getenv("KL_GROUPED_GPU") != "1" {
+		t.Skip("set KL_GROUPED_GPU=1 to run the lab on the GPU through the engine (minutes of GPU time)")
+	}
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	o := lab.Options{Root: root, Lab: grouped.LabDir, Backend: "cuda", Progress: os.Stdout,
+		NoSave: os.Getenv("KL_GROUPED_SAVE") != "1", Quick: os.Getenv("KL_GROUPED_QUICK") == "1",
+		Set: os.Getenv("KL_GROUPED_SET"), Worker: workerCmd(t)}
+	if b := os.Getenv("KL_GROUPED_BACKEND"); b != "" {
+		o.Backend = b
+	}
+	if v := os.Getenv("KL_GROUPED_VARIANTS"); v != "" {
+		o.Variants = strings.Split(v, ",")
+	}
+	if s := os.Getenv("KL_GROUPED_SEED"); s != "" {
+		o.Seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		o.SeedSet = true
+	}
+	if d := os.Getenv("KL_GROUPED_TIMEOUT"); d != "" {
+		o.Timeout, err = time.ParseDuration(d)
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	out, err := lab.Run(ctx, o)
+	require.NoError(t, err)
+	if p := os.Getenv("KL_GROUPED_JSON"); p != "" {
+		b, err := json.MarshalIndent(out.Results, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	fmt.Println()
+	fmt.Println(summaryTable(out.Results.Entries))
+	for _, e := range out.Results.Entries {
+		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
+			t.Errorf("%s/%s %s: %s: %s", e.Suite, e.Variant, e.Problem, e.Status, firstLine(e.Error))
+		}
+	}
+}
+
+// summaryTable is one line per entry: TFLOP/s, ratio to the baseline, the check's error.
+func summaryTable(es []results.Entry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-13s %-17s %-48s %-8s %9s %7s %9s %s\n", "suite", "variant", "problem", "status", "TFLOP/s", "×base", "rel_err", "regs")
+	for _, e := range es {
+		rel, regs := "", ""
+		if e.Check != nil {
+			rel = fmt.Sprintf("%.1e", e.Check.RelErr)
+		}
+		if e.Kernel != nil {
+			regs = strconv.Itoa(e.Kernel.NumRegs)
+		}
+		fmt.Fprintf(&b, "%-13s %-17s %-48s %-8s %9.2f %7.2f %9s %s\n", e.Suite, e.Variant, e.Problem, e.Status, e.TFLOPs, e.Speedup, rel, regs)
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

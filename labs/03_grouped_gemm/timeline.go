@@ -1,0 +1,112 @@
+package grouped
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+// The SM timeline. Variants with timeline: 1 are built with -DKL_TIMELINE: each tile leaves four
+// numbers in a device buffer (grouped_sched.cuh): the SM that ran it, its group, and the global
+// timer in nanoseconds when its block started and finished it. After the timed runs the engine
+// calls Record (lab.Recorder), which reads the records of the last Run and returns them for the
+// results file:
+//
+//	"timeline": {
+//	  "sms": 132,          the device's SMs (the figure's rows; the emulator's workers)
+//	  "launches": 4,       kernel launches in one Run (the loop: one per non-empty group)
+//	  "tiles": [[sm, start, end, group], ...]   in ns from the first start, ordered by start
+//	  "missing": 0         tiles that left no record (a kernel that skipped work: never, if correct)
+//	}
+//
+// internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
+
+var _ lab.Recorder = (*groupedCase)(nil)
+
+// TimelineKey is the key of the timeline in an entry's data.
+const TimelineKey = "timeline"
+
+// timelineBuffer returns the records' buffer for the variant's tile size, allocating and clearing
+// it on first use.
+func (c *groupedCase) timelineBuffer(ls launchShape) (gpu.Ptr, error) {
+	n := TotalTiles(c.shapes, ls.BM, ls.BN)
+	launches := 1
+	if ls.Loop {
+		launches = 0
+		for _, s := range c.shapes {
+			if !s.Empty() {
+				launches++
+			}
+		}
+	}
+	if c.tl != nil && c.tlN == n {
+		c.tlL = launches
+		return c.tl.DevicePtr(), nil
+	}
+	c.tl.Free()
+	var err error
+	if c.tl, err = gpu.Alloc[uint64](c.env.Device, 4*n); err != nil {
+		return 0, fmt.Errorf("allocating the timeline (%d tiles): %w", n, err)
+	}
+	c.tlN, c.tlL = n, launches
+	if err := c.tl.FillBytes(0, c.env.Stream); err != nil {
+		return 0, err
+	}
+	return c.tl.DevicePtr(), nil
+}
+
+// Record returns the timeline of the last Run for a timeline variant, nothing for the others.
+func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
+	if param(v, ParamTimeline, 0) == 0 || c.tl == nil {
+		return nil, nil
+	}
+	recs, err := c.tl.Download()
+	if err != nil {
+		return nil, fmt.Errorf("reading the timeline: %w", err)
+	}
+	tl := BuildTimeline(recs, c.env.Device.Info().SMs, c.tlL)
+	if len(tl.Tiles) == 0 && tl.Missing > 0 {
+		// The output was right (the check passed), so the kernel ran without recording: it was not
+		// built with -DKL_TIMELINE (the image of the timed build was loaded in its place?).
+		return nil, fmt.Errorf("none of the %d tiles left a timeline record: variant %s runs a kernel built without -DKL_TIMELINE", tl.Missing, v.Name)
+	}
+	return map[string]any{TimelineKey: tl}, nil
+}
+
+// Timeline is the recorded schedule of one Run.
+type Timeline struct {
+	SMs      int        `json:"sms"`
+	Launches int        `json:"launches"`
+	Tiles    [][4]int64 `json:"tiles"` // sm, start ns, end ns, group
+	Missing  int        `json:"missing"`
+}
+
+// BuildTimeline turns the raw records (four words per tile) into a Timeline with times relative
+// to the earliest start.
+func BuildTimeline(recs []uint64, sms, launches int) Timeline {
+	t := Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
+	var first uint64
+	for i := 0; i+3 < len(recs); i += 4 {
+		if recs[i+2] == 0 && recs[i+3] == 0 {
+			t.Missing++
+			continue
+		}
+		if first == 0 || recs[i+2] < first {
+			first = recs[i+2]
+		}
+	}
+	for i := 0; i+3 < len(recs); i += 4 {
+		if recs[i+2] == 0 && recs[i+3] == 0 {
+			continue
+		}
+		sm := int64(recs[i])
+		if int(sm) >= t.SMs {
+			t.SMs = int(sm) + 1
+		}
+		t.Tiles = append(t.Tiles, [4]int64{sm, int64(recs[i+2] - first), int64(recs[i+3] - first), int64(recs[i+1])})
+	}
+	sort.SliceStable(t.Tiles, func(a, b int) bool { return t.Tiles[a][1] < t.Tiles[b][1] })
+	return t
+}
