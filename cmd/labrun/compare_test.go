@@ -71,3 +71,32 @@ func TestCompareErrors(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "no such results file")
 }
+
+// A custom problem runs end to end on the emulator like a built-in one.
+func TestCustomProblemOnTheEmulator(t *testing.T) {
+	needEmu(t)
+	repoRoot(t)
+	code, out, stderr := runCLI("02", "--shape", "33x17x65", "--param", "beta0=1", "--backend", "emu",
+		"--variant", "smem,double_buffer", "--no-save", "--no-site", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var doc struct {
+		Entries []results.Entry
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Len(t, doc.Entries, 2)
+	for _, e := range doc.Entries {
+		assert.Equal(t, "custom 33x17x65 param=beta0=1", e.Problem)
+		assert.True(t, e.Custom)
+		assert.Equal(t, results.StatusOK, e.Status, e.Error)
+		assert.Equal(t, map[string]int64{"m": 33, "n": 17, "k": 65, "beta0": 1}, e.Params)
+		require.NotNil(t, e.Check)
+		assert.Less(t, e.Check.RelErr, 1e-5)
+	}
+
+	code, _, stderr = runCLI("02", "--shape", "33x17", "--backend", "emu", "--no-save", "--no-site")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "give 3 sizes separated by x")
+	code, _, stderr = runCLI("01", "--experts", "8", "--backend", "emu", "--no-save", "--no-site")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "no suite of lab 01_device_props takes --experts 8")
+}
