@@ -2,6 +2,7 @@ package devprops
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"sync"
 
@@ -145,7 +146,7 @@ func verifyHash(env *lab.Env, ptr gpu.Ptr, n int64, seed uint64) (check.Report, 
 		var mu sync.Mutex
 		var chunkWrong, chunkNaN int64
 		var maxAbs float64
-		parallelFor(int(cnt), func(lo, hi int) {
+		matref.ParallelFor(int(cnt), func(lo, hi int) {
 			var w, nn int64
 			var ma float64
 			for i := lo; i < hi; i++ {

@@ -10,6 +10,7 @@ package devprops
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"sync"
 	"unsafe"
@@ -176,7 +177,7 @@ func fillHash(env *lab.Env, ptr gpu.Ptr, n int64, seed uint64) error {
 	for off := int64(0); off < n; off += stagingFloats {
 		cnt := min(n-off, stagingFloats)
 		part := buf[:cnt]
-		parallelFor(int(cnt), func(lo, hi int) {
+		matref.ParallelFor(int(cnt), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				part[i] = HashFloat(seed, uint64(off)+uint64(i))
 			}

@@ -8,6 +8,7 @@ package devprops
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -208,7 +209,7 @@ func (b *fakeBLAS) GemmEx(s gpu.Stream, g gpu.GemmDesc) error {
 		for i := 0; i < g.M; i++ {
 			var s float64
 			for l := 0; l < g.K; l++ {
-				s += float64(BF16ToFloat32(av[i+l*g.LDA])) * float64(BF16ToFloat32(bv[l+j*g.LDB]))
+				s += float64(matref.Float32FromBF16(av[i+l*g.LDA])) * float64(matref.Float32FromBF16(bv[l+j*g.LDB]))
 			}
 			v := float64(g.Alpha) * s
 			if g.Beta != 0 { // as in BLAS, C is not read when beta is 0 (so a NaN poison is harmless)

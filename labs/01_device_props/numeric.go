@@ -6,10 +6,9 @@ package devprops
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 )
@@ -105,27 +104,13 @@ func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 
 // ---- bfloat16 ----
 
-// BF16FromFloat32 rounds f to bfloat16 (round to nearest, ties to even), as the CUDA intrinsic
-// __float2bfloat16_rn does. NaN stays NaN.
-func BF16FromFloat32(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f { // NaN: keep it a (quiet) NaN
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7FFF + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-// BF16ToFloat32 widens a bfloat16 to float32 (exact).
-func BF16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
 // RandomBF16 returns n bfloat16 values, uniform in (−1, 1) before rounding (so within [−1, 1]),
 // never zero.
 func RandomBF16(rng *rand.Rand, n int) []uint16 {
 	out := make([]uint16, n)
 	for i := range out {
 		v := float32(rng.Float64()*2 - 1)
-		h := BF16FromFloat32(v)
+		h := matref.BF16FromFloat32(v)
 		if h&0x7FFF == 0 { // ±0 (only from tiny values): use the smallest normal instead
 			h |= 0x0080
 		}
@@ -167,23 +152,23 @@ func NewFreivaldsBF16(a, b []uint16, m, n, k int, r []float64) (*Freivalds, erro
 			len(a), m, k, len(b), k, n, len(r), n)
 	}
 	t := make([]float64, k) // t = B·r
-	parallelFor(k, func(lo, hi int) {
+	matref.ParallelFor(k, func(lo, hi int) {
 		for kk := lo; kk < hi; kk++ {
 			row := b[kk*n : (kk+1)*n]
 			var s float64
 			for j, h := range row {
-				s += float64(BF16ToFloat32(h)) * r[j]
+				s += float64(matref.Float32FromBF16(h)) * r[j]
 			}
 			t[kk] = s
 		}
 	})
 	u := make([]float64, m) // u = A·t
-	parallelFor(m, func(lo, hi int) {
+	matref.ParallelFor(m, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := a[i*k : (i+1)*k]
 			var s float64
 			for kk, h := range row {
-				s += float64(BF16ToFloat32(h)) * t[kk]
+				s += float64(matref.Float32FromBF16(h)) * t[kk]
 			}
 			u[i] = s
 		}
@@ -207,7 +192,7 @@ func (f *Freivalds) Check(c []float32, tol float64) check.Report {
 		nan              int
 	}
 	res := make([]rowRes, f.M)
-	parallelFor(f.M, func(lo, hi int) {
+	matref.ParallelFor(f.M, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := c[i*f.N : (i+1)*f.N]
 			var v, scale float64
@@ -267,7 +252,7 @@ func SampleEntriesBF16(a, b []uint16, n, k int, at [][2]int) []SampleBF16 {
 		i, j := ij[0], ij[1]
 		var sum, scale float64
 		for kk := 0; kk < k; kk++ {
-			p := float64(BF16ToFloat32(a[i*k+kk])) * float64(BF16ToFloat32(b[kk*n+j]))
+			p := float64(matref.Float32FromBF16(a[i*k+kk])) * float64(matref.Float32FromBF16(b[kk*n+j]))
 			sum += p
 			scale += math.Abs(p)
 		}
@@ -317,26 +302,3 @@ func CheckSamples(samples []SampleBF16, c []float32, n int, tol float64) check.R
 }
 
 // ---- small helpers ----
-
-// parallelFor splits [0, n) into contiguous ranges, one per CPU, and runs fn on each.
-func parallelFor(n int, fn func(lo, hi int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if n < 4096 || workers == 1 {
-		fn(0, n)
-		return
-	}
-	if workers > n {
-		workers = n
-	}
-	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, hi)
-	}
-	wg.Wait()
-}

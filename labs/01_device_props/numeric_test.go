@@ -1,6 +1,7 @@
 package devprops
 
 import (
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -103,14 +104,14 @@ func TestBF16(t *testing.T) {
 		{1 + 1.0/256 + 1.0/4096, 1 + 1.0/128}, // above halfway: up
 		{3.14159265, 3.140625},
 	} {
-		assert.Equal(t, tc.want, BF16ToFloat32(BF16FromFloat32(tc.in)), "%g", tc.in)
+		assert.Equal(t, tc.want, matref.Float32FromBF16(matref.BF16FromFloat32(tc.in)), "%g", tc.in)
 	}
-	assert.True(t, isNaN32(BF16ToFloat32(BF16FromFloat32(float32(math.NaN())))))
+	assert.True(t, isNaN32(matref.Float32FromBF16(matref.BF16FromFloat32(float32(math.NaN())))))
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, h := range RandomBF16(rng, 10000) {
-		v := BF16ToFloat32(h)
+		v := matref.Float32FromBF16(h)
 		require.True(t, v != 0 && v >= -1 && v <= 1, "%g", v)
-		require.Equal(t, h, BF16FromFloat32(v), "round trip")
+		require.Equal(t, h, matref.BF16FromFloat32(v), "round trip")
 	}
 }
 
@@ -123,7 +124,7 @@ func freivaldsCase(m, n, k int, seed uint64) (a, b []uint16, c []float32, f *Fre
 		for j := 0; j < n; j++ {
 			var s float32 // float32 accumulation, like the GPU
 			for l := 0; l < k; l++ {
-				s += BF16ToFloat32(a[i*k+l]) * BF16ToFloat32(b[l*n+j])
+				s += matref.Float32FromBF16(a[i*k+l]) * matref.Float32FromBF16(b[l*n+j])
 			}
 			c[i*n+j] = s
 		}

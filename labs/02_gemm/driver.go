@@ -20,6 +20,7 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"strings"
 	"sync"
@@ -333,7 +334,7 @@ func (c *gemmCase) Check(v *lab.Variant) (check.Report, error) {
 		ref, scale := c.prod.Reference()
 		return CompareFull(out, ref, scale, tol), nil
 	}
-	samples := SampleEntries(c.sh.M, c.sh.N, SampledElements, c.seed)
+	samples := matref.SampleEntries(c.sh.M, c.sh.N, SampledElements, c.seed)
 	return Freivalds(&c.prod, out, FreivaldsVectors, samples, c.seed, tol), nil
 }
 

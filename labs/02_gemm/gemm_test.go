@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -135,22 +136,22 @@ func TestBF16Rounding(t *testing.T) {
 		{float32(math.Inf(1)), 0x7F80},
 		{math.MaxFloat32, 0x7F80}, // beyond the largest bf16: infinity, as __float2bfloat16_rn
 	} {
-		assert.Equal(t, tc.want, BF16FromFloat32(tc.in), "bf16(%v = %#08x)", tc.in, math.Float32bits(tc.in))
+		assert.Equal(t, tc.want, matref.BF16FromFloat32(tc.in), "bf16(%v = %#08x)", tc.in, math.Float32bits(tc.in))
 	}
-	nan := BF16FromFloat32(float32(math.NaN()))
-	assert.True(t, math.IsNaN(float64(Float32FromBF16(nan))), "NaN stays NaN (%#04x)", nan)
+	nan := matref.BF16FromFloat32(float32(math.NaN()))
+	assert.True(t, math.IsNaN(float64(matref.Float32FromBF16(nan))), "NaN stays NaN (%#04x)", nan)
 	// Round trip of every bf16 value that is a number.
 	for h := 0; h < 1<<16; h++ {
-		f := Float32FromBF16(uint16(h))
+		f := matref.Float32FromBF16(uint16(h))
 		if f == f {
-			require.Equal(t, uint16(h), BF16FromFloat32(f), "%#04x", h)
+			require.Equal(t, uint16(h), matref.BF16FromFloat32(f), "%#04x", h)
 		}
 	}
 	// Rounding error is at most half a unit in the last place: 2^-8 relative (7 stored bits).
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 10000; i++ {
 		x := r.Float32()*2 - 1
-		y := Float32FromBF16(BF16FromFloat32(x))
+		y := matref.Float32FromBF16(matref.BF16FromFloat32(x))
 		assert.LessOrEqual(t, math.Abs(float64(x-y)), math.Abs(float64(x))/256+1e-45)
 	}
 }
@@ -239,7 +240,7 @@ func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 	for _, beta0 := range []bool{false, true} {
 		p := randomProduct(11, 150, 170, 190, beta0)
 		out := naive(p)
-		samples := SampleEntries(p.M, p.N, 64, 5)
+		samples := matref.SampleEntries(p.M, p.N, 64, 5)
 		rep := Freivalds(p, out, FreivaldsVectors, samples, 9, 1e-5)
 		assert.True(t, rep.OK, "beta0=%v: %s", beta0, rep.Detail())
 		assert.Less(t, rep.RelErr, 1e-6)
@@ -259,7 +260,7 @@ func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
 	// An error of 1e-3·‖C‖ in one element, far from any sample: Freivalds sees it (±1 vectors
 	// carry every element's error at full weight), whatever the random vectors are.
 	i, j := 77, 91
-	samples := SampleEntries(p.M, p.N, 64, 5)
+	samples := matref.SampleEntries(p.M, p.N, 64, 5)
 	for _, s := range samples {
 		require.False(t, s[0] == i && s[1] == j, "the planted element must not be a sample")
 	}
@@ -281,7 +282,7 @@ func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
 func TestFreivaldsSamplesCatchAWrongCorner(t *testing.T) {
 	p := randomProduct(13, 64, 48, 40, false)
 	out := naive(p)
-	samples := SampleEntries(p.M, p.N, 64, 5)
+	samples := matref.SampleEntries(p.M, p.N, 64, 5)
 	bad := append([]float32(nil), out...)
 	bad[(p.M-1)*p.N+p.N-1] += 0.05 // small against ‖C‖, large against the element's error scale
 	rep := Freivalds(p, bad, FreivaldsVectors, samples, 2, 1e-3)
@@ -291,7 +292,7 @@ func TestFreivaldsSamplesCatchAWrongCorner(t *testing.T) {
 }
 
 func TestSampleEntries(t *testing.T) {
-	s := SampleEntries(100, 300, 64, 1)
+	s := matref.SampleEntries(100, 300, 64, 1)
 	assert.Len(t, s, 64)
 	seen := map[[2]int]bool{}
 	for _, e := range s {
@@ -303,7 +304,7 @@ func TestSampleEntries(t *testing.T) {
 		assert.True(t, seen[c], "corner %v sampled", c)
 	}
 	// A 1×1 output has one element to sample.
-	assert.Equal(t, [][2]int{{0, 0}}, SampleEntries(1, 1, 64, 1))
+	assert.Equal(t, [][2]int{{0, 0}}, matref.SampleEntries(1, 1, 64, 1))
 }
 
 // The grid of every kernel variant covers C for the edge sizes; refusals say why.

@@ -2,30 +2,13 @@ package gemm
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 )
-
-// ---- bf16 ----
-
-// BF16FromFloat32 rounds f to bfloat16 (round to nearest, ties to even) and returns its bits: the
-// upper half of the float32 bit pattern after rounding. NaN stays a (quiet) NaN; values beyond the
-// largest bf16 round to infinity, as on the GPU (__float2bfloat16_rn).
-func BF16FromFloat32(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x0040
-	}
-	b += 0x7FFF + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-// Float32FromBF16 widens a bf16 bit pattern to float32 (exactly).
-func Float32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // ---- inputs ----
 
@@ -33,7 +16,7 @@ func Float32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) <
 // PCG stream (seed, c), so the values depend on the seed alone, not on the number of threads.
 func fillUniform(dst []float32, seed uint64) {
 	const chunk = 1 << 16
-	parallelFor(ceilDiv(len(dst), chunk), func(lo, hi int) {
+	matref.ParallelFor(ceilDiv(len(dst), chunk), func(lo, hi int) {
 		for c := lo; c < hi; c++ {
 			r := rand.New(rand.NewPCG(seed, uint64(c)))
 			end := min((c+1)*chunk, len(dst))
@@ -47,101 +30,19 @@ func fillUniform(dst []float32, seed uint64) {
 // roundToBF16 rounds every value of x to bf16 in place and returns the bit patterns.
 func roundToBF16(x []float32) []uint16 {
 	bits := make([]uint16, len(x))
-	parallelFor(len(x), func(lo, hi int) {
+	matref.ParallelFor(len(x), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			bits[i] = BF16FromFloat32(x[i])
-			x[i] = Float32FromBF16(bits[i])
+			bits[i] = matref.BF16FromFloat32(x[i])
+			x[i] = matref.Float32FromBF16(bits[i])
 		}
 	})
 	return bits
 }
 
-// parallelFor splits [0, n) into contiguous ranges, one goroutine each.
-func parallelFor(n int, fn func(lo, hi int)) {
-	if n <= 0 {
-		return
-	}
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 || n < 64 {
-		fn(0, n)
-		return
-	}
-	per := ceilDiv(n, workers)
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+per, n))
-	}
-	wg.Wait()
-}
-
 // ---- the problem as the CPU sees it ----
 
-// Product is C = alpha·A·B + beta·C0 with row-major float32 A (M×K), B (K×N) and C0 (M×N; nil
-// when beta is 0). For bf16 problems A and B hold the bf16-rounded values, so the reference
-// computes exactly what the GPU was given.
-type Product struct {
-	M, N, K     int
-	Alpha, Beta float32
-	A, B, C0    []float32
-}
-
-// Reference returns alpha·A·B + beta·C0 in float64, and for each element the scale of its
-// rounding error, |alpha|·Σ_k |A[i][k]·B[k][j]| + |beta·C0[i][j]|.
-func (p *Product) Reference() (ref, scale []float64) {
-	ref = make([]float64, p.M*p.N)
-	scale = make([]float64, p.M*p.N)
-	alpha, beta := float64(p.Alpha), float64(p.Beta)
-	parallelFor(p.M, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row, abs := ref[i*p.N:(i+1)*p.N], scale[i*p.N:(i+1)*p.N]
-			for k := 0; k < p.K; k++ {
-				a := float64(p.A[i*p.K+k])
-				b := p.B[k*p.N : (k+1)*p.N]
-				for j, bv := range b {
-					t := a * float64(bv)
-					row[j] += t
-					abs[j] += math.Abs(t)
-				}
-			}
-			for j := range row {
-				row[j] *= alpha
-				abs[j] *= math.Abs(alpha)
-				if p.C0 != nil && beta != 0 {
-					c := beta * float64(p.C0[i*p.N+j])
-					row[j] += c
-					abs[j] += math.Abs(c)
-				}
-			}
-		}
-	})
-	return ref, scale
-}
-
-// Entry computes one element of the product exactly (in float64) and its error scale.
-func (p *Product) Entry(i, j int) (want, scale float64) {
-	for k := 0; k < p.K; k++ {
-		t := float64(p.A[i*p.K+k]) * float64(p.B[k*p.N+j])
-		want += t
-		scale += math.Abs(t)
-	}
-	want *= float64(p.Alpha)
-	scale *= math.Abs(float64(p.Alpha))
-	if p.C0 != nil && p.Beta != 0 {
-		c := float64(p.Beta) * float64(p.C0[i*p.N+j])
-		want += c
-		scale += math.Abs(c)
-	}
-	return want, scale
-}
-
-// elementOK is the elementwise criterion: an error within tol times the element's error scale.
-func elementOK(got, want, scale, tol float64) bool {
-	return math.Abs(got-want) <= tol*scale+1e-30
-}
+// Product is the CPU view of a problem (see matref).
+type Product = matref.Product
 
 // CompareFull checks every element of out against the float64 reference: the relative error
 // ‖out − ref‖₂/‖ref‖₂ must be within tol, no element may be NaN or Inf (the poison), and no element
@@ -165,12 +66,12 @@ func CompareFull(out []float32, ref, scale []float64, tol float64) check.Report 
 		if ad := math.Abs(d); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
 			r.MaxAbsErr, r.MaxErrAt = ad, i
 		}
-		if !elementOK(g, w, scale[i], tol) {
+		if !matref.ElementOK(g, w, scale[i], tol) {
 			bad++
 			addMismatch(&r, i, g, w)
 		}
 	}
-	r.RelErr = relErr(num, den)
+	r.RelErr = matref.RelErr(num, den)
 	r.OK = r.Unwritten == 0 && bad == 0 && r.RelErr <= tol
 	r.Note = notes(r.Unwritten, bad, len(out))
 	return r
@@ -187,7 +88,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 		vectors, len(samples)), Tolerance: tol, MaxErrAt: -1, Checked: len(out)}
 	// Poison and NaNs first: they would make every sum below NaN.
 	var nanMu sync.Mutex
-	parallelFor(p.M, func(lo, hi int) {
+	matref.ParallelFor(p.M, func(lo, hi int) {
 		n := 0
 		for _, v := range out[lo*p.N : hi*p.N] {
 			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
@@ -219,7 +120,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 			x[j] = float64(1 - 2*int(rng.IntN(2)))
 		}
 		bx := make([]float64, p.K) // B·x
-		parallelFor(p.K, func(lo, hi int) {
+		matref.ParallelFor(p.K, func(lo, hi int) {
 			for k := lo; k < hi; k++ {
 				s := 0.0
 				for j, b := range p.B[k*p.N : (k+1)*p.N] {
@@ -229,7 +130,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 			}
 		})
 		var mu sync.Mutex
-		parallelFor(p.M, func(lo, hi int) {
+		matref.ParallelFor(p.M, func(lo, hi int) {
 			var n2, d2 float64
 			for i := lo; i < hi; i++ {
 				z := 0.0
@@ -256,7 +157,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 			mu.Unlock()
 		})
 	}
-	r.RelErr = relErr(num, den)
+	r.RelErr = matref.RelErr(num, den)
 	bad := 0
 	for _, s := range samples {
 		i, j := s[0], s[1]
@@ -265,7 +166,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 		if ad := math.Abs(g - want); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
 			r.MaxAbsErr, r.MaxErrAt = ad, i*p.N+j
 		}
-		if !elementOK(g, want, scale, tol) {
+		if !matref.ElementOK(g, want, scale, tol) {
 			bad++
 			addMismatch(&r, i*p.N+j, g, want)
 		}
@@ -275,44 +176,6 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", bad, len(samples))
 	}
 	return r
-}
-
-// SampleEntries picks n elements of an M×N output to check exactly: the four corners, the last
-// row and column (where edge tiles go wrong), the middle, and random ones.
-func SampleEntries(m, n, count int, seed uint64) [][2]int {
-	rng := rand.New(rand.NewPCG(seed, 0x53616d70)) // "Samp"
-	seen := map[[2]int]bool{}
-	var out [][2]int
-	add := func(i, j int) {
-		e := [2]int{i, j}
-		if i >= 0 && i < m && j >= 0 && j < n && !seen[e] && len(out) < count {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
-	add(0, 0)
-	add(0, n-1)
-	add(m-1, 0)
-	add(m-1, n-1)
-	add(m/2, n/2)
-	for t := 0; t < 4; t++ {
-		add(m-1, rng.IntN(n))
-		add(rng.IntN(m), n-1)
-	}
-	for tries := 0; len(out) < count && tries < 4*count; tries++ {
-		add(rng.IntN(m), rng.IntN(n))
-	}
-	return out
-}
-
-func relErr(num, den float64) float64 {
-	if den == 0 {
-		if num == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return math.Sqrt(num / den)
 }
 
 func addMismatch(r *check.Report, i int, got, want float64) {

@@ -24,6 +24,7 @@ package grouped
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"strings"
 
@@ -370,7 +371,7 @@ func (c *groupedCase) Check(v *lab.Variant) (check.Report, error) {
 		}
 		s := c.shapes[0]
 		t := c.lay.Rows()
-		p := &Product{M: t, N: s.N, K: s.K, A: c.hA[:t*s.K], B: c.hB[:s.K*s.N]}
+		p := &Product{M: t, N: s.N, K: s.K, Alpha: 1, A: c.hA[:t*s.K], B: c.hB[:s.K*s.N]}
 		gc.group(p, out[:t*s.N], 0, fmt.Sprintf("the dense product X·W_0 (%d×%d×%d)", t, s.N, s.K), c.seed)
 	} else {
 		for g, s := range c.shapes {
@@ -378,7 +379,7 @@ func (c *groupedCase) Check(v *lab.Variant) (check.Report, error) {
 				continue // nothing to compare; the canaries below catch writes
 			}
 			a, b, o := c.lay.A[g], c.lay.B[g], c.lay.C[g]
-			p := &Product{M: s.M, N: s.N, K: s.K, A: c.hA[a : a+int64(s.M*s.K)], B: c.hB[b : b+int64(s.K*s.N)]}
+			p := &Product{M: s.M, N: s.N, K: s.K, Alpha: 1, A: c.hA[a : a+int64(s.M*s.K)], B: c.hB[b : b+int64(s.K*s.N)]}
 			gc.group(p, out[o:o+int64(s.M*s.N)], int(o), fmt.Sprintf("group %d (%s)", g, s), c.seed+uint64(g))
 		}
 	}
@@ -406,9 +407,9 @@ func (c *groupedCase) download() ([]float32, func(int64) bool, error) {
 			return nil, nil, err
 		}
 		out := make([]float32, len(bits))
-		parallelFor(len(bits), func(lo, hi int) {
+		matref.ParallelFor(len(bits), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				out[i] = Float32FromBF16(bits[i])
+				out[i] = matref.Float32FromBF16(bits[i])
 			}
 		})
 		return out, func(i int64) bool { return bits[i] == 0xFFFF }, nil

@@ -2,6 +2,7 @@ package grouped
 
 import (
 	"context"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"os"
 	"path/filepath"
@@ -272,7 +273,7 @@ func naiveProduct(p *Product) []float32 {
 }
 
 func randomProduct(seed uint64, m, n, k int) *Product {
-	p := &Product{M: m, N: n, K: k, A: make([]float32, m*k), B: make([]float32, k*n)}
+	p := &Product{M: m, N: n, K: k, Alpha: 1, A: make([]float32, m*k), B: make([]float32, k*n)}
 	fillInputs(p.A, seed, false)
 	fillInputs(p.B, seed+1, false)
 	return p
@@ -332,9 +333,9 @@ func TestBF16Rounding(t *testing.T) {
 		{math.Float32frombits(0x3F818000), 0x3F82}, // halfway, odd below: up to even
 		{float32(math.Inf(1)), 0x7F80},
 	} {
-		assert.Equal(t, tc.want, BF16FromFloat32(tc.in), "%v", tc.in)
+		assert.Equal(t, tc.want, matref.BF16FromFloat32(tc.in), "%v", tc.in)
 	}
-	assert.True(t, math.IsNaN(float64(Float32FromBF16(0xFFFF))), "the poison is a NaN")
+	assert.True(t, math.IsNaN(float64(matref.Float32FromBF16(0xFFFF))), "the poison is a NaN")
 	for i := uint64(0); i < 10000; i++ {
 		v := HashUniform(99, i)
 		require.True(t, v >= -1 && v < 1, "%v", v)

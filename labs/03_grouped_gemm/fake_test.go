@@ -9,6 +9,7 @@ package grouped
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"testing"
 	"unsafe"
@@ -55,14 +56,14 @@ func writeBytes(d gpu.Device, p gpu.Ptr, b []byte) {
 // load reads element i of a matrix of type t at p.
 func load(d gpu.Device, t gpu.DataType, p gpu.Ptr, i int64) float64 {
 	if t == gpu.BF16 {
-		return float64(Float32FromBF16(binary.LittleEndian.Uint16(readBytes(d, p+gpu.Ptr(2*i), 2))))
+		return float64(matref.Float32FromBF16(binary.LittleEndian.Uint16(readBytes(d, p+gpu.Ptr(2*i), 2))))
 	}
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(readBytes(d, p+gpu.Ptr(4*i), 4))))
 }
 
 func store(d gpu.Device, t gpu.DataType, p gpu.Ptr, i int64, v float64) {
 	if t == gpu.BF16 {
-		writeBytes(d, p+gpu.Ptr(2*i), binary.LittleEndian.AppendUint16(nil, BF16FromFloat32(float32(v))))
+		writeBytes(d, p+gpu.Ptr(2*i), binary.LittleEndian.AppendUint16(nil, matref.BF16FromFloat32(float32(v))))
 		return
 	}
 	writeBytes(d, p+gpu.Ptr(4*i), binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v))))

@@ -2,29 +2,13 @@ package grouped
 
 import (
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 )
-
-// ---- bf16 ----
-
-// BF16FromFloat32 rounds f to bfloat16 (round to nearest, ties to even) and returns its bits. NaN
-// stays a quiet NaN; values beyond the largest bf16 round to infinity, as __float2bfloat16_rn.
-func BF16FromFloat32(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x0040
-	}
-	b += 0x7FFF + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-// Float32FromBF16 widens a bf16 bit pattern to float32 (exactly).
-func Float32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // ---- inputs ----
 
@@ -46,12 +30,12 @@ func fillInputs(dst []float32, seed uint64, bf16 bool) []uint16 {
 	if bf16 {
 		bits = make([]uint16, len(dst))
 	}
-	parallelFor(len(dst), func(lo, hi int) {
+	matref.ParallelFor(len(dst), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			v := HashUniform(seed, uint64(i))
 			if bf16 {
-				bits[i] = BF16FromFloat32(v)
-				v = Float32FromBF16(bits[i])
+				bits[i] = matref.BF16FromFloat32(v)
+				v = matref.Float32FromBF16(bits[i])
 			}
 			dst[i] = v
 		}
@@ -59,104 +43,8 @@ func fillInputs(dst []float32, seed uint64, bf16 bool) []uint16 {
 	return bits
 }
 
-// parallelFor splits [0, n) into contiguous ranges, one goroutine each.
-func parallelFor(n int, fn func(lo, hi int)) {
-	if n <= 0 {
-		return
-	}
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 || n < 4096 {
-		fn(0, n)
-		return
-	}
-	per := ceilDiv(n, workers)
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+per, n))
-	}
-	wg.Wait()
-}
-
-// ---- the reference of one product ----
-
-// Product is C = A·B for one group, row-major and contiguous: A is M×K, B K×N, as float32 values
-// (for bf16 problems, the bf16-rounded values: the reference computes exactly what the device
-// was given).
-type Product struct {
-	M, N, K int
-	A, B    []float32
-}
-
-// Reference returns A·B in float64 and, for each element, the scale of its rounding error,
-// Σ_k |A[i][k]·B[k][j]|.
-func (p *Product) Reference() (ref, scale []float64) {
-	ref = make([]float64, p.M*p.N)
-	scale = make([]float64, p.M*p.N)
-	parallelFor(p.M, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row, abs := ref[i*p.N:(i+1)*p.N], scale[i*p.N:(i+1)*p.N]
-			for k := 0; k < p.K; k++ {
-				a := float64(p.A[i*p.K+k])
-				for j, bv := range p.B[k*p.N : (k+1)*p.N] {
-					t := a * float64(bv)
-					row[j] += t
-					abs[j] += math.Abs(t)
-				}
-			}
-		}
-	})
-	return ref, scale
-}
-
-// Entry computes one element exactly (in float64) and its error scale.
-func (p *Product) Entry(i, j int) (want, scale float64) {
-	for k := 0; k < p.K; k++ {
-		t := float64(p.A[i*p.K+k]) * float64(p.B[k*p.N+j])
-		want += t
-		scale += math.Abs(t)
-	}
-	return want, scale
-}
-
-// elementOK is the elementwise criterion: an error within tol times the element's error scale.
-func elementOK(got, want, scale, tol float64) bool {
-	return math.Abs(got-want) <= tol*scale+1e-30
-}
-
-// SampleEntries picks up to count elements of an M×N output to check exactly: the corners, the
-// last row and column (where edge tiles go wrong), the middle, and random ones.
-func SampleEntries(m, n, count int, seed uint64) [][2]int {
-	rng := rand.New(rand.NewPCG(seed, 0x53616d70)) // "Samp"
-	seen := map[[2]int]bool{}
-	var out [][2]int
-	add := func(i, j int) {
-		e := [2]int{i, j}
-		if i >= 0 && i < m && j >= 0 && j < n && !seen[e] && len(out) < count {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
-	if m == 0 || n == 0 {
-		return nil
-	}
-	add(0, 0)
-	add(0, n-1)
-	add(m-1, 0)
-	add(m-1, n-1)
-	add(m/2, n/2)
-	for t := 0; t < 2; t++ {
-		add(m-1, rng.IntN(n))
-		add(rng.IntN(m), n-1)
-	}
-	for tries := 0; len(out) < count && tries < 4*count; tries++ {
-		add(rng.IntN(m), rng.IntN(n))
-	}
-	return out
-}
+// Product is the CPU view of one group (see matref); a plain product sets Alpha 1.
+type Product = matref.Product
 
 // ---- checking all groups ----
 
@@ -191,7 +79,7 @@ func (gc *groupCheck) mismatch(i int, got, want float64) {
 }
 
 func (gc *groupCheck) noteWorst(label string, num, den float64) {
-	rel := relErr(num, den)
+	rel := matref.RelErr(num, den)
 	if rel > gc.worstRel || gc.worst == "" {
 		gc.worstRel, gc.worst = rel, label
 	}
@@ -229,7 +117,7 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 			if ad := math.Abs(d); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
 				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i
 			}
-			if !elementOK(g, w, scale[i], tol) {
+			if !matref.ElementOK(g, w, scale[i], tol) {
 				gc.bad++
 				gc.mismatch(base+i, g, w)
 			}
@@ -237,14 +125,14 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 	} else {
 		gc.freivalds++
 		num, den = freivalds(p, out, FreivaldsVectors, seed)
-		for _, s := range SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
+		for _, s := range matref.SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
 			i, j := s[0], s[1]
 			want, scale := p.Entry(i, j)
 			g := float64(out[i*p.N+j])
 			if ad := math.Abs(g - want); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
 				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i*p.N+j
 			}
-			if !elementOK(g, want, scale, tol) {
+			if !matref.ElementOK(g, want, scale, tol) {
 				gc.bad++
 				gc.mismatch(base+i*p.N+j, g, want)
 			}
@@ -266,7 +154,7 @@ func freivalds(p *Product, out []float32, vectors int, seed uint64) (num, den fl
 			x[j] = float64(1 - 2*int(rng.IntN(2)))
 		}
 		bx := make([]float64, p.K)
-		parallelFor(p.K, func(lo, hi int) {
+		matref.ParallelFor(p.K, func(lo, hi int) {
 			for k := lo; k < hi; k++ {
 				s := 0.0
 				for j, b := range p.B[k*p.N : (k+1)*p.N] {
@@ -276,7 +164,7 @@ func freivalds(p *Product, out []float32, vectors int, seed uint64) (num, den fl
 			}
 		})
 		var mu sync.Mutex
-		parallelFor(p.M, func(lo, hi int) {
+		matref.ParallelFor(p.M, func(lo, hi int) {
 			var n2, d2 float64
 			for i := lo; i < hi; i++ {
 				z := 0.0
@@ -326,7 +214,7 @@ func (gc *groupCheck) report() check.Report {
 		r.RelErr = math.Inf(1)
 		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
 	} else {
-		r.RelErr = relErr(gc.num, gc.den)
+		r.RelErr = matref.RelErr(gc.num, gc.den)
 		if gc.bad > 0 && r.Note == "" {
 			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.bad, gc.worst)
 		} else if r.RelErr > r.Tolerance {
@@ -345,14 +233,4 @@ func joinNote(a, b string) string {
 		return a
 	}
 	return a + "; " + b
-}
-
-func relErr(num, den float64) float64 {
-	if den == 0 {
-		if num == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return math.Sqrt(num / den)
 }

@@ -1,97 +1,16 @@
-// grouped_sm90.cuh — Hopper (sm_90a) building blocks for lab 03's wgmma kernel: mbarriers, TMA
-// tile loads (2-D for the token matrix, 3-D for the stack of expert weights), wgmma descriptors
-// and the m64n256k16 instruction, and a bf16 epilogue. GPU only (inline PTX); include after
-// "kl.cuh".
+// grouped_sm90.cuh — what lab 03's wgmma kernel needs beyond lab 02's Hopper building blocks
+// (gemm_sm90.cuh: mbarriers, 2-D TMA loads, wgmma descriptors and instructions): a 3-D TMA load
+// for the stack of expert weights, an epilogue that writes bf16 and stops at the group's last row,
+// and a named barrier for the consumer warpgroups. GPU only (inline PTX); include after "kl.cuh".
 //
-// They are lab 02's (gemm_sm90.cuh, used by kernels 12–14), copied under the prefix klg_ so that
-// the two labs can change independently, plus what grouping needs: klg_tma_load_3d, and
-// klg_store_acc_bf16, an epilogue that writes bf16 and stops at the group's last row.
-//
-// Shared-memory layouts (128-byte swizzle, the mode TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and
-// wgmma reads with swizzle mode 1; every tile starts on a 1024-byte boundary):
-//   * A tile, BM×64 bf16, K-major: row m is 128 bytes (64 values of k), 8 rows form a 1024-byte
-//     swizzle atom; descriptor: SBO = 1024. The k16 slice kk starts 32·kk bytes into the row.
-//   * B tile, 64×BN bf16 of a row-major K×N matrix, N-major (imm-trans-b = 1): BN/64 panels of 64
-//     columns, each 64 rows of k × 128 bytes = 8192 bytes (one TMA box); descriptor: LBO = 8192
-//     (the next 64 columns), SBO = 1024 (the next 8 rows of k). The k16 slice kk starts 2048·kk
-//     bytes in.
+// The shared-memory layouts are lab 02's (see gemm_sm90.cuh): 128-byte swizzled tiles on
+// 1024-byte boundaries, A K-major (SBO 1024), B N-major in 64-column panels (LBO 8192, SBO 1024).
 #pragma once
 
-#include <cuda.h> // CUtensorMap
+#include "gemm_sm90.cuh"
 
-__device__ __forceinline__ uint32_t klg_smem_u32(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// klg_align1024 rounds a pointer into dynamic shared memory up to the next 1024-byte boundary.
-__device__ __forceinline__ unsigned char* klg_align1024(unsigned char* p) {
-    const uint32_t a = klg_smem_u32(p);
-    return p + ((1024u - (a & 1023u)) & 1023u);
-}
-
-// ---- mbarriers ----
-
-__device__ __forceinline__ void klg_mbar_init(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(klg_smem_u32(bar)), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void klg_mbar_init_fence() {
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void klg_mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile(
-        "{\n"
-        ".reg .b64 state;\n"
-        "mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n"
-        "}\n" ::"r"(klg_smem_u32(bar)),
-        "r"(bytes)
-        : "memory");
-}
-
-__device__ __forceinline__ void klg_mbar_arrive(uint64_t* bar) {
-    asm volatile(
-        "{\n"
-        ".reg .b64 state;\n"
-        "mbarrier.arrive.shared::cta.b64 state, [%0];\n"
-        "}\n" ::"r"(klg_smem_u32(bar))
-        : "memory");
-}
-
-__device__ __forceinline__ void klg_mbar_wait(uint64_t* bar, uint32_t parity) {
-    const uint32_t a = klg_smem_u32(bar);
-    uint32_t done = 0;
-    do {
-        asm volatile(
-            "{\n"
-            ".reg .pred p;\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n"
-            "}\n"
-            : "=r"(done)
-            : "r"(a), "r"(parity)
-            : "memory");
-    } while (!done);
-}
-
-// ---- TMA ----
-
-__device__ __forceinline__ void klg_tma_prefetch(const CUtensorMap* map) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-
-// Copies the box at element coordinates (c0 innermost, c1) into shared memory at dst, counted on
-// bar. Parts of the box outside the tensor are filled with zeros (and still counted).
-__device__ __forceinline__ void klg_tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
-            klg_smem_u32(dst)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(klg_smem_u32(bar)), "r"(c0), "r"(c1)
-        : "memory");
-}
-
-// The same for a 3-D tensor (c0 innermost, then c1, then c2): the expert weights W[e][k][n] are
+// klg_tma_load_3d loads one box of a 3-D tensor (c0 innermost, then c1, then c2), as
+// kl_tma_load_2d does for two dimensions: the expert weights W[e][k][n] are
 // the tensor (n, k, e), and a box (64, BK, 1) is one 64-column panel of a K step of one expert.
 // Rows k >= K are outside the tensor, so they read as zeros: a box never spills into the next
 // expert's weights, as it would in a 2-D view of the stack.
@@ -99,83 +18,9 @@ __device__ __forceinline__ void klg_tma_load_3d(void* dst, const CUtensorMap* ma
                                                 int c2) {
     asm volatile(
         "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
-            klg_smem_u32(dst)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(klg_smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+            kl_smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(kl_smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
         : "memory");
-}
-
-// ---- wgmma ----
-
-__device__ __forceinline__ uint64_t klg_desc_encode(uint64_t x) { return (x & 0x3FFFFull) >> 4; }
-
-// Descriptor of a K-major, 128-byte-swizzled operand starting at shared address saddr.
-__device__ __forceinline__ uint64_t klg_desc_k_sw128(uint32_t saddr) {
-    return klg_desc_encode(saddr) | (klg_desc_encode(16) << 16) | (klg_desc_encode(1024) << 32) | (1ull << 62);
-}
-
-// Descriptor of an MN-major, 128-byte-swizzled operand made of 64-column panels panel_bytes apart.
-__device__ __forceinline__ uint64_t klg_desc_mn_sw128(uint32_t saddr, uint32_t panel_bytes) {
-    return klg_desc_encode(saddr) | (klg_desc_encode(panel_bytes) << 16) | (klg_desc_encode(1024) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void klg_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void klg_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void klg_wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-template <int R>
-__device__ __forceinline__ void klg_setmaxnreg_dec() {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
-}
-template <int R>
-__device__ __forceinline__ void klg_setmaxnreg_inc() {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
-}
-
-// klg_fence_acc128 keeps the compiler from moving reads and writes of the accumulators across the
-// asynchronous wgmma that writes them.
-__device__ __forceinline__ void klg_fence_acc128(float (&d)[128]) {
-#pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// d (+)= A·B for one m64n256k16 tile: A (64×16, K-major) and B (16×256, N-major) in shared memory,
-// described by da and db; d is this thread's 128 fp32 accumulators. scale_d = 0 ignores the old d.
-__device__ __forceinline__ void klg_wgmma_m64n256k16_bf16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-        "%128, %129, p, 1, 1, 0, 1;\n"
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "r"(scale_d));
 }
 
 // klg_store_acc_bf16 writes a warpgroup's m64n256 accumulator tile to the rows row0.. and columns

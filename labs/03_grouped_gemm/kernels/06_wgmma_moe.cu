@@ -44,7 +44,7 @@ moe_wgmma_persistent(const int* __restrict__ offs, int E, int N, int K, __nv_bfl
                      unsigned long long* tl) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ int s_prefix[KL_GROUPED_MAX_GROUPS + 1];
-    unsigned char* smem = klg_align1024(smem_raw);
+    unsigned char* smem = kl_align1024(smem_raw);
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_BYTES);
     uint64_t* empty = full + STAGES;
 
@@ -54,19 +54,19 @@ moe_wgmma_persistent(const int* __restrict__ offs, int E, int N, int K, __nv_bfl
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            klg_mbar_init(&full[s], 1);  // the producer's arrival (with the stage's bytes)
-            klg_mbar_init(&empty[s], 2); // one arrival per consumer warpgroup
+            kl_mbar_init(&full[s], 1);  // the producer's arrival (with the stage's bytes)
+            kl_mbar_init(&empty[s], 2); // one arrival per consumer warpgroup
         }
-        klg_mbar_init_fence();
-        klg_tma_prefetch(&tmX);
-        klg_tma_prefetch(&tmW);
+        kl_mbar_init_fence();
+        kl_tma_prefetch(&tmX);
+        kl_tma_prefetch(&tmW);
     }
     // The prefix sums of the experts' tiles; its barriers also publish the mbarriers' set-up.
     const int total = kl_tile_prefix_moe(offs, E, N, BM, BN, s_prefix);
 
     if (wg == 0) {
         // ---- producer ----
-        klg_setmaxnreg_dec<40>();
+        kl_setmaxnreg_dec<40>();
         if (tid == 0) {
             int it = 0; // pipeline step, counted across tiles
             for (int t = blockIdx.x; t < total; t += gridDim.x) {
@@ -76,10 +76,10 @@ moe_wgmma_persistent(const int* __restrict__ offs, int E, int N, int K, __nv_bfl
                 kl_tile_coords(t - s_prefix[e], (M + BM - 1) / BM, tilesN, BAND_M, tm, tn);
                 for (int kt = 0; kt < numK; ++kt, ++it) {
                     const int s = it % STAGES;
-                    if (it >= STAGES) klg_mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
+                    if (it >= STAGES) kl_mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     unsigned char* st = smem + s * STAGE_BYTES;
-                    klg_mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
-                    klg_tma_load_2d(st, &tmX, &full[s], kt * BK, r0 + tm * BM);
+                    kl_mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+                    kl_tma_load_2d(st, &tmX, &full[s], kt * BK, r0 + tm * BM);
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
                         klg_tma_load_3d(st + A_BYTES + p * B_PANEL, &tmW, &full[s], tn * BN + 64 * p, kt * BK, e);
@@ -88,7 +88,7 @@ moe_wgmma_persistent(const int* __restrict__ offs, int E, int N, int K, __nv_bfl
         }
     } else {
         // ---- consumers ----
-        klg_setmaxnreg_inc<232>();
+        kl_setmaxnreg_inc<232>();
         const int cw = wg - 1;
         float d[128];
 #pragma unroll
@@ -102,23 +102,23 @@ moe_wgmma_persistent(const int* __restrict__ offs, int E, int N, int K, __nv_bfl
             kl_tile_coords(t - s_prefix[e], (M + BM - 1) / BM, tilesN, BAND_M, tm, tn);
             for (int kt = 0; kt < numK; ++kt, ++it) {
                 const int s = it % STAGES;
-                klg_mbar_wait(&full[s], (it / STAGES) & 1);
-                const uint32_t sA = klg_smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
-                const uint32_t sB = klg_smem_u32(smem + s * STAGE_BYTES + A_BYTES);
-                klg_wgmma_fence();
+                kl_mbar_wait(&full[s], (it / STAGES) & 1);
+                const uint32_t sA = kl_smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
+                const uint32_t sB = kl_smem_u32(smem + s * STAGE_BYTES + A_BYTES);
+                kl_wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
                     // The first k16 step of a tile overwrites the accumulators (scale-d = 0).
-                    klg_wgmma_m64n256k16_bf16(d, klg_desc_k_sw128(sA + 32 * kk), klg_desc_mn_sw128(sB + 2048 * kk, B_PANEL),
+                    kl_wgmma_m64n256k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL),
                                               (kt > 0 || kk > 0) ? 1 : 0);
                 }
-                klg_wgmma_commit();
-                klg_wgmma_wait<1>();
-                if (kt > 0 && tid % 128 == 0) klg_mbar_arrive(&empty[(it - 1) % STAGES]);
+                kl_wgmma_commit();
+                kl_wgmma_wait<1>();
+                if (kt > 0 && tid % 128 == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             }
-            klg_wgmma_wait<0>();
-            if (tid % 128 == 0) klg_mbar_arrive(&empty[(it - 1) % STAGES]); // the tile's last stage
-            klg_fence_acc128(d);
+            kl_wgmma_wait<0>();
+            if (tid % 128 == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]); // the tile's last stage
+            kl_wgmma_fence_acc128(d);
             klg_store_acc_bf16(d, Y + (long long)r0 * N, M, N, tm * BM + cw * 64, tn * BN);
 #ifdef KL_TIMELINE
             klg_bar_sync(1, 256); // both consumer warpgroups have stored the tile

@@ -1,0 +1,87 @@
+package matref
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBF16Rounding(t *testing.T) {
+	tests := []struct {
+		in   float32
+		want uint16
+	}{
+		{1, 0x3f80},
+		{-2, 0xc000},
+		{1 + 1.0/256, 0x3f80}, // a tie: rounds to even (down)
+		{math.Float32frombits(0x3f818000), 0x3f82}, // a tie: rounds to even (up)
+		{math.Float32frombits(0x3f808001), 0x3f81}, // above the tie: up
+		{math.MaxFloat32, 0x7f80},                  // beyond bf16's range: infinity
+		{float32(math.Inf(-1)), 0xff80},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, BF16FromFloat32(tc.in), "%g", tc.in)
+	}
+	nan := BF16FromFloat32(float32(math.NaN()))
+	assert.True(t, math.IsNaN(float64(Float32FromBF16(nan))))
+	assert.Equal(t, float32(1.5), Float32FromBF16(BF16FromFloat32(1.5)))
+}
+
+func TestProductReferenceAndEntry(t *testing.T) {
+	// C = 2·A·B + 0.5·C0 for a 2×3 times 3×2 product, worked by hand.
+	p := &Product{M: 2, N: 2, K: 3, Alpha: 2, Beta: 0.5,
+		A:  []float32{1, 2, 3, 4, 5, 6},
+		B:  []float32{1, -1, 0, 2, -1, 1},
+		C0: []float32{4, 4, -2, 0}}
+	ref, scale := p.Reference()
+	// A·B = [[1-3, -1+4+3], [4-6, -4+10+6]] = [[-2, 6], [-2, 12]]
+	assert.Equal(t, []float64{-4 + 2, 12 + 2, -4 - 1, 24}, ref)
+	assert.Equal(t, 2*(1+0+3)+2.0, scale[0])
+	for i := 0; i < 2; i++ {
+		for j := 0; j < 2; j++ {
+			w, s := p.Entry(i, j)
+			assert.Equal(t, ref[i*2+j], w)
+			assert.Equal(t, scale[i*2+j], s)
+		}
+	}
+	assert.True(t, ElementOK(-2+1e-9, -2, 1, 1e-6))
+	assert.False(t, ElementOK(-2.1, -2, 1, 1e-6))
+}
+
+func TestSampleEntries(t *testing.T) {
+	s := SampleEntries(100, 50, 20, 1)
+	require.Len(t, s, 20)
+	assert.Equal(t, [2]int{0, 0}, s[0])
+	assert.Contains(t, s, [2]int{99, 49})
+	seen := map[[2]int]bool{}
+	for _, e := range s {
+		assert.False(t, seen[e], "no element twice")
+		seen[e] = true
+		assert.True(t, e[0] < 100 && e[1] < 50)
+	}
+	assert.Equal(t, s, SampleEntries(100, 50, 20, 1), "deterministic in the seed")
+	assert.Empty(t, SampleEntries(0, 5, 3, 1))
+	assert.Len(t, SampleEntries(1, 1, 8, 1), 1)
+}
+
+func TestParallelForCoversEveryIndexOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 1000} {
+		hits := make([]int32, n)
+		ParallelFor(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				hits[i]++
+			}
+		})
+		for i, h := range hits {
+			assert.Equal(t, int32(1), h, "n=%d i=%d", n, i)
+		}
+	}
+}
+
+func TestRelErr(t *testing.T) {
+	assert.Equal(t, 0.0, RelErr(0, 0))
+	assert.True(t, math.IsInf(RelErr(1, 0), 1))
+	assert.Equal(t, 0.5, RelErr(1, 4))
+}
