@@ -86,9 +86,9 @@ func (b *builder) deviceItems(lang, dir string) []devItem {
 	return out
 }
 
-// headlines summarise a lab's results on a device: per suite, the best correct variant on the
-// largest problem that has results, with its speedup over the baseline. On the emulator, how many
-// checks passed.
+// headlines summarise a lab's results on a device: per suite, the best result of the course's own
+// kernels (the baseline only when the suite has nothing else), with the problem and the speedup
+// over the baseline measured in the same run. On the emulator, how many checks passed.
 func (b *builder) headlines(lang string, ch *chapter, dr *devResults, max int) []string {
 	entries := dr.File.Entries
 	if b.c.bySlug[dr.Slug].Emulated || ch.Manifest == nil {
@@ -113,26 +113,22 @@ func (b *builder) headlines(lang string, ch *chapter, dr *devResults, max int) [
 		es := sel.entries(dr)
 		var best *results.Entry
 		bestV := 0.0
-		problem := ""
-		for _, p := range problemNames(s) {
-			for _, e := range es {
-				if e.Problem == p && e.OK() {
-					problem = p
-				}
+		better := func(e *results.Entry, v float64, higher bool) bool {
+			if best == nil {
+				return true
 			}
-		}
-		if problem == "" {
-			continue
+			// Any kernel of the course beats the baseline for the headline; among equals, the rate.
+			if (best.Variant == s.Baseline) != (e.Variant == s.Baseline) {
+				return best.Variant == s.Baseline
+			}
+			return (higher && v > bestV) || (!higher && v < bestV)
 		}
 		for _, e := range es {
-			if e.Problem != problem || !e.OK() {
+			if !e.OK() || e.Custom {
 				continue
 			}
 			v, higher := metricValue(e, s.Metric)
-			if v <= 0 {
-				continue
-			}
-			if best == nil || (higher && v > bestV) || (!higher && v < bestV) {
+			if v > 0 && better(e, v, higher) {
 				best, bestV = e, v
 			}
 		}
@@ -148,7 +144,7 @@ func (b *builder) headlines(lang string, ch *chapter, dr *devResults, max int) [
 		if best.Variant != s.Baseline && best.Speedup > 0 {
 			extra = fmt.Sprintf(" (%.2f× %s)", best.Speedup, s.Baseline)
 		}
-		line := tr(lang, "best", title, best.Variant, val) + extra + " " + tr(lang, "largest", problem)
+		line := tr(lang, "best", title, best.Variant, val) + extra + " " + tr(lang, "largest", best.Problem)
 		lines = append(lines, strings.TrimSpace(line))
 		if len(lines) == max {
 			break
