@@ -116,3 +116,13 @@ func TestDoctorRunsWithoutAGPU(t *testing.T) {
 		assert.True(t, names[n], "doctor checks %s", n)
 	}
 }
+
+func TestEmuDevicesFlag(t *testing.T) {
+	course(t, demo)
+	code, _, stderr := runCLI("07", "--emu-devices", "0x", "--backend", "emu")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "invalid value")
+	code, _, stderr = runCLI("07", "--emu-devices", "-1", "--backend", "emu")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "give at least 1")
+}

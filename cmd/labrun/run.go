@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/site"
@@ -43,6 +45,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	set := fs.String("set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
+	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	// Custom problems: each flag given becomes a parameter of the problem (see the README).
 	custom := map[string]string{}
@@ -102,6 +105,14 @@ Flags:
 	}
 	if len(params) > 0 {
 		custom["param"] = strings.Join(params, ",")
+	}
+	if *emuDevices != 0 {
+		if *emuDevices < 1 {
+			fmt.Fprintf(stderr, "labrun run: --emu-devices %d: give at least 1\n", *emuDevices)
+			return exitUsage
+		}
+		// The worker processes inherit the setting through the environment.
+		os.Setenv(emu.EnvDevices, strconv.Itoa(*emuDevices))
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
