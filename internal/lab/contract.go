@@ -86,15 +86,22 @@ type EntryView struct {
 // Env is what a driver gets from the engine: the device, a stream, the loaded kernels, a seeded
 // random source, and the vendor libraries on demand.
 type Env struct {
-	Device  gpu.Device
-	Stream  gpu.Stream
+	Device gpu.Device
+	Stream gpu.Stream
+	// Devices and Streams are every device of a lab that needs several (lab.yaml devices: N), with
+	// a stream each; index 0 is Device and Stream. The engine times a Run with events on Stream:
+	// a Run that uses several devices finishes their work before it returns (synchronizing the
+	// other streams on the host, say), so that the end event comes after all of it.
+	Devices []gpu.Device
+	Streams []gpu.Stream
 	RNG     *rand.Rand
 	Seed    uint64
 	Quick   bool
 	Backend string
 
-	kernels map[string]gpu.Kernel // by variant name
-	logf    func(format string, args ...any)
+	kernels   map[string]gpu.Kernel   // by variant name
+	kernelsOn []map[string]gpu.Kernel // the same, per device of Devices
+	logf      func(format string, args ...any)
 
 	blasOnce sync.Once
 	blas     gpu.BLAS
@@ -107,13 +114,16 @@ func NewEnv(dev gpu.Device, stream gpu.Stream, seed uint64, kernels map[string]g
 		logf = func(string, ...any) {}
 	}
 	return &Env{
-		Device:  dev,
-		Stream:  stream,
-		RNG:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		Seed:    seed,
-		Backend: dev.Info().Backend,
-		kernels: kernels,
-		logf:    logf,
+		Device:    dev,
+		Stream:    stream,
+		Devices:   []gpu.Device{dev},
+		Streams:   []gpu.Stream{stream},
+		kernelsOn: []map[string]gpu.Kernel{kernels},
+		RNG:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		Seed:      seed,
+		Backend:   dev.Info().Backend,
+		kernels:   kernels,
+		logf:      logf,
 	}
 }
 
@@ -131,6 +141,18 @@ func (e *Env) Kernel(v *Variant) (gpu.Kernel, error) {
 	k, ok := e.kernels[v.Name]
 	if !ok {
 		return nil, fmt.Errorf("variant %s has no loaded kernel (is file/entry set in lab.yaml?)", v.Name)
+	}
+	return k, nil
+}
+
+// KernelOn returns variant v's kernel loaded on device i of Devices.
+func (e *Env) KernelOn(i int, v *Variant) (gpu.Kernel, error) {
+	if i < 0 || i >= len(e.kernelsOn) {
+		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.kernelsOn))
+	}
+	k, ok := e.kernelsOn[i][v.Name]
+	if !ok {
+		return nil, fmt.Errorf("variant %s has no loaded kernel on device %d (is file/entry set in lab.yaml?)", v.Name, i)
 	}
 	return k, nil
 }

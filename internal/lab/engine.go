@@ -164,7 +164,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	fmt.Fprintf(o.Progress, "lab %s — %s on %s (%s, %s), problem set %s, seed %d (repeat with --seed %d)\n",
 		man.Name, man.Title.EN, info.Name, be.Name(), info.Arch(), set, o.Seed, o.Seed)
 
-	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{}}
+	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
+		available: n - o.Device}
 	file := &results.File{Lab: man.Name, Device: info, Time: time.Now().UTC(), Commit: gitCommit(o.Root),
 		Command: strings.Join(append([]string{"labrun"}, os.Args[1:]...), " ")}
 	images, entries, tc := r.build(ctx)
@@ -266,6 +267,7 @@ type runner struct {
 
 	compileErr map[*Variant]string // variants whose kernel file did not compile
 	custom     map[string]Problem  // by suite, when the run is of a custom problem
+	available  int                 // devices from o.Device on (a lab may need several)
 }
 
 func (r *runner) selected(v *Variant) bool {
@@ -292,6 +294,10 @@ func (r *runner) selected(v *Variant) bool {
 func (r *runner) skipReason(needs []string, emuSkip string) string {
 	if r.info.Emulated && emuSkip != "" {
 		return "not on the emulator: " + emuSkip
+	}
+	if r.man != nil && r.available > 0 && r.man.DeviceCount() > r.available {
+		return fmt.Sprintf("needs %d devices at once; the %s backend has %d from device %d (the emulator: --emu-devices %d)",
+			r.man.DeviceCount(), r.be.Name(), r.available, r.o.Device, r.man.DeviceCount())
 	}
 	for _, n := range needs {
 		switch {

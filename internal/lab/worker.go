@@ -132,6 +132,7 @@ type worker struct {
 	flush *gpu.Buffer[uint8]
 	mods  []gpu.Module
 	guard *guardDevice // grading: the device as the driver sees it, with red zones and write tracking
+	peers []gpu.Device // devices 1.. of a lab that needs several (lab.yaml devices:)
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
@@ -152,8 +153,14 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{spec: spec, man: man, drv: drv, dev: dev, emit: emit}
-	kernels, err := w.loadKernels()
+	kernels, err := w.loadKernels(dev)
 	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	peerKernels, peerStreams, err := w.openPeers(be)
+	if err != nil {
+		w.closePeers()
 		dev.Close()
 		return nil, err
 	}
@@ -174,11 +181,45 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 		emit(Event{Type: "log", Msg: fmt.Sprintf(f, a...)})
 	})
 	w.env.Quick = spec.Quick
+	w.env.Devices = append([]gpu.Device{envDev}, w.peers...)
+	w.env.Streams = append([]gpu.Stream{stream}, peerStreams...)
+	w.env.kernelsOn = append([]map[string]gpu.Kernel{kernels}, peerKernels...)
 	return w, nil
 }
 
-// loadKernels loads each compiled image once and looks up the entries the lab names.
-func (w *worker) loadKernels() (map[string]gpu.Kernel, error) {
+// openPeers opens the devices after spec.Device that a multi-device lab needs, each with its
+// kernels loaded and a stream of its own.
+func (w *worker) openPeers(be gpu.Backend) ([]map[string]gpu.Kernel, []gpu.Stream, error) {
+	var kernels []map[string]gpu.Kernel
+	var streams []gpu.Stream
+	for i := 1; i < w.man.DeviceCount(); i++ {
+		d, err := be.Open(w.spec.Device + i)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening device %d (lab %s needs %d devices): %w", w.spec.Device+i, w.man.Name, w.man.DeviceCount(), err)
+		}
+		w.peers = append(w.peers, d)
+		ks, err := w.loadKernels(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := d.NewStream()
+		if err != nil {
+			return nil, nil, err
+		}
+		kernels = append(kernels, ks)
+		streams = append(streams, st)
+	}
+	return kernels, streams, nil
+}
+
+func (w *worker) closePeers() {
+	for _, d := range w.peers {
+		d.Close()
+	}
+}
+
+// loadKernels loads each compiled image once on dev and looks up the entries the lab names.
+func (w *worker) loadKernels(dev gpu.Device) (map[string]gpu.Kernel, error) {
 	mods := map[string]gpu.Module{}
 	get := func(file, entry string, flags []string) (gpu.Kernel, bool, error) {
 		path, ok := w.spec.Images[imageKey(file, entry, flags)]
@@ -188,7 +229,7 @@ func (w *worker) loadKernels() (map[string]gpu.Kernel, error) {
 		m, ok := mods[path]
 		if !ok {
 			var err error
-			if m, err = w.dev.LoadModule(path); err != nil {
+			if m, err = dev.LoadModule(path); err != nil {
 				return nil, false, fmt.Errorf("loading %s (built from %s): %w", path, file, err)
 			}
 			mods[path] = m
@@ -233,6 +274,7 @@ func (w *worker) close() {
 	for _, m := range w.mods {
 		m.Close()
 	}
+	w.closePeers()
 	w.dev.Close()
 }
 

@@ -6,6 +6,8 @@ package fake
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -54,9 +56,17 @@ func init() {
 
 type backend struct{}
 
-func (backend) Name() string              { return "fake" }
-func (backend) DeviceCount() (int, error) { return 1, nil }
-func (backend) Toolchain() string         { return "fake" }
+func (backend) Name() string { return "fake" }
+
+// DeviceCount is 1, or $LABRUN_FAKE_DEVICES (an environment variable, so that worker processes
+// see the same count as the test that starts them).
+func (backend) DeviceCount() (int, error) {
+	if n, err := strconv.Atoi(os.Getenv("LABRUN_FAKE_DEVICES")); err == nil && n > 0 {
+		return n, nil
+	}
+	return 1, nil
+}
+func (backend) Toolchain() string { return "fake" }
 func (backend) Describe(i int) (gpu.DeviceInfo, error) {
 	return gpu.DeviceInfo{Backend: "fake", Index: i, Name: "Fake Device", ComputeMajor: 9, SMs: 4,
 		MemoryBytes: 1 << 30, L2Bytes: 1 << 20, WarpSize: 32, MaxThreadsPerBlock: 1024}, nil
