@@ -1,0 +1,293 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+// supervise runs jobs in worker processes, restarting a worker after a crash, a hang or an
+// error that spoils the context, and returns one entry per job.
+func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]string) ([]results.Entry, map[string]any) {
+	timeout := r.man.Timeout
+	if r.o.Timeout > 0 {
+		timeout = r.o.Timeout
+	}
+	done := make([]*results.Entry, len(jobs))
+	var extra map[string]any
+	_, wantDescribe := driverOf(r.man).(Describer)
+	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
+	next := 0
+	for next < len(jobs) && ctx.Err() == nil {
+		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
+			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:],
+			Grade: r.o.Grade}
+		res := r.runWorker(ctx, spec, timeout, len(jobs), next)
+		for i, e := range res.entries {
+			done[next+i] = e
+		}
+		if res.describe != nil {
+			extra = res.describe
+		}
+		wantDescribe = false
+		finished := len(res.entries)
+		if finished < len(spec.Jobs) && res.failure != "" {
+			// The job in flight when the worker died takes the blame.
+			j := spec.Jobs[finished]
+			status := results.StatusCrashed
+			if res.timedOut {
+				status = results.StatusTimeout
+			}
+			if res.fatal != "" && !res.started {
+				// The worker could not start at all: every remaining job fails the same way.
+				for i := finished; i < len(spec.Jobs); i++ {
+					done[next+i] = r.lostEntry(spec.Jobs[i], results.StatusFailed, res.failure)
+				}
+				break
+			}
+			done[next+finished] = r.lostEntry(j, status, res.failure)
+			r.report(next+finished, len(jobs), done[next+finished])
+			finished++
+		}
+		if finished == 0 && ctx.Err() == nil {
+			break // no progress: do not loop forever
+		}
+		next += finished
+	}
+	var out []results.Entry
+	for i, e := range done {
+		if e == nil {
+			reason := "not run: the worker stopped before reaching it"
+			status := results.StatusFailed
+			if ctx.Err() != nil {
+				why, total := stopReason(ctx)
+				reason = "not run: " + why
+				if why == "interrupted" {
+					reason = "not run: the run was interrupted"
+				}
+				if total {
+					status = results.StatusTimeout
+				}
+			}
+			e = r.lostEntry(jobs[i], status, reason)
+		}
+		out = append(out, *e)
+	}
+	return out, extra
+}
+
+func (r *runner) lostEntry(j Job, status, reason string) *results.Entry {
+	p := j.problem(r.man.Suite(j.Suite))
+	return &results.Entry{Suite: j.Suite, Variant: j.Variant, Problem: j.Problem, Params: p.Params, Status: status,
+		Error: reason, Seed: r.o.Seed, RunAt: time.Now().UTC(), Emulated: r.info.Emulated, Custom: j.Custom != ""}
+}
+
+type workerResult struct {
+	entries  []*results.Entry
+	describe map[string]any
+	failure  string // why the worker stopped early ("" when it finished its jobs)
+	fatal    string
+	started  bool // at least one job started
+	timedOut bool
+}
+
+// tail keeps the first and the last bytes written to it, for crash reports: a Go crash report
+// names the signal at its start and can run on for pages of goroutine dumps.
+type tail struct {
+	mu   sync.Mutex
+	head []byte
+	buf  []byte
+	w    io.Writer
+}
+
+const keepBytes = 8192
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	if room := keepBytes - len(t.head); room > 0 {
+		t.head = append(t.head, p[:min(room, len(p))]...)
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > keepBytes {
+		t.buf = t.buf[len(t.buf)-keepBytes:]
+	}
+	t.mu.Unlock()
+	return t.w.Write(p)
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.head) < keepBytes {
+		return strings.TrimSpace(string(t.head)) // everything fitted in the head
+	}
+	return strings.TrimSpace(string(t.head) + "\n…\n" + string(t.buf))
+}
+
+func (r *runner) workerCmd() *exec.Cmd {
+	if r.o.Worker != nil {
+		return r.o.Worker()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return exec.Command(exe, "__worker")
+}
+
+func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Duration, total, offset int) workerResult {
+	var res workerResult
+	cmd := r.workerCmd()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so a kill reaches its children too
+	out := &tail{w: prefixWriter(r.o.Progress, "  | ")}
+	cmd.Stdout, cmd.Stderr = out, out
+	specJSON, _ := json.Marshal(spec)
+	cmd.Stdin = strings.NewReader(string(specJSON))
+	cmd.Env = withoutEnv(cmd.Env, SecretSeedEnv)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		res.failure, res.fatal = "creating the worker pipe: "+err.Error(), "pipe"
+		return res
+	}
+	cmd.ExtraFiles = []*os.File{pw}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		res.failure, res.fatal = "starting the worker: "+err.Error(), "start"
+		return res
+	}
+	pw.Close()
+	events := make(chan Event)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var e Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+	}()
+	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The worker gets a minute to start (load modules, open libraries) before its first job.
+	timer := time.NewTimer(timeout + time.Minute)
+	defer timer.Stop()
+	current := -1
+loop:
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				break loop
+			}
+			switch e.Type {
+			case "start":
+				current, res.started = e.Job, true
+				timer.Reset(timeout)
+			case "result":
+				res.entries = append(res.entries, e.Entry)
+				r.report(offset+e.Job, total, e.Entry)
+				current = -1
+			case "describe":
+				res.describe = e.Data
+			case "log":
+				fmt.Fprintln(r.o.Progress, "  "+e.Msg)
+			case "fatal":
+				res.fatal = e.Msg
+			}
+		case <-timer.C:
+			what := "starting the worker"
+			if current >= 0 {
+				what = spec.Jobs[current].String()
+			}
+			res.timedOut = true
+			res.failure = fmt.Sprintf("timed out after %s in %s (a kernel that never finishes? a deadlock between blocks?); the worker was killed", timeout, what)
+			kill()
+		case <-ctx.Done():
+			res.failure, res.timedOut = stopReason(ctx)
+			kill()
+		}
+	}
+	err = cmd.Wait()
+	pr.Close()
+	if res.failure == "" && len(res.entries) < len(spec.Jobs) {
+		if cmd.ProcessState.ExitCode() == workerSticky && current < 0 {
+			return res // it stopped on purpose after a sticky error; the parent restarts it
+		}
+		switch {
+		case res.fatal != "":
+			res.failure = res.fatal
+		case err != nil:
+			res.failure = describeExit(err, out.String())
+		default:
+			res.failure = "the worker exited early"
+		}
+		if t := crashExcerpt(out.String()); t != "" {
+			res.failure += "\nlast output of the worker:\n" + t
+		}
+	}
+	return res
+}
+
+// withoutEnv returns env (the process's environment when nil) without the variable name.
+func withoutEnv(env []string, name string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// crashExcerpt keeps the informative start of a Go crash report (the signal and the first
+// frames) rather than its goroutine dump, or else the last lines of the output.
+func crashExcerpt(out string) string {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "SIGSEGV") || strings.Contains(l, "SIGBUS") || strings.HasPrefix(strings.TrimLeft(l, "| "), "panic:") ||
+			strings.HasPrefix(strings.TrimLeft(l, "| "), "fatal error:") || strings.Contains(l, "signal arrived during cgo") {
+			end := min(i+12, len(lines))
+			return strings.Join(lines[i:end], "\n")
+		}
+	}
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func describeExit(err error, output string) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("the worker process was killed by signal %s (a crash in kernel or driver code)", ws.Signal())
+		}
+		// Go's runtime turns a fault into exit status 2 with a report that names the signal.
+		for _, sig := range []string{"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT"} {
+			if strings.Contains(output, sig) {
+				return fmt.Sprintf("the worker process crashed with signal %s (a crash in kernel or driver code)", sig)
+			}
+		}
+		if ee.ExitCode() == workerSticky {
+			return "the device context was spoiled by an earlier error"
+		}
+		return fmt.Sprintf("the worker process exited with status %d", ee.ExitCode())
+	}
+	return "the worker failed: " + err.Error()
+}
