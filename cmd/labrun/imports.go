@@ -7,4 +7,5 @@ import (
 	_ "github.com/kernel-labs/kernellabs/labs/01_device_props"
 	_ "github.com/kernel-labs/kernellabs/labs/02_gemm"
 	_ "github.com/kernel-labs/kernellabs/labs/03_grouped_gemm"
+	_ "github.com/kernel-labs/kernellabs/labs/04_collectives"
 )

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -301,6 +302,12 @@ func (r *runner) skipReason(needs []string, emuSkip string) string {
 			return "needs a GPU (the emulator runs plain CUDA only)"
 		case n == "cublas" && r.info.Emulated:
 			return "needs cuBLAS, which exists on NVIDIA GPUs only"
+		case n == "nccl" && r.info.Emulated:
+			return "needs NCCL, which exists on NVIDIA GPUs only"
+		case n == "nccl":
+			if _, err := dl.Probe("libnccl.so.2", "libnccl.so"); err != nil {
+				return "needs NCCL, which is not installed here (libnccl.so.2; labrun doctor says how to get it)"
+			}
 		case n == "sm_90a":
 			if r.info.ComputeMajor != 9 || r.info.ComputeMinor != 0 {
 				return fmt.Sprintf("needs sm_90a (Hopper: wgmma, TMA); this device is %s", r.info.Arch())

@@ -267,5 +267,8 @@ func TestSkipReasons(t *testing.T) {
 	assert.Contains(t, r.skipReason(nil, "inline PTX"), "inline PTX")
 	assert.Contains(t, r.skipReason([]string{"cublas"}, ""), "cuBLAS")
 	assert.Contains(t, r.skipReason([]string{"gpu"}, ""), "needs a GPU")
+	assert.Contains(t, r.skipReason([]string{"nccl"}, ""), "needs NCCL")
+	r.info = gpu.DeviceInfo{ComputeMajor: 9}
+	assert.Contains(t, r.skipReason([]string{"nccl"}, ""), "not installed here", "this machine has no libnccl")
 	assert.Equal(t, "sm_90a", (&runner{info: gpu.DeviceInfo{ComputeMajor: 9}}).archFor([]string{"sm_90a"}))
 }

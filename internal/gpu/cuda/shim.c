@@ -508,3 +508,96 @@ cublasStatus_t kl_cublas_gemm_grouped_batched(CUcontext ctx, cublasHandle_t h, C
                             group_count, group_size, CUBLAS_COMPUTE_32F));
     return 0;
 }
+
+// ---- NCCL ----
+// Enum values from nccl.h (2.x): ncclSum = 0; ncclDataType_t ncclFloat32 = 7 etc. are passed
+// through from Go (nccl.go). The library is opened with dlopen like cuBLAS; nothing here sets
+// NCCL's environment (NCCL_NVLS_ENABLE & co. are left to the caller's environment).
+#define KL_NCCL_SUM 0
+
+static struct {
+    void *lib;
+    ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);                 // ncclCommInitAll
+    ncclResult_t (*comm_destroy)(ncclComm_t);                                      // ncclCommDestroy
+    ncclResult_t (*group_start)(void);                                             // ncclGroupStart
+    ncclResult_t (*group_end)(void);                                               // ncclGroupEnd
+    ncclResult_t (*all_reduce)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
+    ncclResult_t (*all_gather)(const void *, void *, size_t, int, ncclComm_t, CUstream);
+    ncclResult_t (*reduce_scatter)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
+    const char *(*error_string)(ncclResult_t);                                     // ncclGetErrorString
+    ncclResult_t (*get_version)(int *);                                            // ncclGetVersion
+} nc;
+
+int kl_nccl_load(const char *path, char **err) {
+    void *lib;
+    int r = open_once(path, nc.lib, &lib, err);
+    if (r != 0) return r > 0 ? 0 : r;
+#define REQ(field, name)                                        \
+    do {                                                        \
+        *(void **)(&nc.field) = dlsym(lib, name);               \
+        if (!nc.field) {                                        \
+            *err = dup_err("the NCCL library lacks ", name);    \
+            memset(&nc, 0, sizeof nc);                          \
+            dlclose(lib);                                       \
+            return -1;                                          \
+        }                                                       \
+    } while (0)
+    REQ(comm_init_all, "ncclCommInitAll");
+    REQ(comm_destroy, "ncclCommDestroy");
+    REQ(group_start, "ncclGroupStart");
+    REQ(group_end, "ncclGroupEnd");
+    REQ(all_reduce, "ncclAllReduce");
+    REQ(all_gather, "ncclAllGather");
+    REQ(reduce_scatter, "ncclReduceScatter");
+#undef REQ
+    *(void **)(&nc.error_string) = dlsym(lib, "ncclGetErrorString");
+    *(void **)(&nc.get_version) = dlsym(lib, "ncclGetVersion");
+    nc.lib = lib;
+    return 0;
+}
+
+const char *kl_nccl_error_string(ncclResult_t r) { return nc.error_string ? nc.error_string(r) : NULL; }
+
+int kl_nccl_version(int *v) { return nc.get_version ? nc.get_version(v) : KL_MISSING_SYMBOL; }
+
+ncclResult_t kl_nccl_comm_init_all(ncclComm_t *comms, int n, const int *devs) {
+    return nc.comm_init_all(comms, n, devs);
+}
+
+ncclResult_t kl_nccl_comm_destroy(ncclComm_t c) { return nc.comm_destroy(c); }
+
+ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CUdeviceptr *recv,
+                                size_t count, int dtype, const ncclComm_t *comms,
+                                const CUstream *streams, const char **failed) {
+    ncclResult_t r = nc.group_start();
+    if (r != 0) {
+        *failed = "ncclGroupStart";
+        return r;
+    }
+    // One call per rank between GroupStart and GroupEnd: a single thread drives all the ranks,
+    // which would deadlock without the group (each call waits for its peers).
+    ncclResult_t first = 0;
+    for (int i = 0; i < n && first == 0; i++) {
+        const void *s = (const void *)(uintptr_t)send[i];
+        void *d = (void *)(uintptr_t)recv[i];
+        switch (op) {
+        case 0:
+            first = nc.all_reduce(s, d, count, dtype, KL_NCCL_SUM, comms[i], streams[i]);
+            if (first) *failed = "ncclAllReduce";
+            break;
+        case 1:
+            first = nc.all_gather(s, d, count, dtype, comms[i], streams[i]);
+            if (first) *failed = "ncclAllGather";
+            break;
+        default:
+            first = nc.reduce_scatter(s, d, count, dtype, KL_NCCL_SUM, comms[i], streams[i]);
+            if (first) *failed = "ncclReduceScatter";
+            break;
+        }
+    }
+    // Always close the group, even after a failed call, so NCCL's group state stays balanced.
+    r = nc.group_end();
+    if (first != 0) return first;
+    if (r != 0) *failed = "ncclGroupEnd";
+    return r;
+}

@@ -121,4 +121,22 @@ cublasStatus_t kl_cublas_gemm_grouped_batched(CUcontext ctx, cublasHandle_t h, C
                                               int group_count, const int *group_size,
                                               const char **failed);
 
+
+// ---- NCCL (nccl.h), single-process communicators; see nccl.go ----
+typedef int ncclResult_t;
+typedef void *ncclComm_t;
+
+int kl_nccl_load(const char *path, char **err); // as kl_cuda_load
+const char *kl_nccl_error_string(ncclResult_t r); // NULL when the library lacks the call
+int kl_nccl_version(int *v);
+// kl_nccl_comm_init_all wraps ncclCommInitAll: comms[i] is the rank on CUDA device devs[i].
+ncclResult_t kl_nccl_comm_init_all(ncclComm_t *comms, int n, const int *devs);
+ncclResult_t kl_nccl_comm_destroy(ncclComm_t c);
+// kl_nccl_collective issues one collective for every rank inside ncclGroupStart/ncclGroupEnd:
+// op 0 AllReduce (sum), 1 AllGather, 2 ReduceScatter (sum); count as NCCL counts it for the op.
+// On failure *failed names the call.
+ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CUdeviceptr *recv,
+                                size_t count, int dtype, const ncclComm_t *comms,
+                                const CUstream *streams, const char **failed);
+
 #endif
