@@ -8,4 +8,5 @@ import (
 	_ "github.com/kernel-labs/kernellabs/labs/02_gemm"
 	_ "github.com/kernel-labs/kernellabs/labs/03_grouped_gemm"
 	_ "github.com/kernel-labs/kernellabs/labs/04_collectives"
+	_ "github.com/kernel-labs/kernellabs/labs/05_overlap"
 )

@@ -140,3 +140,16 @@ func TestHumanBytes(t *testing.T) {
 	assert.Equal(t, "1.5 MiB", gpu.HumanBytes(3<<19))
 	assert.Equal(t, "4 GiB", gpu.HumanBytes(4<<30))
 }
+
+func TestGridFor(t *testing.T) {
+	assert.Equal(t, 264, gpu.GridFor(1<<20, 256, 132, 2), "capped at blocks per SM × SMs")
+	assert.Equal(t, 4, gpu.GridFor(1000, 256, 132, 2), "just enough blocks for the work")
+	assert.Equal(t, 1, gpu.GridFor(0, 256, 132, 2), "at least one block")
+	assert.Equal(t, 1, gpu.GridFor(5, 0, 0, 0), "nonsense arguments still give a valid shape")
+}
+
+func TestEnablePeers(t *testing.T) {
+	a, b := openFake(t), openFake(t)
+	require.NoError(t, gpu.EnablePeers([]gpu.Device{a, b}))
+	require.NoError(t, gpu.EnablePeers([]gpu.Device{a, b}), "idempotent")
+}

@@ -16,6 +16,13 @@ type LaunchConfig struct {
 	Stream      Stream // nil: the default stream
 }
 
+// GridFor sizes a grid-stride launch: enough blocks of threads for work items, but no more than
+// blocksPerSM on each of sms multiprocessors (each thread then loops), and at least one block.
+func GridFor(work, threads, sms, blocksPerSM int) int {
+	threads, sms, blocksPerSM = max(threads, 1), max(sms, 1), max(blocksPerSM, 1)
+	return max(1, min((work+threads-1)/threads, sms*blocksPerSM))
+}
+
 // DevicePointer is implemented by values that stand for a device address (Buffer[T]).
 type DevicePointer interface{ DevicePtr() Ptr }
 

@@ -157,6 +157,20 @@ func (e *Env) KernelOn(i int, v *Variant) (gpu.Kernel, error) {
 	return k, nil
 }
 
+// KernelOnByEntry returns a kernel loaded on device i of Devices by its entry name (a helper
+// kernel of lab.yaml's helpers:, say).
+func (e *Env) KernelOnByEntry(i int, entry string) (gpu.Kernel, error) {
+	if i < 0 || i >= len(e.kernelsOn) {
+		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.kernelsOn))
+	}
+	for _, k := range e.kernelsOn[i] {
+		if k.Name() == entry {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("no kernel with entry %q is loaded on device %d (list it under helpers: in lab.yaml)", entry, i)
+}
+
 // KernelByEntry returns any loaded kernel by its entry name (helper kernels such as a fill).
 func (e *Env) KernelByEntry(entry string) (gpu.Kernel, error) {
 	for _, k := range e.kernels {

@@ -20,10 +20,11 @@ package gemm
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"strings"
 	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/matref"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -332,10 +333,10 @@ func (c *gemmCase) Check(v *lab.Variant) (check.Report, error) {
 	tol := v.Suite.Tolerance
 	if int64(c.sh.M)*int64(c.sh.N)*int64(c.sh.K) <= FullCheckLimit {
 		ref, scale := c.prod.Reference()
-		return CompareFull(out, ref, scale, tol), nil
+		return matref.CompareFull(out, ref, scale, tol), nil
 	}
 	samples := matref.SampleEntries(c.sh.M, c.sh.N, SampledElements, c.seed)
-	return Freivalds(&c.prod, out, FreivaldsVectors, samples, c.seed, tol), nil
+	return matref.Freivalds(&c.prod, out, FreivaldsVectors, samples, c.seed, tol), nil
 }
 
 // Work is 2·M·N·K flops; the bytes are the least traffic possible: A and B read once, C written

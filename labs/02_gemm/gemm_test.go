@@ -1,7 +1,6 @@
 package gemm
 
 import (
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kernel-labs/kernellabs/internal/matref"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -207,14 +208,14 @@ func TestCompareFull(t *testing.T) {
 	p := randomProduct(7, 37, 29, 61, false)
 	ref, scale := p.Reference()
 	out := naive(p)
-	rep := CompareFull(out, ref, scale, 1e-5)
+	rep := matref.CompareFull(out, ref, scale, 1e-5)
 	assert.True(t, rep.OK, rep.Detail())
 	assert.Less(t, rep.RelErr, 1e-6)
 
 	// One wrong element fails the check even though the norm barely moves.
 	bad := append([]float32(nil), out...)
 	bad[5*29+7] += 0.01
-	rep = CompareFull(bad, ref, scale, 1e-5)
+	rep = matref.CompareFull(bad, ref, scale, 1e-5)
 	assert.False(t, rep.OK)
 	require.NotEmpty(t, rep.Mismatches)
 	assert.Equal(t, 5*29+7, rep.Mismatches[0].Index)
@@ -222,7 +223,7 @@ func TestCompareFull(t *testing.T) {
 	// An unwritten element (the NaN poison) fails it.
 	bad = append([]float32(nil), out...)
 	bad[0] = float32(math.NaN())
-	rep = CompareFull(bad, ref, scale, 1e-5)
+	rep = matref.CompareFull(bad, ref, scale, 1e-5)
 	assert.False(t, rep.OK)
 	assert.Equal(t, 1, rep.Unwritten)
 
@@ -232,8 +233,8 @@ func TestCompareFull(t *testing.T) {
 	for i := range noisy {
 		noisy[i] *= 1 + float32(r.NormFloat64())*1e-4
 	}
-	assert.False(t, CompareFull(noisy, ref, scale, 1e-5).OK)
-	assert.True(t, CompareFull(noisy, ref, scale, 1e-3).OK)
+	assert.False(t, matref.CompareFull(noisy, ref, scale, 1e-5).OK)
+	assert.True(t, matref.CompareFull(noisy, ref, scale, 1e-3).OK)
 }
 
 func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
@@ -241,7 +242,7 @@ func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 		p := randomProduct(11, 150, 170, 190, beta0)
 		out := naive(p)
 		samples := matref.SampleEntries(p.M, p.N, 64, 5)
-		rep := Freivalds(p, out, FreivaldsVectors, samples, 9, 1e-5)
+		rep := matref.Freivalds(p, out, FreivaldsVectors, samples, 9, 1e-5)
 		assert.True(t, rep.OK, "beta0=%v: %s", beta0, rep.Detail())
 		assert.Less(t, rep.RelErr, 1e-6)
 		assert.Equal(t, p.M*p.N, rep.Checked)
@@ -267,14 +268,14 @@ func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
 		bad := append([]float32(nil), out...)
 		bad[i*p.N+j] += float32(1e-3 * norm)
-		rep := Freivalds(p, bad, FreivaldsVectors, samples, seed, 1e-5)
+		rep := matref.Freivalds(p, bad, FreivaldsVectors, samples, seed, 1e-5)
 		assert.False(t, rep.OK, "seed %d: %s", seed, rep.String())
 		assert.Greater(t, rep.RelErr, 5e-4)
 	}
 	// A NaN anywhere fails it too.
 	bad := append([]float32(nil), out...)
 	bad[3] = float32(math.NaN())
-	rep := Freivalds(p, bad, FreivaldsVectors, samples, 1, 1e-5)
+	rep := matref.Freivalds(p, bad, FreivaldsVectors, samples, 1, 1e-5)
 	assert.False(t, rep.OK)
 	assert.Equal(t, 1, rep.Unwritten)
 }
@@ -285,7 +286,7 @@ func TestFreivaldsSamplesCatchAWrongCorner(t *testing.T) {
 	samples := matref.SampleEntries(p.M, p.N, 64, 5)
 	bad := append([]float32(nil), out...)
 	bad[(p.M-1)*p.N+p.N-1] += 0.05 // small against ‖C‖, large against the element's error scale
-	rep := Freivalds(p, bad, FreivaldsVectors, samples, 2, 1e-3)
+	rep := matref.Freivalds(p, bad, FreivaldsVectors, samples, 2, 1e-3)
 	assert.False(t, rep.OK, rep.Detail())
 	require.NotEmpty(t, rep.Mismatches)
 	assert.Equal(t, (p.M-1)*p.N+p.N-1, rep.Mismatches[0].Index)

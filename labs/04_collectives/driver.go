@@ -184,29 +184,6 @@ type collCase struct {
 	comm gpu.Communicator // NCCL, opened on the first library run
 }
 
-// EnablePeers enables peer access from every device to every other one (idempotent: a pair
-// already enabled is left as it is by the backends).
-func EnablePeers(devs []gpu.Device) error {
-	for i, a := range devs {
-		for j, b := range devs {
-			if i == j {
-				continue
-			}
-			ok, err := a.CanAccessPeer(b)
-			if err != nil {
-				return fmt.Errorf("can device %d access device %d: %w", i, j, err)
-			}
-			if !ok {
-				return fmt.Errorf("device %d cannot access device %d's memory (no NVLink or PCIe peer-to-peer path): the peer-memory kernels need it", i, j)
-			}
-			if err := a.EnablePeerAccess(b); err != nil {
-				return fmt.Errorf("enabling peer access from device %d to %d: %w", i, j, err)
-			}
-		}
-	}
-	return nil
-}
-
 func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 	n := len(env.Devices)
 	outCount := count
@@ -220,7 +197,7 @@ func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 				i, gpu.HumanBytes(need), gpu.HumanBytes(free), gpu.HumanBytes(total))
 		}
 	}
-	if err := EnablePeers(env.Devices); err != nil {
+	if err := gpu.EnablePeers(env.Devices); err != nil {
 		return nil, err
 	}
 	c := &collCase{env: env, op: op, n: n, count: count}
@@ -311,8 +288,7 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	if b, ok := params[ParamBlocksPerSM]; ok && b > 0 {
 		per = int(b)
 	}
-	grid = max(1, min((work+threads-1)/threads, max(sms, 1)*per))
-	return grid, threads
+	return gpu.GridFor(work, threads, sms, per), threads
 }
 
 func (c *collCase) runKernel(v *lab.Variant) error {

@@ -1,0 +1,162 @@
+package matref
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+)
+
+// CompareFull checks every element of out against the float64 reference: the relative error
+// ‖out − ref‖₂/‖ref‖₂ must be within tol, no element may be NaN or Inf (the poison), and no element
+// may be off by more than tol times its own error scale (which catches a single wrong element that
+// the norm would hide).
+func CompareFull(out []float32, ref, scale []float64, tol float64) check.Report {
+	r := check.Report{Method: "every element against a float64 CPU reference", Tolerance: tol, MaxErrAt: -1,
+		Checked: len(out)}
+	var num, den float64
+	bad := 0
+	for i, o := range out {
+		g, w := float64(o), ref[i]
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			r.Unwritten++
+			addMismatch(&r, i, g, w)
+			continue
+		}
+		d := g - w
+		num += d * d
+		den += w * w
+		if ad := math.Abs(d); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
+			r.MaxAbsErr, r.MaxErrAt = ad, i
+		}
+		if !ElementOK(g, w, scale[i], tol) {
+			bad++
+			addMismatch(&r, i, g, w)
+		}
+	}
+	r.RelErr = RelErr(num, den)
+	r.OK = r.Unwritten == 0 && bad == 0 && r.RelErr <= tol
+	r.Note = notes(r.Unwritten, bad, len(out))
+	return r
+}
+
+// Freivalds checks a large product without forming A·B: for random vectors x of ±1 it compares
+// y = out·x with z = alpha·A·(B·x) + beta·C0·x, both in float64 on the CPU — O(MN + NK + MK) work
+// instead of O(MNK). E‖(out − C)·x‖² = ‖out − C‖²_F for such x, so ‖y − z‖/‖z‖ estimates the same
+// relative error as the full comparison, and a wrong element e anywhere adds e² to it whatever x
+// is. It is combined with exact float64 values of the sampled elements (corners, edges of the last
+// tiles, and random ones), each held to the elementwise criterion.
+func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed uint64, tol float64) check.Report {
+	r := check.Report{Method: fmt.Sprintf("Freivalds (%d random ±1 vectors, float64 on the CPU) and %d sampled elements in float64",
+		vectors, len(samples)), Tolerance: tol, MaxErrAt: -1, Checked: len(out)}
+	// Poison and NaNs first: they would make every sum below NaN.
+	var nanMu sync.Mutex
+	ParallelFor(p.M, func(lo, hi int) {
+		n := 0
+		for _, v := range out[lo*p.N : hi*p.N] {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				n++
+			}
+		}
+		nanMu.Lock()
+		r.Unwritten += n
+		nanMu.Unlock()
+	})
+	if r.Unwritten > 0 {
+		for i, v := range out {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				addMismatch(&r, i, f, math.NaN())
+				if len(r.Mismatches) >= check.MaxMismatches {
+					break
+				}
+			}
+		}
+		r.RelErr = math.Inf(1)
+		r.Note = notes(r.Unwritten, 0, len(out))
+		return r
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"
+	var num, den float64
+	for v := 0; v < vectors; v++ {
+		x := make([]float64, p.N)
+		for j := range x {
+			x[j] = float64(1 - 2*int(rng.IntN(2)))
+		}
+		bx := make([]float64, p.K) // B·x
+		ParallelFor(p.K, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				s := 0.0
+				for j, b := range p.B[k*p.N : (k+1)*p.N] {
+					s += float64(b) * x[j]
+				}
+				bx[k] = s
+			}
+		})
+		var mu sync.Mutex
+		ParallelFor(p.M, func(lo, hi int) {
+			var n2, d2 float64
+			for i := lo; i < hi; i++ {
+				z := 0.0
+				for k, a := range p.A[i*p.K : (i+1)*p.K] {
+					z += float64(a) * bx[k]
+				}
+				z *= float64(p.Alpha)
+				y, c := 0.0, 0.0
+				for j, o := range out[i*p.N : (i+1)*p.N] {
+					y += float64(o) * x[j]
+					if p.C0 != nil {
+						c += float64(p.C0[i*p.N+j]) * x[j]
+					}
+				}
+				if p.C0 != nil {
+					z += float64(p.Beta) * c
+				}
+				n2 += (y - z) * (y - z)
+				d2 += z * z
+			}
+			mu.Lock()
+			num += n2
+			den += d2
+			mu.Unlock()
+		})
+	}
+	r.RelErr = RelErr(num, den)
+	bad := 0
+	for _, s := range samples {
+		i, j := s[0], s[1]
+		want, scale := p.Entry(i, j)
+		g := float64(out[i*p.N+j])
+		if ad := math.Abs(g - want); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
+			r.MaxAbsErr, r.MaxErrAt = ad, i*p.N+j
+		}
+		if !ElementOK(g, want, scale, tol) {
+			bad++
+			addMismatch(&r, i*p.N+j, g, want)
+		}
+	}
+	r.OK = bad == 0 && r.RelErr <= tol
+	if bad > 0 {
+		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", bad, len(samples))
+	}
+	return r
+}
+
+func addMismatch(r *check.Report, i int, got, want float64) {
+	if len(r.Mismatches) < check.MaxMismatches {
+		r.Mismatches = append(r.Mismatches, check.Mismatch{Index: i, Got: got, Want: want})
+	}
+}
+
+func notes(unwritten, bad, total int) string {
+	switch {
+	case unwritten > 0 && bad > 0:
+		return fmt.Sprintf("%d of %d outputs are NaN or Inf (never written?) and %d more are off by more than the tolerance", unwritten, total, bad)
+	case unwritten > 0:
+		return fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from a NaN poison: an output read before it was written, or C read when beta is 0)", unwritten, total)
+	case bad > 0:
+		return fmt.Sprintf("%d of %d elements are off by more than tolerance × their error scale", bad, total)
+	}
+	return ""
+}

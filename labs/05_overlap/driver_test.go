@@ -1,0 +1,100 @@
+package overlap
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+func TestRowSplitCoversEveryRowOnce(t *testing.T) {
+	for _, tc := range []struct{ m, n int }{{64, 2}, {100, 3}, {3, 2}, {3, 3}, {129, 4}, {8192, 8}, {7, 5}} {
+		next := 0
+		for s := range tc.n {
+			assert.Equal(t, next, Row0Of(s, tc.m, tc.n), "m=%d n=%d rank %d starts where rank %d ended", tc.m, tc.n, s, s-1)
+			rows := RowsOf(s, tc.m, tc.n)
+			assert.GreaterOrEqual(t, rows, tc.m/tc.n)
+			assert.LessOrEqual(t, rows, tc.m/tc.n+1)
+			next += rows
+		}
+		assert.Equal(t, tc.m, next, "m=%d n=%d: the blocks cover M", tc.m, tc.n)
+	}
+}
+
+func TestTilesNeverSpanTwoBlocks(t *testing.T) {
+	// 100 rows over 2 ranks: 50 + 50, one row tile each (a 64-row tile over all 100 would need 2).
+	assert.Equal(t, 2*2, Tiles(Shape{M: 100, N: 70, K: 50}, 2))
+	assert.Equal(t, 3*1, Tiles(Shape{M: 3, N: 5, K: 7}, 3))
+	// 130 rows over 2 ranks: 65 + 65, two row tiles each (a 64-row tile plus a 1-row edge tile).
+	assert.Equal(t, (2+2)*2, Tiles(Shape{M: 130, N: 128, K: 1}, 2))
+}
+
+func TestRingStartsWithOwnRank(t *testing.T) {
+	assert.Equal(t, []int{0, 1, 2}, Ring(0, 3))
+	assert.Equal(t, []int{2, 0, 1}, Ring(2, 3))
+	assert.Equal(t, []int{1, 0}, Ring(1, 2))
+}
+
+func TestPersistentGrid(t *testing.T) {
+	g, err := PersistentGrid(132*2, 8, 10000)
+	require.NoError(t, err)
+	assert.Equal(t, 264, g, "one wave")
+	g, err = PersistentGrid(264, 8, 3)
+	require.NoError(t, err)
+	assert.Equal(t, 11, g, "no more blocks than producers + tiles")
+	g, err = PersistentGrid(4, 1, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, g, "at least one consumer")
+	_, err = PersistentGrid(2, 2, 10)
+	assert.Error(t, err, "producers that fill the wave would leave the GEMM blocks nowhere to run")
+}
+
+func TestWorkCountsEveryRank(t *testing.T) {
+	w := WorkOf(Shape{M: 8192, N: 3584, K: 4096}, 4)
+	assert.InDelta(t, 4*2*8192.0*3584*4096, w.FLOPs, 1)
+	assert.Zero(t, w.Bytes)
+}
+
+func TestShapeOf(t *testing.T) {
+	s, err := ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 100, "n": 70, "k": 50}})
+	require.NoError(t, err)
+	assert.Equal(t, Shape{100, 70, 50}, s)
+	_, err = ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 100, "n": 70}})
+	assert.Error(t, err)
+	_, err = ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 1 << 20, "n": 1 << 12, "k": 8}})
+	assert.Error(t, err, "2^32 elements of C")
+}
+
+func TestManifest(t *testing.T) {
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	assert.Equal(t, "05", m.ID)
+	assert.Equal(t, 2, m.Devices)
+	s := m.Suite("ag_gemm")
+	require.NotNil(t, s)
+	assert.Equal(t, []string{"m", "n", "k"}, s.Shape)
+	assert.Equal(t, VarSequential, s.Baseline)
+	for _, name := range []string{VarSequential, VarChunked, VarFusedPull, VarFusedSignal} {
+		v := s.Variant(name)
+		require.NotNil(t, v, name)
+		assert.True(t, v.IsKernel(), name)
+	}
+	lib := s.Variant(LibNCCLCublas)
+	require.NotNil(t, lib)
+	assert.Equal(t, LibNCCLCublas, lib.Library)
+	assert.ElementsMatch(t, []string{"gpu", "nccl", "cublas"}, lib.Needs)
+	assert.NotEmpty(t, lib.EmuSkip)
+	for _, set := range []string{"gpu", "emu", "grade"} {
+		ps, err := s.ProblemsFor(set)
+		require.NoError(t, err, set)
+		require.NotEmpty(t, ps, set)
+		for _, p := range ps {
+			_, err := ShapeOf(p)
+			assert.NoError(t, err, "%s %s", set, p.Name)
+		}
+	}
+	require.Len(t, m.Helpers, 1)
+	assert.Equal(t, EntryGather, m.Helpers[0].Entry)
+}

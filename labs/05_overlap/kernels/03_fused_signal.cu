@@ -1,0 +1,80 @@
+// 03 — fused AG+GEMM with signals: one persistent kernel, producer blocks copy the row blocks of
+// A into the local A_full and raise a ready flag per block; the GEMM blocks wait on the flag of
+// the block they need, then compute from local memory. This is the pattern of Flux and
+// Triton-distributed: communication and computation in one kernel, ordered by flags in memory
+// instead of by kernel boundaries or stream events.
+//
+// Roles: blocks 0 … P−1 (P = nproducers) are producers; they copy the blocks of the other ranks
+// in ring order (rank+1, rank+2, …), each block split over the P producers, and every producer
+// adds 1 to flags[s] when its share of block s is written. The other blocks are consumers: they
+// take GEMM tiles in the order own block first (no wait: the rows are this rank's A), then the
+// blocks in the order the producers deliver them.
+//
+// The protocol (flags are unsigned counters that only grow, so no reset between runs is needed:
+// run number `epoch`, counted from 1, is complete for block s when flags[s] ≥ epoch·P):
+//   producer:  write the rows → __syncthreads (the whole block has written) → one thread:
+//              __threadfence (the rows are visible to the device before the flag) → atomicAdd flag
+//   consumer:  one thread spins on a volatile load of the flag → __threadfence (no read of the
+//              rows is ordered before the flag was seen) → __syncthreads → every thread reads.
+// A consumer spins on work that a producer of the same grid does: every block must be resident
+// at once, or a consumer may occupy the SM a producer is waiting for, forever. The driver
+// launches at most one wave (SMs × blocks per SM) and at least P + 1 blocks.
+//
+// Launch: block 256, persistent grid as above.
+#include "kl.cuh"
+#include "overlap_gemm.cuh"
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, const float* __restrict__ B,
+                     float* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch) {
+    __shared__ float As[OV_BM * OV_BK];
+    __shared__ float Bs[OV_BK * OV_BN];
+    if ((int)blockIdx.x < nproducers) {
+        // ---- producer ----
+        const long long stride = (long long)nproducers * blockDim.x;
+        for (int j = 1; j < nranks; ++j) {
+            int s = rank + j;
+            if (s >= nranks) s -= nranks;
+            const long long total = (long long)ov_rows_of(s, M, nranks) * K;
+            const float* src = ins[s];
+            float* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
+            for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride)
+                dst[t] = src[t];
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();
+                atomicAdd(&flags[s], 1u);
+            }
+        }
+        return;
+    }
+    // ---- consumer ----
+    const int colTiles = (N + OV_BN - 1) / OV_BN;
+    const unsigned ready = epoch * (unsigned)nproducers;
+    int total = 0;
+    for (int s = 0; s < nranks; ++s) total += ov_tiles_of(ov_rows_of(s, M, nranks), N);
+    int seen = -1; // (thread 0) the last source block this block has waited for
+    for (int t = blockIdx.x - nproducers; t < total; t += gridDim.x - nproducers) {
+        int rest = t, s = rank;
+        for (int j = 0; j < nranks; ++j) {
+            s = rank + j;
+            if (s >= nranks) s -= nranks;
+            const int tiles = ov_tiles_of(ov_rows_of(s, M, nranks), N);
+            if (rest < tiles) break;
+            rest -= tiles;
+        }
+        const float* A = ins[rank]; // own block: local, already there
+        if (s != rank) {
+            if (threadIdx.x == 0 && seen != s) {
+                while (*(volatile unsigned*)&flags[s] < ready) {
+                }
+                __threadfence();
+                seen = s;
+            }
+            __syncthreads();
+            A = afull + (long long)ov_row0_of(s, M, nranks) * K;
+        }
+        float* Cs = C + (long long)ov_row0_of(s, M, nranks) * N;
+        ov_gemm_tile(A, B, Cs, ov_rows_of(s, M, nranks), N, K, rest / colTiles, rest % colTiles, As, Bs);
+    }
+}

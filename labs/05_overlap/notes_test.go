@@ -1,0 +1,86 @@
+package overlap
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)
+
+// outline returns the heading ids (with their levels) and the cells (info string and body) of a
+// notes file, outside and inside fences respectively.
+func outline(t *testing.T, path string) (heads, cells []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	in, cur := false, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			if !in {
+				in, cur = true, strings.TrimPrefix(line, "```")+"|"
+			} else {
+				in = false
+				if strings.HasPrefix(cur, "kl-") {
+					cells = append(cells, cur)
+				}
+			}
+			continue
+		}
+		if in {
+			cur += strings.TrimSpace(line) + ";"
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			if strings.HasPrefix(line, "# ") {
+				heads = append(heads, "#title")
+				continue
+			}
+			level := len(line) - len(strings.TrimLeft(line, "#"))
+			m := headingID.FindStringSubmatch(line)
+			require.NotNil(t, m, "%s: heading %q has no {#id}", path, line)
+			heads = append(heads, strings.Repeat("#", level)+m[1])
+		}
+	}
+	return heads, cells
+}
+
+func TestNotesHaveTheSameSectionsAndCells(t *testing.T) {
+	he, ce := outline(t, "notes.en.md")
+	hz, cz := outline(t, "notes.zh.md")
+	assert.Equal(t, he, hz, "the same headings, in the same order")
+	assert.Equal(t, ce, cz, "the same cells, in the same order")
+
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	for _, c := range ce {
+		switch {
+		case strings.HasPrefix(c, "kl-source|"):
+			f := strings.SplitN(strings.TrimPrefix(c, "kl-source|file: "), ";", 2)[0]
+			_, err := os.Stat(filepath.Clean(f))
+			assert.NoError(t, err, c)
+		case strings.HasPrefix(c, "kl-results|"), strings.HasPrefix(c, "kl-plot|"):
+			s := regexp.MustCompile(`suite: ([a-z_]+)`).FindStringSubmatch(c)
+			require.NotNil(t, s, c)
+			suite := m.Suite(s[1])
+			require.NotNil(t, suite, c)
+			if v := regexp.MustCompile(`variants: \[([^\]]*)\]`).FindStringSubmatch(c); v != nil {
+				for _, name := range strings.Split(v[1], ",") {
+					assert.NotNil(t, suite.Variant(strings.TrimSpace(name)), "%s: variant %s", c, name)
+				}
+			}
+		}
+	}
+	// No measured numbers are written into the notes: they come from the results cells.
+	for _, f := range []string{"notes.en.md", "notes.zh.md"} {
+		b, _ := os.ReadFile(f)
+		assert.NotRegexp(t, `\d+(\.\d+)? ?(TFLOP/s|GB/s|×) ?(measured|实测)`, string(b))
+	}
+}

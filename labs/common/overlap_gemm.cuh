@@ -1,0 +1,90 @@
+// overlap_gemm.cuh — the pieces that every kernel of lab 05 (compute/communication overlap) shares:
+// how the M rows of A are split over the ranks, and one 64×64 tile of an fp32 GEMM.
+//
+// The GEMM is lab 02's 2-D register blocking, smaller: a block of 256 threads computes a 64×64
+// tile of C, each thread a 4×4 block, stepping through K by 16 with the A and B tiles staged in
+// shared memory. It is not the fastest fp32 GEMM of the course (lab 02 goes further); it is the
+// same in every variant of lab 05, so that the differences measured there are the schedule's.
+//
+// All matrices are row-major. Edge tiles (rows, N or K not multiples of the tile) are handled:
+// out-of-range loads read 0, out-of-range stores are skipped.
+#pragma once
+
+#define OV_BM 64
+#define OV_BN 64
+#define OV_BK 16
+#define OV_TM 4
+#define OV_TN 4
+#define OV_THREADS ((OV_BM / OV_TM) * (OV_BN / OV_TN)) // 256
+
+// The rows of A that rank s holds: M/n each, the first M%n ranks one more.
+__device__ __forceinline__ int ov_rows_of(int s, int M, int nranks) {
+    return M / nranks + (s < M % nranks ? 1 : 0);
+}
+
+// The first row of rank s's block in the gathered A (and in C).
+__device__ __forceinline__ int ov_row0_of(int s, int M, int nranks) {
+    return s * (M / nranks) + (s < M % nranks ? s : M % nranks);
+}
+
+// Tiles of a block of `rows` rows of C: row tiles × column tiles.
+__device__ __forceinline__ int ov_tiles_of(int rows, int N) {
+    return ((rows + OV_BM - 1) / OV_BM) * ((N + OV_BN - 1) / OV_BN);
+}
+
+// ov_gemm_tile computes the tile (tm, tn) of C = A·B for a block of `rows` rows: A is rows×K, B is
+// K×N, C is rows×N. As and Bs are the block's shared tiles (OV_BM·OV_BK and OV_BK·OV_BN floats).
+// Every thread of the block must call it (it has __syncthreads inside).
+__device__ __forceinline__ void ov_gemm_tile(const float* A, const float* __restrict__ B, float* C,
+                                             int rows, int N, int K, int tm, int tn,
+                                             float* As, float* Bs) {
+    const int tid = threadIdx.x;
+    const int m0 = tm * OV_BM, n0 = tn * OV_BN;
+    const int threadCol = tid % (OV_BN / OV_TN), threadRow = tid / (OV_BN / OV_TN);
+    const int aCol = tid % OV_BK, aRow = tid / OV_BK; // rows aRow + 16·l of the A tile
+    const int bCol = tid % OV_BN, bRow = tid / OV_BN; // rows bRow + 4·l of the B tile
+    constexpr int aStride = OV_THREADS / OV_BK, bStride = OV_THREADS / OV_BN;
+
+    float acc[OV_TM][OV_TN];
+#pragma unroll
+    for (int i = 0; i < OV_TM; ++i)
+#pragma unroll
+        for (int j = 0; j < OV_TN; ++j) acc[i][j] = 0.0f;
+    float regM[OV_TM], regN[OV_TN];
+
+    for (int k0 = 0; k0 < K; k0 += OV_BK) {
+#pragma unroll
+        for (int l = 0; l < OV_BM / aStride; ++l) {
+            const int r = aRow + l * aStride;
+            As[r * OV_BK + aCol] = (m0 + r < rows && k0 + aCol < K) ? A[(long long)(m0 + r) * K + k0 + aCol] : 0.0f;
+        }
+#pragma unroll
+        for (int l = 0; l < OV_BK / bStride; ++l) {
+            const int r = bRow + l * bStride;
+            Bs[r * OV_BN + bCol] = (k0 + r < K && n0 + bCol < N) ? B[(long long)(k0 + r) * N + n0 + bCol] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < OV_BK; ++kk) {
+#pragma unroll
+            for (int i = 0; i < OV_TM; ++i) regM[i] = As[(threadRow * OV_TM + i) * OV_BK + kk];
+#pragma unroll
+            for (int j = 0; j < OV_TN; ++j) regN[j] = Bs[kk * OV_BN + threadCol * OV_TN + j];
+#pragma unroll
+            for (int i = 0; i < OV_TM; ++i)
+#pragma unroll
+                for (int j = 0; j < OV_TN; ++j) acc[i][j] += regM[i] * regN[j];
+        }
+        __syncthreads(); // the tiles are overwritten by the next step (or the next tile)
+    }
+#pragma unroll
+    for (int i = 0; i < OV_TM; ++i) {
+        const int row = m0 + threadRow * OV_TM + i;
+        if (row >= rows) break;
+#pragma unroll
+        for (int j = 0; j < OV_TN; ++j) {
+            const int col = n0 + threadCol * OV_TN + j;
+            if (col < N) C[(long long)row * N + col] = acc[i][j];
+        }
+    }
+}
