@@ -20,8 +20,9 @@ func TestOpenCommunicatorWithoutLibrary(t *testing.T) {
 
 type nopStream struct{}
 
-func (nopStream) Synchronize() error { return nil }
-func (nopStream) Close() error       { return nil }
+func (nopStream) Synchronize() error        { return nil }
+func (nopStream) Close() error              { return nil }
+func (nopStream) WaitEvent(gpu.Event) error { return nil }
 
 func TestCheckCollective(t *testing.T) {
 	s := []gpu.Stream{nopStream{}, nopStream{}}

@@ -157,6 +157,9 @@ type Kernel interface {
 // Stream is an ordered queue of device work.
 type Stream interface {
 	Synchronize() error
+	// WaitEvent makes work queued on the stream after this call wait until e (as last recorded,
+	// possibly on another stream or device) has completed; the host does not wait.
+	WaitEvent(e Event) error
 	Close() error
 }
 

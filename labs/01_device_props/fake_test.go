@@ -173,8 +173,9 @@ func (d *fakeDevice) BLAS() (gpu.BLAS, error) {
 
 type fakeStream struct{}
 
-func (fakeStream) Synchronize() error { return nil }
-func (fakeStream) Close() error       { return nil }
+func (fakeStream) Synchronize() error        { return nil }
+func (fakeStream) WaitEvent(gpu.Event) error { return nil }
+func (fakeStream) Close() error              { return nil }
 
 // fakeBLAS computes GemmEx by cuBLAS's column-major definition, independently of GemmRowMajor:
 // C(i,j) = Σₗ A(i,l)·B(l,j), X(i,j) stored at X[i + j·ldx].

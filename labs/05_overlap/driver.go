@@ -378,41 +378,33 @@ func (c *agCase) runSequential(v *lab.Variant) error {
 
 // runChunked: per rank, the GEMM of its own rows starts at once on the compute stream (they are
 // local), while the blocks of the other ranks are copied one launch each on the copy stream, an
-// event recorded after each. The GEMM of block s is launched when its event has completed.
-//
-// The device API has no stream-waits-on-event (cuStreamWaitEvent), so the host waits for each
-// copy's event before it launches that block's GEMM. The host is not the bottleneck: the GEMM of
-// block s is already queued when the host waits for block s+1's copy, so the compute stream stays
-// busy while the copy runs — the overlap this schedule is for. What the host wait costs is a
-// launch latency between a copy's end and its GEMM's start when the GEMM of the previous block
-// finished first.
+// event recorded after each. The compute stream waits for a block's event (a stream wait, not the
+// host) before that block's GEMM: the copy of block s+1 runs while the GEMM of block s computes,
+// and the whole schedule is queued up front.
 func (c *agCase) runChunked(v *lab.Variant) error {
 	if err := c.openCopyStreams(); err != nil {
 		return err
 	}
 	for r := range c.n {
 		ring := Ring(r, c.n)
-		if err := c.launchGemm(v, r, c.dA[r].DevicePtr(), Row0Of(r, c.sh.M, c.n), RowsOf(r, c.sh.M, c.n), c.env.Streams[r]); err != nil {
+		compute := c.env.Streams[r]
+		if err := c.launchGemm(v, r, c.dA[r].DevicePtr(), Row0Of(r, c.sh.M, c.n), RowsOf(r, c.sh.M, c.n), compute); err != nil {
 			return fmt.Errorf("rank %d, GEMM of its own rows: %w", r, err)
 		}
 		for j := 1; j < c.n; j++ {
-			if err := c.launchGather(v, r, ring[j], 1, c.copyStreams[r]); err != nil {
-				return fmt.Errorf("rank %d, copy of rank %d's rows: %w", r, ring[j], err)
+			s := ring[j]
+			if err := c.launchGather(v, r, s, 1, c.copyStreams[r]); err != nil {
+				return fmt.Errorf("rank %d, copy of rank %d's rows: %w", r, s, err)
 			}
 			if err := c.events[r][j].Record(c.copyStreams[r]); err != nil {
 				return fmt.Errorf("rank %d: %w", r, err)
 			}
-		}
-	}
-	for j := 1; j < c.n; j++ {
-		for r := range c.n {
-			s := (r + j) % c.n
-			if err := c.events[r][j].Synchronize(); err != nil {
+			if err := compute.WaitEvent(c.events[r][j]); err != nil {
 				return fmt.Errorf("rank %d, waiting for rank %d's rows: %w", r, s, err)
 			}
 			row0 := Row0Of(s, c.sh.M, c.n)
 			a := c.dAFull[r].DevicePtr() + gpu.Ptr(4*row0*c.sh.K)
-			if err := c.launchGemm(v, r, a, row0, RowsOf(s, c.sh.M, c.n), c.env.Streams[r]); err != nil {
+			if err := c.launchGemm(v, r, a, row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
 				return fmt.Errorf("rank %d, GEMM of rank %d's rows: %w", r, s, err)
 			}
 		}

@@ -740,3 +740,30 @@ func TestGemmGroupedBatched(t *testing.T) {
 		assert.Less(t, e, 1e-5, "problem %d (%d×%d×%d)", i, p.m, p.n, p.k)
 	}
 }
+
+func TestStreamWaitEvent(t *testing.T) {
+	d := openDevice(t, 0)
+	s0, err := d.NewStream()
+	require.NoError(t, err)
+	defer s0.Close()
+	s1, err := d.NewStream()
+	require.NoError(t, err)
+	defer s1.Close()
+	ev, err := d.NewEvent()
+	require.NoError(t, err)
+	defer ev.Close()
+	after, err := d.NewEvent()
+	require.NoError(t, err)
+	defer after.Close()
+	big, err := gpu.Alloc[uint32](d, 256<<20) // 1 GiB: a memset long enough to order against
+	require.NoError(t, err)
+	defer big.Free()
+	require.NoError(t, big.Fill32(1, s0))
+	require.NoError(t, ev.Record(s0))
+	require.NoError(t, s1.WaitEvent(ev))
+	require.NoError(t, after.Record(s1))
+	require.NoError(t, s1.Synchronize())
+	ms, err := after.ElapsedMs(ev)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, ms, 0.0, "s1 went on only after s0 reached the event")
+}

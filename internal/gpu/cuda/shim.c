@@ -69,6 +69,7 @@ static struct {
     CUresult (*cuStreamCreate)(CUstream *, unsigned int);
     CUresult (*cuStreamDestroy_v2)(CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
     CUresult (*cuEventCreate)(CUevent *, unsigned int);
     CUresult (*cuEventDestroy_v2)(CUevent);
     CUresult (*cuEventRecord)(CUevent, CUstream);
@@ -166,6 +167,7 @@ int kl_cuda_load(const char *path, char **err) {
     REQ(cuStreamCreate, "cuStreamCreate", NULL);
     REQ(cuStreamDestroy_v2, "cuStreamDestroy_v2", NULL);
     REQ(cuStreamSynchronize, "cuStreamSynchronize", NULL);
+    REQ(cuStreamWaitEvent, "cuStreamWaitEvent", NULL);
     REQ(cuEventCreate, "cuEventCreate", NULL);
     REQ(cuEventDestroy_v2, "cuEventDestroy_v2", NULL);
     REQ(cuEventRecord, "cuEventRecord", NULL);
@@ -340,6 +342,11 @@ CUresult kl_stream_create(CUcontext ctx, CUstream *s) {
 CUresult kl_stream_destroy(CUcontext ctx, CUstream s) {
     SET_CTX(ctx);
     return cu.cuStreamDestroy_v2(s);
+}
+
+CUresult kl_stream_wait_event(CUcontext ctx, CUstream s, CUevent e) {
+    SET_CTX(ctx);
+    return cu.cuStreamWaitEvent(s, e, 0);
 }
 
 CUresult kl_stream_synchronize(CUcontext ctx, CUstream s) {

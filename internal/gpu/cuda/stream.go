@@ -34,6 +34,16 @@ func (s *stream) Synchronize() error {
 	return check("cuStreamSynchronize", C.kl_stream_synchronize(s.d.ctx, s.s))
 }
 
+// WaitEvent is cuStreamWaitEvent: later work on s waits for e, which may belong to another
+// device (CUDA orders streams across devices this way without involving the host).
+func (s *stream) WaitEvent(ev gpu.Event) error {
+	e, ok := ev.(*event)
+	if !ok || e == nil {
+		return fmt.Errorf("cuda: WaitEvent needs a CUDA event, got %T", ev)
+	}
+	return check("cuStreamWaitEvent", C.kl_stream_wait_event(s.d.ctx, s.s, e.e))
+}
+
 // Close destroys the stream (work already queued still runs); it is safe to call twice.
 func (s *stream) Close() error {
 	var err error

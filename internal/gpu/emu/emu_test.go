@@ -804,3 +804,33 @@ func TestAnErrorStopsTheWholeGrid(t *testing.T) {
 	requireEmuError(t, err, "EMU_TRAP", "assertion failed", "block (0,0,0)")
 	assert.Less(t, time.Since(start), 3*time.Second, "not the 30 s time limit")
 }
+
+// A stream waits for an event recorded on another device's stream, without the host waiting.
+func TestStreamWaitsForAnotherDevicesEvent(t *testing.T) {
+	needEmu(t)
+	d0, d1 := openDev(t, 0), openDev(t, 1)
+	s0, err := d0.NewStream()
+	require.NoError(t, err)
+	s1, err := d1.NewStream()
+	require.NoError(t, err)
+	ev, err := d0.NewEvent()
+	require.NoError(t, err)
+	after, err := d1.NewEvent()
+	require.NoError(t, err)
+
+	big := alloc[uint32](t, d0, 64<<20) // a slow operation on s0 (256 MiB)
+	require.NoError(t, big.Fill32(1, s0))
+	require.NoError(t, ev.Record(s0))
+	require.NoError(t, s1.WaitEvent(ev)) // returns at once: the host does not wait
+	require.NoError(t, after.Record(s1))
+	require.NoError(t, s1.Synchronize())
+	require.NoError(t, s0.Synchronize())
+	ms, err := after.ElapsedMs(ev)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, ms, 0.0, "s1 went on only after s0 reached the event")
+
+	never, err := d0.NewEvent()
+	require.NoError(t, err)
+	require.NoError(t, s1.WaitEvent(never), "an event never recorded is complete")
+	require.NoError(t, s1.Synchronize())
+}

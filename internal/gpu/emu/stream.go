@@ -114,6 +114,22 @@ func (s *stream) Synchronize() error {
 	return err
 }
 
+// WaitEvent queues a wait for e as last recorded (on any stream of any emulated device): the
+// stream's later work starts once e's stream has reached it. An event never recorded is complete.
+func (s *stream) WaitEvent(ev gpu.Event) error {
+	e, ok := ev.(*event)
+	if !ok || e == nil {
+		return callErr("WaitEvent", "EMU_INVALID_HANDLE", "the event is not an emulator event")
+	}
+	e.mu.Lock()
+	done := e.done
+	e.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	return s.enqueue(func() error { <-done; return nil }, true)
+}
+
 // shutdown stops the goroutine after the queued work.
 func (s *stream) shutdown() {
 	s.qmu.Lock()

@@ -218,8 +218,9 @@ func (k *kernel) LaunchPacked(cfg gpu.LaunchConfig, args [][]byte) error {
 
 type stream struct{}
 
-func (stream) Synchronize() error { return nil }
-func (stream) Close() error       { return nil }
+func (stream) Synchronize() error        { return nil }
+func (stream) WaitEvent(gpu.Event) error { return nil }
+func (stream) Close() error              { return nil }
 
 type event struct{ t time.Time }
 
