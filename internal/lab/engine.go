@@ -132,7 +132,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	be, note, err := gpu.Open(o.Backend)
 	if err != nil {
-		return nil, &EnvError{fmt.Errorf("%w\n(without a GPU, run on the CPU emulator: --backend emu)", err)}
+		if !strings.Contains(err.Error(), "--backend emu") {
+			err = fmt.Errorf("%w\n(without a GPU, run on the CPU emulator: --backend emu)", err)
+		}
+		return nil, &EnvError{err}
 	}
 	if note != "" {
 		fmt.Fprintln(o.Progress, note)
