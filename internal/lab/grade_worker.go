@@ -37,8 +37,8 @@ type GradeSpec struct {
 	Rounds  int   `json:"rounds"`   // checked runs of a GradeCheck job (default 3)
 	Warmup  int   `json:"warmup"`   // checked, untimed runs before a GradeSpeed job's timed ones (default 2)
 	RedZone int64 `json:"red_zone"` // bytes of 0xFF before and after every buffer (default 64 KiB; -1: none)
-	// ReadOnly says, for a graded variant, which kernel parameters point at inputs (const T* in
-	// the course's own signature of the kernel, not the submission's).
+	// ReadOnly says, for a graded variant (by Variant.Key), which kernel parameters point at
+	// inputs (const T* in the course's own signature of the kernel, not the submission's).
 	ReadOnly map[string][]bool `json:"read_only,omitempty"`
 }
 

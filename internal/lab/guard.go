@@ -58,6 +58,9 @@ func newGuardDevice(d gpu.Device, pad int64) *guardDevice {
 	return &guardDevice{Device: d, pad: pad, allocs: map[gpu.Ptr]*guardAlloc{}}
 }
 
+// Unwrap gives backends the device under the guard (to enable peer access with it, say).
+func (g *guardDevice) Unwrap() gpu.Device { return g.Device }
+
 // begin starts a new run: allocations from now on belong to it.
 func (g *guardDevice) begin() {
 	g.mu.Lock()

@@ -184,6 +184,15 @@ func (s *Suite) Variant(name string) *Variant {
 	return nil
 }
 
+// Key names the variant within its lab: suites may reuse a variant name (each suite has its own
+// cuBLAS baseline, say), so loaded kernels are found by suite and name.
+func (v *Variant) Key() string {
+	if v.Suite == nil {
+		return v.Name
+	}
+	return v.Suite.Name + "/" + v.Name
+}
+
 // IsKernel reports whether the variant is a kernel of the lab (not a library call).
 func (v *Variant) IsKernel() bool { return v.File != "" }
 

@@ -252,7 +252,7 @@ func (w *worker) loadKernels(dev gpu.Device) (map[string]gpu.Kernel, error) {
 				return nil, err
 			}
 			if ok {
-				kernels[v.Name] = k
+				kernels[v.Key()] = k
 			}
 		}
 	}

@@ -20,7 +20,7 @@ func fakeEnv(t *testing.T, d *fakeDevice, withFill bool) (*lab.Manifest, *lab.En
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
 			if v.IsKernel() {
-				variants[v.Name] = [2]string{v.File, v.Entry}
+				variants[v.Key()] = [2]string{v.File, v.Entry}
 			}
 		}
 	}
@@ -92,7 +92,7 @@ func TestCopyRepeatsSmallWorkingSets(t *testing.T) {
 	} {
 		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: tc.params})
 		require.NoError(t, err)
-		k := ks["copy_f4_flat"].(*fakeKernel)
+		k := ks["hbm_bandwidth/copy_f4_flat"].(*fakeKernel)
 		before := k.count
 		require.NoError(t, c.Run(s.Variant("copy_f4_flat")))
 		assert.Equal(t, tc.passes, k.count-before, "%v", tc.params)
@@ -168,7 +168,7 @@ func TestChecksCatchNearMisses(t *testing.T) {
 		m, env, ks := fakeEnv(t, d, true)
 		s := m.Suite(SuiteHBM)
 		v := s.Variant("copy_f4")
-		k := ks["copy_f4"].(*fakeKernel)
+		k := ks["hbm_bandwidth/copy_f4"].(*fakeKernel)
 		good := k.body
 		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
 			n := int64(argU64(args[2]))
@@ -195,7 +195,7 @@ func TestChecksCatchNearMisses(t *testing.T) {
 		m, env, ks := fakeEnv(t, d, true)
 		s := m.Suite(SuiteFMA)
 		v := s.Variant("fma_chains4")
-		k := ks["fma_chains4"].(*fakeKernel)
+		k := ks["fp32_fma/fma_chains4"].(*fakeKernel)
 		good := k.body
 		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
 			if err := good(k, cfg, args); err != nil {
@@ -235,7 +235,7 @@ func TestChecksCatchNearMisses(t *testing.T) {
 		m, env, ks := fakeEnv(t, d, true)
 		s := m.Suite(SuiteLaunch)
 		v := s.Variant(VariantLaunchSync)
-		k := ks[VariantLaunchSync].(*fakeKernel)
+		k := ks["launch_latency/"+VariantLaunchSync].(*fakeKernel)
 		good := k.body
 		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
 			if argU32(args[1]) == 3 {

@@ -335,13 +335,13 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 			require.NoError(t, err)
 			switch {
 			case ls.TMA:
-				kernels[v.Name] = ks["tma"]
+				kernels[v.Key()] = ks["tma"]
 			case ls.Loop:
-				kernels[v.Name] = ks["loop"]
+				kernels[v.Key()] = ks["loop"]
 			case ls.Dynamic:
-				kernels[v.Name] = ks["dynamic"]
+				kernels[v.Key()] = ks["dynamic"]
 			case !ls.MoE:
-				kernels[v.Name] = ks["persistent"]
+				kernels[v.Key()] = ks["persistent"]
 			}
 		}
 		st, err := dev.NewStream()
@@ -353,7 +353,7 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 		}
 		for _, p := range problems {
 			for _, v := range s.Variants {
-				if _, ok := kernels[v.Name]; !ok && v.IsKernel() {
+				if _, ok := kernels[v.Key()]; !ok && v.IsKernel() {
 					continue // the portable kernels run on the emulator instead
 				}
 				name := suite + "/" + v.Name + " " + p.Name

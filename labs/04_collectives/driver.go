@@ -1,5 +1,5 @@
-// Package collectives is lab 04: allreduce and all-gather between the devices of one process,
-// over peer memory, against NCCL, measured with nccl-tests' bus bandwidth.
+// Package collectives is lab 04: allreduce, all-gather, reduce-scatter and all-to-all between the
+// devices of one process, over peer memory, against NCCL, measured with nccl-tests' bus bandwidth.
 //
 // Like a collective of nccl-tests, the driver supplies only what differs: the buffers of every
 // rank, the reference (a float64 sum or concatenation of the ranks' inputs), one call per
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -21,9 +22,13 @@ const LabDir = "04_collectives"
 
 // The library variants (lab.yaml library:).
 const (
-	LibAllReduce = "nccl_allreduce"
-	LibAllGather = "nccl_allgather"
+	LibAllReduce     = "nccl_allreduce"
+	LibAllGather     = "nccl_allgather"
+	LibReduceScatter = "nccl_reducescatter"
 )
+
+// EntryRing is the entry of the ring allreduce: one launch per step and rank (see runRing).
+const EntryRing = "allreduce_ring_step"
 
 // Launch parameters a kernel variant may set (lab.yaml params:): threads per block (256) and
 // blocks per SM (2); the grid is min(blocks the elements need, SMs × blocks_per_sm), and the
@@ -42,22 +47,47 @@ type Op int
 const (
 	AllReduce Op = iota
 	AllGather
+	ReduceScatter
+	AllToAll
 )
 
 func (o Op) String() string {
-	if o == AllGather {
+	switch o {
+	case AllGather:
 		return "allgather"
+	case ReduceScatter:
+		return "reduce_scatter"
+	case AllToAll:
+		return "all_to_all"
 	}
 	return "allreduce"
 }
 
-// OpOf says which collective a suite measures: suites named allgather... are all-gathers, the
-// others allreduces.
+// OpOf says which collective a suite measures, by the start of its name: allgather...,
+// reduce_scatter..., all_to_all...; the others are allreduces.
 func OpOf(s *lab.Suite) Op {
-	if len(s.Name) >= 9 && s.Name[:9] == "allgather" {
-		return AllGather
+	for _, o := range []Op{AllGather, ReduceScatter, AllToAll} {
+		if strings.HasPrefix(s.Name, o.String()) {
+			return o
+		}
 	}
 	return AllReduce
+}
+
+// Counts are the per-rank element counts of a collective's input and output for n ranks and the
+// problem's count (bytes/4): for allreduce count in and out; for all-gather count in, n·count
+// out; for reduce-scatter and all-to-all count is one block (nccl-tests' count): n blocks in,
+// one block (reduce-scatter) or n blocks (all-to-all) out.
+func Counts(op Op, n, count int) (in, out int) {
+	switch op {
+	case AllGather:
+		return count, n * count
+	case ReduceScatter:
+		return n * count, count
+	case AllToAll:
+		return n * count, n * count
+	}
+	return count, count
 }
 
 // Lab is the driver of lab 04.
@@ -82,26 +112,27 @@ func CountOf(p lab.Problem) (int, error) {
 }
 
 // BusFactor is nccl-tests' ratio busbw / algbw for n ranks: 2(n−1)/n for allreduce, (n−1)/n for
-// all-gather. It turns the rate of one rank's data into the rate each link must sustain in a
+// all-gather, reduce-scatter and all-to-all. It turns the rate of one rank's data into the rate each link must sustain in a
 // bandwidth-optimal algorithm, so that the figure is comparable across n and with the hardware.
 func BusFactor(op Op, n int) float64 {
 	if n < 1 {
 		return 0
 	}
-	if op == AllGather {
-		return float64(n-1) / float64(n)
+	if op == AllReduce {
+		return 2 * float64(n-1) / float64(n)
 	}
-	return 2 * float64(n-1) / float64(n)
+	return float64(n-1) / float64(n)
 }
 
 // AlgBytes are the bytes that nccl-tests divides by the time for algbw: the per-rank buffer S
-// for allreduce, the received n·S for all-gather.
+// for allreduce; n blocks of S = 4·count for the others (received by all-gather, sent by
+// reduce-scatter, sent and received by all-to-all).
 func AlgBytes(op Op, n, count int) float64 {
 	s := 4 * float64(count)
-	if op == AllGather {
-		return float64(n) * s
+	if op == AllReduce {
+		return s
 	}
-	return s
+	return float64(n) * s
 }
 
 // WorkOf is the work of one collective: Bytes = AlgBytes · BusFactor, so that the engine's GB/s
@@ -111,30 +142,49 @@ func WorkOf(op Op, n, count int) lab.Work {
 	return lab.Work{Bytes: AlgBytes(op, n, count) * BusFactor(op, n)}
 }
 
-// Reference computes what every rank must hold: the float64 elementwise sum of the inputs
-// (allreduce) or their concatenation (all-gather).
-func Reference(op Op, ins [][]float32) []float64 {
-	if len(ins) == 0 {
+// Reference computes what rank `rank` must hold, from every rank's input: the float64
+// elementwise sum of the inputs (allreduce), their concatenation (all-gather), block `rank` of
+// the sum (reduce-scatter), block `rank` of every input, concatenated (all-to-all).
+func Reference(op Op, ins [][]float32, rank int) []float64 {
+	n := len(ins)
+	if n == 0 {
 		return nil
 	}
-	count := len(ins[0])
-	if op == AllGather {
-		ref := make([]float64, 0, len(ins)*count)
-		for _, in := range ins {
-			for _, v := range in {
+	in := len(ins[0])
+	switch op {
+	case AllGather:
+		ref := make([]float64, 0, n*in)
+		for _, x := range ins {
+			for _, v := range x {
+				ref = append(ref, float64(v))
+			}
+		}
+		return ref
+	case AllToAll:
+		count := in / n
+		ref := make([]float64, 0, in)
+		for _, x := range ins {
+			for _, v := range x[rank*count : (rank+1)*count] {
 				ref = append(ref, float64(v))
 			}
 		}
 		return ref
 	}
-	ref := make([]float64, count)
-	for _, in := range ins {
-		for i, v := range in {
+	lo, hi := 0, in
+	if op == ReduceScatter {
+		lo, hi = rank*(in/n), (rank+1)*(in/n)
+	}
+	ref := make([]float64, hi-lo)
+	for _, x := range ins {
+		for i, v := range x[lo:hi] {
 			ref[i] += float64(v)
 		}
 	}
 	return ref
 }
+
+// SameForAllRanks says whether every rank's reference is the same (allreduce, all-gather).
+func SameForAllRanks(op Op) bool { return op == AllReduce || op == AllGather }
 
 // fillInputs fills x with values uniform in ±[2^-10, 1): random signs, never zero.
 func fillInputs(x []float32, seed uint64) {
@@ -182,15 +232,17 @@ type collCase struct {
 	dInTab, dOutTab []*gpu.Buffer[uint64]
 
 	comm gpu.Communicator // NCCL, opened on the first library run
+
+	// The ring allreduce's events, created on its first run: events[t][r] marks the end of step
+	// t of rank r (one event per step, so that no event is recorded again before every wait for
+	// its previous record has been queued).
+	events [][]gpu.Event
 }
 
 func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 	n := len(env.Devices)
-	outCount := count
-	if op == AllGather {
-		outCount = n * count
-	}
-	need := 4 * int64(count+outCount)
+	inCount, outCount := Counts(op, n, count)
+	need := 4 * int64(inCount+outCount)
 	for i, d := range env.Devices {
 		if free, total, err := d.MemInfo(); err == nil && total > 0 && need > free {
 			return nil, fmt.Errorf("device %d: needs %s, %s of %s is free (use a smaller size)",
@@ -210,7 +262,7 @@ func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 	inPtrs := make([]uint64, n)
 	outPtrs := make([]uint64, n)
 	for r, d := range env.Devices {
-		in := make([]float32, count)
+		in := make([]float32, inCount)
 		fillInputs(in, env.RNG.Uint64())
 		c.ins = append(c.ins, in)
 		b, err := gpu.Upload(d, in)
@@ -292,6 +344,9 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 }
 
 func (c *collCase) runKernel(v *lab.Variant) error {
+	if v.Entry == EntryRing {
+		return c.runRing(v)
+	}
 	for r := range c.n {
 		k, err := c.env.KernelOn(r, v)
 		if err != nil {
@@ -299,7 +354,7 @@ func (c *collCase) runKernel(v *lab.Variant) error {
 		}
 		work := c.count
 		switch {
-		case c.op == AllGather:
+		case c.op == AllGather || c.op == AllToAll:
 			work = c.n * c.count
 		case v.Entry == "allreduce_two_shot":
 			work = (c.count + c.n - 1) / c.n
@@ -308,11 +363,11 @@ func (c *collCase) runKernel(v *lab.Variant) error {
 		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: c.env.Streams[r]}
 		n, cnt, rank := int32(c.n), int32(c.count), int32(r)
 		switch v.Entry {
-		case "allreduce_one_shot":
+		case "allreduce_one_shot", "ex1_one_shot":
 			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], n, cnt)
 		case "allreduce_two_shot":
 			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOutTab[r], rank, n, cnt)
-		case "allgather_pull":
+		case "allgather_pull", "reduce_scatter_direct", "all_to_all_pull":
 			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], rank, n, cnt)
 		default:
 			return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
@@ -342,16 +397,21 @@ func (c *collCase) runLibrary(v *lab.Variant) error {
 		return c.comm.AllReduce(send, recv, c.count, gpu.F32, c.env.Streams)
 	case v.Library == LibAllGather && c.op == AllGather:
 		return c.comm.AllGather(send, recv, c.count, gpu.F32, c.env.Streams)
+	case v.Library == LibReduceScatter && c.op == ReduceScatter:
+		return c.comm.ReduceScatter(send, recv, c.count, gpu.F32, c.env.Streams)
 	}
-	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s and %s)",
-		v.Name, v.Library, c.op, LibAllReduce, LibAllGather)
+	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s and %s)",
+		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter)
 }
 
 // Check compares every rank's output with the reference; the report is the worst rank's, named.
 func (c *collCase) Check(v *lab.Variant) (check.Report, error) {
-	ref := Reference(c.op, c.ins)
+	var ref []float64
 	var worst check.Report
 	for r, o := range c.dOut {
+		if ref == nil || !SameForAllRanks(c.op) {
+			ref = Reference(c.op, c.ins, r)
+		}
 		out, err := o.Download()
 		if err != nil {
 			return check.Report{}, fmt.Errorf("rank %d: reading the output back: %w", r, err)
@@ -374,8 +434,13 @@ func (c *collCase) Check(v *lab.Variant) (check.Report, error) {
 }
 
 func refWord(op Op) string {
-	if op == AllGather {
+	switch op {
+	case AllGather:
 		return "concatenation"
+	case ReduceScatter:
+		return "sum (its block)"
+	case AllToAll:
+		return "gather (its block of each)"
 	}
 	return "sum"
 }
@@ -395,6 +460,12 @@ func (c *collCase) Release() error {
 		keep(c.comm.Close())
 		c.comm = nil
 	}
+	for _, evs := range c.events {
+		for _, e := range evs {
+			keep(e.Close())
+		}
+	}
+	c.events = nil
 	for _, bs := range [][]*gpu.Buffer[float32]{c.dIn, c.dOut} {
 		for _, b := range bs {
 			keep(b.Free())
@@ -406,4 +477,94 @@ func (c *collCase) Release() error {
 		}
 	}
 	return first
+}
+
+// RingChunk is the element range [begin, end) of chunk c when count elements are cut into n
+// chunks of ceil(count/n): the last chunks may be shorter or empty.
+func RingChunk(count, n, c int) (begin, end int) {
+	size := (count + n - 1) / n
+	begin = min(count, c*size)
+	return begin, min(count, begin+size)
+}
+
+// RingStep says what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: which chunk it
+// writes, and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1
+// all-gather steps). It always reads that chunk from its left neighbour, rank (r−1) mod n: at
+// step 0 from the neighbour's input, after that from the neighbour's output.
+func RingStep(n, r, t int) (chunk int, reduce bool) {
+	if t < n-1 {
+		return ((r-1-t)%n + n) % n, true
+	}
+	s := t - (n - 1)
+	return ((r-s)%n + n) % n, false
+}
+
+// runRing queues the 2(n−1) steps of the ring allreduce on every rank's stream, one launch per
+// step and rank. The order across devices comes from events: before step t ≥ 1, rank r's stream
+// waits for step t−1 of its left neighbour (whose output it reads now: read after write) and of
+// its right neighbour (which at step t−1 or earlier read the chunk of rank r's output that step t
+// may overwrite: write after read). No flags and no spinning: a step cannot start before the data
+// it needs, whatever the number of resident blocks.
+func (c *collCase) runRing(v *lab.Variant) error {
+	n := c.n
+	steps := 2 * (n - 1)
+	if c.events == nil {
+		for range steps {
+			evs := make([]gpu.Event, n)
+			for r, d := range c.env.Devices {
+				e, err := d.NewEvent()
+				if err != nil {
+					for _, x := range evs[:r] {
+						x.Close()
+					}
+					return fmt.Errorf("rank %d: creating the ring's events: %w", r, err)
+				}
+				evs[r] = e
+			}
+			c.events = append(c.events, evs)
+		}
+	}
+	ks := make([]gpu.Kernel, n)
+	for r := range n {
+		k, err := c.env.KernelOn(r, v)
+		if err != nil {
+			return err
+		}
+		ks[r] = k
+	}
+	for t := range steps {
+		for r := range n {
+			left, right := (r+n-1)%n, (r+1)%n
+			st := c.env.Streams[r]
+			if t > 0 {
+				if err := st.WaitEvent(c.events[t-1][left]); err != nil {
+					return fmt.Errorf("rank %d, step %d: %w", r, t, err)
+				}
+				if right != left {
+					if err := st.WaitEvent(c.events[t-1][right]); err != nil {
+						return fmt.Errorf("rank %d, step %d: %w", r, t, err)
+					}
+				}
+			}
+			chunk, reduce := RingStep(n, r, t)
+			begin, end := RingChunk(c.count, n, chunk)
+			src := c.dOut[left].DevicePtr()
+			if t == 0 {
+				src = c.dIn[left].DevicePtr()
+			}
+			var mine gpu.Ptr
+			if reduce {
+				mine = c.dIn[r].DevicePtr()
+			}
+			grid, threads := Grid(v.Params, end-begin, c.env.Devices[r].Info().SMs)
+			cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
+			if err := gpu.Launch(ks[r], cfg, src, mine, c.dOut[r].DevicePtr(), int32(begin), int32(end)); err != nil {
+				return fmt.Errorf("rank %d, step %d: %w", r, t, err)
+			}
+			if err := c.events[t][r].Record(st); err != nil {
+				return fmt.Errorf("rank %d, step %d: %w", r, t, err)
+			}
+		}
+	}
+	return nil
 }

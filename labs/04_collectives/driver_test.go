@@ -17,6 +17,7 @@ func TestBusFactorsAreNCCLTests(t *testing.T) {
 	}{
 		{AllReduce, 2, 1}, {AllReduce, 4, 1.5}, {AllReduce, 8, 1.75},
 		{AllGather, 2, 0.5}, {AllGather, 4, 0.75}, {AllGather, 8, 0.875},
+		{ReduceScatter, 2, 0.5}, {ReduceScatter, 8, 0.875}, {AllToAll, 4, 0.75}, {AllToAll, 8, 0.875},
 		{AllReduce, 1, 0}, {AllGather, 0, 0},
 	}
 	for _, tc := range tests {
@@ -34,6 +35,24 @@ func TestWorkIsBusBytes(t *testing.T) {
 	w = WorkOf(AllGather, 8, s/4)
 	assert.InDelta(t, float64(s)*7, w.Bytes, 1)
 	assert.InDelta(t, 8*float64(s), AlgBytes(AllGather, 8, s/4), 1)
+	// Reduce-scatter and all-to-all: S is one block (nccl-tests' count); algbw counts the n·S
+	// sent, busbw (n−1)/n of it.
+	for _, op := range []Op{ReduceScatter, AllToAll} {
+		assert.InDelta(t, 8*float64(s), AlgBytes(op, 8, s/4), 1, "%v", op)
+		assert.InDelta(t, float64(s)*7, WorkOf(op, 8, s/4).Bytes, 1, "%v", op)
+	}
+}
+
+func TestCounts(t *testing.T) {
+	tests := []struct {
+		op      Op
+		in, out int
+	}{{AllReduce, 10, 10}, {AllGather, 10, 40}, {ReduceScatter, 40, 10}, {AllToAll, 40, 40}}
+	for _, tc := range tests {
+		in, out := Counts(tc.op, 4, 10)
+		assert.Equal(t, tc.in, in, "%v", tc.op)
+		assert.Equal(t, tc.out, out, "%v", tc.op)
+	}
 }
 
 func TestCountOf(t *testing.T) {
@@ -51,9 +70,87 @@ func TestCountOf(t *testing.T) {
 
 func TestReference(t *testing.T) {
 	ins := [][]float32{{1, 2, 3}, {10, 20, 30}, {100, 200, 300}}
-	assert.Equal(t, []float64{111, 222, 333}, Reference(AllReduce, ins))
-	assert.Equal(t, []float64{1, 2, 3, 10, 20, 30, 100, 200, 300}, Reference(AllGather, ins))
-	assert.Nil(t, Reference(AllReduce, nil))
+	for r := range 3 {
+		assert.Equal(t, []float64{111, 222, 333}, Reference(AllReduce, ins, r))
+		assert.Equal(t, []float64{1, 2, 3, 10, 20, 30, 100, 200, 300}, Reference(AllGather, ins, r))
+	}
+	assert.Nil(t, Reference(AllReduce, nil, 0))
+	// Two ranks, blocks of 2: rank r gets block r of the sum, or block r of every input.
+	ins = [][]float32{{1, 2, 3, 4}, {10, 20, 30, 40}}
+	assert.Equal(t, []float64{11, 22}, Reference(ReduceScatter, ins, 0))
+	assert.Equal(t, []float64{33, 44}, Reference(ReduceScatter, ins, 1))
+	assert.Equal(t, []float64{1, 2, 10, 20}, Reference(AllToAll, ins, 0))
+	assert.Equal(t, []float64{3, 4, 30, 40}, Reference(AllToAll, ins, 1))
+	assert.True(t, SameForAllRanks(AllGather))
+	assert.False(t, SameForAllRanks(ReduceScatter))
+}
+
+func TestRingChunksCoverUnevenCounts(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 8} {
+		for _, count := range []int{1, 3, 7, 1001, 4096} {
+			next := 0
+			for c := range n {
+				b, e := RingChunk(count, n, c)
+				require.Equal(t, next, b, "n=%d count=%d chunk %d", n, count, c)
+				require.LessOrEqual(t, b, e)
+				next = e
+			}
+			assert.Equal(t, count, next, "n=%d count=%d: the chunks cover every element once", n, count)
+		}
+	}
+}
+
+// TestRingScheduleSimulated replays the ring's steps on the host, in the order the events allow
+// the least (every rank one step at a time, the ranks in an adversarial order), with symbolic
+// values: every rank must end with every chunk reduced over all n ranks exactly once, and no step
+// may read a chunk that is not yet complete for that step.
+func TestRingScheduleSimulated(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 8} {
+		// out[r][c] is the set of ranks whose input rank r's chunk c holds (as a bit mask).
+		out := make([][]uint, n)
+		for r := range out {
+			out[r] = make([]uint, n)
+		}
+		full := uint(1)<<n - 1
+		for step := range 2 * (n - 1) {
+			// Within a step the ranks are independent: they read their left neighbour's state of
+			// the previous step (the events order only steps), so compute from a snapshot.
+			prev := make([][]uint, n)
+			for r := range out {
+				prev[r] = append([]uint(nil), out[r]...)
+			}
+			for r := range n {
+				c, reduce := RingStep(n, r, step)
+				left := (r + n - 1) % n
+				// The events let rank r's left neighbour run the same step at the same time (never a
+				// later one): it must write another chunk than the one rank r reads from it.
+				if wc, _ := RingStep(n, left, step); step > 0 {
+					require.NotEqual(t, c, wc, "n=%d step %d: rank %d writes the chunk rank %d reads", n, step, left, r)
+				}
+				src := prev[left][c]
+				if step == 0 {
+					src = 1 << left // the neighbour's input
+				}
+				if reduce {
+					require.Zero(t, src&(1<<r), "n=%d step %d rank %d: its own input would be added twice", n, step, r)
+					out[r][c] = src | 1<<r
+				} else {
+					require.Equal(t, full, src, "n=%d step %d rank %d: copies an incomplete chunk %d", n, step, r, c)
+					out[r][c] = src
+				}
+			}
+			if step == n-2 {
+				for r := range n {
+					assert.Equal(t, full, out[r][(r+1)%n], "n=%d: after the reduce-scatter rank %d owns chunk %d", n, r, (r+1)%n)
+				}
+			}
+		}
+		for r := range n {
+			for c := range n {
+				assert.Equal(t, full, out[r][c], "n=%d: rank %d chunk %d", n, r, c)
+			}
+		}
+	}
 }
 
 func TestInputsAreNeverZero(t *testing.T) {
@@ -92,8 +189,13 @@ func TestManifest(t *testing.T) {
 		assert.Equal(t, "gbps", s.Metric)
 		base := s.Variant(s.Baseline)
 		require.NotNil(t, base, s.Name)
-		assert.NotEmpty(t, base.EmuSkip, "the NCCL baseline is skipped on the emulator")
-		assert.Contains(t, base.Needs, "gpu")
+		if s.Name == "all_to_all" {
+			// gpu.Communicator has no all-to-all: the pull kernel is the baseline.
+			assert.True(t, base.IsKernel(), s.Name)
+		} else {
+			assert.NotEmpty(t, base.EmuSkip, "the NCCL baseline is skipped on the emulator")
+			assert.Contains(t, base.Needs, "gpu")
+		}
 		for _, set := range []string{"gpu", "emu", "grade"} {
 			ps, err := s.ProblemsFor(set)
 			require.NoError(t, err)
@@ -103,7 +205,7 @@ func TestManifest(t *testing.T) {
 				assert.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
 			}
 		}
-		assert.Equal(t, s.Name == "allgather", OpOf(s) == AllGather)
+		assert.Equal(t, s.Name, OpOf(s).String())
 	}
 	grade := m.Suite("allreduce").Problems.Grade
 	counts := map[int]bool{}
@@ -113,4 +215,13 @@ func TestManifest(t *testing.T) {
 	}
 	assert.True(t, counts[1], "the grade set has a one-element problem")
 	assert.True(t, counts[3], "and a count that 2 ranks do not divide")
+
+	// The exercise is a variant of the allreduce suite, graded against one-shot.
+	require.NotNil(t, m.Grading)
+	require.Len(t, m.Grading.Exercises, 1)
+	ex := m.Grading.Exercises[0]
+	assert.Equal(t, "ex1_one_shot", ex.Variant)
+	require.NotNil(t, ex.V)
+	assert.Equal(t, "allreduce", ex.V.Suite.Name)
+	assert.Equal(t, "one_shot", ex.Ref.Name)
 }

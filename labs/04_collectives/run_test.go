@@ -96,9 +96,17 @@ func checkAllOK(t *testing.T, out *lab.Outcome, set string) {
 func TestEmulatorRunTwoDevices(t *testing.T) {
 	out := runOnEmulator(t, "emu", "2")
 	checkAllOK(t, out, "emu")
+	suites := map[string]bool{}
+	for _, e := range out.Results.Entries {
+		suites[e.Suite] = true
+	}
+	for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all"} {
+		assert.True(t, suites[s], "suite %s ran", s)
+	}
 }
 
-// Three ranks: the two-shot chunks no longer divide the 1001 or 3 elements evenly.
+// Three ranks: the two-shot and ring chunks no longer divide the 1001 or 3 elements evenly, and
+// with one element two of the three ring chunks are empty.
 func TestEmulatorGradeThreeDevices(t *testing.T) {
 	out := runOnEmulator(t, "grade", "3")
 	checkAllOK(t, out, "grade")

@@ -29,6 +29,14 @@ const (
 	VarFusedPull   = "fused_pull"
 	VarFusedSignal = "fused_signal"
 	LibNCCLCublas  = "nccl_cublas"
+
+	VarEx1ReadyFlags = "ex1_ready_flags" // exercise 1: fused_signal with the consumer's wait to write
+)
+
+// The suites (lab.yaml suites:).
+const (
+	SuiteAGGemm = "ag_gemm"
+	SuiteGemmRS = "gemm_rs"
 )
 
 // The kernel entries the driver launches.
@@ -37,6 +45,7 @@ const (
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
 	EntryFusedSignal = "ag_gemm_fused_signal"
+	EntryEx1         = "ex1_ready_flags"
 )
 
 // Launch parameters a variant may set (lab.yaml params:).
@@ -166,6 +175,16 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	}
 	if sh.M < n {
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, n)
+	}
+	if s.Name == SuiteGemmRS {
+		if sh.K < n {
+			return nil, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, n)
+		}
+		c, err := prepareRS(env, sh)
+		if err != nil {
+			return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
+		}
+		return c, nil
 	}
 	c, err := prepare(env, sh)
 	if err != nil {
@@ -317,7 +336,7 @@ func (c *agCase) Run(v *lab.Variant) error {
 		}
 	case v.Entry == EntryFusedPull:
 		err = c.runFusedPull(v)
-	case v.Entry == EntryFusedSignal:
+	case v.Entry == EntryFusedSignal || v.Entry == EntryEx1:
 		err = c.runFusedSignal(v)
 	default:
 		return fmt.Errorf("variant %s: the driver does not know how to run entry %s", v.Name, v.Entry)

@@ -95,6 +95,57 @@ func TestManifest(t *testing.T) {
 			assert.NoError(t, err, "%s %s", set, p.Name)
 		}
 	}
-	require.Len(t, m.Helpers, 1)
-	assert.Equal(t, EntryGather, m.Helpers[0].Entry)
+	ex := s.Variant(VarEx1ReadyFlags)
+	require.NotNil(t, ex)
+	assert.Equal(t, EntryEx1, ex.Entry)
+
+	rs := m.Suite(SuiteGemmRS)
+	require.NotNil(t, rs)
+	assert.Equal(t, []string{"m", "n", "k"}, rs.Shape)
+	assert.Equal(t, VarSequential, rs.Baseline)
+	for name, entry := range map[string]string{VarSequential: EntryGemmRows, VarChunked: EntryGemmRows, VarFused: EntryGemmRSFused} {
+		v := rs.Variant(name)
+		require.NotNil(t, v, name)
+		assert.Equal(t, entry, v.Entry, name)
+	}
+	lib = rs.Variant(LibNCCLCublas)
+	require.NotNil(t, lib)
+	assert.ElementsMatch(t, []string{"gpu", "nccl", "cublas"}, lib.Needs)
+	assert.NotEmpty(t, lib.EmuSkip)
+	for _, set := range []string{"gpu", "emu", "grade"} {
+		ps, err := rs.ProblemsFor(set)
+		require.NoError(t, err, set)
+		require.NotEmpty(t, ps, set)
+	}
+
+	var entries []string
+	for _, h := range m.Helpers {
+		entries = append(entries, h.Entry)
+	}
+	assert.ElementsMatch(t, []string{EntryGather, EntryReduceRows}, entries)
+
+	require.NotNil(t, m.Grading)
+	require.Len(t, m.Grading.Exercises, 1)
+	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Reference)
+}
+
+func TestColumnSplitOfGemmRS(t *testing.T) {
+	// 50 columns over 3 ranks: 17 + 17 + 16, the same rule as the rows.
+	assert.Equal(t, []int{17, 17, 16}, []int{ColsOf(0, 50, 3), ColsOf(1, 50, 3), ColsOf(2, 50, 3)})
+	assert.Equal(t, []int{0, 17, 34}, []int{Col0Of(0, 50, 3), Col0Of(1, 50, 3), Col0Of(2, 50, 3)})
+}
+
+func TestDestOrderEndsWithOwnRows(t *testing.T) {
+	assert.Equal(t, []int{1, 2, 0}, DestOrder(0, 3))
+	assert.Equal(t, []int{0, 1, 2}, DestOrder(2, 3))
+	for r := range 4 {
+		o := DestOrder(r, 4)
+		assert.Equal(t, r, o[3], "own rows last")
+		assert.ElementsMatch(t, []int{0, 1, 2, 3}, o, "every destination once")
+	}
+}
+
+func TestRSWorkIsOneProduct(t *testing.T) {
+	w := RSWorkOf(Shape{M: 8192, N: 4096, K: 14336})
+	assert.InDelta(t, 2*8192.0*4096*14336, w.FLOPs, 1, "the partial products together are one M×N×K product")
 }

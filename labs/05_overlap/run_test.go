@@ -1,8 +1,9 @@
 package overlap_test
 
 // The lab through the real engine on the CPU emulator with two and three emulated devices, as
-// `labrun 05 --backend emu` runs it: kernels built, every rank's C checked, timed. Skipped
-// when g++ or Boost.Context is missing, or with -short.
+// `labrun 05 --backend emu` runs it: both suites (AllGather+GEMM and GEMM+ReduceScatter) and the
+// exercise's reference solution, kernels built, every rank's output checked, timed. Skipped when
+// g++ or Boost.Context is missing, or with -short.
 
 import (
 	"context"
@@ -99,7 +100,9 @@ func TestEmulatorRunTwoDevices(t *testing.T) {
 }
 
 // Three ranks: 100, 129 and 130 rows split unevenly, the 3-row problem one row per rank, and the
-// fused_signal consumers wait on two peers' flags.
+// fused_signal consumers wait on two peers' flags; in gemm_rs, K = 50, 17 and 7 split unevenly
+// over the ranks too, every reduction pulls from two peers, and the fused epilogues of three
+// ranks add into the same outputs.
 func TestEmulatorThreeDevices(t *testing.T) {
 	for _, set := range []string{"emu", "grade"} {
 		out := runOnEmulator(t, set, "3")

@@ -1,5 +1,7 @@
 // overlap_gemm.cuh — the pieces that every kernel of lab 05 (compute/communication overlap) shares:
-// how the M rows of A are split over the ranks, and one 64×64 tile of an fp32 GEMM.
+// how the M rows of A are split over the ranks, and one 64×64 tile of an fp32 GEMM. The same split
+// serves GEMM+ReduceScatter twice: the K columns of A (rows of B) over the ranks, and the M rows of
+// the result over the ranks that own them.
 //
 // The GEMM is lab 02's 2-D register blocking, smaller: a block of 256 threads computes a 64×64
 // tile of C, each thread a 4×4 block, stepping through K by 16 with the A and B tiles staged in
@@ -35,6 +37,11 @@ __device__ __forceinline__ int ov_tiles_of(int rows, int N) {
 // ov_gemm_tile computes the tile (tm, tn) of C = A·B for a block of `rows` rows: A is rows×K, B is
 // K×N, C is rows×N. As and Bs are the block's shared tiles (OV_BM·OV_BK and OV_BK·OV_BN floats).
 // Every thread of the block must call it (it has __syncthreads inside).
+//
+// kAtomicAdd = true is the epilogue of fused GEMM+ReduceScatter: instead of storing its value, the
+// thread adds it into C with atomicAdd (C may be another rank's memory, reached through a peer
+// pointer), so that the partial products of all ranks accumulate in the owner's output.
+template <bool kAtomicAdd = false>
 __device__ __forceinline__ void ov_gemm_tile(const float* A, const float* __restrict__ B, float* C,
                                              int rows, int N, int K, int tm, int tn,
                                              float* As, float* Bs) {
@@ -84,7 +91,11 @@ __device__ __forceinline__ void ov_gemm_tile(const float* A, const float* __rest
 #pragma unroll
         for (int j = 0; j < OV_TN; ++j) {
             const int col = n0 + threadCol * OV_TN + j;
-            if (col < N) C[(long long)row * N + col] = acc[i][j];
+            if (col >= N) continue;
+            if (kAtomicAdd)
+                atomicAdd(&C[(long long)row * N + col], acc[i][j]);
+            else
+                C[(long long)row * N + col] = acc[i][j];
         }
     }
 }

@@ -94,7 +94,7 @@ func (d *device) Close() error {
 
 // asDevice unwraps a gpu.Device of this backend.
 func asDevice(g gpu.Device) (*device, error) {
-	d, ok := g.(*device)
+	d, ok := gpu.Unwrap(g).(*device)
 	if !ok || d == nil {
 		return nil, fmt.Errorf("cuda: the peer is a %T, not a CUDA device", g)
 	}

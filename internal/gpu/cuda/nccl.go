@@ -144,7 +144,7 @@ func (d *device) OpenCommunicator(devs []gpu.Device) (gpu.Communicator, error) {
 	cd := make([]*device, len(devs))
 	ords := make([]C.int, len(devs))
 	for i, g := range devs {
-		x, ok := g.(*device)
+		x, ok := gpu.Unwrap(g).(*device)
 		if !ok {
 			return nil, fmt.Errorf("nccl: rank %d is on a %s device; every rank must be a CUDA device", i, g.Info().Backend)
 		}

@@ -459,7 +459,7 @@ func (d *device) CopyPeer(dst gpu.Ptr, dstDev gpu.Device, src gpu.Ptr, bytes int
 	if bytes == 0 {
 		return nil
 	}
-	pd, ok := dstDev.(*device)
+	pd, ok := gpu.Unwrap(dstDev).(*device)
 	if !ok || pd.b != d.b {
 		return callErr("CopyPeer", "EMU_INVALID_VALUE", "the destination device is not an emulated device")
 	}
@@ -562,7 +562,7 @@ func (d *device) Synchronize() error {
 }
 
 func (d *device) CanAccessPeer(peer gpu.Device) (bool, error) {
-	p, ok := peer.(*device)
+	p, ok := gpu.Unwrap(peer).(*device)
 	return ok && p.b == d.b && p.info.Index != d.info.Index, nil
 }
 
