@@ -59,7 +59,7 @@ type BLASProvider interface {
 
 // OpenBLAS returns the device's vendor BLAS, or an error that says why there is none.
 func OpenBLAS(d Device) (BLAS, error) {
-	p, ok := d.(BLASProvider)
+	p, ok := Unwrap(d).(BLASProvider)
 	if !ok {
 		return nil, fmt.Errorf("backend %s has no vendor BLAS", d.Info().Backend)
 	}

@@ -41,7 +41,7 @@ func OpenCommunicator(devs []Device) (Communicator, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("open communicator: no devices")
 	}
-	p, ok := devs[0].(CommunicatorProvider)
+	p, ok := Unwrap(devs[0]).(CommunicatorProvider)
 	if !ok {
 		return nil, fmt.Errorf("backend %s: %w (NCCL runs on NVIDIA GPUs only)", devs[0].Info().Backend, ErrNoCollectives)
 	}

@@ -27,7 +27,7 @@ type TensorMapEncoder interface {
 
 // EncodeTensorMap encodes d on device dev, or says why the device cannot.
 func EncodeTensorMap(dev Device, d TensorMapDesc) (RawArg, error) {
-	e, ok := dev.(TensorMapEncoder)
+	e, ok := Unwrap(dev).(TensorMapEncoder)
 	if !ok {
 		return nil, fmt.Errorf("backend %s has no tensor memory accelerator (TMA needs an NVIDIA sm_90 GPU)", dev.Info().Backend)
 	}

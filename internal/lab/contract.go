@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -103,9 +104,11 @@ type Env struct {
 	kernelsOn []map[string]gpu.Kernel // the same, per device of Devices
 	logf      func(format string, args ...any)
 
-	blasOnce sync.Once
-	blas     gpu.BLAS
-	blasErr  error
+	// Vendor libraries, opened on first use and kept for the worker's life: a cuBLAS handle per
+	// device, and one communicator over Devices (an NCCL communicator is costly to create).
+	libMu sync.Mutex
+	blas  map[int]gpu.BLAS
+	comm  gpu.Communicator
 }
 
 // NewEnv is used by the engine (and by tests of drivers) to build an Env.
@@ -191,10 +194,42 @@ func (e *Env) KernelByEntry(entry string) (gpu.Kernel, error) {
 	return nil, fmt.Errorf("no loaded kernel has entry %q", entry)
 }
 
-// BLAS opens the vendor BLAS once per worker.
-func (e *Env) BLAS() (gpu.BLAS, error) {
-	e.blasOnce.Do(func() { e.blas, e.blasErr = gpu.OpenBLAS(e.Device) })
-	return e.blas, e.blasErr
+// BLAS is the vendor BLAS of Device, opened once per worker.
+func (e *Env) BLAS() (gpu.BLAS, error) { return e.BLASOn(0) }
+
+// BLASOn is the vendor BLAS of device i of Devices, opened once per worker.
+func (e *Env) BLASOn(i int) (gpu.BLAS, error) {
+	if i < 0 || i >= len(e.Devices) {
+		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.Devices))
+	}
+	e.libMu.Lock()
+	defer e.libMu.Unlock()
+	if b, ok := e.blas[i]; ok {
+		return b, nil
+	}
+	b, err := gpu.OpenBLAS(e.Devices[i])
+	if err != nil {
+		return nil, err
+	}
+	if e.blas == nil {
+		e.blas = map[int]gpu.BLAS{}
+	}
+	e.blas[i] = b
+	return b, nil
+}
+
+// Communicator is the vendor collectives library (NCCL) over Devices, opened once per worker.
+func (e *Env) Communicator() (gpu.Communicator, error) {
+	e.libMu.Lock()
+	defer e.libMu.Unlock()
+	if e.comm == nil {
+		c, err := gpu.OpenCommunicator(e.Devices)
+		if err != nil {
+			return nil, err
+		}
+		e.comm = c
+	}
+	return e.comm, nil
 }
 
 // Logf prints a progress line through the engine.
@@ -202,10 +237,18 @@ func (e *Env) Logf(format string, args ...any) { e.logf(format, args...) }
 
 // Close releases what the Env opened.
 func (e *Env) Close() error {
-	if e.blas != nil {
-		return e.blas.Close()
+	e.libMu.Lock()
+	defer e.libMu.Unlock()
+	var errs []error
+	if e.comm != nil {
+		errs = append(errs, e.comm.Close())
+		e.comm = nil
 	}
-	return nil
+	for _, b := range e.blas {
+		errs = append(errs, b.Close())
+	}
+	e.blas = nil
+	return errors.Join(errs...)
 }
 
 var (

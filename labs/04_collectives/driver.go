@@ -231,8 +231,6 @@ type collCase struct {
 	// Per rank, the table of every rank's input (and output) pointer, on that rank's device.
 	dInTab, dOutTab []*gpu.Buffer[uint64]
 
-	comm gpu.Communicator // NCCL, opened on the first library run
-
 	// The ring allreduce's events, created on its first run: events[t][r] marks the end of step
 	// t of rank r (one event per step, so that no event is recorded again before every wait for
 	// its previous record has been queued).
@@ -380,12 +378,9 @@ func (c *collCase) runKernel(v *lab.Variant) error {
 }
 
 func (c *collCase) runLibrary(v *lab.Variant) error {
-	if c.comm == nil {
-		comm, err := gpu.OpenCommunicator(c.env.Devices)
-		if err != nil {
-			return err
-		}
-		c.comm = comm
+	comm, err := c.env.Communicator()
+	if err != nil {
+		return err
 	}
 	send := make([]gpu.Ptr, c.n)
 	recv := make([]gpu.Ptr, c.n)
@@ -394,11 +389,11 @@ func (c *collCase) runLibrary(v *lab.Variant) error {
 	}
 	switch {
 	case v.Library == LibAllReduce && c.op == AllReduce:
-		return c.comm.AllReduce(send, recv, c.count, gpu.F32, c.env.Streams)
+		return comm.AllReduce(send, recv, c.count, gpu.F32, c.env.Streams)
 	case v.Library == LibAllGather && c.op == AllGather:
-		return c.comm.AllGather(send, recv, c.count, gpu.F32, c.env.Streams)
+		return comm.AllGather(send, recv, c.count, gpu.F32, c.env.Streams)
 	case v.Library == LibReduceScatter && c.op == ReduceScatter:
-		return c.comm.ReduceScatter(send, recv, c.count, gpu.F32, c.env.Streams)
+		return comm.ReduceScatter(send, recv, c.count, gpu.F32, c.env.Streams)
 	}
 	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s and %s)",
 		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter)
@@ -448,17 +443,13 @@ func refWord(op Op) string {
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).
 func (c *collCase) Work() lab.Work { return WorkOf(c.op, c.n, c.count) }
 
-// Release frees every rank's buffers and the communicator.
+// Release frees every rank's buffers (the communicator belongs to the Env).
 func (c *collCase) Release() error {
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {
 			first = err
 		}
-	}
-	if c.comm != nil {
-		keep(c.comm.Close())
-		c.comm = nil
 	}
 	for _, evs := range c.events {
 		for _, e := range evs {

@@ -215,9 +215,6 @@ type agCase struct {
 	events      [][]gpu.Event // chunked: per rank, one event per source block
 	epoch       uint32        // fused_signal: runs so far
 
-	comm     gpu.Communicator
-	blas     []gpu.BLAS
-	ownsBLAS []bool
 }
 
 func prepare(env *lab.Env, sh Shape) (*agCase, error) {
@@ -513,35 +510,16 @@ func (c *agCase) runLibrary(v *lab.Variant) error {
 	if c.sh.M%c.n != 0 {
 		return lab.Skip("NCCL's all-gather needs equal blocks: M = %d is not a multiple of %d ranks", c.sh.M, c.n)
 	}
-	if c.comm == nil {
-		comm, err := gpu.OpenCommunicator(c.env.Devices)
-		if err != nil {
-			return err
-		}
-		c.comm = comm
-	}
-	if c.blas == nil {
-		for r, d := range c.env.Devices {
-			var b gpu.BLAS
-			var err error
-			if r == 0 {
-				b, err = c.env.BLAS()
-			} else {
-				b, err = gpu.OpenBLAS(d)
-			}
-			if err != nil {
-				return fmt.Errorf("rank %d: %w", r, err)
-			}
-			c.blas = append(c.blas, b)
-			c.ownsBLAS = append(c.ownsBLAS, r != 0)
-		}
+	comm, err := c.env.Communicator()
+	if err != nil {
+		return err
 	}
 	send := make([]gpu.Ptr, c.n)
 	recv := make([]gpu.Ptr, c.n)
 	for r := range c.n {
 		send[r], recv[r] = c.dA[r].DevicePtr(), c.dAFull[r].DevicePtr()
 	}
-	if err := c.comm.AllGather(send, recv, c.sh.M/c.n*c.sh.K, gpu.F32, c.env.Streams); err != nil {
+	if err := comm.AllGather(send, recv, c.sh.M/c.n*c.sh.K, gpu.F32, c.env.Streams); err != nil {
 		return err
 	}
 	// Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands and m ↔ n (see lab 02).
@@ -549,7 +527,11 @@ func (c *agCase) runLibrary(v *lab.Variant) error {
 		g := gpu.GemmDesc{M: c.sh.N, N: c.sh.M, K: c.sh.K, Alpha: 1, Beta: 0,
 			A: c.dB[r].DevicePtr(), LDA: c.sh.N, B: c.dAFull[r].DevicePtr(), LDB: c.sh.K,
 			C: c.dC[r].DevicePtr(), LDC: c.sh.N, InType: gpu.F32, OutType: gpu.F32}
-		if err := c.blas[r].Sgemm(c.env.Streams[r], g); err != nil {
+		blas, err := c.env.BLASOn(r)
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+		if err := blas.Sgemm(c.env.Streams[r], g); err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
@@ -595,7 +577,7 @@ func (c *agCase) Check(v *lab.Variant) (check.Report, error) {
 // Work is the FLOPs of the whole layer (see WorkOf).
 func (c *agCase) Work() lab.Work { return WorkOf(c.sh, c.n) }
 
-// Release frees every rank's buffers, streams, events and libraries.
+// Release frees every rank's buffers, streams and events (the libraries belong to the Env).
 func (c *agCase) Release() error {
 	var first error
 	keep := func(err error) {
@@ -603,16 +585,6 @@ func (c *agCase) Release() error {
 			first = err
 		}
 	}
-	if c.comm != nil {
-		keep(c.comm.Close())
-		c.comm = nil
-	}
-	for i, b := range c.blas {
-		if c.ownsBLAS[i] {
-			keep(b.Close())
-		}
-	}
-	c.blas, c.ownsBLAS = nil, nil
 	for _, evs := range c.events {
 		for _, e := range evs {
 			if e != nil {

@@ -66,9 +66,6 @@ type rsCase struct {
 	events [][]gpu.Event          // per rank: one event per destination block (and one for zeroing)
 	reduce []gpu.Stream           // chunked: per rank, the stream of its reductions
 
-	comm     gpu.Communicator
-	blas     []gpu.BLAS
-	ownsBLAS []bool
 }
 
 func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
@@ -341,28 +338,9 @@ func (c *rsCase) runLibrary(v *lab.Variant) error {
 	if c.sh.M%c.n != 0 {
 		return lab.Skip("NCCL's reduce-scatter needs equal blocks: M = %d is not a multiple of %d ranks", c.sh.M, c.n)
 	}
-	if c.comm == nil {
-		comm, err := gpu.OpenCommunicator(c.env.Devices)
-		if err != nil {
-			return err
-		}
-		c.comm = comm
-	}
-	if c.blas == nil {
-		for r, d := range c.env.Devices {
-			var b gpu.BLAS
-			var err error
-			if r == 0 {
-				b, err = c.env.BLAS()
-			} else {
-				b, err = gpu.OpenBLAS(d)
-			}
-			if err != nil {
-				return fmt.Errorf("rank %d: %w", r, err)
-			}
-			c.blas = append(c.blas, b)
-			c.ownsBLAS = append(c.ownsBLAS, r != 0)
-		}
+	comm, err := c.env.Communicator()
+	if err != nil {
+		return err
 	}
 	// Row-major P = A_r·B_r is column-major Pᵀ = B_rᵀ·A_rᵀ: swap the operands and m ↔ n (lab 02).
 	for r := range c.n {
@@ -370,7 +348,11 @@ func (c *rsCase) runLibrary(v *lab.Variant) error {
 		g := gpu.GemmDesc{M: c.sh.N, N: c.sh.M, K: kr, Alpha: 1, Beta: 0,
 			A: c.dB[r].DevicePtr(), LDA: c.sh.N, B: c.dA[r].DevicePtr(), LDB: kr,
 			C: c.dP[r].DevicePtr(), LDC: c.sh.N, InType: gpu.F32, OutType: gpu.F32}
-		if err := c.blas[r].Sgemm(c.env.Streams[r], g); err != nil {
+		blas, err := c.env.BLASOn(r)
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+		if err := blas.Sgemm(c.env.Streams[r], g); err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
@@ -379,7 +361,7 @@ func (c *rsCase) runLibrary(v *lab.Variant) error {
 	for r := range c.n {
 		send[r], recv[r] = c.dP[r].DevicePtr(), c.dOut[r].DevicePtr()
 	}
-	return c.comm.ReduceScatter(send, recv, c.sh.M/c.n*c.sh.N, gpu.F32, c.env.Streams)
+	return comm.ReduceScatter(send, recv, c.sh.M/c.n*c.sh.N, gpu.F32, c.env.Streams)
 }
 
 // Check compares every rank's rows of C with those of the float64 product A·B (the sum of the
@@ -432,7 +414,7 @@ func (c *rsCase) Check(v *lab.Variant) (check.Report, error) {
 // Work is the FLOPs of the layer (see RSWorkOf).
 func (c *rsCase) Work() lab.Work { return RSWorkOf(c.sh) }
 
-// Release frees every rank's buffers, streams, events and libraries.
+// Release frees every rank's buffers, streams and events (the libraries belong to the Env).
 func (c *rsCase) Release() error {
 	var first error
 	keep := func(err error) {
@@ -440,16 +422,6 @@ func (c *rsCase) Release() error {
 			first = err
 		}
 	}
-	if c.comm != nil {
-		keep(c.comm.Close())
-		c.comm = nil
-	}
-	for i, b := range c.blas {
-		if c.ownsBLAS[i] {
-			keep(b.Close())
-		}
-	}
-	c.blas, c.ownsBLAS = nil, nil
 	for _, evs := range c.events {
 		for _, e := range evs {
 			if e != nil {
