@@ -36,29 +36,15 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 	grouped "github.com/kernel-labs/kernellabs/labs/03_grouped_gemm"
 )
 
-const workerEnv = "KL_GROUPED_WORKER"
+func TestMain(m *testing.M) { labtest.Main(m) }
 
-func TestMain(m *testing.M) {
-	if os.Getenv(workerEnv) == "1" {
-		os.Exit(lab.RunWorkerFromEnv())
-	}
-	os.Exit(m.Run())
-}
-
-func workerCmd(t *testing.T) func() *exec.Cmd {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	return func() *exec.Cmd {
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), workerEnv+"=1")
-		return cmd
-	}
-}
+func workerCmd(t *testing.T) func() *exec.Cmd { return labtest.Worker(t) }
 
 // emuVariants are the kernel variants the emulator runs (no inline PTX).
 func emuVariants(t *testing.T) []string {

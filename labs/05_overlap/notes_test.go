@@ -11,50 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
-var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)
-
-// outline returns the heading ids (with their levels) and the cells (info string and body) of a
-// notes file, outside and inside fences respectively.
-func outline(t *testing.T, path string) (heads, cells []string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	in, cur := false, ""
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "```") {
-			if !in {
-				in, cur = true, strings.TrimPrefix(line, "```")+"|"
-			} else {
-				in = false
-				if strings.HasPrefix(cur, "kl-") {
-					cells = append(cells, cur)
-				}
-			}
-			continue
-		}
-		if in {
-			cur += strings.TrimSpace(line) + ";"
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			if strings.HasPrefix(line, "# ") {
-				heads = append(heads, "#title")
-				continue
-			}
-			level := len(line) - len(strings.TrimLeft(line, "#"))
-			m := headingID.FindStringSubmatch(line)
-			require.NotNil(t, m, "%s: heading %q has no {#id}", path, line)
-			heads = append(heads, strings.Repeat("#", level)+m[1])
-		}
-	}
-	return heads, cells
-}
-
 func TestNotesHaveTheSameSectionsAndCells(t *testing.T) {
-	he, ce := outline(t, "notes.en.md")
-	hz, cz := outline(t, "notes.zh.md")
+	he, ce := labtest.Outline(t, "notes.en.md")
+	hz, cz := labtest.Outline(t, "notes.zh.md")
 	assert.Equal(t, he, hz, "the same headings, in the same order")
 	assert.Equal(t, ce, cz, "the same cells, in the same order")
 

@@ -1,0 +1,143 @@
+// Package labtest holds what the labs' own tests share: running a lab through the real engine on
+// the CPU emulator, and reading the outline (headings and cells) of a chapter's notes. Only test
+// files import it.
+package labtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
+)
+
+// workerEnv marks a test binary started by the engine as its worker.
+const workerEnv = "KL_LABTEST_WORKER"
+
+// Main is a lab test package's TestMain: the engine re-executes the test binary as its worker.
+func Main(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(lab.RunWorkerFromEnv())
+	}
+	os.Exit(m.Run())
+}
+
+// Worker starts the test binary as the engine's worker (lab.Options.Worker); the test package
+// must use Main.
+func Worker(t *testing.T) func() *exec.Cmd {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return func() *exec.Cmd {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), workerEnv+"=1")
+		return cmd
+	}
+}
+
+// RunOnEmulator runs a lab's problem set through the engine on the CPU emulator with the given
+// number of devices, as `labrun NN --backend emu` does, without saving results. It skips with
+// -short or where the emulator cannot build kernels. The test package must use Main.
+func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the emulator run builds and runs the kernels")
+	}
+	if err := toolchain.CheckEmu(); err != nil {
+		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
+	}
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	t.Setenv("LABRUN_EMU_SMS", "4")
+	t.Setenv("LABRUN_EMU_DEVICES", strconv.Itoa(devices))
+	worker := Worker(t)
+	o := lab.Options{Root: root, Lab: labDir, Backend: "emu", Set: set, Seed: 5, SeedSet: true, NoSave: true,
+		Worker: worker, Timeout: 60 * time.Second}
+	if testing.Verbose() {
+		o.Progress = os.Stdout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := lab.Run(ctx, o)
+	if err != nil && strings.Contains(err.Error(), "cgo") {
+		t.Skipf("the emulator backend is not available: %v", err)
+	}
+	require.NoError(t, err)
+	return out
+}
+
+// CheckAllOK asserts that every kernel variant ran every problem of the set correctly and that
+// the library baselines (GPU only) did not pass for a result (they are skipped on the emulator).
+func CheckAllOK(t *testing.T, out *lab.Outcome, set string) {
+	t.Helper()
+	kernels := 0
+	for _, e := range out.Results.Entries {
+		if v := out.Manifest.Suite(e.Suite).Variant(e.Variant); v != nil && !v.IsKernel() {
+			assert.NotEqual(t, results.StatusOK, e.Status, "%s runs on GPUs only", e.Variant)
+			continue
+		}
+		kernels++
+		assert.Equal(t, results.StatusOK, e.Status, "%s/%s %s: %s", e.Suite, e.Variant, e.Problem, e.Error)
+	}
+	want := 0
+	for _, s := range out.Manifest.Suites {
+		ps, err := s.ProblemsFor(set)
+		require.NoError(t, err)
+		for _, v := range s.Variants {
+			if v.IsKernel() {
+				want += len(ps)
+			}
+		}
+	}
+	assert.Equal(t, want, kernels, "one entry per kernel variant × problem")
+	assert.Zero(t, out.Failures)
+}
+
+var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)
+
+// Outline returns the heading ids (with their levels; the title as "#title") and the cells (info
+// string and body, one string each) of a notes file: what must match between the languages.
+// Every heading below the title needs an explicit {#id}.
+func Outline(t *testing.T, path string) (heads, cells []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	in, cur := false, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			if !in {
+				in, cur = true, strings.TrimPrefix(line, "```")+"|"
+			} else {
+				in = false
+				if strings.HasPrefix(cur, "kl-") {
+					cells = append(cells, cur)
+				}
+			}
+			continue
+		}
+		if in {
+			cur += strings.TrimSpace(line) + ";"
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			if strings.HasPrefix(line, "# ") {
+				heads = append(heads, "#title")
+				continue
+			}
+			level := len(line) - len(strings.TrimLeft(line, "#"))
+			m := headingID.FindStringSubmatch(line)
+			require.NotNil(t, m, "%s: heading %q has no {#id}", path, line)
+			heads = append(heads, strings.Repeat("#", level)+m[1])
+		}
+	}
+	return heads, cells
+}
