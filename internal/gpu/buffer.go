@@ -158,3 +158,14 @@ func HumanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
 }
+
+// Fill32Each fills bufs[i] with the 32-bit pattern v on streams[i] (one buffer per device of a
+// multi-device lab, say), stopping at the first error, which names the index.
+func Fill32Each[T Elem](bufs []*Buffer[T], v uint32, streams []Stream) error {
+	for i, b := range bufs {
+		if err := b.Fill32(v, streams[i]); err != nil {
+			return fmt.Errorf("rank %d: %w", i, err)
+		}
+	}
+	return nil
+}

@@ -163,3 +163,17 @@ func TestUnwrap(t *testing.T) {
 	assert.Equal(t, d, gpu.Unwrap(d))
 	assert.Equal(t, d, gpu.Unwrap(wrapped{wrapped{d}}), "through every wrapper")
 }
+
+func TestFill32EachAndSynchronizeAll(t *testing.T) {
+	a, b := openFake(t), openFake(t)
+	x, _ := gpu.Alloc[float32](a, 3)
+	y, _ := gpu.Alloc[float32](b, 2)
+	sa, _ := a.NewStream()
+	sb, _ := b.NewStream()
+	require.NoError(t, gpu.Fill32Each([]*gpu.Buffer[float32]{x, y}, math.Float32bits(1.5), []gpu.Stream{sa, sb}))
+	require.NoError(t, gpu.SynchronizeAll([]gpu.Stream{sa, sb}, nil))
+	gx, _ := x.Download()
+	gy, _ := y.Download()
+	assert.Equal(t, []float32{1.5, 1.5, 1.5}, gx)
+	assert.Equal(t, []float32{1.5, 1.5}, gy)
+}

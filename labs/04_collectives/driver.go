@@ -291,22 +291,12 @@ func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 }
 
 // syncAll waits on the host for every rank's stream and returns the first error.
-func (c *collCase) syncAll() error {
-	var first error
-	for r, s := range c.env.Streams {
-		if err := s.Synchronize(); err != nil && first == nil {
-			first = fmt.Errorf("rank %d: %w", r, err)
-		}
-	}
-	return first
-}
+func (c *collCase) syncAll() error { return gpu.SynchronizeAll(c.env.Streams) }
 
 // Poison fills every rank's output with NaN and waits for it, so that no run sees a half-done fill.
 func (c *collCase) Poison() error {
-	for r, o := range c.dOut {
-		if err := o.Fill32(nanBits, c.env.Streams[r]); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
+	if err := gpu.Fill32Each(c.dOut, nanBits, c.env.Streams); err != nil {
+		return err
 	}
 	return c.syncAll()
 }

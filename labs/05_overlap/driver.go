@@ -290,27 +290,12 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	return c, nil
 }
 
-func (c *agCase) syncAll() error {
-	var first error
-	for r, s := range c.env.Streams {
-		if err := s.Synchronize(); err != nil && first == nil {
-			first = fmt.Errorf("rank %d: %w", r, err)
-		}
-	}
-	for r, s := range c.copyStreams {
-		if err := s.Synchronize(); err != nil && first == nil {
-			first = fmt.Errorf("rank %d, copy stream: %w", r, err)
-		}
-	}
-	return first
-}
+func (c *agCase) syncAll() error { return gpu.SynchronizeAll(c.env.Streams, c.copyStreams) }
 
 // Poison fills every rank's C with NaN and waits for it.
 func (c *agCase) Poison() error {
-	for r, o := range c.dC {
-		if err := o.Fill32(nanBits, c.env.Streams[r]); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
+	if err := gpu.Fill32Each(c.dC, nanBits, c.env.Streams); err != nil {
+		return err
 	}
 	return c.syncAll()
 }

@@ -153,24 +153,12 @@ func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
 	return c, nil
 }
 
-func (c *rsCase) syncAll() error {
-	var first error
-	for _, ss := range [][]gpu.Stream{c.env.Streams, c.reduce} {
-		for r, s := range ss {
-			if err := s.Synchronize(); err != nil && first == nil {
-				first = fmt.Errorf("rank %d: %w", r, err)
-			}
-		}
-	}
-	return first
-}
+func (c *rsCase) syncAll() error { return gpu.SynchronizeAll(c.env.Streams, c.reduce) }
 
 // Poison fills every rank's rows of C with NaN and waits for it.
 func (c *rsCase) Poison() error {
-	for r, o := range c.dOut {
-		if err := o.Fill32(nanBits, c.env.Streams[r]); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
+	if err := gpu.Fill32Each(c.dOut, nanBits, c.env.Streams); err != nil {
+		return err
 	}
 	return c.syncAll()
 }
