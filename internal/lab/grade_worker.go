@@ -125,12 +125,7 @@ type runOutcome struct {
 
 // runGradeJob runs a grading job: every run prepared afresh, poisoned, checked and guarded.
 func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
-	s := w.man.Suite(job.Suite)
-	v := s.Variant(job.Variant)
-	e = results.Entry{Suite: job.Suite, Variant: job.Variant, Problem: job.Problem, Seed: w.spec.Seed,
-		RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated, Status: results.StatusFailed}
-	p := job.problem(s)
-	e.Params, e.Custom = p.Params, job.Custom != ""
+	s, v, p, e := w.startEntry(job)
 	defer func() {
 		if r := recover(); r != nil {
 			e.Status = results.StatusCrashed

@@ -304,15 +304,21 @@ func (w *worker) run() int {
 	return workerDone
 }
 
+// startEntry finds a job's suite, variant and problem and starts its entry (failed until the job
+// says otherwise).
+func (w *worker) startEntry(job Job) (*Suite, *Variant, Problem, results.Entry) {
+	s := w.man.Suite(job.Suite)
+	p := job.problem(s)
+	e := results.Entry{Suite: job.Suite, Variant: job.Variant, Problem: job.Problem, Params: p.Params,
+		Custom: job.Custom != "", Seed: w.spec.Seed, RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated,
+		Status: results.StatusFailed}
+	return s, s.Variant(job.Variant), p, e
+}
+
 // runJob checks and times one variant on one problem. The returned error is only for the
 // sticky-context decision; the entry already carries the outcome.
 func (w *worker) runJob(job Job) (e results.Entry, err error) {
-	s := w.man.Suite(job.Suite)
-	v := s.Variant(job.Variant)
-	e = results.Entry{Suite: job.Suite, Variant: job.Variant, Problem: job.Problem, Seed: w.spec.Seed,
-		RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated, Status: results.StatusFailed}
-	p := job.problem(s)
-	e.Params, e.Custom = p.Params, job.Custom != ""
+	s, v, p, e := w.startEntry(job)
 	defer func() {
 		if r := recover(); r != nil {
 			e.Status = results.StatusCrashed
