@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/grade"
 )
@@ -30,18 +29,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	var dir string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dir, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if dir == "" && fs.NArg() > 0 {
-		dir = fs.Arg(0)
+	dir, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if dir == "" {
 		fmt.Fprintln(stderr, "labrun export: where to? e.g. labrun export ../kernellabs-student")

@@ -50,18 +50,9 @@ Flags:
 `, lab.DefaultGradeRounds, lab.SecretSeedEnv)
 		fs.PrintDefaults()
 	}
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+	name, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if name == "" {
 		fmt.Fprintln(stderr, "labrun grade: which lab? e.g. labrun grade 02, or labrun grade all")

@@ -15,6 +15,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -130,4 +131,23 @@ func findRoot(stderr io.Writer) (string, int) {
 		return "", exitUsage
 	}
 	return root, exitOK
+}
+
+// parseArgs parses a command's flags, which may stand before or after its one positional
+// argument ("labrun grade 02 --json" or "labrun grade --json 02"). It returns the argument ("" when
+// there is none), or ok false with the exit code when the command should stop (--help, a bad flag).
+func parseArgs(fs *flag.FlagSet, args []string) (arg string, code int, ok bool) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		arg, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return "", exitOK, false
+		}
+		return "", exitUsage, false
+	}
+	if arg == "" && fs.NArg() > 0 {
+		arg = fs.Arg(0)
+	}
+	return arg, exitOK, true
 }
