@@ -140,14 +140,28 @@ func parseArgs(fs *flag.FlagSet, args []string) (arg string, code int, ok bool) 
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		arg, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return "", exitOK, false
+	parse := func(a []string) (int, bool) {
+		if err := fs.Parse(a); err != nil {
+			if err == flag.ErrHelp {
+				return exitOK, false
+			}
+			return exitUsage, false
 		}
-		return "", exitUsage, false
+		return exitOK, true
 	}
+	if code, ok := parse(args); !ok {
+		return "", code, false
+	}
+	// Flags before the argument stop at it: take it, then parse the flags after it too.
 	if arg == "" && fs.NArg() > 0 {
 		arg = fs.Arg(0)
+		if code, ok := parse(fs.Args()[1:]); !ok {
+			return "", code, false
+		}
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "labrun %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return "", exitUsage, false
 	}
 	return arg, exitOK, true
 }

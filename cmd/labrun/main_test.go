@@ -126,3 +126,14 @@ func TestEmuDevicesFlag(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "give at least 1")
 }
+
+func TestFlagsOnBothSidesOfTheLab(t *testing.T) {
+	course(t, demo)
+	// --backend after the lab name is parsed even when a flag comes first.
+	code, _, stderr := runCLI("run", "--quick", "07", "--backend", "nosuch")
+	assert.Equal(t, exitEnv, code, stderr)
+	assert.Contains(t, stderr, `unknown backend "nosuch"`)
+	code, _, stderr = runCLI("run", "07", "08")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `unexpected argument "08"`)
+}
