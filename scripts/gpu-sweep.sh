@@ -5,6 +5,7 @@
 #
 #   scripts/gpu-sweep.sh 01 02          # full runs
 #   QUICK=1 scripts/gpu-sweep.sh 01     # --quick runs
+#   PACK=1 scripts/gpu-sweep.sh 01      # everything in $OUT/sweep.tgz (plus summary.txt)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kl-out}
@@ -41,8 +42,13 @@ for lab in "$@"; do
   cat "$out/lab-$lab.txt"
 done
 
-mkdir -p "$out/results"
+# The results of this machine (results/emulator is not its business).
 for f in results/*/*.json; do
-  [ -f "$f" ] && mkdir -p "$out/results/$(basename "$(dirname "$f")")" && cp "$f" "$out/results/$(basename "$(dirname "$f")")/"
+  d=$(basename "$(dirname "$f")")
+  [ -f "$f" ] && [ "$d" != emulator ] && mkdir -p "$out/results/$d" && cp "$f" "$out/results/$d/"
 done
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+# PACK=1: one archive instead of loose files, for transports that bring back only a few files.
+if [ -n "${PACK:-}" ]; then
+  (cd "$out" && tar -czf sweep.tgz --exclude sweep.tgz --exclude summary.txt . && find . -mindepth 1 ! -name sweep.tgz ! -name summary.txt -delete)
+fi

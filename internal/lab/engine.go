@@ -268,6 +268,7 @@ type runner struct {
 	compileErr map[*Variant]string // variants whose kernel file did not compile
 	custom     map[string]Problem  // by suite, when the run is of a custom problem
 	available  int                 // devices from o.Device on (a lab may need several)
+	lastReport time.Time           // when the previous progress line was printed
 }
 
 func (r *runner) selected(v *Variant) bool {

@@ -5,13 +5,21 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// report prints one progress line for a finished job.
+// report prints one progress line for a finished job, with the wall time since the previous line:
+// preparing inputs, checking and timing together, which is what makes a run long.
 func (r *runner) report(i, total int, e *results.Entry) {
-	fmt.Fprintf(r.o.Progress, "[%d/%d] %s/%s %s: %s\n", i+1, total, e.Suite, e.Variant, e.Problem, Summary(e))
+	now := time.Now()
+	wall := ""
+	if !r.lastReport.IsZero() {
+		wall = fmt.Sprintf(" (%.1fs)", now.Sub(r.lastReport).Seconds())
+	}
+	r.lastReport = now
+	fmt.Fprintf(r.o.Progress, "[%d/%d] %s/%s %s: %s%s\n", i+1, total, e.Suite, e.Variant, e.Problem, Summary(e), wall)
 }
 
 // Summary is a one-line description of an entry's outcome.

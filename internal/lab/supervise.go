@@ -25,6 +25,7 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 		timeout = r.o.Timeout
 	}
 	done := make([]*results.Entry, len(jobs))
+	r.lastReport = time.Now()
 	var extra map[string]any
 	_, wantDescribe := driverOf(r.man).(Describer)
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device

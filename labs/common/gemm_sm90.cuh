@@ -205,25 +205,42 @@ __device__ __forceinline__ void kl_wgmma_m64n256k16_bf16(float (&d)[128], uint64
 // as alpha·d + beta·C: thread (warp w, lane l) holds, for each 8-column block j, rows
 // 16w + l/4 and 16w + l/4 + 8, columns 8j + 2(l%4) and +1 — d[4j], d[4j+1], d[4j+2], d[4j+3].
 // Needs N % 2 == 0 (float2 stores); rows ≥ M and columns ≥ N are skipped.
+//
+// With beta ≠ 0 the old values are read in batches of JB column blocks (2·JB loads in flight)
+// before any of the batch is written: one load, wait, store at a time would pay the latency of
+// L2 (hundreds of cycles) 64 times per tile while the tensor cores wait for the epilogue.
 template <int NREG>
 __device__ __forceinline__ void kl_store_acc_m64(const float (&d)[NREG], float* __restrict__ C, int M, int N,
                                                  int row0, int col0, float alpha, float beta) {
+    constexpr int JB = 8;
+    static_assert((NREG / 4) % JB == 0 || NREG / 4 < JB, "whole batches of column blocks");
+    constexpr int BATCH = NREG / 4 < JB ? NREG / 4 : JB;
     const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
 #pragma unroll
-    for (int j = 0; j < NREG / 4; ++j) {
-        const int col = col0 + 8 * j + 2 * (l % 4);
+    for (int j0 = 0; j0 < NREG / 4; j0 += BATCH) {
+        float2 old[BATCH][2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = row0 + 16 * w + l / 4 + 8 * h;
-            if (row < M && col < N) {
-                float2* p = reinterpret_cast<float2*>(C + (long long)row * N + col);
-                float2 v = make_float2(alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]);
-                if (beta != 0.0f) {
-                    const float2 old = *p;
-                    v.x += beta * old.x;
-                    v.y += beta * old.y;
+        for (int j = 0; j < BATCH; ++j) {
+            const int col = col0 + 8 * (j0 + j) + 2 * (l % 4);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + 16 * w + l / 4 + 8 * h;
+                old[j][h] = make_float2(0.0f, 0.0f);
+                if (beta != 0.0f && row < M && col < N)
+                    old[j][h] = *reinterpret_cast<const float2*>(C + (long long)row * N + col);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < BATCH; ++j) {
+            const int col = col0 + 8 * (j0 + j) + 2 * (l % 4);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + 16 * w + l / 4 + 8 * h;
+                if (row < M && col < N) {
+                    const int i = 4 * (j0 + j) + 2 * h;
+                    *reinterpret_cast<float2*>(C + (long long)row * N + col) =
+                        make_float2(alpha * d[i] + beta * old[j][h].x, alpha * d[i + 1] + beta * old[j][h].y);
                 }
-                *p = v;
             }
         }
     }

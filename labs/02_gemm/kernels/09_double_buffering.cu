@@ -60,12 +60,33 @@ __device__ __forceinline__ void dbuf_store(const float4 (&ra)[BM * BK / 4 / NT],
     }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int NT, int APAD = 4>
+// dbuf_frag reads one k step's fragments from shared memory: TM values of A (this thread's rows)
+// and TN of B (its columns), as float4s.
+template <int BM, int BN, int TM, int TN, int LR, int LC, int APAD>
+__device__ __forceinline__ void dbuf_frag(float (&regM)[TM], float (&regN)[TN], const float* as, const float* bs, int kk,
+                                          int rowBase, int colBase) {
+#pragma unroll
+    for (int s = 0; s < TM / 4; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(&as[kk * (BM + APAD) + rowBase + s * LR * 4]);
+        regM[s * 4 + 0] = v.x; regM[s * 4 + 1] = v.y; regM[s * 4 + 2] = v.z; regM[s * 4 + 3] = v.w;
+    }
+#pragma unroll
+    for (int s = 0; s < TN / 4; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(&bs[kk * BN + colBase + s * LC * 4]);
+        regN[s * 4 + 0] = v.x; regN[s * 4 + 1] = v.y; regN[s * 4 + 2] = v.z; regN[s * 4 + 3] = v.w;
+    }
+}
+
+// sgemm_dbuf_body is the kernel. With RF (register fragments double-buffered, the variant the
+// sweep kept) the fragments of step kk + 1 are read from shared memory while the FMAs of step kk
+// run, and the last step of a tile stores the next tile, meets the barrier and reads the next
+// tile's first fragments before its own FMAs: the barrier's wait and the first shared loads of a
+// tile hide behind 8 or 16 × TM·TN FMAs instead of stalling every warp of the block.
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int NT, int APAD = 4, bool RF = false>
 __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                 const float* __restrict__ B, float beta, float* __restrict__ C) {
     constexpr int WARPS_N = BN / WN;
     constexpr int LR = WM / TM, LC = WN / TN;
-    constexpr int SM = TM / 4, SN = TN / 4;
     constexpr int AS = BK * (BM + APAD), BS = BK * BN; // floats per buffer
     constexpr int LA = BM * BK / 4 / NT, LB = BK * BN / 4 / NT;
     static_assert(LR * LC == 32, "a warp is 32 lanes");
@@ -91,11 +112,12 @@ __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-    float regM[TM], regN[TN];
+    float regM[2][TM], regN[2][TN]; // RF: two sets of fragments; otherwise only set 0 is used
 
     dbuf_load<BM, BN, BK, NT>(ra, rb, A, B, M, N, K, m0, n0, 0, vecA, vecBC);
     dbuf_store<BM, BN, BK, NT, APAD>(ra, rb, As, Bs);
     __syncthreads();
+    if (RF) dbuf_frag<BM, BN, TM, TN, LR, LC, APAD>(regM[0], regN[0], As, Bs, 0, rowBase, colBase);
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool more = k0 + BK < K;
@@ -104,25 +126,32 @@ __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha
         const float* bs = Bs + buf * BS;
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
-#pragma unroll
-            for (int s = 0; s < SM; ++s) {
-                const float4 v = *reinterpret_cast<const float4*>(&as[kk * (BM + APAD) + rowBase + s * LR * 4]);
-                regM[s * 4 + 0] = v.x; regM[s * 4 + 1] = v.y; regM[s * 4 + 2] = v.z; regM[s * 4 + 3] = v.w;
-            }
-#pragma unroll
-            for (int s = 0; s < SN; ++s) {
-                const float4 v = *reinterpret_cast<const float4*>(&bs[kk * BN + colBase + s * LC * 4]);
-                regN[s * 4 + 0] = v.x; regN[s * 4 + 1] = v.y; regN[s * 4 + 2] = v.z; regN[s * 4 + 3] = v.w;
+            const int cur = RF ? kk % 2 : 0;
+            if (!RF) {
+                dbuf_frag<BM, BN, TM, TN, LR, LC, APAD>(regM[0], regN[0], as, bs, kk, rowBase, colBase);
+            } else if (kk + 1 < BK) {
+                dbuf_frag<BM, BN, TM, TN, LR, LC, APAD>(regM[cur ^ 1], regN[cur ^ 1], as, bs, kk + 1, rowBase, colBase);
+            } else if (more) {
+                // The tile's last step: store the next tile into the other buffer (last read before
+                // the previous tile's barrier), meet the barrier, read the next tile's first
+                // fragments, and only then do this step's FMAs.
+                dbuf_store<BM, BN, BK, NT, APAD>(ra, rb, As + (buf ^ 1) * AS, Bs + (buf ^ 1) * BS);
+                __syncthreads();
+                dbuf_frag<BM, BN, TM, TN, LR, LC, APAD>(regM[cur ^ 1], regN[cur ^ 1], As + (buf ^ 1) * AS,
+                                                        Bs + (buf ^ 1) * BS, 0, rowBase, colBase);
             }
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] += regM[i] * regN[j];
+                for (int j = 0; j < TN; ++j) acc[i][j] += regM[cur][i] * regN[cur][j];
         }
-        if (more) dbuf_store<BM, BN, BK, NT, APAD>(ra, rb, As + (buf ^ 1) * AS, Bs + (buf ^ 1) * BS); // read last step
-        __syncthreads();
+        if (!RF) {
+            if (more) dbuf_store<BM, BN, BK, NT, APAD>(ra, rb, As + (buf ^ 1) * AS, Bs + (buf ^ 1) * BS); // read last step
+            __syncthreads();
+        }
         buf ^= 1;
     }
+    constexpr int SN = TN / 4;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = m0 + rowBase + (i / 4) * LR * 4 + (i % 4);
@@ -194,4 +223,26 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_256x128x16_w64x64(i
 extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_128x256x16_w32x128(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 256, 16, 32, 128, 8, 16, 256, 0>(M, N, K, alpha, A, B, beta, C);
+}
+
+// Register fragments double-buffered (RF), the same tile shapes as the best points above.
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_rf_256x128x8_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<256, 128, 8, 64, 64, 16, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_rf_128x256x16_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 256, 16, 64, 64, 16, 8, 256, 0, true>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_rf_128x256x16_w32x128(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 256, 16, 32, 128, 8, 16, 256, 0, true>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x8_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 8, 32, 64, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_rf_128x128x8_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 8, 64, 64, 16, 8, 128, 4, true>(M, N, K, alpha, A, B, beta, C);
 }
