@@ -50,5 +50,6 @@ done
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 # PACK=1: one archive instead of loose files, for transports that bring back only a few files.
 if [ -n "${PACK:-}" ]; then
-  (cd "$out" && tar -czf sweep.tgz --exclude sweep.tgz --exclude summary.txt . && find . -mindepth 1 ! -name sweep.tgz ! -name summary.txt -delete)
+  tmp=$(mktemp)
+  tar -C "$out" -czf "$tmp" --exclude summary.txt . && (cd "$out" && find . -mindepth 1 ! -name summary.txt -delete) && mv "$tmp" "$out/sweep.tgz"
 fi

@@ -201,6 +201,29 @@ __device__ __forceinline__ void kl_wgmma_m64n256k16_bf16(float (&d)[128], uint64
         : "l"(da), "l"(db), "r"(scale_d));
 }
 
+// kl_c_rows_cols gives thread t's position in a warpgroup's m64nN accumulator tile: for column
+// block j and half h, row 16w + l/4 + 8h and columns 8j + 2(l%4), +1 (d[4j + 2h], d[4j + 2h + 1]).
+__device__ __forceinline__ int kl_acc_row(int row0, int h) {
+    const int t = threadIdx.x % 128;
+    return row0 + 16 * (t / 32) + (t % 32) / 4 + 8 * h;
+}
+__device__ __forceinline__ int kl_acc_col(int col0, int j) { return col0 + 8 * j + 2 * (threadIdx.x % 4); }
+
+// kl_load_c_m64 reads the old C values of column blocks [j0, j0 + P) of a warpgroup's m64 tile
+// (zeros outside the matrix): the epilogue's beta·C term, fetched ahead of time.
+template <int P>
+__device__ __forceinline__ void kl_load_c_m64(float2 (&old)[P][2], const float* __restrict__ C, int M, int N, int row0,
+                                              int col0, int j0) {
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = kl_acc_row(row0, h), col = kl_acc_col(col0, j0 + j);
+            old[j][h] = make_float2(0.0f, 0.0f);
+            if (row < M && col < N) old[j][h] = *reinterpret_cast<const float2*>(C + (long long)row * N + col);
+        }
+}
+
 // kl_store_acc_m64 writes a warpgroup's m64nN accumulator tile to C (row-major, N columns, ld = N)
 // as alpha·d + beta·C: thread (warp w, lane l) holds, for each 8-column block j, rows
 // 16w + l/4 and 16w + l/4 + 8, columns 8j + 2(l%4) and +1 — d[4j], d[4j+1], d[4j+2], d[4j+3].
@@ -208,34 +231,33 @@ __device__ __forceinline__ void kl_wgmma_m64n256k16_bf16(float (&d)[128], uint64
 //
 // With beta ≠ 0 the old values are read in batches of JB column blocks (2·JB loads in flight)
 // before any of the batch is written: one load, wait, store at a time would pay the latency of
-// L2 (hundreds of cycles) 64 times per tile while the tensor cores wait for the epilogue.
-template <int NREG>
+// L2 (hundreds of cycles) 64 times per tile while the tensor cores wait for the epilogue. The
+// first P column blocks may come already loaded (pre, from kl_load_c_m64 during the main loop).
+template <int NREG, int P = 0>
 __device__ __forceinline__ void kl_store_acc_m64(const float (&d)[NREG], float* __restrict__ C, int M, int N,
-                                                 int row0, int col0, float alpha, float beta) {
+                                                 int row0, int col0, float alpha, float beta,
+                                                 const float2 (*pre)[2] = nullptr) {
     constexpr int JB = 8;
-    static_assert((NREG / 4) % JB == 0 || NREG / 4 < JB, "whole batches of column blocks");
+    static_assert(P % JB == 0 && ((NREG / 4) % JB == 0 || NREG / 4 < JB), "whole batches of column blocks");
     constexpr int BATCH = NREG / 4 < JB ? NREG / 4 : JB;
-    const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
 #pragma unroll
     for (int j0 = 0; j0 < NREG / 4; j0 += BATCH) {
         float2 old[BATCH][2];
+        if (j0 < P) {
 #pragma unroll
-        for (int j = 0; j < BATCH; ++j) {
-            const int col = col0 + 8 * (j0 + j) + 2 * (l % 4);
+            for (int j = 0; j < BATCH; ++j) old[j][0] = pre[j0 + j][0], old[j][1] = pre[j0 + j][1];
+        } else if (beta != 0.0f) {
+            kl_load_c_m64<BATCH>(old, C, M, N, row0, col0, j0);
+        } else {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = row0 + 16 * w + l / 4 + 8 * h;
-                old[j][h] = make_float2(0.0f, 0.0f);
-                if (beta != 0.0f && row < M && col < N)
-                    old[j][h] = *reinterpret_cast<const float2*>(C + (long long)row * N + col);
-            }
+            for (int j = 0; j < BATCH; ++j) old[j][0] = old[j][1] = make_float2(0.0f, 0.0f);
         }
 #pragma unroll
         for (int j = 0; j < BATCH; ++j) {
-            const int col = col0 + 8 * (j0 + j) + 2 * (l % 4);
+            const int col = kl_acc_col(col0, j0 + j);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int row = row0 + 16 * w + l / 4 + 8 * h;
+                const int row = kl_acc_row(row0, h);
                 if (row < M && col < N) {
                     const int i = 4 * (j0 + j) + 2 * h;
                     *reinterpret_cast<float2*>(C + (long long)row * N + col) =

@@ -12,12 +12,17 @@
 // being written was last read in the previous step, before that step's barrier, so one barrier
 // per step is enough. Cost: twice the shared memory and LA + LB float4 registers per thread.
 //
-// The body is a template over the tile shapes. The entry sgemm_dbuf is the configuration kept for
-// the H200; the entries sgemm_dbuf_BMxBNxBK_wWMxWN are the other points of the sweep that chose
-// it (suite fp32_tiles in lab.yaml; the notes show its table).
+// The same idea one level down (RF): the fragments a thread reads from shared memory for k step
+// kk + 1 are loaded into a second set of registers while the FMAs of step kk run, and the barrier
+// moves into the tile's last k step, before its FMAs, so that no warp waits at it with nothing
+// in flight. Cost: TM + TN more registers.
+//
+// The body is a template over the tile shapes and RF. The entry sgemm_dbuf is the configuration
+// kept for the H200; the entries sgemm_dbuf[_rf]_BMxBNxBK_wWMxWN are the other points of the sweep
+// that chose it (suite fp32_tiles in lab.yaml; the notes show its table).
 //
 // Launch: block NT, grid (ceil(N/BN), ceil(M/BM)); static shared memory 2·BK·(BM + APAD + BN)·4
-// bytes (48 KiB for sgemm_dbuf: 128×256 tile, BK 16, 256 threads of 16×8 results each).
+// bytes (16.5 KiB for sgemm_dbuf: 128×128 tile, BK 8, 256 threads of 8×8 results each).
 
 // dbuf_load issues the global loads of the tile at k0 into registers: LA float4 of A and LB of B
 // per thread (rows of A along k, rows of B along n; zeros outside the matrices).
@@ -163,11 +168,11 @@ __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha
     }
 }
 
-// The configuration kept: block 128×256, BK 16, 8 warps of 64×64, 16×8 per thread (256 threads),
-// A rows unpadded so that the two buffers fit the 48 KiB of static shared memory.
-extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
+// The configuration kept: block 128×128, BK 8, 8 warps of 64×32, 8×8 per thread (256 threads),
+// register fragments double-buffered (RF), at most 128 registers so that two blocks share an SM.
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
-    sgemm_dbuf_body<128, 256, 16, 64, 64, 16, 8, 256, 0>(M, N, K, alpha, A, B, beta, C);
+    sgemm_dbuf_body<128, 128, 8, 64, 32, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
 }
 
 // The other points of the sweep (same algorithm, other tile shapes).
@@ -245,4 +250,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x8_w32
 extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_rf_128x128x8_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 8, 64, 64, 16, 8, 128, 4, true>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x8_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 8, 64, 32, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x16_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 128, 16, 32, 64, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
 }

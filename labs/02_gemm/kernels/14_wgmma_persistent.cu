@@ -49,6 +49,11 @@ __device__ __forceinline__ void tile_coords(int t, int tilesM, int tilesN, int& 
     tn = r / rows;
 }
 
+// PF: who asks for the next C tile to be prefetched into L2 when beta ≠ 0: 0 nobody, 1 the producer
+// thread (one instruction per row), 2 the 256 consumer threads (half a row each). PRE > 0: the
+// consumers also load the first PRE column blocks of their old C into registers two K steps
+// before the tile ends (with PF 1).
+template <int PF, int PRE = 0>
 __device__ __forceinline__ void persistent_body(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                                                 const CUtensorMap& tmA, const CUtensorMap& tmB) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -90,7 +95,7 @@ __device__ __forceinline__ void persistent_body(int M, int N, int K, float alpha
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
                         kl_tma_load_2d(st + A_BYTES + p * B_PANEL, &tmB, &full[s], tn * BN + 64 * p, kt * BK);
-                    if (beta != 0.0f && kt == prefetchAt) {
+                    if ((PF == 1 || PRE > 0) && beta != 0.0f && kt == prefetchAt) {
                         // The epilogue reads this tile of C: start bringing it into L2 now, a few
                         // K steps ahead, so that the consumers' loads hit L2 instead of HBM.
                         const int col0 = tn * BN, cols = min(BN, N - col0);
@@ -108,6 +113,7 @@ __device__ __forceinline__ void persistent_body(int M, int N, int K, float alpha
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0.0f;
         int it = 0;
+        float2 pre[PRE > 0 ? PRE : 1][2]; // PRE: old C values loaded during the last K steps
         for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
             int tm, tn;
             tile_coords(t, tilesM, tilesN, tm, tn);
@@ -124,19 +130,58 @@ __device__ __forceinline__ void persistent_body(int M, int N, int K, float alpha
                                              (kt > 0 || kk > 0) ? 1 : 0);
                 }
                 kl_wgmma_commit();
+                if (PF == 2 && beta != 0.0f && kt == prefetchAt) {
+                    const int ct = tid - 128, row = tm * BM + ct / 2, col0 = tn * BN + (ct % 2) * (BN / 2);
+                    const int cols = min(BN / 2, N - col0);
+                    if (row < M && cols > 0) kl_prefetch_l2(C + (long long)row * N + col0, (uint32_t)cols * 4u);
+                }
+                if constexpr (PRE > 0) {
+                    if (beta != 0.0f && kt == max(numK - 3, 0)) kl_load_c_m64<PRE>(pre, C, M, N, tm * BM + cw * 64, tn * BN, 0);
+                }
                 kl_wgmma_wait<1>();
                 if (kt > 0 && tid % 128 == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             }
             kl_wgmma_wait<0>();
             if (tid % 128 == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]); // the tile's last stage
             kl_wgmma_fence_acc128(d);
-            kl_store_acc_m64(d, C, M, N, tm * BM + cw * 64, tn * BN, alpha, beta);
+            if constexpr (PRE > 0) {
+                if (beta != 0.0f)
+                    kl_store_acc_m64<128, PRE>(d, C, M, N, tm * BM + cw * 64, tn * BN, alpha, beta, pre);
+                else
+                    kl_store_acc_m64(d, C, M, N, tm * BM + cw * 64, tn * BN, alpha, beta);
+            } else {
+                kl_store_acc_m64(d, C, M, N, tm * BM + cw * 64, tn * BN, alpha, beta);
+            }
         }
     }
 }
 
+// The kernel as kept: the producer prefetches C into L2, the consumers load half of their old C
+// into registers before the last K steps (the bf16_epilogue suite measures the alternatives).
 extern "C" __global__ void __launch_bounds__(384, 1)
 hgemm_wgmma_persistent(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                        const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
-    persistent_body(M, N, K, alpha, beta, C, tmA, tmB);
+    persistent_body<1, 16>(M, N, K, alpha, beta, C, tmA, tmB);
+}
+
+// The alternatives of the bf16_epilogue suite.
+extern "C" __global__ void __launch_bounds__(384, 1)
+hgemm_wgmma_persistent_pf0(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                           const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    persistent_body<0>(M, N, K, alpha, beta, C, tmA, tmB);
+}
+extern "C" __global__ void __launch_bounds__(384, 1)
+hgemm_wgmma_persistent_pf1(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                           const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    persistent_body<1>(M, N, K, alpha, beta, C, tmA, tmB);
+}
+extern "C" __global__ void __launch_bounds__(384, 1)
+hgemm_wgmma_persistent_pf2(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                           const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    persistent_body<2>(M, N, K, alpha, beta, C, tmA, tmB);
+}
+extern "C" __global__ void __launch_bounds__(384, 1)
+hgemm_wgmma_persistent_pre8(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                            const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    persistent_body<1, 8>(M, N, K, alpha, beta, C, tmA, tmB);
 }
