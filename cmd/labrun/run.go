@@ -134,7 +134,14 @@ Flags:
 	}
 	fmt.Fprintln(stderr)
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "labrun: interrupted; results of this run were not saved")
+		switch {
+		case out.SavedTo != "" && out.SaveError == nil:
+			fmt.Fprintf(stderr, "labrun: interrupted; the results measured so far were saved, the %d jobs not finished were not (the file keeps their earlier results)\n", out.Unfinished)
+		case out.SaveError != nil:
+			fmt.Fprintf(stderr, "labrun: interrupted, and saving the results measured so far failed: %v\n", out.SaveError)
+		default:
+			fmt.Fprintln(stderr, "labrun: interrupted before any result was measured; nothing was saved")
+		}
 		return exitFailures
 	}
 	if out.SavedTo == out.Path && out.SaveError == nil && !*noSite {

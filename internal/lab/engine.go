@@ -55,15 +55,16 @@ type Options struct {
 
 // Outcome is what a run produced.
 type Outcome struct {
-	Manifest  *Manifest
-	Device    gpu.DeviceInfo
-	Results   *results.File // this run's entries and extras (before merging with older results)
-	Path      string        // the results file
-	SavedTo   string        // where the results were written ("" when not saved)
-	Note      string        // the backend choice, when auto fell back
-	Seed      uint64
-	Failures  int // entries that are wrong, failed, crashed or timed out
-	SaveError error
+	Manifest   *Manifest
+	Device     gpu.DeviceInfo
+	Results    *results.File // this run's entries and extras (before merging with older results)
+	Path       string        // the results file
+	SavedTo    string        // where the results were written ("" when not saved)
+	Unfinished int           // jobs an interrupted run did not finish (not saved)
+	Note       string        // the backend choice, when auto fell back
+	Seed       uint64
+	Failures   int // entries that are wrong, failed, crashed or timed out
+	SaveError  error
 	// Planned holds one entry per job of Options.Plan, in the plan's order.
 	Planned []results.Entry
 }
@@ -204,8 +205,25 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			out.Failures++
 		}
 	}
-	if ctx.Err() == nil && !o.NoSave {
-		out.SavedTo, out.SaveError = save(out.Path, file, man)
+	if !o.NoSave {
+		toSave := file
+		if ctx.Err() != nil {
+			// Stopped early: keep what was measured, and let the old file keep its entries for
+			// the jobs this run did not finish.
+			partial := *file
+			partial.Entries = nil
+			for _, e := range file.Entries {
+				if !r.unfinishedKeys[entryKey(&e)] {
+					partial.Entries = append(partial.Entries, e)
+				} else {
+					out.Unfinished++
+				}
+			}
+			toSave = &partial
+		}
+		if len(toSave.Entries) > 0 {
+			out.SavedTo, out.SaveError = save(out.Path, toSave, man)
+		}
 	}
 	return out, nil
 }
@@ -269,6 +287,11 @@ type runner struct {
 	custom     map[string]Problem  // by suite, when the run is of a custom problem
 	available  int                 // devices from o.Device on (a lab may need several)
 	lastReport time.Time           // when the previous progress line was printed
+
+	// Jobs a stopped run did not finish (not run, or killed in flight by the interrupt): an
+	// interrupted run saves everything else and leaves these entries of the old file alone.
+	unfinished     map[*results.Entry]bool
+	unfinishedKeys map[string]bool
 }
 
 func (r *runner) selected(v *Variant) bool {

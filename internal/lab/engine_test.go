@@ -220,6 +220,35 @@ func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	assert.Contains(t, huge.Error, "too large")
 }
 
+func TestInterruptedRunSavesWhatItMeasured(t *testing.T) {
+	root := newCourse(t, testManifest)
+	first, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"good", "after"},
+		Quick: true, Worker: testWorker})
+	require.NoError(t, err)
+	before, err := results.Load(first.Path)
+	require.NoError(t, err)
+	require.Len(t, before.Entries, 2)
+
+	// good finishes, hang is in flight when the interrupt comes, after never starts.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	out, err := Run(ctx, Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"good", "hang", "after"},
+		Quick: true, Seed: 11, SeedSet: true, Worker: testWorker})
+	require.NoError(t, err)
+	assert.Equal(t, 2, out.Unfinished)
+	require.NoError(t, out.SaveError)
+	assert.Equal(t, out.Path, out.SavedTo)
+	saved, err := results.Load(out.Path)
+	require.NoError(t, err)
+	good := saved.Find("scale", "good", "small")
+	require.NotNil(t, good)
+	assert.Equal(t, uint64(11), good.Seed, "the finished job's new result replaces the old one")
+	assert.Nil(t, saved.Find("scale", "hang", "small"), "a job killed by the interrupt is not a result")
+	after := saved.Find("scale", "after", "small")
+	require.NotNil(t, after)
+	assert.Equal(t, results.StatusOK, after.Status, "a job not run keeps its earlier result")
+}
+
 func TestRunKeepsCorruptResultsAndSavesAside(t *testing.T) {
 	root := newCourse(t, testManifest)
 	path := results.PathFor(root, gpu.DeviceInfo{Name: "Fake Device"}, "99_test")

@@ -26,6 +26,8 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	}
 	done := make([]*results.Entry, len(jobs))
 	r.lastReport = time.Now()
+	r.unfinished = map[*results.Entry]bool{}
+	r.unfinishedKeys = map[string]bool{}
 	var extra map[string]any
 	_, wantDescribe := driverOf(r.man).(Describer)
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
@@ -58,6 +60,10 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 				break
 			}
 			done[next+finished] = r.lostEntry(j, status, res.failure)
+			if ctx.Err() != nil {
+				// Killed by the interrupt, not by its own fault: not a result to keep.
+				r.unfinished[done[next+finished]] = true
+			}
 			r.report(next+finished, len(jobs), done[next+finished])
 			finished++
 		}
@@ -82,11 +88,17 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 				}
 			}
 			e = r.lostEntry(jobs[i], status, reason)
+			r.unfinished[e] = true
 		}
 		out = append(out, *e)
+		if r.unfinished[e] {
+			r.unfinishedKeys[entryKey(e)] = true
+		}
 	}
 	return out, extra
 }
+
+func entryKey(e *results.Entry) string { return e.Suite + "\x00" + e.Variant + "\x00" + e.Problem }
 
 func (r *runner) lostEntry(j Job, status, reason string) *results.Entry {
 	p := j.problem(r.man.Suite(j.Suite))
