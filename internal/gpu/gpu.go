@@ -154,6 +154,30 @@ type Kernel interface {
 	LaunchPacked(cfg LaunchConfig, args [][]byte) error
 }
 
+// OccupancyKernel is implemented by kernels whose backend can say how many blocks of them run
+// on one multiprocessor at once (CUDA's cuOccupancyMaxActiveBlocksPerMultiprocessor): what a
+// persistent kernel whose blocks wait on each other needs to know to size its grid.
+type OccupancyKernel interface {
+	MaxActiveBlocksPerSM(blockThreads, dynamicSharedBytes int) (int, error)
+}
+
+// MaxActiveBlocksPerSM asks k's backend, under any wrappers, how many blocks of blockThreads
+// threads with dynamicSharedBytes of dynamic shared memory fit on one SM at once. ok is false
+// when the backend cannot say (the emulator, the test device).
+func MaxActiveBlocksPerSM(k Kernel, blockThreads, dynamicSharedBytes int) (n int, ok bool, err error) {
+	for {
+		if o, yes := k.(OccupancyKernel); yes {
+			n, err = o.MaxActiveBlocksPerSM(blockThreads, dynamicSharedBytes)
+			return n, true, err
+		}
+		w, yes := k.(interface{ Unwrap() Kernel })
+		if !yes {
+			return 0, false, nil
+		}
+		k = w.Unwrap()
+	}
+}
+
 // Stream is an ordered queue of device work.
 type Stream interface {
 	Synchronize() error

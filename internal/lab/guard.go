@@ -399,6 +399,9 @@ type guardKernel struct {
 	readOnly []bool
 }
 
+// Unwrap gives the kernel under the guard, for gpu.MaxActiveBlocksPerSM.
+func (k *guardKernel) Unwrap() gpu.Kernel { return k.Kernel }
+
 func (k *guardKernel) LaunchPacked(cfg gpu.LaunchConfig, args [][]byte) error {
 	k.g.noteLaunch(k.readOnly, args)
 	return k.Kernel.LaunchPacked(cfg, args)

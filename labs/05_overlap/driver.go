@@ -434,15 +434,27 @@ func (c *agCase) openCopyStreams() error {
 	return nil
 }
 
-// resident is how many blocks of a fused kernel are sure to run at once on rank r's device: SMs ×
-// blocks_per_sm on a GPU (the kernels are small enough for 2 per SM), SMs on the emulator (one
+// resident is how many blocks of fused kernel k are sure to run at once on rank r's device: SMs ×
+// blocks_per_sm on a GPU, lowered to what the backend's occupancy calculator says fits (a block
+// that spins on a flag must never wait for one that cannot start), and SMs on the emulator (one
 // block per worker thread).
-func (c *agCase) resident(v *lab.Variant, r int) int {
+func (c *agCase) resident(v *lab.Variant, r int, k gpu.Kernel) (int, error) {
 	sms := max(c.env.Devices[r].Info().SMs, 1)
 	if c.env.Devices[r].Info().Emulated {
-		return sms
+		return sms, nil
 	}
-	return sms * param(v, ParamBlocksPerSM, 1)
+	perSM := param(v, ParamBlocksPerSM, 1)
+	fits, ok, err := gpu.MaxActiveBlocksPerSM(k, GemmThread, 0)
+	if err != nil {
+		return 0, fmt.Errorf("rank %d: %w", r, err)
+	}
+	if ok {
+		if fits < 1 {
+			return 0, fmt.Errorf("rank %d: kernel %s does not fit on an SM with %d threads per block", r, k.Name(), GemmThread)
+		}
+		perSM = min(perSM, fits)
+	}
+	return sms * perSM, nil
 }
 
 func (c *agCase) runFusedPull(v *lab.Variant) error {
@@ -452,7 +464,11 @@ func (c *agCase) runFusedPull(v *lab.Variant) error {
 		if err != nil {
 			return err
 		}
-		grid := max(1, min(c.resident(v, r), tiles))
+		res, err := c.resident(v, r, k)
+		if err != nil {
+			return err
+		}
+		grid := max(1, min(res, tiles))
 		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Streams[r]}
 		if err := gpu.Launch(k, cfg, c.dATab[r], c.dB[r], c.dC[r], int32(r), int32(c.n),
 			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)); err != nil {
@@ -470,7 +486,10 @@ func (c *agCase) runFusedSignal(v *lab.Variant) error {
 		if err != nil {
 			return err
 		}
-		res := c.resident(v, r)
+		res, err := c.resident(v, r, k)
+		if err != nil {
+			return err
+		}
 		// At least one GEMM block for every producer... and never more producers than half a wave.
 		prod := max(1, min(param(v, ParamProducers, 1), res/2))
 		grid, err := PersistentGrid(res, prod, tiles)

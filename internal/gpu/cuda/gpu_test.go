@@ -344,6 +344,19 @@ func TestKernelParamsAndAttrs(t *testing.T) {
 	assert.GreaterOrEqual(t, attrs.MaxThreadsPerBlock, 256)
 	assert.Zero(t, attrs.LocalBytes, "no spills in saxpy")
 
+	// A small kernel fills an SM with blocks up to the thread limit (2048 threads on recent GPUs),
+	// and fewer blocks fit when each asks for more shared memory.
+	n, ok, err := gpu.MaxActiveBlocksPerSM(k, 256, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "the CUDA backend reports occupancy")
+	assert.GreaterOrEqual(t, n, 4)
+	nBig, _, err := gpu.MaxActiveBlocksPerSM(k, 256, 40<<10)
+	require.NoError(t, err)
+	assert.Less(t, nBig, n, "40 KiB of shared memory per block must lower the count")
+	if nBad, _, err := gpu.MaxActiveBlocksPerSM(k, 4096, 0); err == nil {
+		assert.Zero(t, nBad, "a block larger than the device allows never fits")
+	}
+
 	if opt := d.Info().MaxSharedOptin; opt > 48<<10 {
 		require.NoError(t, k.SetMaxDynamicShared(opt))
 		attrs, err = k.Attrs()

@@ -132,6 +132,17 @@ func (k *kernel) Attrs() (gpu.KernelAttrs, error) {
 	return a, nil
 }
 
+// MaxActiveBlocksPerSM is how many blocks of the kernel fit on one SM at once
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor): registers, shared memory and thread limits.
+func (k *kernel) MaxActiveBlocksPerSM(blockThreads, dynamicSharedBytes int) (int, error) {
+	var n C.int
+	r := C.kl_occupancy_blocks_per_sm(k.d.ctx, &n, k.f, C.int(blockThreads), C.size_t(dynamicSharedBytes))
+	if err := check("cuOccupancyMaxActiveBlocksPerMultiprocessor", r); err != nil {
+		return 0, fmt.Errorf("kernel %s, %d threads per block: %w", k.name, blockThreads, err)
+	}
+	return int(n), nil
+}
+
 // SetMaxDynamicShared opts the kernel in to more than 48 KiB of dynamic shared memory.
 func (k *kernel) SetMaxDynamicShared(bytes int) error {
 	r := C.kl_func_set_attribute(k.d.ctx, k.f, funcAttrMaxDynamicSharedBytes, C.int(bytes))

@@ -63,6 +63,7 @@ static struct {
                                        const unsigned long long *, const unsigned int *,
                                        const unsigned int *, int, int, int, int);
     CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, unsigned, CUstream, void **, void **);
@@ -162,6 +163,7 @@ int kl_cuda_load(const char *path, char **err) {
     REQ(cuModuleUnload, "cuModuleUnload", NULL);
     REQ(cuModuleGetFunction, "cuModuleGetFunction", NULL);
     REQ(cuFuncGetAttribute, "cuFuncGetAttribute", NULL);
+    REQ(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     REQ(cuFuncSetAttribute, "cuFuncSetAttribute", NULL);
     REQ(cuLaunchKernel, "cuLaunchKernel", NULL);
     REQ(cuStreamCreate, "cuStreamCreate", NULL);
@@ -321,6 +323,11 @@ CUresult kl_func_param_info(CUcontext ctx, CUfunction f, size_t index, size_t *o
 CUresult kl_func_get_attribute(CUcontext ctx, int *v, int attr, CUfunction f) {
     SET_CTX(ctx);
     return cu.cuFuncGetAttribute(v, attr, f);
+}
+
+CUresult kl_occupancy_blocks_per_sm(CUcontext ctx, int *n, CUfunction f, int block, size_t dyn_smem) {
+    SET_CTX(ctx);
+    return cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, block, dyn_smem);
 }
 
 CUresult kl_func_set_attribute(CUcontext ctx, CUfunction f, int attr, int v) {

@@ -78,6 +78,7 @@ CUresult kl_tensor_map_encode_tiled(CUcontext ctx, void *map, int dtype, unsigne
                                     const unsigned *box, const unsigned *elem_strides, int swizzle,
                                     int l2promo, int oobfill);
 CUresult kl_func_param_info(CUcontext ctx, CUfunction f, size_t index, size_t *offset, size_t *size);
+CUresult kl_occupancy_blocks_per_sm(CUcontext ctx, int *n, CUfunction f, int block, size_t dyn_smem);
 CUresult kl_func_get_attribute(CUcontext ctx, int *v, int attr, CUfunction f);
 CUresult kl_func_set_attribute(CUcontext ctx, CUfunction f, int attr, int v);
 CUresult kl_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
