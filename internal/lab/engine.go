@@ -213,7 +213,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			partial := *file
 			partial.Entries = nil
 			for _, e := range file.Entries {
-				if !r.unfinishedKeys[entryKey(&e)] {
+				if !r.unfinished[entryKey(&e)] {
 					partial.Entries = append(partial.Entries, e)
 				} else {
 					out.Unfinished++
@@ -290,8 +290,7 @@ type runner struct {
 
 	// Jobs a stopped run did not finish (not run, or killed in flight by the interrupt): an
 	// interrupted run saves everything else and leaves these entries of the old file alone.
-	unfinished     map[*results.Entry]bool
-	unfinishedKeys map[string]bool
+	unfinished map[string]bool // by entryKey
 }
 
 func (r *runner) selected(v *Variant) bool {

@@ -26,8 +26,7 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	}
 	done := make([]*results.Entry, len(jobs))
 	r.lastReport = time.Now()
-	r.unfinished = map[*results.Entry]bool{}
-	r.unfinishedKeys = map[string]bool{}
+	r.unfinished = map[string]bool{}
 	var extra map[string]any
 	_, wantDescribe := driverOf(r.man).(Describer)
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
@@ -62,7 +61,7 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 			done[next+finished] = r.lostEntry(j, status, res.failure)
 			if ctx.Err() != nil {
 				// Killed by the interrupt, not by its own fault: not a result to keep.
-				r.unfinished[done[next+finished]] = true
+				r.unfinished[entryKey(done[next+finished])] = true
 			}
 			r.report(next+finished, len(jobs), done[next+finished])
 			finished++
@@ -88,12 +87,9 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 				}
 			}
 			e = r.lostEntry(jobs[i], status, reason)
-			r.unfinished[e] = true
+			r.unfinished[entryKey(e)] = true
 		}
 		out = append(out, *e)
-		if r.unfinished[e] {
-			r.unfinishedKeys[entryKey(e)] = true
-		}
 	}
 	return out, extra
 }

@@ -215,6 +215,7 @@ type agCase struct {
 	events      [][]gpu.Event // chunked: per rank, one event per source block
 	epoch       uint32        // fused_signal: runs so far
 
+	residentBlocks map[string]int // fused kernels: resident blocks by variant and rank, asked once
 }
 
 func prepare(env *lab.Env, sh Shape) (*agCase, error) {
@@ -439,6 +440,21 @@ func (c *agCase) openCopyStreams() error {
 // that spins on a flag must never wait for one that cannot start), and SMs on the emulator (one
 // block per worker thread).
 func (c *agCase) resident(v *lab.Variant, r int, k gpu.Kernel) (int, error) {
+	key := fmt.Sprintf("%s@%d", v.Key(), r)
+	if n, ok := c.residentBlocks[key]; ok {
+		return n, nil // asked once per case: not between the ranks' launches of every timed run
+	}
+	n, err := c.askResident(v, r, k)
+	if err == nil {
+		if c.residentBlocks == nil {
+			c.residentBlocks = map[string]int{}
+		}
+		c.residentBlocks[key] = n
+	}
+	return n, err
+}
+
+func (c *agCase) askResident(v *lab.Variant, r int, k gpu.Kernel) (int, error) {
 	sms := max(c.env.Devices[r].Info().SMs, 1)
 	if c.env.Devices[r].Info().Emulated {
 		return sms, nil

@@ -51,8 +51,8 @@ __device__ __forceinline__ void tile_coords(int t, int tilesM, int tilesN, int& 
 
 // PF: who asks for the next C tile to be prefetched into L2 when beta ≠ 0: 0 nobody, 1 the producer
 // thread (one instruction per row), 2 the 256 consumer threads (half a row each). PRE > 0: the
-// consumers also load the first PRE column blocks of their old C into registers two K steps
-// before the tile ends (with PF 1).
+// consumers also load the first PRE column blocks of their old C into registers during the
+// tile's third-to-last K step (with PF 1).
 template <int PF, int PRE = 0>
 __device__ __forceinline__ void persistent_body(int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                                                 const CUtensorMap& tmA, const CUtensorMap& tmB) {
