@@ -47,6 +47,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	noSave := fs.Bool("no-save", false, "do not write the results file")
 	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
+	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
 	// Custom problems: each flag given becomes a parameter of the problem (see the README).
 	custom := map[string]string{}
 	var params listFlag
@@ -111,7 +112,8 @@ Flags:
 	defer stop()
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
-		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Progress: stderr})
+		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, InProcess: *inProcess,
+		Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)
 	}

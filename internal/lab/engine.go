@@ -37,6 +37,10 @@ type Options struct {
 	Progress io.Writer     // human progress; nil: discarded
 	// Worker starts a worker process. Default: this executable with the argument "__worker".
 	Worker func() *exec.Cmd
+	// InProcess runs the jobs in this process instead of worker processes, for profilers (ncu,
+	// nsys, compute-sanitizer) that do not follow labrun's workers: no time limit, and a crash
+	// or a spoiled context ends the run. Not for grading.
+	InProcess bool
 
 	// Files builds other sources in place of variants' kernel files: the file as lab.yaml names
 	// it (relative to the lab folder, e.g. "exercises/ex1_smem_tiling.cu") → the path of the file
@@ -125,6 +129,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	if err := checkPlan(man, o.Plan); err != nil {
 		return nil, err
+	}
+	if o.InProcess && (o.Grade != nil || len(o.Plan) > 0) {
+		return nil, &UsageError{"--in-process is for profiling, not for grading: the grader keeps the code under test in worker processes"}
 	}
 	if o.TotalTimeout > 0 {
 		var cancel context.CancelFunc

@@ -249,6 +249,25 @@ func TestInterruptedRunSavesWhatItMeasured(t *testing.T) {
 	assert.Equal(t, results.StatusOK, after.Status, "a job not run keeps its earlier result")
 }
 
+func TestInProcessRunMeasuresWithoutWorkers(t *testing.T) {
+	root := newCourse(t, testManifest)
+	var started int
+	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"lib", "good", "wrong"},
+		Quick: true, NoSave: true, InProcess: true, Worker: func() *exec.Cmd { started++; return testWorker() }})
+	require.NoError(t, err)
+	assert.Zero(t, started, "no worker process in process mode")
+	require.Len(t, out.Results.Entries, 3)
+	assert.Equal(t, results.StatusOK, out.Results.Find("scale", "good", "small").Status)
+	assert.Equal(t, results.StatusWrong, out.Results.Find("scale", "wrong", "small").Status)
+	assert.Equal(t, 1, out.Failures)
+
+	_, err = Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", InProcess: true,
+		Plan: []Job{{Suite: "scale", Variant: "good", Problem: "small", Set: "gpu"}}})
+	var ue *UsageError
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, err.Error(), "--in-process", "grading keeps the code under test out of labrun's process")
+}
+
 func TestRunKeepsCorruptResultsAndSavesAside(t *testing.T) {
 	root := newCourse(t, testManifest)
 	path := results.PathFor(root, gpu.DeviceInfo{Name: "Fake Device"}, "99_test")

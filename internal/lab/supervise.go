@@ -156,6 +156,9 @@ func (r *runner) workerCmd() *exec.Cmd {
 }
 
 func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Duration, total, offset int) workerResult {
+	if r.o.InProcess {
+		return r.runInProcess(ctx, spec, total, offset)
+	}
 	var res workerResult
 	cmd := r.workerCmd()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so a kill reaches its children too
@@ -177,58 +180,8 @@ func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Du
 		return res
 	}
 	pw.Close()
-	events := make(chan Event)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var e Event
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				events <- e
-			}
-		}
-	}()
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// The worker gets a minute to start (load modules, open libraries) before its first job.
-	timer := time.NewTimer(timeout + time.Minute)
-	defer timer.Stop()
-	current := -1
-loop:
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				break loop
-			}
-			switch e.Type {
-			case "start":
-				current, res.started = e.Job, true
-				timer.Reset(timeout)
-			case "result":
-				res.entries = append(res.entries, e.Entry)
-				r.report(offset+e.Job, total, e.Entry)
-				current = -1
-			case "describe":
-				res.describe = e.Data
-			case "log":
-				fmt.Fprintln(r.o.Progress, "  "+e.Msg)
-			case "fatal":
-				res.fatal = e.Msg
-			}
-		case <-timer.C:
-			what := "starting the worker"
-			if current >= 0 {
-				what = spec.Jobs[current].String()
-			}
-			res.timedOut = true
-			res.failure = fmt.Sprintf("timed out after %s in %s (a kernel that never finishes? a deadlock between blocks?); the worker was killed", timeout, what)
-			kill()
-		case <-ctx.Done():
-			res.failure, res.timedOut = stopReason(ctx)
-			kill()
-		}
-	}
+	current := r.collect(ctx, &res, readEvents(pr), spec, timeout, total, offset, kill)
 	err = cmd.Wait()
 	pr.Close()
 	if res.failure == "" && len(res.entries) < len(spec.Jobs) {
@@ -248,6 +201,109 @@ loop:
 		}
 	}
 	return res
+}
+
+// runInProcess runs the worker in this process (Options.InProcess), for profilers that do not
+// follow labrun's worker processes. Nothing can stop a goroutine inside a kernel, so there is no
+// time limit, an interrupt abandons the job in flight, and a crash ends labrun itself.
+func (r *runner) runInProcess(ctx context.Context, spec WorkerSpec, total, offset int) workerResult {
+	var res workerResult
+	specJSON, _ := json.Marshal(spec)
+	pr, pw := io.Pipe()
+	code := make(chan int, 1)
+	go func() {
+		c := WorkerMain(strings.NewReader(string(specJSON)), pw)
+		pw.Close()
+		code <- c
+	}()
+	current := r.collect(ctx, &res, readEvents(pr), spec, 0, total, offset, nil)
+	if ctx.Err() != nil {
+		return res // the job in flight runs on until labrun exits
+	}
+	c := <-code
+	if res.failure == "" && len(res.entries) < len(spec.Jobs) {
+		switch {
+		case c == workerSticky && current < 0:
+			return res
+		case res.fatal != "":
+			res.failure = res.fatal
+		default:
+			res.failure = fmt.Sprintf("the worker stopped early (status %d)", c)
+		}
+	}
+	return res
+}
+
+// readEvents decodes the worker's events, one JSON object per line, until r ends.
+func readEvents(r io.Reader) <-chan Event {
+	events := make(chan Event)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var e Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+	}()
+	return events
+}
+
+// collect records a worker's events into res until they end, and returns the job in flight
+// (-1: none). A job that runs past timeout, or an interrupt, calls kill; timeout 0 means none.
+func (r *runner) collect(ctx context.Context, res *workerResult, events <-chan Event, spec WorkerSpec,
+	timeout time.Duration, total, offset int, kill func()) int {
+	// The worker gets a minute to start (load modules, open libraries) before its first job.
+	var deadline <-chan time.Time
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.NewTimer(timeout + time.Minute)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	current := -1
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return current
+			}
+			switch e.Type {
+			case "start":
+				current, res.started = e.Job, true
+				if timer != nil {
+					timer.Reset(timeout)
+				}
+			case "result":
+				res.entries = append(res.entries, e.Entry)
+				r.report(offset+e.Job, total, e.Entry)
+				current = -1
+			case "describe":
+				res.describe = e.Data
+			case "log":
+				fmt.Fprintln(r.o.Progress, "  "+e.Msg)
+			case "fatal":
+				res.fatal = e.Msg
+			}
+		case <-deadline:
+			what := "starting the worker"
+			if current >= 0 {
+				what = spec.Jobs[current].String()
+			}
+			res.timedOut = true
+			res.failure = fmt.Sprintf("timed out after %s in %s (a kernel that never finishes? a deadlock between blocks?); the worker was killed", timeout, what)
+			kill()
+		case <-ctx.Done():
+			res.failure, res.timedOut = stopReason(ctx)
+			if kill == nil {
+				return current // in process: nothing to kill; labrun saves and exits
+			}
+			kill()
+			ctx = context.Background() // keep reading until the dying worker's events end
+		}
+	}
 }
 
 // withoutEnv returns env (the process's environment when nil) without the variable name.
