@@ -19,14 +19,14 @@
 //
 // Blocks whose tiles lie wholly inside the matrices (all of them at 4096³) take a fast path with
 // no bounds checks and constant address offsets; edge blocks take a checked path (see
-// sgemm_dbuf_body). On the H200 the fast path is worth 6–7% at 4096³ with the kept tile.
+// sgemm_dbuf_body). On the H200 it is what made BK 16 pay (see the notes).
 //
 // The body is a template over the tile shapes and RF. The entry sgemm_dbuf is the configuration
 // kept for the H200; the entries sgemm_dbuf[_rf]_BMxBNxBK_wWMxWN are the other points of the sweep
 // that chose it (suite fp32_tiles in lab.yaml; the notes show its table).
 //
 // Launch: block NT, grid (ceil(N/BN), ceil(M/BM)); static shared memory 2·BK·(BM + APAD + BN)·4
-// bytes (48 KiB for sgemm_dbuf: 128×256 tile, BK 16, 256 threads of 8×16 results each).
+// bytes (32.5 KiB for sgemm_dbuf: 128×128 tile, BK 16, 256 threads of 8×8 results each).
 
 // dbuf_load issues the global loads of the tile at k0 into registers: LA float4 of A and LB of B
 // per thread (rows of A along k, rows of B along n; zeros outside the matrices).
@@ -250,13 +250,12 @@ __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha
     }
 }
 
-// The configuration kept: block 128×256, BK 16, 8 warps of 64×64, 8×16 results per thread (256
-// threads), A rows unpadded (APAD 0) so that the two buffers fit the 48 KiB of static shared
-// memory; no RF (the fragments of 8×16 leave no room for a second set within 255 registers).
-// ptxas: 253 registers, so one block per SM.
-extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
+// The configuration kept: block 128×128, BK 16, 8 warps of 32×64, 8×8 results per thread (256
+// threads), no RF; at most 128 registers (ptxas uses 128, no spills) so that two blocks share an
+// SM.
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
-    sgemm_dbuf_body<128, 256, 16, 64, 64, 8, 16, 256, 0>(M, N, K, alpha, A, B, beta, C);
+    sgemm_dbuf_body<128, 128, 16, 32, 64, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
 }
 
 // The other points of the sweep (same algorithm, other tile shapes).
@@ -280,10 +279,6 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_256x128x8_w64x64(in
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<256, 128, 8, 64, 64, 16, 8, 256>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_128x128x16_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
-    const float* __restrict__ B, float beta, float* __restrict__ C) {
-    sgemm_dbuf_body<128, 128, 16, 32, 64, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
-}
 extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_128x128x16_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 16, 64, 32, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
@@ -304,7 +299,11 @@ extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_128x128x16_w64x64(i
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 16, 64, 64, 16, 8, 128>(M, N, K, alpha, A, B, beta, C);
 }
-// BK 16 with unpadded A rows (APAD 0) to fit the 48 KiB of static shared memory, like sgemm_dbuf.
+// BK 16 with unpadded A rows (APAD 0) to fit the 48 KiB of static shared memory.
+extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_128x256x16_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+    const float* __restrict__ B, float beta, float* __restrict__ C) {
+    sgemm_dbuf_body<128, 256, 16, 64, 64, 8, 16, 256, 0>(M, N, K, alpha, A, B, beta, C);
+}
 extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_256x128x16_w64x64(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<256, 128, 16, 64, 64, 16, 8, 256, 0>(M, N, K, alpha, A, B, beta, C);
