@@ -34,6 +34,34 @@ __device__ __forceinline__ int ov_tiles_of(int rows, int N) {
     return ((rows + OV_BM - 1) / OV_BM) * ((N + OV_BN - 1) / OV_BN);
 }
 
+// ov_copy copies n floats from src to dst (src may be on a peer GPU, read through a peer pointer);
+// the caller's `stride` threads share the work, this one starting at element `first`. A read from
+// a peer takes microseconds, so the rate is set by how many bytes are in flight: with 16-byte
+// aligned pointers and n a multiple of 4, each thread issues OV_COPY_UNROLL float4 loads before it
+// stores any of them (64 bytes in flight, 16 times the plain loop's 4); otherwise it copies floats
+// one at a time. Not 8: in fused_signal that raises the kernel from 64 to 80 registers, and its
+// GEMM blocks from 4 to 3 per SM.
+#define OV_COPY_UNROLL 4
+__device__ __forceinline__ void ov_copy(float* dst, const float* src, long long n, long long first, long long stride) {
+    const bool aligned = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0;
+    if (aligned && n % 4 == 0) {
+        const float4* s4 = reinterpret_cast<const float4*>(src);
+        float4* d4 = reinterpret_cast<float4*>(dst);
+        const long long n4 = n / 4;
+        for (long long t = first; t < n4; t += OV_COPY_UNROLL * stride) {
+            float4 v[OV_COPY_UNROLL];
+#pragma unroll
+            for (int u = 0; u < OV_COPY_UNROLL; ++u)
+                if (t + u * stride < n4) v[u] = s4[t + u * stride];
+#pragma unroll
+            for (int u = 0; u < OV_COPY_UNROLL; ++u)
+                if (t + u * stride < n4) d4[t + u * stride] = v[u];
+        }
+        return;
+    }
+    for (long long t = first; t < n; t += stride) dst[t] = src[t];
+}
+
 // ov_gemm_tile computes the tile (tm, tn) of C = A·B for a block of `rows` rows: A is rows×K, B is
 // K×N, C is rows×N. As and Bs are the block's shared tiles (OV_BM·OV_BK and OV_BK·OV_BN floats).
 // Every thread of the block must call it (it has __syncthreads inside).

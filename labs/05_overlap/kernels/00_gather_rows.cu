@@ -5,8 +5,8 @@
 // copies the blocks of `count` source ranks, starting with rank `first` and going round the ring
 // (first, first+1, … mod n), to their rows of A_full. The sequential variant copies all n blocks in
 // one launch; the chunked variant launches it once per source rank, so that the GEMM of one block
-// can start while the next is in flight. A grid-stride loop over float elements: the rate is that
-// of the peer link, not of this loop.
+// can start while the next is in flight. A grid-stride loop (ov_copy, 16-byte loads when aligned):
+// the rate is that of the peer link, not of this loop.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
@@ -19,7 +19,6 @@ extern "C" __global__ void gather_rows(const float* const* ins, float* afull, in
         const long long total = (long long)ov_rows_of(s, M, nranks) * K;
         const float* src = ins[s];
         float* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
-        for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride)
-            dst[t] = src[t];
+        ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
     }
 }

@@ -38,8 +38,7 @@ ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, con
             const long long total = (long long)ov_rows_of(s, M, nranks) * K;
             const float* src = ins[s];
             float* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
-            for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride)
-                dst[t] = src[t];
+            ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
             __syncthreads();
             if (threadIdx.x == 0) {
                 __threadfence();
