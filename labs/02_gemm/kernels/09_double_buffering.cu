@@ -106,7 +106,7 @@ template <int V> struct kl_int { static constexpr int value = V; };
 // from two pointers that advance by one tile, and no bounds checks in the epilogue. EDGE = true
 // checks every element (the edge blocks, and sizes such as 1000 or 4097).
 //
-// With RF (register fragments double-buffered, the variant the sweep kept) the fragments of step
+// With RF (register fragments double-buffered; some points of the sweep) the fragments of step
 // kk + 1 are read from shared memory while the FMAs of step kk run, and the last step of a tile
 // stores the next tile, meets the barrier and reads the next tile's first fragments before its
 // own FMAs: the barrier's wait and the first shared loads of a tile hide behind 8 or 16 × TM·TN
@@ -226,7 +226,7 @@ __device__ __noinline__ void sgemm_dbuf_edge(int M, int N, int K, float alpha, c
 
 // sgemm_dbuf_body is the kernel: it decides, per block, between the fast path and the checked one.
 // A block is on the fast path when its whole tile of C is inside the matrix, K is a multiple of BK
-// (no partial k tile) and the rows of A and B are 16-byte aligned (K and N multiples of 4).
+// (no partial k tile, and rows of A 16-byte aligned) and N is a multiple of 4 (rows of B and C).
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int NT, int APAD = 4, bool RF = false>
 __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha, const float* __restrict__ A,
                                                 const float* __restrict__ B, float beta, float* __restrict__ C) {
@@ -242,7 +242,7 @@ __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha
     __shared__ __align__(16) float Bs[2 * BK * BN];
 
     const int tileM = blockIdx.y, tileN = blockIdx.x;
-    const bool inside = (tileM + 1) * BM <= M && (tileN + 1) * BN <= N && K % BK == 0 && K % 4 == 0 && N % 4 == 0;
+    const bool inside = (tileM + 1) * BM <= M && (tileN + 1) * BN <= N && K % BK == 0 && N % 4 == 0;
     if (inside) {
         sgemm_dbuf_tiles<BM, BN, BK, WM, WN, TM, TN, NT, APAD, RF, false>(M, N, K, alpha, A, B, beta, C, As, Bs, tileM, tileN);
     } else {
