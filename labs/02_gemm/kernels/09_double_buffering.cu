@@ -216,7 +216,8 @@ __device__ __forceinline__ void sgemm_dbuf_tiles(int M, int N, int K, float alph
 
 // sgemm_dbuf_edge is the checked path as a function of its own: not inlined, so that ptxas
 // allocates its registers apart from the fast path's (inlined together, the two paths exceed 128
-// registers and spill).
+// registers and the fast path spills). The checked path alone still spills a little at 128
+// registers; only edge blocks run it.
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int NT, int APAD, bool RF>
 __device__ __noinline__ void sgemm_dbuf_edge(int M, int N, int K, float alpha, const float* __restrict__ A,
                                              const float* __restrict__ B, float beta, float* __restrict__ C,
