@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 )
 
 const (
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "__worker":
 		return lab.RunWorkerFromEnv()
+	case sandbox.WrapperCommand:
+		return sandbox.WrapperMain(rest)
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
 			return run([]string{rest[0], "--help"}, stdout, stderr)
