@@ -5,7 +5,9 @@ package sandbox
 import "fmt"
 
 // Check reports that only Linux can sandbox (Landlock and seccomp are Linux's).
-func Check() error { return fmt.Errorf("%w: the sandbox needs Linux (Landlock and seccomp)", ErrUnsupported) }
+func Check() error {
+	return fmt.Errorf("%w: the sandbox needs Linux (Landlock and seccomp)", ErrUnsupported)
+}
 
 // Describe says that there is no sandbox here.
 func Describe() string { return "unavailable: not Linux" }

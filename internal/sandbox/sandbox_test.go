@@ -82,4 +82,3 @@ func TestNoNetworkNoSignals(t *testing.T) {
 		assert.Error(t, err, out)
 	}
 }
-
