@@ -22,7 +22,7 @@ import (
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/sandbox"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 )
 
 const (
@@ -60,6 +60,9 @@ reports) could not be saved.
 `
 
 func main() {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -72,8 +75,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "__worker":
 		return lab.RunWorkerFromEnv()
-	case sandbox.WrapperCommand:
-		return sandbox.WrapperMain(rest)
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
 			return run([]string{rest[0], "--help"}, stdout, stderr)

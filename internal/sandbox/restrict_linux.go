@@ -68,7 +68,11 @@ func WrapperMain(args []string) int {
 	if err := restrictThread(p); err != nil {
 		return fail("%v", err)
 	}
-	err := syscall.Exec(prog, argv, p.Env)
+	env := p.Env
+	if !p.Exec {
+		env = append(append([]string(nil), env...), NoSpawnEnv+"=1")
+	}
+	err := syscall.Exec(prog, argv, env)
 	return fail("starting %s: %v", filepath.Base(prog), err)
 }
 
@@ -103,10 +107,9 @@ func restrictThread(p Policy) error {
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
-	if err := loadSeccomp(p.Exec, os.Getpid()); err != nil {
-		return err
-	}
-	return nil
+	// The wrapper must still exec its program: without Exec, the program (labrun itself, see
+	// Command) adds the rest at its start (NoSpawnEnv, ForbidSpawn).
+	return loadSeccomp(true, os.Getpid())
 }
 
 // denied lists the system calls no sandboxed process may make. The default is to allow, so that

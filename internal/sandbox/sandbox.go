@@ -35,7 +35,9 @@ type Policy struct {
 	// Write lists folders the program may create, write and remove files in (its scratch).
 	Write []string `json:"write"`
 	// Exec allows starting other programs (a compiler driver runs its passes). They inherit the
-	// sandbox. Without it, execve, fork and clone of a new process fail.
+	// sandbox. Without it, execve, fork and clone of a new process fail: such a policy can only
+	// run labrun itself, which denies them to itself at its start (EnforceNoSpawn), before it
+	// loads any untrusted code.
 	Exec bool `json:"exec"`
 	// Env is the program's whole environment.
 	Env []string `json:"env"`
@@ -114,6 +116,9 @@ func Command(p Policy, name string, args ...string) (*Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding labrun's own binary: %w", err)
 	}
+	if !p.Exec && name != self {
+		return nil, fmt.Errorf("sandbox: a policy without Exec runs only labrun itself, not %s", name)
+	}
 	pol, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -122,6 +127,18 @@ func Command(p Policy, name string, args ...string) (*Cmd, error) {
 	// The wrapper itself runs with an empty environment too: it needs none.
 	cmd.Env = []string{}
 	return &Cmd{Cmd: cmd}, nil
+}
+
+// NoSpawnEnv is set in the environment of a program started under a policy without Exec.
+const NoSpawnEnv = "LABRUN_SANDBOX_NO_SPAWN"
+
+// EnforceNoSpawn is the first thing labrun does: a labrun started under a policy without Exec
+// denies itself new processes before it does anything else.
+func EnforceNoSpawn() error {
+	if os.Getenv(NoSpawnEnv) == "" {
+		return nil
+	}
+	return ForbidSpawn()
 }
 
 // WrapperCommand is the hidden labrun command that applies a policy and execs the program.
