@@ -139,7 +139,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
-
 // The emulated device's limits (from kl_emu_abi.h).
 const (
 	maxThreadsPerBlock = C.KL_EMU_MAX_THREADS_PER_BLOCK
@@ -236,7 +235,7 @@ type lib struct {
 
 type entryInfo struct {
 	name       string
-	index      int            // its place in the module's registry
+	index      int             // its place in the module's registry
 	ptr        *C.kl_emu_entry // nil in a module loaded by a launcher
 	sizes      []int
 	types      []string // nil when the registry's types do not match the sizes
