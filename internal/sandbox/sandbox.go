@@ -8,9 +8,9 @@
 // signals outside itself, no leaving its process group, no namespaces or mounts, and, unless
 // the policy allows it, no new processes at all), then execs PROGRAM with the policy's
 // environment and nothing else. The program inherits every restriction, and so does anything it
-// starts. Where the kernel allows it the process also gets new user, PID, network and IPC
-// namespaces, so that everything it started dies with it; in every case it runs in a process
-// group of its own that Kill ends.
+// starts. It runs in a process group of its own that it cannot leave and that Kill ends, and it
+// dies with its parent; where the kernel allows it, it also gets new user, network and IPC
+// namespaces.
 //
 // Check says whether this kernel can do all of this. The grader refuses to grade where it cannot,
 // unless the instructor says the grade may be unsafe.
@@ -147,14 +147,17 @@ const WrapperCommand = "__sandbox"
 // Cmd is a sandboxed command.
 type Cmd struct {
 	*exec.Cmd
-	// Isolation says which namespaces the process got ("user, pid, net, ipc", or "none").
+	// Isolation says which namespaces the process got ("user, net, ipc namespaces", or "none").
 	Isolation string
 }
 
 // Start starts the command in a process group of its own, in new namespaces where the kernel
 // allows them, and dies with its parent.
 func (c *Cmd) Start() error {
-	flags, uid, gid := uintptr(syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNET|syscall.CLONE_NEWIPC),
+	// No PID namespace: its first process ignores the signals it sends itself (abort() would
+	// not end it), and the process group already ends everything the program starts, since it
+	// can leave the group neither by setsid nor by setpgid.
+	flags, uid, gid := uintptr(syscall.CLONE_NEWUSER|syscall.CLONE_NEWNET|syscall.CLONE_NEWIPC),
 		os.Getuid(), os.Getgid()
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
@@ -162,7 +165,7 @@ func (c *Cmd) Start() error {
 		GidMappingsEnableSetgroups: false}
 	err := c.Cmd.Start()
 	if err == nil {
-		c.Isolation = "user, pid, net, ipc namespaces"
+		c.Isolation = "user, net, ipc namespaces"
 		return nil
 	}
 	if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOSPC) &&
