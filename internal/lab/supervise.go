@@ -32,9 +32,14 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
 	next := 0
 	for next < len(jobs) && ctx.Err() == nil {
+		// A worker's jobs share one world size.
+		end := next + 1
+		for end < len(jobs) && jobs[end].Devices == jobs[next].Devices {
+			end++
+		}
 		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
-			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:],
-			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox}
+			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:end],
+			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox, Devices: jobs[next].Devices}
 		for path := range r.untrusted {
 			spec.Untrusted = append(spec.Untrusted, path)
 		}
@@ -170,6 +175,9 @@ func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Du
 	specJSON, _ := json.Marshal(spec)
 	cmd.Stdin = strings.NewReader(string(specJSON))
 	cmd.Env = withoutEnv(cmd.Env, SecretSeedEnv)
+	if r.info.Emulated && spec.Grade != nil {
+		cmd.Env = r.gradeMachineEnv(cmd.Env, spec)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		res.failure, res.fatal = "creating the worker pipe: "+err.Error(), "pipe"
@@ -358,4 +366,26 @@ func describeExit(err error, output string) string {
 		return fmt.Sprintf("the worker process exited with status %d", ee.ExitCode())
 	}
 	return "the worker failed: " + err.Error()
+}
+
+// The emulator's settings, as its documented environment variables (internal/gpu/emu).
+const (
+	emuEnvSMs      = "LABRUN_EMU_SMS"
+	emuEnvDevices  = "LABRUN_EMU_DEVICES"
+	emuEnvSchedule = "LABRUN_EMU_SCHEDULE"
+)
+
+// gradeMachineEnv sets the emulated machine of a grade in a worker's environment, replacing
+// whatever the runner set: the grading section's SMs and schedule, and enough devices.
+func (r *runner) gradeMachineEnv(env []string, spec WorkerSpec) []string {
+	for _, k := range []string{emuEnvSMs, emuEnvDevices, emuEnvSchedule} {
+		env = withoutEnv(env, k)
+	}
+	g := r.o.Grade
+	devices := max(spec.Devices, r.man.DeviceCount(), 2)
+	env = append(env, fmt.Sprintf("%s=%d", emuEnvSMs, g.EmuSMs), fmt.Sprintf("%s=%d", emuEnvDevices, devices))
+	if g.EmuSchedule != "" {
+		env = append(env, emuEnvSchedule+"="+g.EmuSchedule)
+	}
+	return env
 }
