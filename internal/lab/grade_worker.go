@@ -397,9 +397,9 @@ func explain(pre, out, prev [][]byte) (string, string) {
 		return ReasonUnwritten, fmt.Sprintf("did not write %d of %d outputs: they still hold the poison put there before the run",
 			unchanged, total)
 	case nanNew > 0:
-		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN, "+
-			"so a kernel that reads past the end (or before the start) of its inputs computes NaN (or it read an output "+
-			"before writing it)", nanNew, total)
+		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN "+
+			"and shared memory starts as NaN at every block, so a kernel that reads past the end (or before the start) of "+
+			"its inputs, or shared memory it did not write, computes NaN (or it read an output before writing it)", nanNew, total)
 	case total > 0 && zeros == total:
 		return ReasonWrong, "wrong result: every output is 0"
 	case total > 1 && constant:

@@ -281,6 +281,16 @@ func (r *runner) collect(ctx context.Context, res *workerResult, events <-chan E
 			if !ok {
 				return current
 			}
+			if why := r.invalidEvent(e, spec, current, len(res.entries)); why != "" {
+				// Not an event this worker can have sent for the job in flight: whatever wrote it
+				// fails the job, and the worker is not trusted further.
+				res.timedOut = false
+				res.failure = "the grader received an event it did not ask for (" + why + "): a forged result? the worker was killed"
+				if kill != nil {
+					kill()
+				}
+				return current
+			}
 			switch e.Type {
 			case "start":
 				current, res.started = e.Job, true
@@ -388,4 +398,38 @@ func (r *runner) gradeMachineEnv(env []string, spec WorkerSpec) []string {
 		env = append(env, emuEnvSchedule+"="+g.EmuSchedule)
 	}
 	return env
+}
+
+// invalidEvent says why an event cannot be the worker's next one ("" when it can): the worker
+// starts its jobs in order, sends one result per started job for that job's suite, variant and
+// problem, and a passed grading job carries its passed check and the number of runs it made.
+func (r *runner) invalidEvent(e Event, spec WorkerSpec, current, done int) string {
+	switch e.Type {
+	case "start":
+		if current >= 0 || e.Job != done || e.Job >= len(spec.Jobs) {
+			return fmt.Sprintf("start of job %d while job %d runs and %d are done", e.Job, current, done)
+		}
+	case "result":
+		if current < 0 || e.Job != current {
+			return fmt.Sprintf("a result for job %d, which is not running", e.Job)
+		}
+		j, en := spec.Jobs[e.Job], e.Entry
+		if en == nil || en.Suite != j.Suite || en.Variant != j.Variant || en.Problem != j.Problem {
+			return fmt.Sprintf("a result for job %d that names another variant or problem", e.Job)
+		}
+		if j.Mode != "" && en.Status == results.StatusOK {
+			runs, _ := en.Data["runs"].(float64)
+			if en.Check == nil || !en.Check.OK || int(runs) < 1 {
+				return fmt.Sprintf("a passed grading result for job %d without its check", e.Job)
+			}
+		}
+	case "describe":
+		if done > 0 || current >= 0 {
+			return "a device description after the jobs started"
+		}
+	case "log", "fatal":
+	default:
+		return fmt.Sprintf("an event of unknown type %q", e.Type)
+	}
+	return ""
 }
