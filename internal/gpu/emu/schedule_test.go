@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,19 @@ func TestAdversarialSchedule(t *testing.T) {
 			require.Equal(t, int32(i), x, "every block and thread runs exactly once")
 		}
 	}
+}
+
+func TestPlainSpinHangsAsOnAGPU(t *testing.T) {
+	d := openDev(t, 0)
+	k := kernelOf(t, d, "schedule.cu", "plain_spin")
+	SetTimeLimit(500 * time.Millisecond)
+	defer SetTimeLimit(0)
+	flag := upload(t, d, []uint32{0})
+	out := upload(t, d, []uint32{0})
+	err := gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(1)}, flag, out)
+	if err == nil {
+		err = d.Synchronize()
+	}
+	require.Error(t, err, "a spin on a plain load must not be optimised away")
+	assert.Contains(t, err.Error(), "EMU_TIMEOUT")
 }

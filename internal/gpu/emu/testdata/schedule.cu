@@ -19,3 +19,11 @@ extern "C" __global__ void block_order(int *order, int *counter) {
 extern "C" __global__ void thread_order(int *order, int *counter) {
     order[atomicAdd(counter, 1)] = threadIdx.x;
 }
+
+// Spins on a plain load: nvcc hoists the load out of the loop, so on a GPU the kernel never
+// ends unless the flag was already set; the emulator must not finish it either.
+extern "C" __global__ void plain_spin(unsigned *flag, unsigned *out) {
+    while (flag[0] == 0) {
+    }
+    out[0] = 1;
+}
