@@ -35,7 +35,7 @@ func TestManifestLoads(t *testing.T) {
 	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32_tiles")))
 	assert.Equal(t, BF16, PrecisionOf(m.Suite("bf16")))
 	assert.Equal(t, "cublas_sgemm", m.Suite("fp32").Baseline)
-	assert.Equal(t, "cublas_gemmex", m.Suite("bf16").Baseline)
+	assert.Equal(t, "cublaslt_bf16", m.Suite("bf16").Baseline)
 	assert.Equal(t, 1e-5, m.Suite("fp32").Tolerance)
 	assert.Equal(t, 1e-3, m.Suite("bf16").Tolerance)
 }
@@ -76,7 +76,7 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
 			if v.Library != "" {
-				assert.Contains(t, []string{LibSgemm, LibGemmEx}, v.Library, "%s/%s", s.Name, v.Name)
+				assert.Contains(t, []string{LibSgemm, LibGemmEx, LibLt}, v.Library, "%s/%s", s.Name, v.Name)
 				continue
 			}
 			src, err := os.ReadFile(filepath.Join(m.Dir, v.File))
