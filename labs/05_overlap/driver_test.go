@@ -95,9 +95,19 @@ func TestManifest(t *testing.T) {
 			assert.NoError(t, err, "%s %s", set, p.Name)
 		}
 	}
-	ex := s.Variant(VarEx1ReadyFlags)
+	// The exercise is the push form, which no kernel of the chapter takes; kernel 04 sets its bar.
+	ex := s.Variant(VarEx1Push)
 	require.NotNil(t, ex)
-	assert.Equal(t, EntryEx1, ex.Entry)
+	assert.NotZero(t, ex.Params[ParamPush])
+	for _, v := range s.Variants {
+		if v != ex {
+			assert.Zero(t, v.Params[ParamPush], "%s: only the exercise takes the push form", v.Name)
+		}
+	}
+	require.NotNil(t, m.Grading)
+	require.Len(t, m.Grading.Exercises, 1)
+	assert.Equal(t, ex, m.Grading.Exercises[0].V)
+	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Ref.Name)
 
 	rs := m.Suite(SuiteGemmRS)
 	require.NotNil(t, rs)
