@@ -218,7 +218,8 @@ type agCase struct {
 
 	copyStreams []gpu.Stream  // chunked: the second stream of every rank
 	events      [][]gpu.Event // chunked: per rank, one event per source block
-	epoch       uint32        // fused_signal: runs so far
+	epoch       uint32        // fused kernels with signals: runs so far
+	producers   []int         // per rank, the producers that raise its counters each run (FlagsAfter)
 
 	residentBlocks map[string]int // fused kernels: resident blocks by variant and rank, asked once
 }
@@ -309,9 +310,10 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 func (c *agCase) syncAll() error { return gpu.SynchronizeAll(c.env.Streams, c.copyStreams) }
 
 // Poison fills every rank's C and A_full with NaN (a tile that reads rows before they arrive
-// turns its part of C into NaN) and starts the flags' protocol afresh: counters at 0, the next run
-// epoch 1. It waits for all of it. Kernels in the push form write their peers' A_full and flags
-// through tables, so both are outputs of the run, which is what the host's writes here declare.
+// turns its part of C into NaN) and writes the ready counters as the runs so far must have left
+// them (FlagsAfter), so that the epochs go on growing from run to run. It waits for all of it.
+// Kernels in the push form write their peers' A_full and counters through tables: the host's
+// writes here declare both outputs of the run.
 func (c *agCase) Poison() error {
 	if err := gpu.Fill32Each(c.dC, nanBits, c.env.Streams); err != nil {
 		return err
@@ -319,11 +321,30 @@ func (c *agCase) Poison() error {
 	if err := gpu.Fill32Each(c.dAFull, nanBits, c.env.Streams); err != nil {
 		return err
 	}
-	if err := gpu.Fill32Each(c.dFlags, 0, c.env.Streams); err != nil {
-		return err
+	for d, f := range c.dFlags {
+		prod := 0
+		if c.producers != nil {
+			prod = c.producers[d]
+		}
+		if err := f.CopyFromHost(FlagsAfter(c.epoch, prod, c.n, d), c.env.Streams[d]); err != nil {
+			return fmt.Errorf("rank %d: writing the ready counters: %w", d, err)
+		}
 	}
-	c.epoch = 0
 	return c.syncAll()
+}
+
+// FlagsAfter is rank d's row of n ready counters after `epoch` runs of a fused kernel with
+// signals whose counters on rank d are raised by `producers` blocks each run (the pull form: rank
+// d's own producers; the push form: every rank's, the same number on all): epoch·producers for
+// every peer, 0 for d itself, whose rows are local.
+func FlagsAfter(epoch uint32, producers, n, d int) []uint32 {
+	row := make([]uint32, n)
+	for s := range row {
+		if s != d {
+			row[s] = epoch * uint32(producers)
+		}
+	}
+	return row
 }
 
 // Run runs the variant's schedule on every rank, then waits on the host for every stream of every
@@ -544,8 +565,17 @@ func (c *agCase) runFusedSignal(v *lab.Variant) error {
 			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(prod), c.epoch); err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
+		c.setProducers(r, prod) // rank r's counters are raised by its own producers
 	}
 	return nil
+}
+
+// setProducers records the producers of rank r's launch for FlagsAfter.
+func (c *agCase) setProducers(r, prod int) {
+	if c.producers == nil {
+		c.producers = make([]int, c.n)
+	}
+	c.producers[r] = prod
 }
 
 // runFusedPush runs a fused kernel in the push form (params push: 1): the producers of rank s
@@ -570,6 +600,7 @@ func (c *agCase) runFusedPush(v *lab.Variant) error {
 	}
 	c.epoch++
 	for r := range c.n {
+		c.setProducers(r, prod)
 		grid, err := PersistentGrid(res[r], prod, tiles)
 		if err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
