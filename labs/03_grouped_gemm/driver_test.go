@@ -216,15 +216,17 @@ func TestExerciseSolutionRegions(t *testing.T) {
 			open = false
 		}
 	}
-	assert.Equal(t, 2, begins)
+	assert.Equal(t, 3, begins)
 	assert.Equal(t, begins, ends)
 	assert.False(t, open)
 	stub, n := studentEdition(t, string(b))
-	assert.Equal(t, 2, n)
+	assert.Equal(t, 3, n)
 	assert.NotContains(t, stub, "SOLUTION")
-	assert.NotContains(t, stub, "rows[r0 + r]", "the gathered load is gone")
+	assert.NotContains(t, stub, "rows[r0 + r]", "the row lookup is gone")
+	assert.NotContains(t, stub, "load4(arow[l]", "the gathered load is gone")
 	assert.NotContains(t, stub, "kl_tile_prefix_moe(", "the scheduler's loop is gone")
-	assert.Contains(t, stub, "ra[l] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);", "the stub line makes it compile")
+	assert.Contains(t, stub, "ra[l] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);", "the stub lines make it compile")
+	assert.Contains(t, stub, "arow[l] = nullptr;")
 }
 
 // The student edition compiles and fails every grade problem; the reference passes them.

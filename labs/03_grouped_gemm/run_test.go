@@ -190,7 +190,7 @@ func TestEmulatorGrading(t *testing.T) {
 	require.NoError(t, err)
 	stub, n, err := grade.StripSolutions(ex.File, src)
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
+	require.Equal(t, 3, n)
 	stubFile := filepath.Join(t.TempDir(), "ex1_moe_gather.cu")
 	require.NoError(t, os.WriteFile(stubFile, stub, 0o644))
 

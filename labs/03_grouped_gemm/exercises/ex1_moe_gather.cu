@@ -19,13 +19,17 @@
 // be written.
 //
 // Written for you: ex1_tile, kernel 02's 128×128 tile (grouped_f32.cuh's double-buffered one) with
-// its loads of A taken out into ex1_load_tiles. Your part:
-//   1. ex1_load_tiles: the A part. Each thread loads LA float4 of the 128×16 slice of A at
-//      (m0, k0) exactly as kl_f32::load_tiles does, except that tile row r of expert e is token
-//      row rows[r0 + m0 + r] of Xtok (r0 = offs[e]); rows past the expert's M load zeros. The
-//      16-byte load is legal when vecA says so (K % 4 == 0 and Xtok 16-byte aligned) and the four
-//      columns are inside K; kl_f32::load4 does both checks for one row.
-//   2. the persistent loop of ex1_moe_gather: the grid is SMs × 2 blocks of 128 threads; block b
+// its loads of A taken out. Your part:
+//   1. ex1_gather_rows: the thread's LA rows of the tile. In kl_f32::load_tiles, thread tid's l-th
+//      load of A is tile row (tid + l·NT) / (BK/4) — the same row at every step of K — and here
+//      tile row r of expert e is token row rows[r0 + m0 + r] of Xtok (r0 = offs[e]). Look each one
+//      up once per tile, not at every step of K: arow[l] = the address of that row in Xtok, or
+//      nullptr past the expert's Me rows;
+//   2. ex1_load_tiles: the A part. Load float4 number l of the 128×16 slice at k0 from arow[l]
+//      exactly as kl_f32::load_tiles does (columns k0 + ((tid + l·NT) % (BK/4))·4 .. +3), zeros
+//      for a nullptr row. kl_f32::load4 with rows = 1 checks the columns against K and uses the
+//      16-byte load where vecA says it is legal (K % 4 == 0 and Xtok 16-byte aligned);
+//   3. the persistent loop of ex1_moe_gather: the grid is SMs × 2 blocks of 128 threads; block b
 //      walks tiles b, b + gridDim.x, ... of all experts, numbered as the chapter numbers them
 //      (kl_tile_prefix_moe, kl_find_group, kl_tile_coords with BAND_M tile rows per band), and
 //      calls ex1_tile for each, between kl_tl_start and kl_tl_end (leave those in place).
@@ -40,20 +44,32 @@
 namespace ex1 {
 using namespace kl_f32;
 
-// ex1_load_tiles loads the next 128×16 slice of A (rows of Xtok through rows) and 16×128 slice of
-// B into registers. r0 is expert e's first routed row, Me its number of rows.
-__device__ __forceinline__ void ex1_load_tiles(float4 (&ra)[LA], float4 (&rb)[LB], const float* __restrict__ Xtok,
-                                               const int* __restrict__ rows, int r0, int Me,
-                                               const float* __restrict__ We, int N, int K, int m0, int n0, int k0,
-                                               bool vecA, bool vecB) {
+// ex1_gather_rows finds the thread's LA rows of A for the tile at row m0 of expert e (r0 its first
+// routed row, Me its number of rows): their addresses in Xtok, nullptr past the expert's rows.
+__device__ __forceinline__ void ex1_gather_rows(const float* (&arow)[LA], const float* __restrict__ Xtok,
+                                                const int* __restrict__ rows, int r0, int Me, int K, int m0) {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int l = 0; l < LA; ++l) {
         // BEGIN SOLUTION
-        const int idx = tid + l * NT;
-        const int r = m0 + idx / (BK / 4), c = k0 + (idx % (BK / 4)) * 4;
-        ra[l] = r < Me ? load4(Xtok + (long long)rows[r0 + r] * K, 0, c, 1, K, K, vecA)
-                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const int r = m0 + (tid + l * NT) / (BK / 4);
+        arow[l] = r < Me ? Xtok + (long long)rows[r0 + r] * K : nullptr;
+        // STUB: arow[l] = nullptr;
+        // END SOLUTION
+    }
+}
+
+// ex1_load_tiles loads the next 128×16 slice of A (from the rows arow) and 16×128 slice of B into
+// registers.
+__device__ __forceinline__ void ex1_load_tiles(float4 (&ra)[LA], float4 (&rb)[LB], const float* const (&arow)[LA],
+                                               const float* __restrict__ We, int N, int K, int n0, int k0, bool vecA,
+                                               bool vecB) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+        // BEGIN SOLUTION
+        const int c = k0 + ((tid + l * NT) % (BK / 4)) * 4;
+        ra[l] = arow[l] != nullptr ? load4(arow[l], 0, c, 1, K, K, vecA) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         // STUB: ra[l] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         // END SOLUTION
     }
@@ -81,6 +97,8 @@ __device__ __forceinline__ void ex1_tile(const float* __restrict__ Xtok, const i
     const bool vecB = (N % 4) == 0 && aligned16(We);
     const bool vecC = (N % 4) == 0 && aligned16(Ye);
 
+    const float* arow[LA]; // the thread's rows of A in Xtok, looked up once per tile
+    ex1_gather_rows(arow, Xtok, rows, r0, Me, K, m0);
     float4 ra[LA], rb[LB];
     float acc[TM][TN];
 #pragma unroll
@@ -89,13 +107,13 @@ __device__ __forceinline__ void ex1_tile(const float* __restrict__ Xtok, const i
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     float regM[TM], regN[TN];
 
-    ex1_load_tiles(ra, rb, Xtok, rows, r0, Me, We, N, K, m0, n0, 0, vecA, vecB);
+    ex1_load_tiles(ra, rb, arow, We, N, K, n0, 0, vecA, vecB);
     store_tiles(ra, rb, As, Bs);
     __syncthreads();
     int buf = 0;
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool more = k0 + BK < K;
-        if (more) ex1_load_tiles(ra, rb, Xtok, rows, r0, Me, We, N, K, m0, n0, k0 + BK, vecA, vecB);
+        if (more) ex1_load_tiles(ra, rb, arow, We, N, K, n0, k0 + BK, vecA, vecB);
         const float* as = As + buf * AS;
         const float* bs = Bs + buf * BS;
 #pragma unroll
