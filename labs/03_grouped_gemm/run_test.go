@@ -185,13 +185,13 @@ func TestEmulatorGrading(t *testing.T) {
 	require.NoError(t, err)
 	m, err := lab.LoadManifest(".")
 	require.NoError(t, err)
-	ex := m.Suite("fp32").Variant("ex1_scheduler")
+	ex := m.Suite("fp32_moe").Variant("ex1_moe_gather")
 	src, err := os.ReadFile(ex.File)
 	require.NoError(t, err)
 	stub, n, err := grade.StripSolutions(ex.File, src)
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	stubFile := filepath.Join(t.TempDir(), "ex1_tile_scheduler.cu")
+	require.Equal(t, 3, n)
+	stubFile := filepath.Join(t.TempDir(), "ex1_moe_gather.cu")
 	require.NoError(t, os.WriteFile(stubFile, stub, 0o644))
 
 	for _, tc := range []struct {
