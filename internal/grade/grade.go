@@ -234,7 +234,8 @@ func isolation(info gpu.DeviceInfo, unsafe bool) (string, error) {
 type test struct {
 	res      TestResult
 	ex       *lab.Exercise
-	jobs     []int // plan indices
+	jobs     []int    // plan indices
+	labels   []string // per job: its problem, and its world size when the test has several
 	refJobs  []int // speed: the reference's job on the same problem
 	problems []string
 }
@@ -377,10 +378,16 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 						if td.Hidden {
 							j.Seed = hidden
 						}
+						label := p
 						if len(td.Vary) > 0 {
 							j = lab.VaryJob(j, problemOf(v.Suite, p), td.Vary, hiddenShapes(hidden, v.Name, name, pi))
+							label = "a hidden shape drawn like " + p
+						}
+						if n > 0 {
+							label += fmt.Sprintf(" at %d ranks", n)
 						}
 						t.jobs = append(t.jobs, addJob(j))
+						t.labels = append(t.labels, label)
 					}
 				}
 			}
@@ -630,11 +637,11 @@ func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bo
 		}
 		switch {
 		case r.Hidden:
-			out = append(out, fmt.Sprintf("%s: failed (%s); the details of hidden tests are not shown", t.problems[k], ReasonText(code)))
+			out = append(out, fmt.Sprintf("%s: failed (%s); the details of hidden tests are not shown", t.label(k), ReasonText(code)))
 		case len(out) == 0:
-			out = append(out, fmt.Sprintf("%s: %s", t.problems[k], trimOutput(e.Error)))
+			out = append(out, fmt.Sprintf("%s: %s", t.label(k), trimOutput(e.Error)))
 		default:
-			out = append(out, fmt.Sprintf("%s: %s", t.problems[k], firstLine(e.Error)))
+			out = append(out, fmt.Sprintf("%s: %s", t.label(k), firstLine(e.Error)))
 		}
 	}
 	r.TimeS = round2(r.TimeS)
@@ -645,6 +652,17 @@ func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bo
 	}
 	r.Status = StatusFailed
 	r.Output = strings.Join(out, "\n")
+}
+
+// label names job k of the test for the report.
+func (t *test) label(k int) string {
+	if k < len(t.labels) {
+		return t.labels[k]
+	}
+	if k < len(t.problems) {
+		return t.problems[k]
+	}
+	return fmt.Sprintf("job %d", k+1)
 }
 
 func timeOf(e *results.Entry) float64 {
@@ -668,7 +686,7 @@ func scoreSpeed(t *test, planned []results.Entry, speedOn bool) {
 	sum := 0.0
 	for k, ji := range t.jobs {
 		e, ref := &planned[ji], &planned[t.refJobs[k]]
-		p := t.problems[k]
+		p := t.label(k)
 		switch {
 		case !e.OK():
 			code := entryReason(e)
