@@ -93,7 +93,10 @@ type Report struct {
 	MaxScore   float64        `json:"max_score"`
 	PassMark   float64        `json:"pass_mark"` // fraction of MaxScore
 	Passed     bool           `json:"passed"`
-	Speed      string         `json:"speed"` // how speed was graded, or why not
+	// NotGraded says why nothing of the lab could be graded on this runner ("" when something
+	// was): its tests are listed as not graded and the lab counts neither way.
+	NotGraded string `json:"not_graded,omitempty"`
+	Speed     string `json:"speed"` // how speed was graded, or why not
 	Rules      []string       `json:"rules"` // the scoring rules, in words
 	Notes      []string       `json:"notes,omitempty"`
 	Tests      []TestResult   `json:"tests"`
@@ -268,10 +271,21 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 
 	rep := &Report{Lab: man.Name, Title: man.Title.EN, Device: info, Seed: o.Seed, SecretSeed: o.Secret != "",
 		Files: subs, PassMark: g.PassMark}
-	speedOn := !info.Emulated && !o.NoSpeed
+	// A lab that needs more GPUs than the runner has is not graded here (the emulator's devices
+	// are emulated: it has as many as a lab needs).
+	devicesShort := ""
+	if need, have := man.DeviceCount(), n-o.Device; !info.Emulated && need > have {
+		devicesShort = fmt.Sprintf("needs %d GPUs; this runner has %d", need, have)
+		if o.Device > 0 {
+			devicesShort += fmt.Sprintf(" from device %d", o.Device)
+		}
+	}
+	speedOn := !info.Emulated && !o.NoSpeed && devicesShort == ""
 	switch {
 	case info.Emulated:
 		rep.Speed = "not graded: this runner has no GPU (the CPU emulator checks correctness only); speed points are left out of the maximum"
+	case devicesShort != "":
+		rep.Speed = "not graded here (" + devicesShort + ")"
 	case o.NoSpeed:
 		rep.Speed = "not graded (--no-speed); speed points are left out of the maximum"
 	default:
@@ -328,7 +342,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			if td.Hidden {
 				t.res.Visibility = "after_published"
 			}
-			if !missing[ex] {
+			if !missing[ex] && devicesShort == "" {
 				for _, p := range ps {
 					j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck}
 					if td.Hidden {
@@ -413,7 +427,11 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	for _, t := range tests {
-		score(t, planned, g, missing[t.ex], speedOn, rep)
+		if devicesShort != "" {
+			t.res.Status, t.res.Output = StatusNotGraded, "not graded here ("+devicesShort+")"
+		} else {
+			score(t, planned, g, missing[t.ex], speedOn, rep)
+		}
 		rep.Tests = append(rep.Tests, t.res)
 	}
 	for _, t := range rep.Tests {
@@ -424,7 +442,13 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Score = round2(rep.Score)
 	rep.MaxScore = round2(rep.MaxScore)
-	rep.Passed = rep.MaxScore == 0 || rep.Score >= g.PassMark*rep.MaxScore-1e-9
+	switch {
+	case devicesShort != "":
+		rep.NotGraded = devicesShort
+	case rep.MaxScore == 0:
+		rep.NotGraded = "no test of the selection is graded on this runner (" + rep.Speed + ")"
+	}
+	rep.Passed = rep.NotGraded == "" && rep.Score >= g.PassMark*rep.MaxScore-1e-9
 	rep.ElapsedS = round2(time.Since(started).Seconds())
 	return rep, nil
 }

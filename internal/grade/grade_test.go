@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 func TestStripSolutions(t *testing.T) {
@@ -270,9 +272,13 @@ func TestRealReportValidates(t *testing.T) {
 	require.NoError(t, xml.Unmarshal(buf.Bytes(), &v))
 }
 
-// newMiniCourse writes a course with one lab whose exercise has a solution region.
+// newMiniCourse writes a course with one lab whose exercise has a solution region, as a git
+// repository: what git tracks is the course; build outputs, reports and scratch files are not.
 func newMiniCourse(t *testing.T) string {
 	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: the export writes what git tracks")
+	}
 	root := t.TempDir()
 	write := func(rel, body string) {
 		p := filepath.Join(root, filepath.FromSlash(rel))
@@ -290,18 +296,36 @@ suites:
     variants:
       - {name: ex, file: exercises/ex.cu, entry: ex}
 `)
-	write("labs/07_demo/exercises/ex.cu", "extern \"C\" __global__ void ex(float* y) {\n    // BEGIN SOLUTION\n    y[0] = 1;\n    // END SOLUTION\n}\n")
+	write("labs/07_demo/exercises/ex.cu", miniExercise)
 	write("labs/07_demo/notes.en.md", "Regions are marked `// BEGIN SOLUTION`.\n")
 	write("results/emulator/07_demo.json", "{}\n")
 	write("site/theme/page.html", "<html></html>\n")
 	write(".gitignore", "/bin/\n/site/public/\n*.tmp\n")
-	write(".git/HEAD", "ref: refs/heads/main\n")
+	write(".github/workflows/site.yml", "name: site\n")
+	write("README.md", "# The instructor's README\n")
+	write("README.zh.md", "# 教师版说明\n")
+	write("internal/grade/testdata/cheats/zeros.cu", "near-solution\n")
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "course")
+	// Not tracked: build outputs, reports, scratch files, caches.
 	write("bin/labrun", "binary\n")
 	write("site/public/index.html", "generated\n")
 	write("labs/07_demo/x.tmp", "scratch\n")
-	write("internal/grade/testdata/cheats/zeros.cu", "near-solution\n")
+	write("grade-report/results.json", "{\"score\": 10}\n")
+	write("labs/07_demo/notes.draft.md", "untracked draft\n")
 	return root
 }
+
+const miniExercise = "extern \"C\" __global__ void ex(float* y, const float* x, int n) {\n    // BEGIN SOLUTION\n" +
+	"    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = 2.0f * x[i] + 1.0f;\n" +
+	"    if (i == 0) y[n] = x[n - 1];\n    // END SOLUTION\n}\n"
 
 func TestExportWritesTheStudentEdition(t *testing.T) {
 	root := newMiniCourse(t)
@@ -310,35 +334,72 @@ func TestExportWritesTheStudentEdition(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"labs/07_demo/exercises/ex.cu"}, rep.Stubbed)
 	assert.Equal(t, 1, rep.Regions)
+	assert.Len(t, rep.Commit, 40)
 	b, err := os.ReadFile(filepath.Join(out, "labs", "07_demo", "exercises", "ex.cu"))
 	require.NoError(t, err)
-	assert.Equal(t, "extern \"C\" __global__ void ex(float* y) {\n    // TODO: your code here (see the instructions above).\n}\n", string(b))
-	for _, kept := range []string{"results/emulator/07_demo.json", "site/theme/page.html", "labs/07_demo/notes.en.md", WorkflowPath} {
+	assert.Equal(t, "extern \"C\" __global__ void ex(float* y, const float* x, int n) {\n    // TODO: your code here (see the instructions above).\n}\n", string(b))
+	for _, kept := range []string{"results/emulator/07_demo.json", "site/theme/page.html", "labs/07_demo/notes.en.md", WorkflowPath,
+		".gitignore", solution.EditionFile} {
 		assert.FileExists(t, filepath.Join(out, filepath.FromSlash(kept)))
 	}
-	for _, gone := range []string{".git", "bin", "site/public", "labs/07_demo/x.tmp", "internal/grade/testdata/cheats"} {
+	for _, gone := range []string{".git", "bin", "site/public", "labs/07_demo/x.tmp", "internal/grade/testdata/cheats", "grade-report",
+		"labs/07_demo/notes.draft.md", ".github/workflows/site.yml"} {
 		assert.NoFileExists(t, filepath.Join(out, filepath.FromSlash(gone)))
 		assert.NoDirExists(t, filepath.Join(out, filepath.FromSlash(gone)))
 	}
+	assert.True(t, solution.IsStudentEdition(out))
+	assert.False(t, solution.IsStudentEdition(root))
+	require.NoError(t, solution.Check(root, out), "the rule of the student edition")
 	wf, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(WorkflowPath)))
 	require.NoError(t, err)
 	for _, want := range []string{"runs-on: ubuntu-latest", "actions/setup-go", "sudo apt-get install -y g++ libboost-context-dev",
-		"go build -o bin/labrun ./cmd/labrun", "bin/labrun grade all", "actions/upload-artifact", "LABRUN_SECRET_SEED: ${{ secrets.LABRUN_SECRET_SEED }}"} {
+		"go build -o bin/labrun ./cmd/labrun", "bin/labrun grade", "actions/upload-artifact", "feedback only"} {
 		assert.Contains(t, string(wf), want)
 	}
+	// The student's README, in both languages, with the exercises of the course.
+	for _, f := range []string{"README.md", "README.zh.md"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		require.NoError(t, err)
+		readme := string(b)
+		assert.NotContains(t, readme, "instructor's README")
+		assert.NotContains(t, readme, "教师版说明")
+		assert.Contains(t, readme, "`labs/07_demo/exercises/ex.cu`")
+		assert.Contains(t, readme, "labrun grade 07")
+		assert.NotContains(t, readme, "{{")
+		assert.NotContains(t, readme, lab.SecretSeedEnv, "no hidden-test internals")
+	}
 
-	// The folder must be empty unless --force; the course itself is refused.
+	// The folder must be empty unless --force; the course itself, a folder above it and one
+	// inside it are refused.
 	_, err = Export(context.Background(), root, out, ExportOptions{NoCheck: true})
 	assert.ErrorContains(t, err, "not empty")
 	_, err = Export(context.Background(), root, out, ExportOptions{NoCheck: true, Force: true})
 	assert.NoError(t, err)
 	_, err = Export(context.Background(), root, root, ExportOptions{NoCheck: true})
 	assert.ErrorContains(t, err, "the course itself")
+	_, err = Export(context.Background(), root, filepath.Join(root, "student"), ExportOptions{NoCheck: true})
+	assert.ErrorContains(t, err, "inside the course tree")
+
+	// A shipped file that holds the solution's code (here re-indented, in a kernel) fails the export.
+	kernel := filepath.Join(root, "labs", "07_demo", "kernels", "k.cu")
+	require.NoError(t, os.MkdirAll(filepath.Dir(kernel), 0o755))
+	require.NoError(t, os.WriteFile(kernel, []byte("void k() {\nint i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i] + 1.0f;\nif (i == 0) y[n] = x[n - 1];\n}\n"), 0o644))
+	cmd := exec.Command("git", "-C", root, "add", "labs/07_demo/kernels/k.cu")
+	require.NoError(t, cmd.Run())
+	_, err = Export(context.Background(), root, t.TempDir(), ExportOptions{NoCheck: true})
+	assert.ErrorContains(t, err, "labs/07_demo/kernels/k.cu:2 holds the solution of labs/07_demo/exercises/ex.cu:2")
+	require.NoError(t, exec.Command("git", "-C", root, "rm", "-q", "--cached", "labs/07_demo/kernels/k.cu").Run())
 
 	// An exercise without a solution region would ship its solution.
 	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "07_demo", "exercises", "ex.cu"), []byte("// all of it\n"), 0o644))
 	_, err = Export(context.Background(), root, t.TempDir(), ExportOptions{NoCheck: true})
 	assert.ErrorContains(t, err, "would ship the solution")
+
+	// Only a git checkout can be exported: it says what is tracked.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "07_demo", "exercises", "ex.cu"), []byte(miniExercise), 0o644))
+	require.NoError(t, os.RemoveAll(filepath.Join(root, ".git")))
+	_, err = Export(context.Background(), root, t.TempDir(), ExportOptions{NoCheck: true})
+	assert.ErrorContains(t, err, "not a git checkout")
 }
 
 func TestDerivedGrading(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -62,6 +64,17 @@ func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
 	worker := Worker(t)
 	o := lab.Options{Root: root, Lab: labDir, Backend: "emu", Set: set, Seed: 5, SeedSet: true, NoSave: true,
 		Worker: worker, Timeout: 60 * time.Second}
+	if solution.IsStudentEdition(root) {
+		m, err := lab.Load(root, labDir)
+		require.NoError(t, err)
+		for _, s := range m.Suites {
+			for _, v := range s.Variants {
+				if !LeftOut(t, m, v) {
+					o.Variants = append(o.Variants, v.Name)
+				}
+			}
+		}
+	}
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
@@ -93,13 +106,62 @@ func CheckAllOK(t *testing.T, out *lab.Outcome, set string) {
 		ps, err := s.ProblemsFor(set)
 		require.NoError(t, err)
 		for _, v := range s.Variants {
-			if v.IsKernel() {
+			if v.IsKernel() && !(studentEdition(out.Manifest) && IsExercise(out.Manifest, v)) {
 				want += len(ps)
 			}
 		}
 	}
 	assert.Equal(t, want, kernels, "one entry per kernel variant × problem")
 	assert.Zero(t, out.Failures)
+}
+
+// NeedsSolutions skips a test of the exercises' reference solutions in the student edition
+// (labrun export), where the exercise files hold the student's code.
+func NeedsSolutions(t testing.TB) {
+	t.Helper()
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	if solution.IsStudentEdition(root) {
+		t.Skip(studentEditionSkip)
+	}
+}
+
+const studentEditionSkip = "student edition: the exercise files hold your code (stubs as handed out), " +
+	"not the reference solutions this test checks; `labrun grade NN` checks your work"
+
+// IsExercise says whether variant v of lab m is a graded exercise: its file lies in exercises/
+// or it is an exercise of the lab's grading section.
+func IsExercise(m *lab.Manifest, v *lab.Variant) bool {
+	if !v.IsKernel() {
+		return false
+	}
+	if f := filepath.ToSlash(v.File); strings.HasPrefix(f, "exercises/") || strings.Contains(f, "/exercises/") {
+		return true
+	}
+	if m.Grading != nil {
+		for _, ex := range m.Grading.Exercises {
+			if ex.V == v || ex.V != nil && ex.V.File == v.File {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// LeftOut reports whether a run of the lab's variants leaves v out: in the student edition the
+// exercises are the student's stubs, which fail until solved (it logs that they are left out).
+func LeftOut(t testing.TB, m *lab.Manifest, v *lab.Variant) bool {
+	t.Helper()
+	if !IsExercise(m, v) || !studentEdition(m) {
+		return false
+	}
+	t.Logf("%s/%s left out: %s", v.Suite.Name, v.Name, studentEditionSkip)
+	return true
+}
+
+func studentEdition(m *lab.Manifest) bool {
+	root, err := lab.FindRoot(m.Dir)
+	return err == nil && solution.IsStudentEdition(root)
 }
 
 var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)
