@@ -95,12 +95,12 @@ type Report struct {
 	Passed     bool           `json:"passed"`
 	// NotGraded says why nothing of the lab could be graded on this runner ("" when something
 	// was): its tests are listed as not graded and the lab counts neither way.
-	NotGraded string `json:"not_graded,omitempty"`
-	Speed     string `json:"speed"` // how speed was graded, or why not
-	Rules      []string       `json:"rules"` // the scoring rules, in words
-	Notes      []string       `json:"notes,omitempty"`
-	Tests      []TestResult   `json:"tests"`
-	ElapsedS   float64        `json:"elapsed_s"`
+	NotGraded string       `json:"not_graded,omitempty"`
+	Speed     string       `json:"speed"` // how speed was graded, or why not
+	Rules     []string     `json:"rules"` // the scoring rules, in words
+	Notes     []string     `json:"notes,omitempty"`
+	Tests     []TestResult `json:"tests"`
+	ElapsedS  float64      `json:"elapsed_s"`
 }
 
 // Submitted is the file graded for one exercise.
