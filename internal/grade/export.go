@@ -62,7 +62,7 @@ type ExportOptions struct {
 
 // instructorOnly are tracked paths (relative, slash-separated; a folder covers what is under it)
 // that stay in the instructor's tree. The edition's .github holds only the generated workflow.
-var instructorOnly = []string{".github", "internal/grade/testdata/cheats", "README.md", "README.zh.md"}
+var instructorOnly = []string{".github", "internal/grade/testdata/cheats", "scripts/grade-of-record.sh", "README.md", "README.zh.md"}
 
 // Export writes the student edition of the course at root into dir.
 func Export(ctx context.Context, root, dir string, o ExportOptions) (*ExportReport, error) {
@@ -348,6 +348,12 @@ func (r *ExportReport) WriteText(w io.Writer) {
 	case r.Skipped != "":
 		fmt.Fprintf(w, "the stubs were not compiled: %s\n", r.Skipped)
 	}
-	fmt.Fprintf(w, "grading workflow: %s (runs `labrun grade all` on an ordinary GitHub runner)\n",
+	fmt.Fprintf(w, "from commit %s of the course: grade it with scripts/grade-of-record.sh %s STUDENT (tag it to keep it)\n",
+		r.Commit, r.Commit)
+	if len(r.Modified) > 0 {
+		fmt.Fprintf(w, "note: %d tracked file(s) differ from that commit and were exported as they are: %s (commit them, so that the grade of record uses what the students got)\n",
+			len(r.Modified), strings.Join(r.Modified, ", "))
+	}
+	fmt.Fprintf(w, "feedback workflow for the students: %s (runs `labrun grade` on an ordinary GitHub runner; not a grade)\n",
 		filepath.Join(r.Dir, filepath.FromSlash(WorkflowPath)))
 }

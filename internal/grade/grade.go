@@ -207,6 +207,22 @@ func IsExerciseFile(m *lab.Manifest, file string) bool {
 	return err == nil && HasSolution(b)
 }
 
+// IsExercise says whether variant v of lab m is an exercise: a kernel whose file is an exercise
+// file, or the variant of an exercise of the grading section.
+func IsExercise(m *lab.Manifest, v *lab.Variant) bool {
+	if !v.IsKernel() {
+		return false
+	}
+	if g, _ := GradingOf(m); g != nil {
+		for _, ex := range g.Exercises {
+			if ex.V == v || ex.V.File == v.File {
+				return true
+			}
+		}
+	}
+	return IsExerciseFile(m, v.File)
+}
+
 // test is a test being planned.
 type test struct {
 	res      TestResult

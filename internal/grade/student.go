@@ -19,8 +19,8 @@ func studentReadmes(dir string) (en, zh string, err error) {
 		return "", "", fmt.Errorf("export: the course has no lab with exercises")
 	}
 	var tabEN, tabZH strings.Builder
-	tabEN.WriteString("| lab | exercise (`--variant`) | file | points | of which hidden | speed points (GPU only) | pass mark |\n| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
-	tabZH.WriteString("| 实验 | 练习（`--variant`） | 文件 | 分值 | 其中隐藏测试 | 速度分（仅 GPU） | 及格线 |\n| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
+	tabEN.WriteString("| lab | exercise (`--variant`) | file | points | of which hidden | speed points (GPU only) | GPUs it needs | pass mark |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	tabZH.WriteString("| 实验 | 练习（`--variant`） | 文件 | 分值 | 其中隐藏测试 | 速度分（仅 GPU） | 所需 GPU 数 | 及格线 |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	var ids []string
 	exLab, exVariant, exProblem := "", "", ""
 	for _, d := range labs {
@@ -51,8 +51,8 @@ func studentReadmes(dir string) (en, zh string, err error) {
 				speed = pts(ex.Speed.Points)
 			}
 			row := func(title string) string {
-				return fmt.Sprintf("| %s %s | `%s` | `labs/%s/%s` | %s | %s | %s | %.0f%% |\n", m.ID, mdEscape(title), ex.V.Name, d,
-					filepath.ToSlash(ex.V.File), pts(points), pts(hidden), speed, g.PassMark*100)
+				return fmt.Sprintf("| %s %s | `%s` | `labs/%s/%s` | %s | %s | %s | %d | %.0f%% |\n", m.ID, mdEscape(title), ex.V.Name, d,
+					filepath.ToSlash(ex.V.File), pts(points), pts(hidden), speed, m.DeviceCount(), g.PassMark*100)
 			}
 			tabEN.WriteString(row(m.Title.EN))
 			tabZH.WriteString(row(m.Title.ZH))

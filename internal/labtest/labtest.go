@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/solution"
@@ -129,24 +129,8 @@ func NeedsSolutions(t testing.TB) {
 const studentEditionSkip = "student edition: the exercise files hold your code (stubs as handed out), " +
 	"not the reference solutions this test checks; `labrun grade NN` checks your work"
 
-// IsExercise says whether variant v of lab m is a graded exercise: its file lies in exercises/
-// or it is an exercise of the lab's grading section.
-func IsExercise(m *lab.Manifest, v *lab.Variant) bool {
-	if !v.IsKernel() {
-		return false
-	}
-	if f := filepath.ToSlash(v.File); strings.HasPrefix(f, "exercises/") || strings.Contains(f, "/exercises/") {
-		return true
-	}
-	if m.Grading != nil {
-		for _, ex := range m.Grading.Exercises {
-			if ex.V == v || ex.V != nil && ex.V.File == v.File {
-				return true
-			}
-		}
-	}
-	return false
-}
+// IsExercise says whether variant v of lab m is an exercise (grade.IsExercise).
+func IsExercise(m *lab.Manifest, v *lab.Variant) bool { return grade.IsExercise(m, v) }
 
 // LeftOut reports whether a run of the lab's variants leaves v out: in the student edition the
 // exercises are the student's stubs, which fail until solved (it logs that they are left out).
