@@ -146,7 +146,7 @@ func TestGradeCLIErrors(t *testing.T) {
 		{"labs twice", []string{"grade", "02", "--labs", "03"}, exitUsage, "give the labs once"},
 		{"unknown lab in --labs", []string{"grade", "--labs", "02,42"}, exitUsage, `unknown lab "42"`},
 		// A GPU runner with fewer GPUs than the lab needs (the fake backend has one device).
-		{"too few GPUs", []string{"grade", "04", "--backend", "fake", "--out", os.TempDir() + "/kl-grade-fake"}, exitEnv,
+		{"too few GPUs", []string{"grade", "04", "--backend", "fake", "--out", t.TempDir()}, exitEnv,
 			"lab 04_collectives cannot be graded on this runner: needs 2 GPUs; this runner has 1"},
 	}
 	for _, tc := range tests {

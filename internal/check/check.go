@@ -234,7 +234,7 @@ func (r Report) wrongElements() string {
 			fmt.Fprintf(&b, "\n    [%d]: %g (never written, or computed from NaN)", m.Index, m.Got)
 			continue
 		}
-		fmt.Fprintf(&b, "\n    [%d]: %g, %g", m.Index, m.Got, m.Want)
+		fmt.Fprintf(&b, "\n    [%d]: %.7g, %.7g", m.Index, m.Got, m.Want)
 	}
 	return b.String()
 }

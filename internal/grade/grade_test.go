@@ -252,6 +252,17 @@ func TestReportsValidate(t *testing.T) {
 	assert.Contains(t, text.String(), "not graded here (needs 2 GPUs; this runner has 1)")
 	assert.Contains(t, text.String(), "total 3 / 7 (43%) over 02_gemm")
 	assert.False(t, s.Passed())
+
+	// The verdict covers the labs graded here: a passed lab and one not graded here pass; a
+	// grade with nothing graded here passes nothing (labrun grade exits 3).
+	passed := &Report{Lab: "03_grouped_gemm", Score: 5, MaxScore: 5, PassMark: 0.6, Passed: true}
+	both := &Summary{Labs: []*Report{passed, s.Labs[1]}}
+	assert.True(t, both.Passed())
+	assert.Equal(t, "total 5 / 5 (100%) over 03_grouped_gemm; pass mark 60% of the points graded in each lab: PASSED\n"+
+		"not graded here: lab 04_collectives (needs 2 GPUs; this runner has 1)", both.TotalLine())
+	none := &Summary{Labs: []*Report{s.Labs[1]}}
+	assert.False(t, none.Passed())
+	assert.Empty(t, none.Graded())
 }
 
 // gradescopeTop and gradescopeTest are the fields of Gradescope's documented results format
