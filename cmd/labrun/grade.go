@@ -27,6 +27,8 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
 	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
 	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	unsafeNoSandbox := fs.Bool("unsafe-no-sandbox", false, "on the emulator, grade even where the kernel lacks Landlock or seccomp: the submission's code then runs unconfined and could forge its grade (the reports say so)")
+	secretFile := fs.String("secret-file", "", "read the secret seed of the hidden tests from this file (\"-\": standard input) instead of $"+lab.SecretSeedEnv)
 	var exercises, problems, labsFlag listFlag
 	fs.Var(&labsFlag, "labs", "the labs to grade (the assigned ones), e.g. 02,03, or all; the exit status covers these alone")
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
@@ -44,7 +46,9 @@ grades speed against the lab's reference kernel timed in the same run.
 
 Reports go to --out: results.json (Gradescope), junit.xml, summary.md (also appended to
 $GITHUB_STEP_SUMMARY when set) and report.json. Hidden tests draw their inputs from the public
-seed combined with $%s, which the kernels under test cannot read.
+seed combined with the secret seed ($%s, or --secret-file), which the code under test cannot
+read. On the emulator a submission runs only inside a sandbox (Landlock and seccomp): where the
+kernel has neither, grading refuses with exit status 3 unless --unsafe-no-sandbox.
 
 Tests this runner cannot grade (speed without a GPU; every test of a lab that needs more GPUs
 than the runner has) are listed as "not graded here" and left out of the maximum. A lab of
@@ -80,8 +84,11 @@ Flags:
 	// The secret seed stays in this process: out of the environment of everything it starts
 	// (compilers, workers), and this process is made non-dumpable so that they cannot read it
 	// from /proc either.
-	secret := os.Getenv(lab.SecretSeedEnv)
-	os.Unsetenv(lab.SecretSeedEnv)
+	secret, err := readSecret(*secretFile, os.Stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "labrun grade: %v\n", err)
+		return exitUsage
+	}
 	if secret != "" {
 		if err := grade.ProtectProcess(); err != nil {
 			fmt.Fprintf(stderr, "labrun grade: warning: could not protect the secret seed (prctl): %v\n", err)
@@ -104,7 +111,8 @@ Flags:
 	for _, l := range labs {
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
-			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr})
+			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr,
+			UnsafeNoSandbox: *unsafeNoSandbox})
 		if err != nil {
 			return exitFor(err, stderr)
 		}
@@ -191,4 +199,30 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// readSecret takes the secret seed from a file ("-": in) or else from the environment, and in
+// both cases removes the variable from this process's environment, so that nothing it starts
+// inherits it.
+func readSecret(file string, in io.Reader) (string, error) {
+	env := os.Getenv(lab.SecretSeedEnv)
+	os.Unsetenv(lab.SecretSeedEnv)
+	if file == "" {
+		return env, nil
+	}
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(io.LimitReader(in, 4096))
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--secret-file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("--secret-file %s is empty: write the secret seed in it", file)
+	}
+	return secret, nil
 }
