@@ -14,7 +14,8 @@
 #
 # The course at REF is taken from git's objects (git archive) into an empty temporary folder, so
 # no local change, untracked file or build output of this checkout takes part; labrun is built
-# there and grades with --submission STUDENT. Set LABRUN_SECRET_SEED for the hidden tests.
+# there and grades with --submission STUDENT. For the hidden tests give the secret seed with
+# --secret-file PATH (or set LABRUN_SECRET_SEED).
 # Exit status: that of labrun grade (0 passed, 1 below the pass mark, 2 bad input, 3 nothing
 # gradable here or a missing tool, 4 the reports could not be written).
 set -euo pipefail
@@ -57,6 +58,10 @@ while [[ $# -gt 0 ]]; do
       args+=("--out" "$(cd "$here" && realpath -m -- "$2")"); out=1; shift 2 ;;
     --out=* | -out=*)
       args+=("--out" "$(cd "$here" && realpath -m -- "${1#*=}")"); out=1; shift ;;
+    --secret-file | -secret-file)
+      [[ $# -ge 2 ]] || usage
+      f=$2; [[ $f == - ]] || f=$(cd "$here" && realpath -m -- "$f")
+      args+=("--secret-file" "$f"); shift 2 ;;
     --labs | -labs | --labs=* | -labs=*)
       labs=1; args+=("$1"); shift ;;
     --submission* | -submission*)
