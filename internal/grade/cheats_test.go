@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 	_ "github.com/kernel-labs/kernellabs/labs/02_gemm"
 )
@@ -55,17 +56,12 @@ func needEmulator(t *testing.T) {
 	}
 }
 
-// needSolutions skips in the student edition, where the exercise files hold stubs and the cheat
-// fixtures are left out.
+// needSolutions skips in the student edition (marked by solution.EditionFile), where the
+// exercise files hold stubs and the cheat fixtures are left out.
 func needSolutions(t *testing.T) {
 	t.Helper()
-	root := courseRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "labs", "02_gemm", "exercises", "ex1_smem_tiling.cu"))
-	if err != nil || !HasSolution(b) {
-		t.Skip("the exercise files hold no solutions (the student edition): nothing to check the grader against")
-	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "grade", "testdata", "cheats")); err != nil {
-		t.Skip("the cheat fixtures are not here (the student edition)")
+	if solution.IsStudentEdition(courseRoot(t)) {
+		t.Skip("student edition: the exercise files hold the student's code, not the reference solutions the grader is checked against, and the cheat fixtures stay with the instructor")
 	}
 }
 

@@ -98,12 +98,15 @@ type Report struct {
 	MaxScore   float64        `json:"max_score"`
 	PassMark   float64        `json:"pass_mark"` // fraction of MaxScore
 	Passed     bool           `json:"passed"`
-	Speed      string         `json:"speed"`   // how speed was graded, or why not
-	Sandbox    string         `json:"sandbox"` // how the submission's code was isolated
-	Rules      []string       `json:"rules"`   // the scoring rules, in words
-	Notes      []string       `json:"notes,omitempty"`
-	Tests      []TestResult   `json:"tests"`
-	ElapsedS   float64        `json:"elapsed_s"`
+	// NotGraded says why nothing of the lab could be graded on this runner ("" when something
+	// was): its tests are listed as not graded and the lab counts neither way.
+	NotGraded string       `json:"not_graded,omitempty"`
+	Speed     string       `json:"speed"`   // how speed was graded, or why not
+	Sandbox   string       `json:"sandbox"` // how the submission's code was isolated
+	Rules     []string     `json:"rules"`   // the scoring rules, in words
+	Notes     []string     `json:"notes,omitempty"`
+	Tests     []TestResult `json:"tests"`
+	ElapsedS  float64      `json:"elapsed_s"`
 }
 
 // Submitted is the file graded for one exercise.
@@ -210,6 +213,22 @@ func IsExerciseFile(m *lab.Manifest, file string) bool {
 	return err == nil && HasSolution(b)
 }
 
+// IsExercise says whether variant v of lab m is an exercise: a kernel whose file is an exercise
+// file, or the variant of an exercise of the grading section.
+func IsExercise(m *lab.Manifest, v *lab.Variant) bool {
+	if !v.IsKernel() {
+		return false
+	}
+	if g, _ := GradingOf(m); g != nil {
+		for _, ex := range g.Exercises {
+			if ex.V == v || ex.V.File == v.File {
+				return true
+			}
+		}
+	}
+	return IsExerciseFile(m, v.File)
+}
+
 // isolation checks that a submission's code can be isolated on this device and says how. On the
 // emulator a submission is host code: it runs only in a sandboxed launcher, which needs Landlock
 // and seccomp. On a GPU a submission is device code only (nvcc builds device images; no host
@@ -232,6 +251,7 @@ func isolation(info gpu.DeviceInfo, unsafe bool) (string, error) {
 
 // test is a test being planned.
 type test struct {
+	notHere  string // why this runner cannot grade it ("" when it can)
 	res      TestResult
 	ex       *lab.Exercise
 	jobs     []int    // plan indices
@@ -306,10 +326,26 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if o.UnsafeNoSandbox && info.Emulated {
 		rep.Notes = append(rep.Notes, "UNSAFE: graded without the sandbox (--unsafe-no-sandbox): the submission's code ran with the grader's rights, so this grade could be forged")
 	}
-	speedOn := !info.Emulated && !o.NoSpeed
+	// Tests that need more GPUs than the runner has are not graded here (the emulator's devices
+	// are emulated: it has as many as a test needs).
+	have := n - o.Device
+	short := func(need int) string {
+		if info.Emulated || need <= have {
+			return ""
+		}
+		s := fmt.Sprintf("needs %d GPUs; this runner has %d", need, have)
+		if o.Device > 0 {
+			s += fmt.Sprintf(" from device %d", o.Device)
+		}
+		return s
+	}
+	devicesShort := short(man.DeviceCount()) // the lab's own runs (speed)
+	speedOn := !info.Emulated && !o.NoSpeed && devicesShort == ""
 	switch {
 	case info.Emulated:
 		rep.Speed = "not graded: this runner has no GPU (the CPU emulator checks correctness only); speed points are left out of the maximum"
+	case devicesShort != "":
+		rep.Speed = "not graded here (" + devicesShort + ")"
 	case o.NoSpeed:
 		rep.Speed = "not graded (--no-speed); speed points are left out of the maximum"
 	default:
@@ -366,11 +402,19 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			if td.Hidden {
 				t.res.Visibility = "after_published"
 			}
-			if !missing[ex] {
-				ranks := td.Ranks
-				if len(ranks) == 0 {
-					ranks = []int{0} // the lab's own device count
+			ranks := td.Ranks
+			if len(ranks) == 0 {
+				ranks = []int{0} // the lab's own device count
+			}
+			need := 0
+			for _, n := range ranks {
+				if n == 0 {
+					n = man.DeviceCount()
 				}
+				need = max(need, n)
+			}
+			t.notHere = short(need)
+			if !missing[ex] && t.notHere == "" {
 				for _, n := range ranks {
 					for pi, p := range ps {
 						j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck,
@@ -398,6 +442,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			t := &test{ex: ex, problems: sps, res: TestResult{
 				Name: fmt.Sprintf("%s / speed against %s", v.Name, ex.Ref.Name), Exercise: v.Name, Kind: KindSpeed,
 				Problems: sps, MaxScore: sp.Points, Visibility: "visible"}}
+			t.notHere = devicesShort
 			if speedOn && !missing[ex] {
 				for _, p := range sps {
 					t.refJobs = append(t.refJobs, addJob(lab.Job{Suite: v.Suite.Name, Variant: ex.Ref.Name, Problem: p, Set: "gpu",
@@ -467,7 +512,11 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	for _, t := range tests {
-		score(t, planned, g, missing[t.ex], speedOn, rep)
+		if t.notHere != "" {
+			t.res.Status, t.res.Output = StatusNotGraded, "not graded here ("+t.notHere+")"
+		} else {
+			score(t, planned, g, missing[t.ex], speedOn, rep)
+		}
 		rep.Tests = append(rep.Tests, t.res)
 	}
 	for _, t := range rep.Tests {
@@ -478,7 +527,21 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Score = round2(rep.Score)
 	rep.MaxScore = round2(rep.MaxScore)
-	rep.Passed = rep.MaxScore == 0 || rep.Score >= g.PassMark*rep.MaxScore-1e-9
+	if rep.MaxScore == 0 {
+		for _, t := range tests {
+			if t.notHere != "" {
+				devicesShort = t.notHere
+				break
+			}
+		}
+	}
+	switch {
+	case rep.MaxScore == 0 && devicesShort != "":
+		rep.NotGraded = devicesShort
+	case rep.MaxScore == 0:
+		rep.NotGraded = "no test of the selection is graded on this runner (" + rep.Speed + ")"
+	}
+	rep.Passed = rep.NotGraded == "" && rep.Score >= g.PassMark*rep.MaxScore-1e-9
 	rep.ElapsedS = round2(time.Since(started).Seconds())
 	return rep, nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // Grading is the optional `grading:` section of a lab.yaml: how `labrun grade` scores a student's
@@ -132,8 +134,8 @@ const (
 
 // SolutionMarker starts a solution region in an exercise file; EndSolutionMarker ends it.
 const (
-	SolutionMarker    = "BEGIN SOLUTION"
-	EndSolutionMarker = "END SOLUTION"
+	SolutionMarker    = solution.Begin
+	EndSolutionMarker = solution.End
 )
 
 // TestProblems lists the problem names of a test (problem and problems together).

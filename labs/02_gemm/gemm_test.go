@@ -16,6 +16,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 func loadManifest(t *testing.T) *lab.Manifest {
@@ -101,6 +102,7 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 
 // The exercise files mark their solution regions exactly, on lines of their own.
 func TestExerciseSolutionRegions(t *testing.T) {
+	labtest.NeedsSolutions(t)
 	for _, f := range []string{"exercises/ex1_smem_tiling.cu", "exercises/ex2_bias_relu.cu"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)

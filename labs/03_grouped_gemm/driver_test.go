@@ -17,6 +17,7 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -200,6 +201,7 @@ func studentEdition(t *testing.T, src string) (string, int) {
 }
 
 func TestExerciseSolutionRegions(t *testing.T) {
+	labtest.NeedsSolutions(t)
 	b, err := os.ReadFile("exercises/ex1_moe_gather.cu")
 	require.NoError(t, err)
 	begins, ends, open := 0, 0, false
@@ -231,6 +233,7 @@ func TestExerciseSolutionRegions(t *testing.T) {
 
 // The student edition compiles and fails every grade problem; the reference passes them.
 func TestExerciseStubFailsReferencePasses(t *testing.T) {
+	labtest.NeedsSolutions(t)
 	dev := emuDevice(t)
 	m := loadManifest(t)
 	s := m.Suite("fp32_moe")
