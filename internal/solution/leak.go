@@ -117,9 +117,11 @@ func walkCourse(root string, fn func(rel string, data []byte) error) error {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			switch rel {
-			case ".git", "bin", "site/public", ".cache", "grade-report":
+			switch {
+			case rel == "bin", rel == "site/public", rel == "grade-report":
 				return filepath.SkipDir
+			case rel != "." && strings.HasPrefix(d.Name(), "."):
+				return filepath.SkipDir // .git, caches, a copy of the tree made for a GPU machine
 			}
 			return nil
 		}

@@ -45,11 +45,13 @@ ex2_regblock_bias_relu(int M, int N, int K, float alpha, const float* __restrict
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
-    // BEGIN SOLUTION
-    float regM[TM], regN[TN];
+    // Which elements of the tiles this thread loads (given: the same as kernel 05's).
     const int aCol = tid % BK, aRow = tid / BK; // rows aRow + 32·l of the A tile
     const int bCol = tid % BN, bRow = tid / BN; // rows bRow + 2·l of the B tile
     constexpr int aStride = NTHREADS / BK, bStride = NTHREADS / BN;
+
+    // BEGIN SOLUTION
+    float regM[TM], regN[TN];
     for (int k0 = 0; k0 < K; k0 += BK) {
 #pragma unroll
         for (int l = 0; l < BM / aStride; ++l) {
