@@ -26,6 +26,7 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
 	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
 	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	noDeviceCheck := fs.Bool("no-device-check", false, "on the emulator, grade without the device-code check (clang++ in CUDA mode); the report says so")
 	var exercises, problems listFlag
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
 	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
@@ -101,7 +102,7 @@ Flags:
 	for _, l := range labs {
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
-			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr})
+			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, NoDeviceCheck: *noDeviceCheck, Progress: stderr})
 		if err != nil {
 			return exitFor(err, stderr)
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // Options select what a grade does.
@@ -57,9 +58,12 @@ type Options struct {
 	Exercises []string
 	Problems  []string
 	// NoSpeed skips the speed tests even on a GPU.
-	NoSpeed  bool
-	Progress io.Writer
-	Worker   func() *exec.Cmd // the engine's worker (tests)
+	NoSpeed bool
+	// NoDeviceCheck grades on the emulator without the device-code check (clang++ in CUDA
+	// mode), which a grade otherwise needs; the report says that it did not run.
+	NoDeviceCheck bool
+	Progress      io.Writer
+	Worker        func() *exec.Cmd // the engine's worker (tests)
 
 	redZone int64 // tests: the red zones' size (-1: none)
 }
@@ -80,6 +84,10 @@ const (
 
 // ReasonNotSubmitted is the reason of tests whose exercise file was not in the submission.
 const ReasonNotSubmitted = "not_submitted"
+
+// ReasonRefused is the reason of tests whose submitted file was refused before it was built (a
+// symbolic link, a hard link to the course's own file).
+const ReasonRefused = "refused"
 
 // Report is the grade of one lab.
 type Report struct {
@@ -103,8 +111,9 @@ type Report struct {
 // Submitted is the file graded for one exercise.
 type Submitted struct {
 	Exercise string `json:"exercise"`
-	File     string `json:"file"`    // what was built
-	Missing  bool   `json:"missing"` // not in the submission: its tests score 0
+	File     string `json:"file"`              // what was built
+	Missing  bool   `json:"missing"`           // not in the submission: its tests score 0
+	Refused  string `json:"refused,omitempty"` // why the file was refused unbuilt: its tests score 0
 }
 
 // TestResult is one test's outcome.
@@ -154,6 +163,8 @@ func ReasonText(code string) string {
 		return "does not compile"
 	case ReasonNotSubmitted:
 		return "not submitted"
+	case ReasonRefused:
+		return "submission refused"
 	case "skipped":
 		return "not run here"
 	}
@@ -261,6 +272,19 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}
+	// Submitted files (and, with no submission, the course's exercise files) are built
+	// hermetically; on the emulator they must also compile as CUDA device code.
+	var notes []string
+	sub := &toolchain.Submission{Protect: []string{o.Root}}
+	if info.Emulated {
+		if o.NoDeviceCheck {
+			notes = append(notes, "the device-code check did not run (--no-device-check): host-only C++ in a kernel, which nvcc rejects, was not caught")
+		} else if err := toolchain.CheckDeviceCompiler(); err != nil {
+			return nil, &lab.EnvError{Err: err}
+		} else {
+			sub.DeviceCheck = true
+		}
+	}
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16
 	}
@@ -277,6 +301,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	default:
 		rep.Speed = fmt.Sprintf("graded on %s against the reference kernel timed in the same run", info.Name)
 	}
+	rep.Notes = append(rep.Notes, notes...)
 	if derived {
 		rep.Notes = append(rep.Notes, "lab.yaml has no grading section: every problem of the grade set is a test of 1 point")
 	}
@@ -299,8 +324,10 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 		return len(plan) - 1
 	}
 	missing := map[*lab.Exercise]bool{}
+	refused := map[*lab.Exercise]string{}
 	for i, ex := range exercises {
-		missing[ex] = subs[i].Missing
+		missing[ex] = subs[i].Missing || subs[i].Refused != ""
+		refused[ex] = subs[i].Refused
 	}
 	var tests []*test
 	for _, ex := range exercises {
@@ -392,7 +419,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			man.Name, len(tests), len(plan), rounds)
 		out, err := lab.Run(ctx, lab.Options{Root: o.Root, Lab: man.Name, Backend: o.Backend, Device: o.Device,
 			Seed: o.Seed, SeedSet: true, Set: "grade", Timeout: timeLimit, TotalTimeout: total, NoSave: true,
-			Progress: o.Progress, Worker: o.Worker, Files: files, Plan: plan,
+			Progress: o.Progress, Worker: o.Worker, Files: files, Submission: sub, Plan: plan,
 			Grade: &lab.GradeSpec{Rounds: rounds, ReadOnly: readOnly, RedZone: o.redZone}})
 		if err != nil {
 			return nil, err
@@ -413,7 +440,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	for _, t := range tests {
-		score(t, planned, g, missing[t.ex], speedOn, rep)
+		score(t, planned, g, missing[t.ex], refused[t.ex], speedOn, rep)
 		rep.Tests = append(rep.Tests, t.res)
 	}
 	for _, t := range rep.Tests {
@@ -424,9 +451,38 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Score = round2(rep.Score)
 	rep.MaxScore = round2(rep.MaxScore)
-	rep.Passed = rep.MaxScore == 0 || rep.Score >= g.PassMark*rep.MaxScore-1e-9
+	if rep.MaxScore == 0 {
+		return nil, &NothingGradedError{Lab: man.Name, Why: notGradedWhy(rep.Tests)}
+	}
+	rep.Passed = rep.Score >= g.PassMark*rep.MaxScore-1e-9
 	rep.ElapsedS = round2(time.Since(started).Seconds())
 	return rep, nil
+}
+
+// NothingGradedError is a grade in which no test could be graded on this runner (every test
+// needs a GPU, say): an error, never a pass of 0/0 points.
+type NothingGradedError struct {
+	Lab string
+	Why string
+}
+
+func (e *NothingGradedError) Error() string {
+	return fmt.Sprintf("lab %s: no test could be graded here (%s): nothing to score; grade it where those tests run", e.Lab, e.Why)
+}
+
+func notGradedWhy(ts []TestResult) string {
+	seen := map[string]bool{}
+	var why []string
+	for _, t := range ts {
+		if t.Status == StatusNotGraded && !seen[t.Output] {
+			seen[t.Output] = true
+			why = append(why, t.Output)
+		}
+	}
+	if len(why) == 0 {
+		return "no test selected"
+	}
+	return strings.Join(why, "; ")
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
@@ -518,8 +574,15 @@ func entryReason(e *results.Entry) string {
 }
 
 // score fills a test's result from the entries of its jobs.
-func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bool, rep *Report) {
+func score(t *test, planned []results.Entry, g *lab.Grading, missing bool, refused string, speedOn bool, rep *Report) {
 	r := &t.res
+	if refused != "" {
+		r.Status, r.Reason, r.Output = StatusFailed, ReasonRefused, "the submitted file was refused: "+refused
+		if t.res.Kind == KindSpeed && !speedOn {
+			r.Status = StatusNotGraded
+		}
+		return
+	}
 	if missing {
 		r.Status, r.Reason = StatusFailed, ReasonNotSubmitted
 		r.Output = fmt.Sprintf("no file was submitted for exercise %s (expected %s)", t.ex.V.Name, t.ex.V.File)
