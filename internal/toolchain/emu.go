@@ -237,7 +237,7 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 			return "", false, "", fmt.Errorf("submitted file: %w", rerr)
 		}
 		if ds := ScanIncludes(orig, data); len(ds) > 0 {
-			return "", false, "", &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds)}
+			return "", false, "", &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds), Stage: "include refused"}
 		}
 		if src, _, err = hermeticCopy(orig, scratch); err != nil {
 			return "", false, "", err
@@ -272,7 +272,9 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 			if ctx.Err() != nil {
 				return "", false, out, ctx.Err()
 			}
-			return "", false, out, fail(clang, dargs, "device-code check (clang++ -x cuda, as nvcc would compile it):\n"+out)
+			ce := fail(clang, dargs, out).(*CompileError)
+			ce.Stage = "the device-code check: it must also compile as CUDA device code, as nvcc compiles it on a GPU"
+			return "", false, out, ce
 		}
 		d, err := readDeps(filepath.Join(scratch, "device.d"))
 		if err != nil {
@@ -328,7 +330,7 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 	deps = append(deps, d...)
 	if sub != nil {
 		if msgs := AuditDeps(deps, scratch, append([]string{scratch}, incs...), append(append([]string{}, sub.Protect...), cacheDir)); len(msgs) > 0 {
-			return "", false, out, &CompileError{Source: orig, Command: "dependency audit",
+			return "", false, out, &CompileError{Source: orig, Command: "dependency audit", Stage: "it read the course tree",
 				Diagnostics: []Diagnostic{{File: orig, Line: 1, Kind: "error", Message: msgs[0]}}, Output: strings.Join(msgs, "\n")}
 		}
 	}
@@ -341,6 +343,10 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 	}
 	so = filepath.Join(cacheDir, fmt.Sprintf("%s-%s-%s.so", base, key, depHash))
 	if err := os.WriteFile(so+".log", []byte(out), 0o644); err != nil {
+		return "", false, out, err
+	}
+	// The generated registry stays beside the object, for whoever debugs the build.
+	if err := os.Rename(gen, strings.TrimSuffix(so, ".so")+".gen.cc"); err != nil {
 		return "", false, out, err
 	}
 	if err := os.Rename(tmp, so); err != nil {

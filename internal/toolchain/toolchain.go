@@ -47,11 +47,15 @@ type CompileError struct {
 	Command     string
 	Diagnostics []Diagnostic
 	Output      string
+	Stage       string // what failed when it is not the compile itself ("the device-code check")
 }
 
 func (e *CompileError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "compiling %s failed", e.Source)
+	if e.Stage != "" {
+		fmt.Fprintf(&b, " (%s)", e.Stage)
+	}
 	n := 0
 	for _, d := range e.Diagnostics {
 		if d.Kind != "error" {
@@ -271,7 +275,7 @@ func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
 			return Artifact{}, fmt.Errorf("submitted file: %w", err)
 		}
 		if ds := ScanIncludes(orig, data); len(ds) > 0 {
-			return Artifact{}, &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds)}
+			return Artifact{}, &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds), Stage: "include refused"}
 		}
 		if req.Source, _, err = hermeticCopy(orig, scratch); err != nil {
 			return Artifact{}, err
@@ -303,7 +307,7 @@ func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
 	}
 	if r.Submission != nil {
 		if msgs := AuditDeps(deps, scratch, append([]string{scratch}, r.IncludeDirs...), append(append([]string{}, r.Submission.Protect...), CacheDir())); len(msgs) > 0 {
-			return Artifact{}, &CompileError{Source: orig, Command: "dependency audit",
+			return Artifact{}, &CompileError{Source: orig, Command: "dependency audit", Stage: "it read the course tree",
 				Diagnostics: []Diagnostic{{File: orig, Line: 1, Kind: "error", Message: msgs[0]}}, Output: strings.Join(msgs, "\n")}
 		}
 	}
