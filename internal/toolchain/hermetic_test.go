@@ -1,0 +1,108 @@
+package toolchain
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestScanIncludes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		src   string
+		lines []int // lines refused
+	}{
+		{"shared and system headers", "#include \"kl.cuh\"\n#include <stdint.h>\n#include \"gemm_common.cuh\"\n", nil},
+		{"absolute", "#include \"kl.cuh\"\n#include \"/course/labs/02_gemm/exercises/ex1_smem_tiling.cu\"\n", []int{2}},
+		{"dot dot", "#  include \"../exercises/ex1.cu\"\n", []int{1}},
+		{"dot dot inside", "#include <foo/../../etc/passwd>\n", []int{1}},
+		{"include_next and import", "#include_next \"/x.h\"\n#import \"../y.h\"\n", []int{1, 2}},
+		{"has_include", "#if __has_include(\"../kernels/03.cu\")\n#endif\n", []int{1}},
+		{"pragma dependency", "#pragma GCC dependency \"/etc/passwd\"\n", []int{1}},
+		{"continued line", "#include \\\n  \"/abs.cu\"\n", []int{1}},
+		{"comment between", "# /* x */ include \"../a.cu\"\n", []int{1}},
+		{"commented out", "// #include \"/abs.cu\"\n/* #include \"../b.cu\"\n*/\n", nil},
+		{"in a string", "const char* s = \"#include \\\"/abs.cu\\\"\";\n", nil},
+		{"macro include (the sandbox's and the audit's job)", "#define P \"/abs.cu\"\n#include P\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := ScanIncludes("sub.cu", []byte(tc.src))
+			var lines []int
+			for _, d := range ds {
+				lines = append(lines, d.Line)
+				assert.Equal(t, "sub.cu", d.File)
+				assert.Contains(t, d.Message, "a submission may include only")
+			}
+			assert.Equal(t, tc.lines, lines)
+		})
+	}
+}
+
+func TestParseDeps(t *testing.T) {
+	got := parseDeps([]byte("x.o: /a/k.cu /a/kl.cuh \\\n /usr/include/c++/12/new \\\n /a/with\\ space.h\n/a/kl.cuh:\n"))
+	assert.Equal(t, []string{"/a/k.cu", "/a/kl.cuh", "/usr/include/c++/12/new", "/a/with space.h"}, got)
+}
+
+// A submission built hermetically cannot read the course tree: includes the scan cannot see (a
+// macro-built path that climbs from labs/common to a lab's exercises) fail the dependency audit.
+func TestSubmissionBuildCannotIncludeTheCourse(t *testing.T) {
+	root, inc := emuRepo(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	sub := &Submission{Protect: []string{root}}
+	build := func(name, body string) error {
+		src := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(src, []byte(body), 0o644))
+		_, _, _, err := buildEmu(context.Background(), src, inc, nil, cache, sub)
+		return err
+	}
+	// The course's own shared headers are fine.
+	require.NoError(t, build("ok.cu", "#include \"kl.cuh\"\n#include \"gemm_common.cuh\"\nextern \"C\" __global__ void k(float* x) { x[0] = 1; }\n"))
+
+	err := build("macro.cu", "#include \"kl.cuh\"\n#define Q(x) #x\n#define P(x) Q(x)\n#include P(../02_gemm/exercises/ex1_smem_tiling.cu)\n")
+	var ce *CompileError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, err.Error(), "02_gemm/exercises/ex1_smem_tiling.cu")
+	assert.Contains(t, err.Error(), "outside the shared headers")
+
+	// The lab's own folder is not on the include path any more.
+	err = build("lab.cu", "#include \"kl.cuh\"\n#include \"kernels/01_naive.cu\"\n")
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, err.Error(), "kernels/01_naive.cu")
+
+	err = build("abs.cu", "#include \""+filepath.Join(root, "labs", "02_gemm", "exercises", "ex1_smem_tiling.cu")+"\"\n")
+	require.True(t, errors.As(err, &ce), "%v", err)
+	first, _ := ce.First()
+	assert.Equal(t, filepath.Join(dir, "abs.cu"), first.File, "the message names the submitted file, not its scratch copy")
+	assert.Equal(t, 1, first.Line)
+}
+
+// On the emulator a submission must also be CUDA device code: host-only C++ in a kernel fails
+// with clang's message at the submission's file:line.
+func TestSubmissionDeviceCheck(t *testing.T) {
+	root, inc := emuRepo(t)
+	if err := CheckDeviceCompiler(); err != nil {
+		t.Skipf("the device-code check cannot run here: %v", err)
+	}
+	dir := t.TempDir()
+	sub := &Submission{Protect: []string{root}, DeviceCheck: true}
+	src := filepath.Join(dir, "host_only.cu")
+	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n#include <vector>\n\nextern \"C\" __global__ void k(float* x) {\n    std::vector<float> v(4);\n    x[threadIdx.x] = v[0];\n}\n"), 0o644))
+	_, _, _, err := buildEmu(context.Background(), src, inc, nil, filepath.Join(dir, "cache"), sub)
+	var ce *CompileError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	first, ok := ce.First()
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, src, first.File)
+	assert.Equal(t, 5, first.Line)
+	assert.Contains(t, err.Error(), "device-code check")
+
+	// Without the check, the host compiler accepts it.
+	_, _, _, err = buildEmu(context.Background(), src, inc, nil, filepath.Join(dir, "cache"), &Submission{Protect: []string{root}})
+	assert.NoError(t, err)
+}
