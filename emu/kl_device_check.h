@@ -37,6 +37,12 @@
 #include <__clang_cuda_builtin_vars.h>
 #include <stddef.h>
 #include <stdint.h>
+// The C library's host declarations first, as clang's own CUDA wrapper does: the device versions
+// declared at the end of this header overload them.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 // Everything declared from here on is __host__ __device__, as CUDA's own headers declare it.
 #pragma clang force_cuda_host_device begin
@@ -144,165 +150,6 @@ template <typename T> void __stwb(T* p, T v);
 template <typename T> void __stcg(T* p, T v);
 template <typename T> void __stcs(T* p, T v);
 template <typename T> void __stwt(T* p, T v);
-
-// Math: the C functions in float and double, CUDA's extras and intrinsics.
-#define KL_DC_M1(f) float f##f(float); double f(double);
-#define KL_DC_M2(f) float f##f(float, float); double f(double, double);
-KL_DC_M1(sqrt) KL_DC_M1(rsqrt) KL_DC_M1(cbrt) KL_DC_M1(rcbrt) KL_DC_M1(exp) KL_DC_M1(exp2)
-KL_DC_M1(exp10) KL_DC_M1(expm1) KL_DC_M1(log) KL_DC_M1(log2) KL_DC_M1(log10) KL_DC_M1(log1p)
-KL_DC_M1(sin) KL_DC_M1(cos) KL_DC_M1(tan) KL_DC_M1(asin) KL_DC_M1(acos) KL_DC_M1(atan)
-KL_DC_M1(sinh) KL_DC_M1(cosh) KL_DC_M1(tanh) KL_DC_M1(asinh) KL_DC_M1(acosh) KL_DC_M1(atanh)
-KL_DC_M1(sinpi) KL_DC_M1(cospi) KL_DC_M1(erf) KL_DC_M1(erfc) KL_DC_M1(erfinv) KL_DC_M1(normcdf)
-KL_DC_M1(lgamma) KL_DC_M1(tgamma) KL_DC_M1(fabs) KL_DC_M1(floor) KL_DC_M1(ceil) KL_DC_M1(round)
-KL_DC_M1(trunc) KL_DC_M1(rint) KL_DC_M1(nearbyint) KL_DC_M1(logb)
-KL_DC_M2(pow) KL_DC_M2(atan2) KL_DC_M2(fmin) KL_DC_M2(fmax) KL_DC_M2(fmod) KL_DC_M2(remainder)
-KL_DC_M2(hypot) KL_DC_M2(copysign) KL_DC_M2(fdim) KL_DC_M2(nextafter)
-#undef KL_DC_M1
-#undef KL_DC_M2
-float fmaf(float, float, float);
-double fma(double, double, double);
-float ldexpf(float, int);
-double ldexp(double, int);
-float frexpf(float, int*);
-double frexp(double, int*);
-float modff(float, float*);
-double modf(double, double*);
-long lroundf(float);
-long lround(double);
-long long llroundf(float);
-long long llround(double);
-int ilogbf(float);
-int ilogb(double);
-void sincosf(float, float*, float*);
-void sincos(double, double*, double*);
-void sincospif(float, float*, float*);
-float fdividef(float, float);
-float saturate(float);
-int isnan(float);
-int isnan(double);
-int isinf(float);
-int isinf(double);
-int isfinite(float);
-int isfinite(double);
-int signbit(float);
-int signbit(double);
-int abs(int);
-long labs(long);
-long long llabs(long long);
-int min(int, int);
-int max(int, int);
-unsigned int min(unsigned int, unsigned int);
-unsigned int max(unsigned int, unsigned int);
-long long min(long long, long long);
-long long max(long long, long long);
-unsigned long long min(unsigned long long, unsigned long long);
-unsigned long long max(unsigned long long, unsigned long long);
-float min(float, float);
-float max(float, float);
-double min(double, double);
-double max(double, double);
-unsigned int umin(unsigned int, unsigned int);
-unsigned int umax(unsigned int, unsigned int);
-long long llmin(long long, long long);
-long long llmax(long long, long long);
-unsigned long long ullmin(unsigned long long, unsigned long long);
-unsigned long long ullmax(unsigned long long, unsigned long long);
-float __expf(float);
-float __exp10f(float);
-float __logf(float);
-float __log2f(float);
-float __log10f(float);
-float __sinf(float);
-float __cosf(float);
-float __tanf(float);
-void __sincosf(float, float*, float*);
-float __powf(float, float);
-float __fdividef(float, float);
-float __fdiv_rn(float, float);
-float __frcp_rn(float);
-float __fsqrt_rn(float);
-float __frsqrt_rn(float);
-float __fmaf_rn(float, float, float);
-float __fmaf_rz(float, float, float);
-float __fadd_rn(float, float);
-float __fsub_rn(float, float);
-float __fmul_rn(float, float);
-double __fma_rn(double, double, double);
-double __dadd_rn(double, double);
-double __dsub_rn(double, double);
-double __dmul_rn(double, double);
-double __ddiv_rn(double, double);
-double __drcp_rn(double);
-double __dsqrt_rn(double);
-float __saturatef(float);
-int __float_as_int(float);
-unsigned int __float_as_uint(float);
-float __int_as_float(int);
-float __uint_as_float(unsigned int);
-long long __double_as_longlong(double);
-double __longlong_as_double(long long);
-int __double2hiint(double);
-int __double2loint(double);
-double __hiloint2double(int, int);
-int __float2int_rn(float);
-int __float2int_rz(float);
-int __float2int_ru(float);
-int __float2int_rd(float);
-unsigned int __float2uint_rn(float);
-unsigned int __float2uint_rz(float);
-unsigned int __float2uint_ru(float);
-unsigned int __float2uint_rd(float);
-long long __float2ll_rn(float);
-long long __float2ll_rz(float);
-int __double2int_rn(double);
-int __double2int_rz(double);
-long long __double2ll_rn(double);
-float __double2float_rn(double);
-float __int2float_rn(int);
-float __uint2float_rn(unsigned int);
-float __ll2float_rn(long long);
-double __int2double_rn(int);
-int __popc(unsigned int);
-int __popcll(unsigned long long);
-int __clz(int);
-int __clzll(long long);
-int __ffs(int);
-int __ffsll(long long);
-unsigned int __brev(unsigned int);
-unsigned long long __brevll(unsigned long long);
-unsigned int __byte_perm(unsigned int, unsigned int, unsigned int);
-int __mul24(int, int);
-unsigned int __umul24(unsigned int, unsigned int);
-int __mulhi(int, int);
-unsigned int __umulhi(unsigned int, unsigned int);
-long long __mul64hi(long long, long long);
-unsigned long long __umul64hi(unsigned long long, unsigned long long);
-int __hadd(int, int);
-int __rhadd(int, int);
-unsigned int __uhadd(unsigned int, unsigned int);
-unsigned int __urhadd(unsigned int, unsigned int);
-unsigned int __sad(int, int, unsigned int);
-unsigned int __usad(unsigned int, unsigned int, unsigned int);
-unsigned int __funnelshift_l(unsigned int, unsigned int, unsigned int);
-unsigned int __funnelshift_lc(unsigned int, unsigned int, unsigned int);
-unsigned int __funnelshift_r(unsigned int, unsigned int, unsigned int);
-unsigned int __funnelshift_rc(unsigned int, unsigned int, unsigned int);
-
-// Device-side memory functions and address conversions.
-extern "C" void* malloc(size_t);
-extern "C" void free(void*);
-extern "C" void* memcpy(void*, const void*, size_t);
-extern "C" void* memset(void*, int, size_t);
-size_t __cvta_generic_to_shared(const void*);
-size_t __cvta_generic_to_global(const void*);
-unsigned int __isShared(const void*);
-unsigned int __isGlobal(const void*);
-
-// printf and assert in device code.
-extern "C" int printf(const char* fmt, ...);
-extern "C" void __assertfail(const char* msg, const char* file, unsigned line, const char* fn, size_t size);
-#undef assert
-#define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))
 
 // Half and bfloat16 (cuda_fp16.h, cuda_bf16.h).
 struct __align__(2) __half {
@@ -440,3 +287,164 @@ float __float_to_tf32(float);
 }  // namespace nvcuda
 
 #pragma clang force_cuda_host_device end
+
+// The C library's functions (math, memory, printf) exist on the host too: their device versions
+// are declared __device__ only, overloads of the host ones that the system's headers declare.
+// Math: the C functions in float and double, CUDA's extras and intrinsics.
+#define KL_DC_M1(n) __device__ float n##f(float); __device__ double n(double);
+#define KL_DC_M2(n) __device__ float n##f(float, float); __device__ double n(double, double);
+KL_DC_M1(sqrt) KL_DC_M1(rsqrt) KL_DC_M1(cbrt) KL_DC_M1(rcbrt) KL_DC_M1(exp) KL_DC_M1(exp2)
+KL_DC_M1(exp10) KL_DC_M1(expm1) KL_DC_M1(log) KL_DC_M1(log2) KL_DC_M1(log10) KL_DC_M1(log1p)
+KL_DC_M1(sin) KL_DC_M1(cos) KL_DC_M1(tan) KL_DC_M1(asin) KL_DC_M1(acos) KL_DC_M1(atan)
+KL_DC_M1(sinh) KL_DC_M1(cosh) KL_DC_M1(tanh) KL_DC_M1(asinh) KL_DC_M1(acosh) KL_DC_M1(atanh)
+KL_DC_M1(sinpi) KL_DC_M1(cospi) KL_DC_M1(erf) KL_DC_M1(erfc) KL_DC_M1(erfinv) KL_DC_M1(normcdf)
+KL_DC_M1(lgamma) KL_DC_M1(tgamma) KL_DC_M1(fabs) KL_DC_M1(floor) KL_DC_M1(ceil) KL_DC_M1(round)
+KL_DC_M1(trunc) KL_DC_M1(rint) KL_DC_M1(nearbyint) KL_DC_M1(logb)
+KL_DC_M2(pow) KL_DC_M2(atan2) KL_DC_M2(fmin) KL_DC_M2(fmax) KL_DC_M2(fmod) KL_DC_M2(remainder)
+KL_DC_M2(hypot) KL_DC_M2(copysign) KL_DC_M2(fdim) KL_DC_M2(nextafter)
+#undef KL_DC_M1
+#undef KL_DC_M2
+__device__ float fmaf(float, float, float);
+__device__ double fma(double, double, double);
+__device__ float ldexpf(float, int);
+__device__ double ldexp(double, int);
+__device__ float frexpf(float, int*);
+__device__ double frexp(double, int*);
+__device__ float modff(float, float*);
+__device__ double modf(double, double*);
+__device__ long lroundf(float);
+__device__ long lround(double);
+__device__ long long llroundf(float);
+__device__ long long llround(double);
+__device__ int ilogbf(float);
+__device__ int ilogb(double);
+__device__ void sincosf(float, float*, float*);
+__device__ void sincos(double, double*, double*);
+__device__ void sincospif(float, float*, float*);
+__device__ float fdividef(float, float);
+__device__ float saturate(float);
+__device__ int isnan(float);
+__device__ int isnan(double);
+__device__ int isinf(float);
+__device__ int isinf(double);
+__device__ int isfinite(float);
+__device__ int isfinite(double);
+__device__ int signbit(float);
+__device__ int signbit(double);
+__device__ int abs(int);
+__device__ long labs(long);
+__device__ long long llabs(long long);
+__device__ int min(int, int);
+__device__ int max(int, int);
+__device__ unsigned int min(unsigned int, unsigned int);
+__device__ unsigned int max(unsigned int, unsigned int);
+__device__ long long min(long long, long long);
+__device__ long long max(long long, long long);
+__device__ unsigned long long min(unsigned long long, unsigned long long);
+__device__ unsigned long long max(unsigned long long, unsigned long long);
+__device__ float min(float, float);
+__device__ float max(float, float);
+__device__ double min(double, double);
+__device__ double max(double, double);
+__device__ unsigned int umin(unsigned int, unsigned int);
+__device__ unsigned int umax(unsigned int, unsigned int);
+__device__ long long llmin(long long, long long);
+__device__ long long llmax(long long, long long);
+__device__ unsigned long long ullmin(unsigned long long, unsigned long long);
+__device__ unsigned long long ullmax(unsigned long long, unsigned long long);
+__device__ float __expf(float);
+__device__ float __exp10f(float);
+__device__ float __logf(float);
+__device__ float __log2f(float);
+__device__ float __log10f(float);
+__device__ float __sinf(float);
+__device__ float __cosf(float);
+__device__ float __tanf(float);
+__device__ void __sincosf(float, float*, float*);
+__device__ float __powf(float, float);
+__device__ float __fdividef(float, float);
+__device__ float __fdiv_rn(float, float);
+__device__ float __frcp_rn(float);
+__device__ float __fsqrt_rn(float);
+__device__ float __frsqrt_rn(float);
+__device__ float __fmaf_rn(float, float, float);
+__device__ float __fmaf_rz(float, float, float);
+__device__ float __fadd_rn(float, float);
+__device__ float __fsub_rn(float, float);
+__device__ float __fmul_rn(float, float);
+__device__ double __fma_rn(double, double, double);
+__device__ double __dadd_rn(double, double);
+__device__ double __dsub_rn(double, double);
+__device__ double __dmul_rn(double, double);
+__device__ double __ddiv_rn(double, double);
+__device__ double __drcp_rn(double);
+__device__ double __dsqrt_rn(double);
+__device__ float __saturatef(float);
+__device__ int __float_as_int(float);
+__device__ unsigned int __float_as_uint(float);
+__device__ float __int_as_float(int);
+__device__ float __uint_as_float(unsigned int);
+__device__ long long __double_as_longlong(double);
+__device__ double __longlong_as_double(long long);
+__device__ int __double2hiint(double);
+__device__ int __double2loint(double);
+__device__ double __hiloint2double(int, int);
+__device__ int __float2int_rn(float);
+__device__ int __float2int_rz(float);
+__device__ int __float2int_ru(float);
+__device__ int __float2int_rd(float);
+__device__ unsigned int __float2uint_rn(float);
+__device__ unsigned int __float2uint_rz(float);
+__device__ unsigned int __float2uint_ru(float);
+__device__ unsigned int __float2uint_rd(float);
+__device__ long long __float2ll_rn(float);
+__device__ long long __float2ll_rz(float);
+__device__ int __double2int_rn(double);
+__device__ int __double2int_rz(double);
+__device__ long long __double2ll_rn(double);
+__device__ float __double2float_rn(double);
+__device__ float __int2float_rn(int);
+__device__ float __uint2float_rn(unsigned int);
+__device__ float __ll2float_rn(long long);
+__device__ double __int2double_rn(int);
+__device__ int __popc(unsigned int);
+__device__ int __popcll(unsigned long long);
+__device__ int __clz(int);
+__device__ int __clzll(long long);
+__device__ int __ffs(int);
+__device__ int __ffsll(long long);
+__device__ unsigned int __brev(unsigned int);
+__device__ unsigned long long __brevll(unsigned long long);
+__device__ unsigned int __byte_perm(unsigned int, unsigned int, unsigned int);
+__device__ int __mul24(int, int);
+__device__ unsigned int __umul24(unsigned int, unsigned int);
+__device__ int __mulhi(int, int);
+__device__ unsigned int __umulhi(unsigned int, unsigned int);
+__device__ long long __mul64hi(long long, long long);
+__device__ unsigned long long __umul64hi(unsigned long long, unsigned long long);
+__device__ int __hadd(int, int);
+__device__ int __rhadd(int, int);
+__device__ unsigned int __uhadd(unsigned int, unsigned int);
+__device__ unsigned int __urhadd(unsigned int, unsigned int);
+__device__ unsigned int __sad(int, int, unsigned int);
+__device__ unsigned int __usad(unsigned int, unsigned int, unsigned int);
+__device__ unsigned int __funnelshift_l(unsigned int, unsigned int, unsigned int);
+__device__ unsigned int __funnelshift_lc(unsigned int, unsigned int, unsigned int);
+__device__ unsigned int __funnelshift_r(unsigned int, unsigned int, unsigned int);
+__device__ unsigned int __funnelshift_rc(unsigned int, unsigned int, unsigned int);
+
+// Device-side memory functions and address conversions.
+extern "C" __device__ void* malloc(size_t);
+extern "C" __device__ void free(void*);
+extern "C" __device__ void* memcpy(void*, const void*, size_t);
+extern "C" __device__ void* memset(void*, int, size_t);
+__device__ size_t __cvta_generic_to_shared(const void*);
+__device__ size_t __cvta_generic_to_global(const void*);
+__device__ unsigned int __isShared(const void*);
+__device__ unsigned int __isGlobal(const void*);
+
+// printf and assert in device code.
+extern "C" __device__ int printf(const char* fmt, ...);
+extern "C" __device__ void __assertfail(const char* msg, const char* file, unsigned line, const char* fn, size_t size);
+#undef assert
+#define assert(e) ((e) ? (void)0 : __assertfail(#e, __FILE__, __LINE__, __func__, 1))
