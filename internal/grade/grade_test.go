@@ -322,7 +322,7 @@ func TestExportWritesTheStudentEdition(t *testing.T) {
 	}
 	wf, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(WorkflowPath)))
 	require.NoError(t, err)
-	for _, want := range []string{"runs-on: ubuntu-latest", "actions/setup-go", "sudo apt-get install -y g++ libboost-context-dev",
+	for _, want := range []string{"runs-on: ubuntu-latest", "actions/setup-go", "sudo apt-get install -y g++ libboost-context-dev clang",
 		"go build -o bin/labrun ./cmd/labrun", "bin/labrun grade all", "actions/upload-artifact", "LABRUN_SECRET_SEED: ${{ secrets.LABRUN_SECRET_SEED }}"} {
 		assert.Contains(t, string(wf), want)
 	}
