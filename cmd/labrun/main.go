@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 )
 
 const (
@@ -59,6 +60,9 @@ reports) could not be saved.
 `
 
 func main() {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

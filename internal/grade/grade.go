@@ -33,6 +33,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -62,8 +63,12 @@ type Options struct {
 	// NoDeviceCheck grades on the emulator without the device-code check (clang++ in CUDA
 	// mode), which a grade otherwise needs; the report says that it did not run.
 	NoDeviceCheck bool
-	Progress      io.Writer
-	Worker        func() *exec.Cmd // the engine's worker (tests)
+	// UnsafeNoSandbox grades on the emulator without the sandbox (a kernel without Landlock or
+	// seccomp): a submission's code then runs in the worker and could forge its grade. The
+	// reports say so.
+	UnsafeNoSandbox bool
+	Progress        io.Writer
+	Worker          func() *exec.Cmd // the engine's worker (tests)
 
 	redZone int64 // tests: the red zones' size (-1: none)
 }
@@ -101,8 +106,9 @@ type Report struct {
 	MaxScore   float64        `json:"max_score"`
 	PassMark   float64        `json:"pass_mark"` // fraction of MaxScore
 	Passed     bool           `json:"passed"`
-	Speed      string         `json:"speed"` // how speed was graded, or why not
-	Rules      []string       `json:"rules"` // the scoring rules, in words
+	Speed      string         `json:"speed"`   // how speed was graded, or why not
+	Sandbox    string         `json:"sandbox"` // how the submission's code was isolated
+	Rules      []string       `json:"rules"`   // the scoring rules, in words
 	Notes      []string       `json:"notes,omitempty"`
 	Tests      []TestResult   `json:"tests"`
 	ElapsedS   float64        `json:"elapsed_s"`
@@ -215,6 +221,26 @@ func IsExerciseFile(m *lab.Manifest, file string) bool {
 	return err == nil && HasSolution(b)
 }
 
+// isolation checks that a submission's code can be isolated on this device and says how. On the
+// emulator a submission is host code: it runs only in a sandboxed launcher, which needs Landlock
+// and seccomp. On a GPU a submission is device code only (nvcc builds device images; no host
+// code of it is compiled or run), which the GPU runs under the driver's memory protection.
+func isolation(info gpu.DeviceInfo, unsafe bool) (string, error) {
+	if !info.Emulated {
+		return "device code only: the submission's kernels run on the GPU; none of its host code is compiled or run", nil
+	}
+	if unsafe {
+		return "OFF (--unsafe-no-sandbox): the submission's code ran in labrun's worker process", nil
+	}
+	if err := sandbox.Check(); err != nil {
+		return "", &lab.EnvError{Err: fmt.Errorf("%w.\nOn the emulator a submission is host code, and labrun grades it only inside a sandbox "+
+			"(Landlock and seccomp, Linux ≥ 5.13 with Landlock enabled). Grade on such a runner, or pass --unsafe-no-sandbox "+
+			"to grade anyway: the reports then say that the grade could be forged", err)}
+	}
+	return "sandboxed launcher (" + sandbox.Describe() + "): the submission's code runs in a process that can read only " +
+		"the system's libraries and its own module, write nothing, start nothing, and reach no network", nil
+}
+
 // test is a test being planned.
 type test struct {
 	res      TestResult
@@ -272,10 +298,21 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}
+	sandboxNote, err := isolation(info, o.UnsafeNoSandbox)
+	if err != nil {
+		return nil, err
+	}
 	// Submitted files (and, with no submission, the course's exercise files) are built
-	// hermetically; on the emulator they must also compile as CUDA device code.
+	// hermetically, their compiler confined by the sandbox; on the emulator they must also
+	// compile as CUDA device code.
 	var notes []string
-	sub := &toolchain.Submission{Protect: []string{o.Root}}
+	sub := &toolchain.Submission{Protect: []string{o.Root}, Sandbox: !o.UnsafeNoSandbox}
+	if !info.Emulated && sub.Sandbox {
+		if err := sandbox.Check(); err != nil {
+			sub.Sandbox = false
+			notes = append(notes, fmt.Sprintf("the compiler of the submission ran outside the sandbox (%v); the dependency audit still kept the course tree out of its build", err))
+		}
+	}
 	if info.Emulated {
 		if o.NoDeviceCheck {
 			notes = append(notes, "the device-code check did not run (--no-device-check): host-only C++ in a kernel, which nvcc rejects, was not caught")
@@ -291,7 +328,10 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	hidden := HiddenSeed(o.Seed, o.Secret)
 
 	rep := &Report{Lab: man.Name, Title: man.Title.EN, Device: info, Seed: o.Seed, SecretSeed: o.Secret != "",
-		Files: subs, PassMark: g.PassMark}
+		Files: subs, PassMark: g.PassMark, Sandbox: sandboxNote}
+	if o.UnsafeNoSandbox && info.Emulated {
+		rep.Notes = append(rep.Notes, "UNSAFE: graded without the sandbox (--unsafe-no-sandbox): the submission's code ran with the grader's rights, so this grade could be forged")
+	}
 	speedOn := !info.Emulated && !o.NoSpeed
 	switch {
 	case info.Emulated:
@@ -419,7 +459,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			man.Name, len(tests), len(plan), rounds)
 		out, err := lab.Run(ctx, lab.Options{Root: o.Root, Lab: man.Name, Backend: o.Backend, Device: o.Device,
 			Seed: o.Seed, SeedSet: true, Set: "grade", Timeout: timeLimit, TotalTimeout: total, NoSave: true,
-			Progress: o.Progress, Worker: o.Worker, Files: files, Submission: sub, Plan: plan,
+			Progress: o.Progress, Worker: o.Worker, Files: files, Submission: sub, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
 			Grade: &lab.GradeSpec{Rounds: rounds, ReadOnly: readOnly, RedZone: o.redZone}})
 		if err != nil {
 			return nil, err

@@ -58,6 +58,10 @@ type Options struct {
 	Grade *GradeSpec
 	// TotalTimeout bounds the whole run (0: none); jobs not finished by then fail with the reason.
 	TotalTimeout time.Duration
+	// UnsafeNoSandbox loads graded kernel files like the course's own, in the worker, instead of
+	// in a sandboxed process: for kernels without Landlock or seccomp, when the instructor
+	// accepts that a submission could then forge its grade.
+	UnsafeNoSandbox bool
 }
 
 // Outcome is what a run produced.
@@ -176,6 +180,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		man.Name, man.Title.EN, info.Name, be.Name(), info.Arch(), set, o.Seed, o.Seed)
 
 	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
+		untrusted: map[string]bool{},
 		available: n - o.Device}
 	file := &results.File{Lab: man.Name, Device: info, Time: time.Now().UTC(), Commit: gitCommit(o.Root),
 		Command: strings.Join(append([]string{"labrun"}, os.Args[1:]...), " ")}
@@ -294,6 +299,7 @@ type runner struct {
 	set  string
 
 	compileErr map[*Variant]string // variants whose kernel file did not compile
+	untrusted  map[string]bool     // images built from graded files: loaded only in a sandbox
 	custom     map[string]Problem  // by suite, when the run is of a custom problem
 	available  int                 // devices from o.Device on (a lab may need several)
 	lastReport time.Time           // when the previous progress line was printed
@@ -301,6 +307,26 @@ type runner struct {
 	// Jobs a stopped run did not finish (not run, or killed in flight by the interrupt): an
 	// interrupted run saves everything else and leaves these entries of the old file alone.
 	unfinished map[string]bool // by entryKey
+}
+
+// gradedFiles lists the kernel files of the variants that the plan grades: a student's code,
+// wherever it came from (a submission, or the exercise files of the student's own repository).
+func (r *runner) gradedFiles() map[string]bool {
+	files := map[string]bool{}
+	for _, j := range r.o.Plan {
+		if j.Mode == "" {
+			continue
+		}
+		if s := r.man.Suite(j.Suite); s != nil {
+			if v := s.Variant(j.Variant); v != nil && v.IsKernel() {
+				files[v.File] = true
+			}
+		}
+	}
+	for f := range r.o.Files {
+		files[f] = true
+	}
+	return files
 }
 
 func (r *runner) selected(v *Variant) bool {

@@ -93,6 +93,8 @@ func ReasonOfError(err error) string {
 	msg := err.Error()
 	has := func(s string) bool { return name == s || strings.Contains(msg, s) }
 	switch {
+	case has("EMU_KERNEL_PROCESS_DIED"):
+		return ReasonCrash
 	case has("EMU_OUT_OF_BOUNDS_WRITE"):
 		return ReasonOutOfBounds
 	case has("EMU_ILLEGAL_ADDRESS"), has("CUDA_ERROR_ILLEGAL_ADDRESS"), has("CUDA_ERROR_MISALIGNED_ADDRESS"):

@@ -34,7 +34,10 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	for next < len(jobs) && ctx.Err() == nil {
 		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
 			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:],
-			Grade: r.o.Grade}
+			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox}
+		for path := range r.untrusted {
+			spec.Untrusted = append(spec.Untrusted, path)
+		}
 		res := r.runWorker(ctx, spec, timeout, len(jobs), next)
 		for i, e := range res.entries {
 			done[next+i] = e

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,10 @@ type WorkerSpec struct {
 	Images   map[string]string `json:"images"` // kernel entry key ("file:entry") → compiled image path
 	Jobs     []Job             `json:"jobs"`
 	Grade    *GradeSpec        `json:"grade,omitempty"` // how jobs with a grading mode run
+	// Untrusted lists the images built from a student's code: the backend loads them in
+	// isolation (gpu.LoadUntrusted), unless NoSandbox (the instructor's --unsafe-no-sandbox).
+	Untrusted []string `json:"untrusted,omitempty"`
+	NoSandbox bool     `json:"no_sandbox,omitempty"`
 }
 
 // Job is one variant on one problem.
@@ -171,7 +176,14 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	}
 	var envDev gpu.Device = dev
 	if spec.Grade != nil {
-		w.guard = newGuardDevice(dev, spec.Grade.redZone())
+		// The emulator surrounds every buffer with NaN slack and faulting fences of its own: a read
+		// or write past a buffer faults there exactly as in a normal run. A GPU has no such
+		// fences, so the guard adds NaN red zones.
+		pad := spec.Grade.redZone()
+		if dev.Info().Emulated {
+			pad = 0
+		}
+		w.guard = newGuardDevice(dev, pad)
 		envDev = w.guard
 		for name, k := range kernels {
 			kernels[name] = &guardKernel{Kernel: k, g: w.guard, readOnly: spec.Grade.ReadOnly[name]}
@@ -229,7 +241,11 @@ func (w *worker) loadKernels(dev gpu.Device) (map[string]gpu.Kernel, error) {
 		m, ok := mods[path]
 		if !ok {
 			var err error
-			if m, err = dev.LoadModule(path); err != nil {
+			load := dev.LoadModule
+			if slices.Contains(w.spec.Untrusted, path) && !w.spec.NoSandbox {
+				load = func(p string) (gpu.Module, error) { return gpu.LoadUntrusted(dev, p) }
+			}
+			if m, err = load(path); err != nil {
 				return nil, false, fmt.Errorf("loading %s (built from %s): %w", path, file, err)
 			}
 			mods[path] = m

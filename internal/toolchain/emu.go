@@ -242,7 +242,7 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 		if src, _, err = hermeticCopy(orig, scratch); err != nil {
 			return "", false, "", err
 		}
-		pol = submissionPolicy(scratch, incs)
+		pol = submissionPolicy(scratch, incs, sub)
 	}
 	srcDir := filepath.Dir(src)
 	fail := func(cmd string, args []string, out string) error {
@@ -253,11 +253,16 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 		if sub == nil {
 			return emuRun(ctx, name, args)
 		}
-		cmd, err := compilerCommand(ctx, pol, name, args...)
+		stdout, stderr, err := runCompiler(ctx, pol, name, args)
 		if err != nil {
-			return "", err
+			return stderr + stdout, err
 		}
-		return emuRunCmd(cmd, args)
+		for _, a := range args {
+			if a == "-E" {
+				return stdout, nil // the preprocessed text
+			}
+		}
+		return stderr + stdout, nil
 	}
 
 	incArgs := []string{"-iquote", srcDir}

@@ -32,6 +32,9 @@ type Submission struct {
 	// DeviceCheck (emulator builds): the file must also compile as CUDA device code (clang++ in
 	// CUDA mode, syntax only), so that host-only C++ that nvcc would reject earns nothing.
 	DeviceCheck bool
+	// Sandbox confines the compiler (internal/sandbox): it can read only the system, the
+	// include folders and its scratch folder. Without it the dependency audit still holds.
+	Sandbox bool
 }
 
 var (

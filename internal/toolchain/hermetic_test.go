@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 )
 
 func TestScanIncludes(t *testing.T) {
@@ -55,6 +57,12 @@ func TestSubmissionBuildCannotIncludeTheCourse(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
 	sub := &Submission{Protect: []string{root}}
+	sandboxed := sandbox.Check() == nil
+	if sandboxed {
+		sub.Sandbox = true
+	} else {
+		t.Logf("the sandbox is not available here (%v): the dependency audit alone keeps the course out", sandbox.Check())
+	}
 	build := func(name, body string) error {
 		src := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(src, []byte(body), 0o644))
@@ -68,6 +76,18 @@ func TestSubmissionBuildCannotIncludeTheCourse(t *testing.T) {
 	var ce *CompileError
 	require.True(t, errors.As(err, &ce), "%v", err)
 	assert.Contains(t, err.Error(), "02_gemm/exercises/ex1_smem_tiling.cu")
+	if sandboxed {
+		assert.Contains(t, err.Error(), "Permission denied", "the sandbox denies the compiler the course tree")
+	} else {
+		assert.Contains(t, err.Error(), "outside the shared headers", "the dependency audit")
+	}
+	// Without the sandbox the audit is what refuses it.
+	unconfined := *sub
+	unconfined.Sandbox = false
+	src := filepath.Join(dir, "macro2.cu")
+	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n#define Q(x) #x\n#define P(x) Q(x)\n#include P(../02_gemm/exercises/ex1_smem_tiling.cu)\n"), 0o644))
+	_, _, _, err = buildEmu(context.Background(), src, inc, nil, cache, &unconfined)
+	require.True(t, errors.As(err, &ce), "%v", err)
 	assert.Contains(t, err.Error(), "outside the shared headers")
 
 	// The lab's own folder is not on the include path any more.
@@ -90,7 +110,7 @@ func TestSubmissionDeviceCheck(t *testing.T) {
 		t.Skipf("the device-code check cannot run here: %v", err)
 	}
 	dir := t.TempDir()
-	sub := &Submission{Protect: []string{root}, DeviceCheck: true}
+	sub := &Submission{Protect: []string{root}, DeviceCheck: true, Sandbox: sandbox.Check() == nil}
 	src := filepath.Join(dir, "host_only.cu")
 	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n#include <vector>\n\nextern \"C\" __global__ void k(float* x) {\n    std::vector<float> v(4);\n    x[threadIdx.x] = v[0];\n}\n"), 0o644))
 	_, _, _, err := buildEmu(context.Background(), src, inc, nil, filepath.Join(dir, "cache"), sub)

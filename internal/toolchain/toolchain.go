@@ -284,18 +284,21 @@ func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
 	tmp := filepath.Join(scratch, base+".cubin")
 	depFile := filepath.Join(scratch, "build.d")
 	args := append(NVCCArgs(req, tmp), "-MD", "-MF", depFile)
-	var cmd *exec.Cmd
-	if r.Submission != nil {
-		if cmd, err = compilerCommand(ctx, submissionPolicy(scratch, r.IncludeDirs), nvcc, args...); err != nil {
-			return Artifact{}, err
-		}
-	} else {
-		cmd = exec.CommandContext(ctx, nvcc, args...)
-	}
 	var stderr bytes.Buffer
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	if r.Submission != nil {
+		// nvcc's own tools and headers live in the CUDA toolkit's folder: readable too.
+		pol := submissionPolicy(scratch, r.IncludeDirs, r.Submission)
+		pol.Read = append(pol.Read, filepath.Dir(filepath.Dir(nvcc)))
+		so, se, rerr := runCompiler(ctx, pol, nvcc, args)
+		stderr.WriteString(so + se)
+		err = rerr
+	} else {
+		cmd := exec.CommandContext(ctx, nvcc, args...)
+		cmd.Stdout = &stderr
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+	}
+	if err != nil {
 		out := relocate(stderr.String(), scratch, filepath.Dir(orig))
 		return Artifact{}, &CompileError{Source: orig, Command: nvcc + " " + strings.Join(args, " "),
 			Diagnostics: ParseDiagnostics(out), Output: out}
