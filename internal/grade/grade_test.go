@@ -356,3 +356,35 @@ func TestDerivedGrading(t *testing.T) {
 	assert.Equal(t, []string{"07_demo"}, labs)
 	assert.True(t, strings.HasPrefix(rules(g, 3)[0], "A correctness test"))
 }
+
+// A grade in which nothing can be graded here (only speed tests, on the emulator) is an error,
+// never "0/0 passed".
+func TestNothingGradedIsAnError(t *testing.T) {
+	needEmulator(t)
+	o := Options{Root: courseRoot(t), Lab: "02", Backend: "emu", Problems: []string{"2048³"}, Worker: testWorker}
+	deviceCheck(t, &o)
+	_, err := Grade(context.Background(), o)
+	var ng *NothingGradedError
+	require.ErrorAs(t, err, &ng)
+	assert.Contains(t, err.Error(), "no test could be graded here")
+	assert.Contains(t, err.Error(), "speed is graded on a GPU only")
+}
+
+// Without clang the emulator's grade stops and says how to install it, unless the check is
+// waived; the report then says so.
+func TestDeviceCheckNeedsClang(t *testing.T) {
+	needEmulator(t)
+	t.Setenv("LABRUN_CLANG", "no-such-clang++")
+	o := Options{Root: courseRoot(t), Lab: "02", Backend: "emu", Exercises: []string{"ex1_smem_tiling"},
+		Problems: []string{"1×1×1"}, Rounds: 1, Worker: testWorker}
+	_, err := Grade(context.Background(), o)
+	var ee *lab.EnvError
+	require.ErrorAs(t, err, &ee)
+	assert.Contains(t, err.Error(), "device-code check")
+	assert.Contains(t, err.Error(), "apt-get install clang")
+
+	o.NoDeviceCheck = true
+	rep, err := Grade(context.Background(), o)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "the device-code check did not run")
+}

@@ -26,7 +26,7 @@ func DeviceCompiler() (string, error) {
 		if p, err := exec.LookPath(c); err == nil {
 			return p, nil
 		}
-		return "", fmt.Errorf("$LABRUN_CLANG=%s not found", c)
+		return "", fmt.Errorf("$LABRUN_CLANG=%s not found: %s", c, installClang)
 	}
 	if p, err := exec.LookPath("clang++"); err == nil {
 		return p, nil
@@ -36,10 +36,12 @@ func DeviceCompiler() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("clang++ not found: the emulator's device-code check (a submission must compile as CUDA device code, as on a GPU) " +
-		"needs clang; install it with `apt-get install " + strings.Join(DevicePackages, " ") + "` (or set LABRUN_CLANG), " +
-		"or grade without the check (--no-device-check; the report says so)")
+	return "", errors.New("clang++ not found: " + installClang)
 }
+
+var installClang = "the emulator's device-code check (a submission must also compile as CUDA device code, as on a GPU) " +
+	"needs clang; install it with `apt-get install " + strings.Join(DevicePackages, " ") + "` (or set LABRUN_CLANG to a clang++), " +
+	"or grade without the check (--no-device-check; the report says so)"
 
 var (
 	devArchMu sync.Mutex
