@@ -1,7 +1,8 @@
 // Package toolchain compiles kernel files: nvcc for CUDA (a cubin for the detected device), the
 // host C++ compiler for the CPU emulator (emu*.go). Builds are cached by a hash of the source,
-// the headers it can include, the flags and the compiler's version, and compile errors come back
-// as file:line with the compiler's own message.
+// the flags and the compiler's version, checked against every file the compiler read
+// (depcache.go); files submitted for grading are built hermetically (hermetic.go). Compile errors
+// come back as file:line with the compiler's own message.
 package toolchain
 
 import (
@@ -16,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,25 +185,6 @@ func Key(parts []string, files []string) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
-}
-
-// HeaderFiles lists the files a kernel can include from dirs (their contents enter the cache key).
-func HeaderFiles(dirs []string) []string {
-	var files []string
-	for _, d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			n := e.Name()
-			if e.Type().IsRegular() && (strings.HasSuffix(n, ".h") || strings.HasSuffix(n, ".cuh") || strings.HasSuffix(n, ".hpp")) {
-				files = append(files, filepath.Join(d, n))
-			}
-		}
-	}
-	sort.Strings(files)
-	return files
 }
 
 // Request is one kernel file to build for CUDA.
