@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,7 +144,20 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 		{"include_macro.cu", lab.ReasonCompile, "02_gemm/exercises/ex1_smem_tiling.cu", nil},
 		// Host-only C++ that nvcc would reject (the device-code check).
 		{"host_only.cu", lab.ReasonCompile, "host_only.cu:15: error:", nil},
+		// Escapes from the sandbox: each computes the answer only if its escape worked.
+		{"forged_events.cu", lab.ReasonCrash, "died", nil},
+		{"daemon.cu", lab.ReasonWrong, "same value (1)", nil},          // EPERM: no new processes
+		{"replace_grader.cu", lab.ReasonWrong, "same value (13)", nil}, // EACCES: read-only
+		{"read_secret.cu", lab.ReasonWrong, "same value (13)", nil},    // EACCES: no /proc
+		// K < 32: the first (and only) tile step reads what it never stored.
+		{"stale_shared.cu", lab.ReasonReadOutside, "computed NaN", []string{"1×300×7", "300×1×5"}},
 	}
+	// The secret in the initial environment of a process of the same user, as in a CI step's
+	// shell: read_secret.cu looks for it there.
+	holder := exec.Command("sleep", "120")
+	holder.Env = append(os.Environ(), lab.SecretSeedEnv+"=fixture-secret")
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
 	for _, f := range fixtures {
 		t.Run(f.file, func(t *testing.T) {
 			t.Parallel()
@@ -281,4 +295,29 @@ func TestLinkedSubmissionsAreRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "inside (or holds) the course tree")
 	_, err = Grade(context.Background(), Options{Root: root, Lab: "02", Backend: "emu", Submission: root, NoDeviceCheck: true, Worker: testWorker})
 	require.ErrorAs(t, err, &ue)
+}
+
+// The escape fixtures are real: without the sandbox (and with the event checks only) each of
+// them escapes, and those that compute after escaping pass. The sandbox is what fails them.
+func TestEscapeFixturesEscapeWithoutTheSandbox(t *testing.T) {
+	needEmulator(t)
+	needSolutions(t)
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	holder := exec.Command("sleep", "120")
+	holder.Env = append(os.Environ(), lab.SecretSeedEnv+"=fixture-secret")
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	for _, f := range []string{"daemon.cu", "replace_grader.cu", "read_secret.cu"} {
+		t.Run(f, func(t *testing.T) {
+			rep := gradeFixture(t, filepath.Join(dir, f), Options{UnsafeNoSandbox: true, TimeLimit: 20 * time.Second})
+			assert.Equal(t, rep.MaxScore, rep.Score, "unconfined, %s escapes and computes: %+v", f, rep.Tests)
+			assert.Contains(t, strings.Join(rep.Notes, "\n"), "UNSAFE")
+		})
+	}
+	// Forged events fail on the event checks alone.
+	rep := gradeFixture(t, filepath.Join(dir, "forged_events.cu"), Options{UnsafeNoSandbox: true, TimeLimit: 20 * time.Second})
+	assert.Zero(t, rep.Score)
 }

@@ -329,6 +329,9 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 
 	rep := &Report{Lab: man.Name, Title: man.Title.EN, Device: info, Seed: o.Seed, SecretSeed: o.Secret != "",
 		Files: subs, PassMark: g.PassMark, Sandbox: sandboxNote}
+	if info.Emulated {
+		rep.Notes = append(rep.Notes, machineNote(g, o.Seed))
+	}
 	if o.UnsafeNoSandbox && info.Emulated {
 		rep.Notes = append(rep.Notes, "UNSAFE: graded without the sandbox (--unsafe-no-sandbox): the submission's code ran with the grader's rights, so this grade could be forged")
 	}
@@ -396,12 +399,22 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 				t.res.Visibility = "after_published"
 			}
 			if !missing[ex] {
-				for _, p := range ps {
-					j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck}
-					if td.Hidden {
-						j.Seed = hidden
+				ranks := td.Ranks
+				if len(ranks) == 0 {
+					ranks = []int{0} // the lab's own device count
+				}
+				for _, n := range ranks {
+					for pi, p := range ps {
+						j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck,
+							Devices: n, Launches: td.Launches}
+						if td.Hidden {
+							j.Seed = hidden
+						}
+						if len(td.Vary) > 0 {
+							j = lab.VaryJob(j, problemOf(v.Suite, p), td.Vary, hiddenShapes(hidden, v.Name, name, pi))
+						}
+						t.jobs = append(t.jobs, addJob(j))
 					}
-					t.jobs = append(t.jobs, addJob(j))
 				}
 			}
 			tests = append(tests, t)
@@ -460,7 +473,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 		out, err := lab.Run(ctx, lab.Options{Root: o.Root, Lab: man.Name, Backend: o.Backend, Device: o.Device,
 			Seed: o.Seed, SeedSet: true, Set: "grade", Timeout: timeLimit, TotalTimeout: total, NoSave: true,
 			Progress: o.Progress, Worker: o.Worker, Files: files, Submission: sub, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
-			Grade: &lab.GradeSpec{Rounds: rounds, ReadOnly: readOnly, RedZone: o.redZone}})
+			Grade: gradeSpec(g, rounds, readOnly, o)})
 		if err != nil {
 			return nil, err
 		}
@@ -563,6 +576,44 @@ func selectExercises(m *lab.Manifest, g *lab.Grading, names []string) ([]*lab.Ex
 			strings.Join(names, ", "), strings.Join(all, ", "))}
 	}
 	return out, nil
+}
+
+// gradeSpec is how the engine runs this grade's jobs, the emulated machine included.
+func gradeSpec(g *lab.Grading, rounds int, readOnly map[string][]bool, o Options) *lab.GradeSpec {
+	m := g.Emulator.Settings()
+	spec := &lab.GradeSpec{Rounds: rounds, ReadOnly: readOnly, RedZone: o.redZone, EmuSMs: m.SMs}
+	if m.Schedule == lab.ScheduleAdversarial {
+		spec.EmuSchedule = fmt.Sprintf("%s:%d", lab.ScheduleAdversarial, o.Seed)
+	}
+	return spec
+}
+
+// machineNote describes the emulated machine of a grade for the reports.
+func machineNote(g *lab.Grading, seed uint64) string {
+	m := g.Emulator.Settings()
+	s := fmt.Sprintf("emulated machine: %d SMs per device (from lab.yaml, whatever this runner's CPUs), ", m.SMs)
+	if m.Schedule == lab.ScheduleAdversarial {
+		return s + fmt.Sprintf("adversarial schedule from seed %d (shuffled block and thread order, late blocks, pauses at fences and atomics)", seed)
+	}
+	return s + "plain schedule"
+}
+
+// problemOf finds a problem of a suite's grade set by name.
+func problemOf(s *lab.Suite, name string) lab.Problem {
+	for _, p := range s.Problems.Grade {
+		if p.Name == name {
+			return p
+		}
+	}
+	return lab.Problem{Name: name}
+}
+
+// hiddenShapes is the random stream that draws the shapes of one hidden test's problem.
+func hiddenShapes(hidden uint64, exercise, test string, problem int) *rand.Rand {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "kernellabs-shapes/%d/%s/%s/%d", hidden, exercise, test, problem)
+	x := h.Sum64()
+	return rand.New(rand.NewPCG(x, x^0x9e3779b97f4a7c15))
 }
 
 // HiddenSeed combines the public seed with the secret one: the seed of the hidden tests' inputs.

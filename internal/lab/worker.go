@@ -40,6 +40,17 @@ type WorkerSpec struct {
 	// isolation (gpu.LoadUntrusted), unless NoSandbox (the instructor's --unsafe-no-sandbox).
 	Untrusted []string `json:"untrusted,omitempty"`
 	NoSandbox bool     `json:"no_sandbox,omitempty"`
+	// Devices is how many devices the worker opens (0: lab.yaml's devices): every job of a
+	// worker has the same world size.
+	Devices int `json:"devices,omitempty"`
+}
+
+// deviceCount is how many devices the worker opens.
+func (w *worker) deviceCount() int {
+	if w.spec.Devices > 0 {
+		return w.spec.Devices
+	}
+	return w.man.DeviceCount()
 }
 
 // Job is one variant on one problem.
@@ -57,6 +68,10 @@ type Job struct {
 	// Custom holds a custom problem's parameters ("k=4096,m=4096,n=14336"): such a problem is in
 	// no problem set. A string keeps Job comparable (the grader uses jobs as map keys).
 	Custom string `json:"custom,omitempty"`
+	// Devices is the world size of a multi-device lab's job (0: lab.yaml's devices); Launches
+	// (grading) runs the variant that many times on one prepared case before the check.
+	Devices  int `json:"devices,omitempty"`
+	Launches int `json:"launches,omitempty"`
 }
 
 func (j Job) String() string { return j.Suite + "/" + j.Variant + " " + j.Problem }
@@ -204,10 +219,10 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 func (w *worker) openPeers(be gpu.Backend) ([]map[string]gpu.Kernel, []gpu.Stream, error) {
 	var kernels []map[string]gpu.Kernel
 	var streams []gpu.Stream
-	for i := 1; i < w.man.DeviceCount(); i++ {
+	for i := 1; i < w.deviceCount(); i++ {
 		d, err := be.Open(w.spec.Device + i)
 		if err != nil {
-			return nil, nil, fmt.Errorf("opening device %d (lab %s needs %d devices): %w", w.spec.Device+i, w.man.Name, w.man.DeviceCount(), err)
+			return nil, nil, fmt.Errorf("opening device %d (lab %s needs %d devices): %w", w.spec.Device+i, w.man.Name, w.deviceCount(), err)
 		}
 		w.peers = append(w.peers, d)
 		ks, err := w.loadKernels(d)
