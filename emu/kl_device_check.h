@@ -266,10 +266,14 @@ enum layout_t { mem_row_major, mem_col_major };
 namespace precision {
 struct tf32 {};
 }
+// The element type a fragment stores: a tf32 fragment holds floats.
+template <typename T> struct storage_of { typedef T type; };
+template <> struct storage_of<precision::tf32> { typedef float type; };
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 struct fragment {
     enum { num_elements = (M * N + 31) / 32 };
-    T x[(M * N + 31) / 32 > 0 ? (M * N + 31) / 32 : 1];
+    typedef typename storage_of<T>::type element_type;
+    element_type x[(M * N + 31) / 32 > 0 ? (M * N + 31) / 32 : 1];
 };
 template <typename Use, int M, int N, int K, typename T, typename Layout, typename U>
 void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, const U& v);

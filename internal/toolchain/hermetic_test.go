@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -125,4 +126,28 @@ func TestSubmissionDeviceCheck(t *testing.T) {
 	// Without the check, the host compiler accepts it.
 	_, _, _, err = buildEmu(context.Background(), src, inc, nil, filepath.Join(dir, "cache"), &Submission{Protect: []string{root}})
 	assert.NoError(t, err)
+}
+
+// Correct device code passes the device-code check: every exercise file of the course (the
+// reference solutions) and the emulator's own test kernels, which use its whole CUDA surface
+// (hostile.cu is host code on purpose).
+func TestDeviceCheckAcceptsCorrectKernels(t *testing.T) {
+	root, inc := emuRepo(t)
+	clang, err := DeviceCompiler()
+	if err != nil {
+		t.Skipf("the device-code check cannot run here: %v", err)
+	}
+	emuDir, err := EmuDir(inc)
+	require.NoError(t, err)
+	files, _ := filepath.Glob(filepath.Join(root, "labs", "*", "exercises", "*.cu"))
+	more, _ := filepath.Glob(filepath.Join(root, "internal", "gpu", "emu", "testdata", "*.cu"))
+	require.NotEmpty(t, files)
+	for _, f := range append(files, more...) {
+		if filepath.Base(f) == "hostile.cu" {
+			continue
+		}
+		args := DeviceCheckArgs(clang, f, append(append([]string{}, inc...), emuDir), filepath.Join(t.TempDir(), "d"))
+		out, err := exec.Command(clang, args...).CombinedOutput()
+		assert.NoError(t, err, "%s:\n%s", f, out)
+	}
 }
