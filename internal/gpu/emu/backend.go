@@ -709,7 +709,7 @@ func (m *module) Kernel(name string) (gpu.Kernel, error) {
 // still run its code, and the runtime it links keeps its threads); a launcher is ended.
 func (m *module) Close() error {
 	if m.remote != nil {
-		m.remote.kill()
+		m.remote.stop()
 	}
 	return nil
 }

