@@ -151,3 +151,89 @@ func TestDeviceCheckAcceptsCorrectKernels(t *testing.T) {
 		assert.NoError(t, err, "%s:\n%s", f, out)
 	}
 }
+
+// fakeNVCC puts on $NVCC a stand-in for nvcc that preprocesses with the host compiler: enough to
+// test BuildCUDA's hermetic builds and dependency cache on a machine without CUDA.
+func fakeNVCC(t *testing.T) {
+	t.Helper()
+	cxx, err := EmuCompiler()
+	if err != nil {
+		t.Skipf("no host compiler: %v", err)
+	}
+	script := `#!/bin/sh
+if [ "$1" = --version ]; then echo "Cuda compilation tools, release 0.0, fake"; exit 0; fi
+out= dep= src= incs=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out=$2; shift ;;
+    -MF) dep=$2; shift ;;
+    -I) incs="$incs -I $2"; shift ;;
+    -Xptxas|-gencode*) [ "$1" = -Xptxas ] && shift ;;
+    -*) ;;
+    *) src=$1 ;;
+  esac
+  shift
+done
+exec ` + cxx + ` -x c++ -E -D__CUDACC__ -DKL_DEVICE_CHECK -MD -MF "$dep" -MT "$out" $incs "$src" -o "$out"
+`
+	p := filepath.Join(t.TempDir(), "nvcc")
+	require.NoError(t, os.WriteFile(p, []byte(script), 0o755))
+	t.Setenv("NVCC", p)
+	t.Setenv("LABRUN_CACHE", filepath.Join(t.TempDir(), "cache"))
+}
+
+// The CUDA builder keys its cache by nvcc's dependency list and builds submissions hermetically
+// too (with a stand-in nvcc: the GPU build itself is tested on a GPU).
+func TestBuildCUDAHermeticAndDependencyCache(t *testing.T) {
+	root, inc := emuRepo(t)
+	fakeNVCC(t)
+	dir := t.TempDir()
+	part := filepath.Join(dir, "body.cu")
+	src := filepath.Join(dir, "k.cu")
+	require.NoError(t, os.WriteFile(part, []byte("int body = 1;\n"), 0o644))
+	require.NoError(t, os.WriteFile(src, []byte("#include \"body.cu\"\n"), 0o644))
+	req := Request{Source: src, IncludeDirs: []string{dir}, Arch: "sm_90"}
+	a1, err := BuildCUDA(context.Background(), req)
+	require.NoError(t, err)
+	a2, err := BuildCUDA(context.Background(), req)
+	require.NoError(t, err)
+	assert.True(t, a2.Cached)
+	assert.Equal(t, a1.Path, a2.Path)
+	require.NoError(t, os.WriteFile(part, []byte("int body = 2;\n"), 0o644))
+	a3, err := BuildCUDA(context.Background(), req)
+	require.NoError(t, err)
+	assert.False(t, a3.Cached, "the included file changed")
+	assert.NotEqual(t, a1.Path, a3.Path)
+
+	// A submission: the include scan, then the dependency audit of a macro-built include.
+	sub := &Submission{Protect: []string{root}}
+	bad := filepath.Join(dir, "bad.cu")
+	require.NoError(t, os.WriteFile(bad, []byte("#include \"kl.cuh\"\n#include \"../02_gemm/exercises/ex1_smem_tiling.cu\"\n"), 0o644))
+	_, err = BuildCUDA(context.Background(), Request{Source: bad, IncludeDirs: inc, Arch: "sm_90", Submission: sub})
+	var ce *CompileError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, err.Error(), "bad.cu:2: error: refused include")
+	macro := filepath.Join(dir, "macro.cu")
+	require.NoError(t, os.WriteFile(macro, []byte("#define Q(x) #x\n#define P(x) Q(x)\n#include P(../02_gemm/exercises/ex1_smem_tiling.cu)\n"), 0o644))
+	_, err = BuildCUDA(context.Background(), Request{Source: macro, IncludeDirs: inc, Arch: "sm_90", Submission: sub})
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, err.Error(), "outside the shared headers")
+	ok := filepath.Join(dir, "ok.cu")
+	require.NoError(t, os.WriteFile(ok, []byte("#include \"gemm_common.cuh\"\n"), 0o644))
+	_, err = BuildCUDA(context.Background(), Request{Source: ok, IncludeDirs: inc, Arch: "sm_90", Submission: sub})
+	assert.NoError(t, err)
+
+	// In the sandbox the compiler cannot even open the reference.
+	if sandbox.Check() != nil {
+		return
+	}
+	confined := &Submission{Protect: []string{root}, Sandbox: true}
+	ok2 := filepath.Join(dir, "ok2.cu")
+	require.NoError(t, os.WriteFile(ok2, []byte("#include \"gemm_common.cuh\"\nint confined;\n"), 0o644))
+	a, err := BuildCUDA(context.Background(), Request{Source: ok2, IncludeDirs: inc, Arch: "sm_90", Submission: confined})
+	require.NoError(t, err, "the shared headers are readable in the sandbox")
+	assert.False(t, a.Cached)
+	_, err = BuildCUDA(context.Background(), Request{Source: macro, IncludeDirs: inc, Arch: "sm_90", Submission: confined})
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, err.Error(), "Permission denied")
+}
