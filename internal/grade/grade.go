@@ -298,6 +298,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}
+	sandbox.AddSecret(lab.GradeSecrets(o.Root)...)
 	sandboxNote, err := isolation(info, o.UnsafeNoSandbox)
 	if err != nil {
 		return nil, err

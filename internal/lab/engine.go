@@ -270,25 +270,36 @@ func checkVariantNames(m *Manifest, names []string) error {
 // save merges with the existing file and writes atomically. A corrupt existing file is left
 // alone and this run's results go to a file beside it, so nothing measured is lost.
 func save(path string, f *results.File, m *Manifest) (string, error) {
-	old, err := results.Load(path)
-	var ce *results.CorruptError
-	if errors.As(err, &ce) {
-		side := strings.TrimSuffix(path, ".json") + ".new-" + time.Now().UTC().Format("20060102T150405") + ".json"
-		if serr := results.Save(side, f); serr != nil {
-			return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
+	err := results.Update(path, func(old *results.File) (*results.File, error) {
+		if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
+			old = nil // a different device under the same folder name: start afresh
 		}
+		if old != nil {
+			old.Entries = current(m, old.Entries)
+		}
+		return results.Merge(old, f), nil
+	})
+	if err == nil {
+		return path, nil
+	}
+	// Nothing measured is lost: a results file that is corrupt, locked or in a folder that
+	// cannot be written keeps its old contents, and this run's results go beside it, or, when
+	// even that folder refuses them, to the user's cache.
+	stamp := time.Now().UTC().Format("20060102T150405")
+	side := strings.TrimSuffix(path, ".json") + ".new-" + stamp + ".json"
+	if serr := results.Save(side, f); serr == nil {
 		return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 	}
-	if err != nil {
-		return "", err
+	cache, cerr := os.UserCacheDir()
+	if cerr != nil {
+		cache = os.TempDir()
 	}
-	if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
-		old = nil // a different device under the same folder name: start afresh
+	side = filepath.Join(cache, "kernellabs", "results", filepath.Base(filepath.Dir(path)),
+		strings.TrimSuffix(filepath.Base(path), ".json")+".new-"+stamp+".json")
+	if serr := results.Save(side, f); serr != nil {
+		return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
 	}
-	if old != nil {
-		old.Entries = current(m, old.Entries)
-	}
-	return path, results.Save(path, results.Merge(old, f))
+	return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 }
 
 type runner struct {

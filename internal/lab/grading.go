@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -399,4 +400,11 @@ func VaryJob(j Job, p Problem, vary map[string][]int64, rng *rand.Rand) Job {
 	}
 	j.Custom = encodeParams(params)
 	return j
+}
+
+// GradeSecrets lists what no sandboxed process of a grade may reach in the course tree at root:
+// the reference solutions (every lab's exercises folder) and the reports' default folder.
+func GradeSecrets(root string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(root, "labs", "*", "exercises"))
+	return append(dirs, filepath.Join(root, "grade-report"))
 }
