@@ -27,6 +27,7 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
 	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
 	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	noDeviceCheck := fs.Bool("no-device-check", false, "on the emulator, grade without the device-code check (clang++ in CUDA mode); the report says so")
 	unsafeNoSandbox := fs.Bool("unsafe-no-sandbox", false, "on the emulator, grade even where the kernel lacks Landlock or seccomp: the submission's code then runs unconfined and could forge its grade (the reports say so)")
 	secretFile := fs.String("secret-file", "", "read the secret seed of the hidden tests from this file (\"-\": standard input) instead of $"+lab.SecretSeedEnv)
 	var exercises, problems, labsFlag listFlag
@@ -112,7 +113,7 @@ Flags:
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
 			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr,
-			UnsafeNoSandbox: *unsafeNoSandbox})
+			NoDeviceCheck: *noDeviceCheck, UnsafeNoSandbox: *unsafeNoSandbox})
 		if err != nil {
 			return exitFor(err, stderr)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // Options select what a run does.
@@ -44,9 +45,11 @@ type Options struct {
 
 	// Files builds other sources in place of variants' kernel files: the file as lab.yaml names
 	// it (relative to the lab folder, e.g. "exercises/ex1_smem_tiling.cu") → the path of the file
-	// to build instead (a student's submission). The original file's folder stays on the include
-	// path.
-	Files map[string]string
+	// to build instead (a student's submission). Such files are built hermetically, as
+	// Submission says (toolchain.Submission; nil: the course tree at Root protected, no
+	// device-code check).
+	Files      map[string]string
+	Submission *toolchain.Submission
 	// Plan, when set, is the exact list of jobs to run (the grader's plan) instead of every
 	// selected variant on every problem of the set. Outcome.Planned has one entry per job, in order.
 	Plan []Job
