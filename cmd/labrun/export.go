@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,12 +11,10 @@ import (
 )
 
 func cmdExport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("export", stdout, stderr)
 	force := fs.Bool("force", false, "write into DIR even if it is not empty")
 	noCheck := fs.Bool("no-check", false, "do not compile the exported exercise files (on the CPU emulator) to prove that the stubs compile")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun export DIR [flags]
+	fs.intro = `Usage: labrun export DIR [flags]
 
 Writes the student edition of the course into DIR: every file of the course (results and the
 site's sources included; .git, bin/, site/public/ and build caches left out) with every
@@ -26,9 +23,7 @@ inside a region become the stub's code), plus .github/workflows/grade.yml, a Git
 workflow that installs what labrun needs on an ordinary runner and runs 'labrun grade all'.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
+`
 	dir, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

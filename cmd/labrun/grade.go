@@ -14,8 +14,7 @@ import (
 )
 
 func cmdGrade(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("grade", stdout, stderr)
 	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
 	device := fs.Int("device", 0, "device index")
@@ -29,8 +28,7 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	var exercises, problems listFlag
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
 	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: labrun grade NN|all [flags]
+	fs.intro = fmt.Sprintf(`Usage: labrun grade NN|all [flags]
 
 Grades the exercise files of lab NN (or of every lab with exercises): builds the submission in
 place of the lab's exercise variants, runs each on the lab's grading problems %d times or more,
@@ -48,8 +46,6 @@ GPU, compiler or library; 4 the reports could not be written.
 
 Flags:
 `, lab.DefaultGradeRounds, lab.SecretSeedEnv)
-		fs.PrintDefaults()
-	}
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

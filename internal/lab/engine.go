@@ -16,6 +16,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
 // Options select what a run does.
@@ -169,8 +170,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16 // short enough to retype
 	}
-	fmt.Fprintf(o.Progress, "lab %s — %s on %s (%s, %s), problem set %s, seed %d (repeat with --seed %d)\n",
-		man.Name, man.Title.EN, info.Name, be.Name(), info.Arch(), set, o.Seed, o.Seed)
+	fmt.Fprintf(o.Progress, "lab %s — %s\n", man.Name, man.Title.EN)
+	fmt.Fprintf(o.Progress, "on %s (%s, %s), problem set %s\n", info.Name, be.Name(), info.Arch(), set)
+	fmt.Fprintf(o.Progress, "seed %d (repeat with --seed %d)\n", o.Seed, o.Seed)
+	if info.Emulated {
+		fmt.Fprintln(o.Progress, "the emulator checks correctness: its times are emulated, not performance figures")
+	}
 
 	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
 		available: n - o.Device}
@@ -241,10 +246,14 @@ func driverOf(m *Manifest) Driver {
 }
 
 func checkVariantNames(m *Manifest, names []string) error {
-	var all []string
+	var all []string // each name once: suites share their baselines
+	seen := map[string]bool{}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
-			all = append(all, v.Name)
+			if !seen[v.Name] {
+				seen[v.Name] = true
+				all = append(all, v.Name)
+			}
 		}
 	}
 	for _, n := range names {
@@ -253,7 +262,11 @@ func checkVariantNames(m *Manifest, names []string) error {
 			found = found || a == n
 		}
 		if !found {
-			return &UsageError{fmt.Sprintf("lab %s has no variant %q; its variants are: %s", m.Name, n, strings.Join(all, ", "))}
+			msg := fmt.Sprintf("lab %s has no variant %q", m.Name, n)
+			if s := term.Suggest(n, all); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			return &UsageError{msg + "; its variants are: " + strings.Join(all, ", ")}
 		}
 	}
 	return nil
@@ -405,6 +418,8 @@ func (r *runner) jobs(images map[string]string) ([]Job, []results.Entry) {
 	var jobs []Job
 	var skipped []results.Entry
 	for _, s := range r.man.Suites {
+		var reasons []string // one progress line per suite: the skipped variants by reason
+		byReason := map[string][]string{}
 		for _, v := range s.Variants {
 			if !r.selected(v) {
 				continue
@@ -414,8 +429,18 @@ func (r *runner) jobs(images map[string]string) ([]Job, []results.Entry) {
 					e.Status = results.StatusSkipped
 					skipped = append(skipped, e)
 				}
-				fmt.Fprintf(r.o.Progress, "skip %s/%s: %s\n", s.Name, v.Name, why)
+				if _, ok := byReason[why]; !ok {
+					reasons = append(reasons, why)
+				}
+				byReason[why] = append(byReason[why], v.Name)
 			}
+		}
+		if len(reasons) > 0 {
+			var parts []string
+			for _, why := range reasons {
+				parts = append(parts, strings.Join(byReason[why], ", ")+" ("+why+")")
+			}
+			fmt.Fprintf(r.o.Progress, "skip %s: %s\n", s.Name, strings.Join(parts, "; "))
 		}
 		for _, p := range r.problems(s) {
 			for _, v := range s.Variants {
