@@ -264,7 +264,8 @@ func checkVariantNames(m *Manifest, names []string) error {
 		if !found {
 			msg := fmt.Sprintf("lab %s has no variant %q", m.Name, n)
 			if s := term.Suggest(n, all); s != "" {
-				msg += fmt.Sprintf(" (did you mean %s?)", s)
+				// A likely typo: one line, the full list is a command away.
+				return &UsageError{msg + fmt.Sprintf(" (did you mean %s?); 'labrun list' shows them all", s)}
 			}
 			return &UsageError{msg + "; its variants are: " + strings.Join(all, ", ")}
 		}
