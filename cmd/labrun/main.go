@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
@@ -63,6 +64,9 @@ reports) could not be saved.
 var commands = []string{"run", "list", "doctor", "site", "grade", "export", "compare", "help", "version"}
 
 func main() {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -212,3 +212,20 @@ func Unwrap(d Device) Device {
 		d = w.Unwrap()
 	}
 }
+
+// UntrustedLoader is implemented by backends that can load a module whose code may be hostile (a
+// student's submission) without running any of it in this process. The emulator runs such a
+// module in a sandboxed process of its own; a GPU backend loads device code only (a cubin has no
+// host code), so its LoadModule already qualifies.
+type UntrustedLoader interface {
+	LoadUntrustedModule(path string) (Module, error)
+}
+
+// LoadUntrusted loads a hostile module through d's backend, under any wrappers, or says that the
+// backend cannot.
+func LoadUntrusted(d Device, path string) (Module, error) {
+	if u, ok := Unwrap(d).(UntrustedLoader); ok {
+		return u.LoadUntrustedModule(path)
+	}
+	return nil, fmt.Errorf("the %s backend cannot load untrusted code in isolation", d.Info().Backend)
+}

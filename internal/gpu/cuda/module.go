@@ -35,6 +35,11 @@ type module struct {
 }
 
 // LoadModule loads a compiled kernel image (cubin, fatbin or PTX) from a file.
+// LoadUntrustedModule loads a submission's image like any other: a cubin or fatbin holds device
+// code only, which runs on the GPU under the driver's memory protection; none of a submission's
+// host code is compiled (nvcc builds device images) or run.
+func (d *device) LoadUntrustedModule(path string) (gpu.Module, error) { return d.LoadModule(path) }
+
 func (d *device) LoadModule(path string) (gpu.Module, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))

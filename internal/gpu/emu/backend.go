@@ -32,6 +32,12 @@ func Open() (gpu.Backend, error) {
 type backend struct {
 	allocMu sync.Mutex
 	allocs  []*allocation // sorted by ptr, all devices
+	next    uintptr       // where the next allocation's reservation starts (never reused)
+	gen     uint64        // counts changes to allocs, for launchers that mirror them
+	freed   []*allocation // freed since launchers last caught up (their mappings go too)
+
+	launchMu  sync.Mutex
+	launchers []*launcher // sandboxed processes that run untrusted modules
 
 	flightMu  sync.Mutex
 	flightSeq uint64
@@ -42,7 +48,26 @@ type allocation struct {
 	ptr   gpu.Ptr
 	bytes int64
 	dev   *device
-	site  string // where the Go code allocated it
+	site  string  // where the Go code allocated it
+	base  uintptr // the start of its reservation (fences included)
+	fd    int     // the memfd that holds it, for launchers to map
+}
+
+// Device memory lives at addresses labrun picks, in a window far from where the kernel places
+// mappings and the Go heap grows, so that a sandboxed launcher can map each buffer at the same
+// address as this process. Addresses are never reused: a stale pointer to a freed buffer faults.
+const memoryWindow = uintptr(0x2000_0000_0000) // 32 TiB
+
+// reserve picks the address of a new allocation's reservation.
+func (b *backend) reserve(bytes int64) uintptr {
+	b.allocMu.Lock()
+	defer b.allocMu.Unlock()
+	if b.next == 0 {
+		b.next = memoryWindow
+	}
+	base := b.next
+	b.next += uintptr(cReserve(bytes)) + uintptr(fenceSize())
+	return base
 }
 
 func (b *backend) Name() string      { return "emu" }
@@ -104,6 +129,7 @@ func (b *backend) addAlloc(a *allocation) {
 	b.allocs = append(b.allocs, nil)
 	copy(b.allocs[i+1:], b.allocs[i:])
 	b.allocs[i] = a
+	b.gen++
 }
 
 func (b *backend) removeAlloc(p gpu.Ptr) *allocation {
@@ -113,9 +139,25 @@ func (b *backend) removeAlloc(p gpu.Ptr) *allocation {
 	if i < len(b.allocs) && b.allocs[i].ptr == p {
 		a := b.allocs[i]
 		b.allocs = append(b.allocs[:i], b.allocs[i+1:]...)
+		b.gen++
 		return a
 	}
 	return nil
+}
+
+// release unmaps a removed allocation here; launchers drop their mappings when they next sync.
+func (b *backend) release(a *allocation) {
+	cUnmap(a.base, a.bytes)
+	b.launchMu.Lock()
+	mirrored := len(b.launchers) > 0
+	b.launchMu.Unlock()
+	b.allocMu.Lock()
+	defer b.allocMu.Unlock()
+	if mirrored {
+		b.freed = append(b.freed, a) // its memfd stays open until every launcher has caught up
+		return
+	}
+	closeFD(a.fd)
 }
 
 // find returns the allocation that holds [p, p+n).
@@ -143,8 +185,8 @@ func (b *backend) describeAddr(addr uint64) string {
 	fence := uint64(fenceSize())
 	for _, a := range b.allocs {
 		start, end := uint64(a.ptr), uint64(a.ptr)+uint64(a.bytes)
-		lo := start - uint64(guardBytes) - fence
-		hi := start - uint64(guardBytes) + uint64(innerSize(a.bytes)) + fence
+		lo := start - uint64(dataOffset(a.bytes)) - fence
+		hi := start - uint64(dataOffset(a.bytes)) + uint64(innerSize(a.bytes)) + fence
 		if addr >= lo && addr < start {
 			return fmt.Sprintf("%d bytes before the start of a buffer of %d bytes on device %d allocated at %s",
 				start-addr, a.bytes, a.dev.info.Index, a.site)
@@ -333,7 +375,8 @@ func (d *device) Malloc(bytes int64) (gpu.Ptr, error) {
 	}
 	d.used += bytes
 	d.mu.Unlock()
-	p := cAlloc(bytes)
+	base := d.b.reserve(bytes)
+	p, fd := cAlloc(base, bytes)
 	if p == 0 {
 		d.mu.Lock()
 		d.used -= bytes
@@ -341,7 +384,7 @@ func (d *device) Malloc(bytes int64) (gpu.Ptr, error) {
 		return 0, gpu.NewCallError("emu", "Malloc", stInvalid, "EMU_OUT_OF_MEMORY",
 			fmt.Sprintf("the host could not map %s", gpu.HumanBytes(bytes)), false)
 	}
-	d.b.addAlloc(&allocation{ptr: p, bytes: bytes, dev: d, site: allocSite()})
+	d.b.addAlloc(&allocation{ptr: p, bytes: bytes, dev: d, site: allocSite(), base: base, fd: fd})
 	return p, nil
 }
 
@@ -359,7 +402,7 @@ func (d *device) Free(p gpu.Ptr) error {
 	// Work still queued may use the buffer: wait for the device first, as cuMemFree does.
 	d.syncAll()
 	d.b.removeAlloc(p)
-	cFree(p, a.bytes)
+	d.b.release(a)
 	d.mu.Lock()
 	d.used -= a.bytes
 	d.mu.Unlock()
@@ -520,6 +563,24 @@ func (d *device) LoadModule(path string) (gpu.Module, error) {
 	return m, nil
 }
 
+// LoadUntrustedModule loads a module whose code must not run in this process (a submission):
+// a sandboxed launcher loads it and runs its launches (launcher.go).
+func (d *device) LoadUntrustedModule(path string) (gpu.Module, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	l, entries, err := d.b.startLauncher(path)
+	if err != nil {
+		return nil, gpu.NewCallError("emu", "LoadUntrustedModule", stInvalid, "EMU_MODULE_LOAD", err.Error(), false)
+	}
+	m := &module{dev: d, path: path, remote: l, kernels: map[string]*kernel{}}
+	for i, e := range entries {
+		info := &entryInfo{name: e.Name, sizes: e.Sizes, types: e.Types, maxThreads: e.MaxThreads, index: i}
+		m.kernels[e.Name] = &kernel{mod: m, e: info, maxDyn: defaultDynShared}
+	}
+	return m, nil
+}
+
 func (d *device) NewStream() (gpu.Stream, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
@@ -603,7 +664,7 @@ func (d *device) Close() error {
 	d.b.allocMu.Unlock()
 	for _, a := range mine {
 		d.b.removeAlloc(a.ptr)
-		cFree(a.ptr, a.bytes)
+		d.b.release(a)
 	}
 	return nil
 }
@@ -624,7 +685,8 @@ func (d *device) stream(s gpu.Stream) (*stream, error) {
 type module struct {
 	dev     *device
 	path    string
-	lib     *lib
+	lib     *lib      // loaded here, or
+	remote  *launcher // loaded in a sandboxed launcher
 	kernels map[string]*kernel
 }
 
@@ -642,9 +704,14 @@ func (m *module) Kernel(name string) (gpu.Kernel, error) {
 			strings.Join(names, ", ")), false)
 }
 
-// Close forgets the module. The shared object stays loaded: a lost worker thread may still run
-// its code, and the runtime it links keeps its threads.
-func (m *module) Close() error { return nil }
+// Close forgets the module. A shared object loaded here stays loaded (a lost worker thread may
+// still run its code, and the runtime it links keeps its threads); a launcher is ended.
+func (m *module) Close() error {
+	if m.remote != nil {
+		m.remote.kill()
+	}
+	return nil
+}
 
 type kernel struct {
 	mod *module
@@ -767,7 +834,16 @@ func (k *kernel) LaunchPacked(cfg gpu.LaunchConfig, args [][]byte) error {
 func (k *kernel) run(cfg gpu.LaunchConfig, args [][]byte, sms int, limitMs int64) error {
 	b := k.mod.dev.b
 	id := b.beginLaunch(k.e.name)
-	r := cLaunch(k.mod.lib, k.e, args, cfg.Grid, cfg.Block, cfg.SharedBytes, sms, limitMs)
+	var r launchResult
+	if k.mod.remote != nil {
+		var err error
+		if r, err = k.mod.remote.launch(k.e.index, args, cfg.Grid, cfg.Block, cfg.SharedBytes, sms, limitMs); err != nil {
+			b.endLaunch(id)
+			return err
+		}
+	} else {
+		r = cLaunch(k.mod.lib, k.e, args, cfg.Grid, cfg.Block, cfg.SharedBytes, sms, limitMs)
+	}
 	others := b.endLaunch(id)
 	if len(r.output) > 0 || r.truncated {
 		w := printfWriter()

@@ -5,7 +5,10 @@ package emu
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../../emu -O2
 #cgo LDFLAGS: -ldl
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,66 +32,84 @@ static const kl_emu_entry *kl_go_entry(const void *table, int i) { return ((cons
 static const char *kl_go_entry_type(const kl_emu_entry *e, int i) { return e->types ? e->types[i] : NULL; }
 static size_t kl_go_entry_size(const kl_emu_entry *e, int i) { return e->sizes[i]; }
 
-// Device memory. Each allocation is a mapping of its own:
-//   [PROT_NONE][front guard, KL_GUARD bytes | data | back guard, >= KL_GUARD bytes][PROT_NONE]
-// The data is 256-byte aligned as cudaMalloc's; the guards hold a pattern that is checked after
-// each launch, and a write up to KL_FENCE bytes further away hits PROT_NONE memory and faults.
+// Device memory. Each allocation is a memfd of its own, mapped at an address that labrun
+// chooses, so that another process (the sandboxed launcher that runs a submission's kernels, or
+// a rank) can map the same memory at the same address and pointers mean the same everywhere:
+//   [PROT_NONE fence][inner: the memfd, RW = front slack | data | back slack][PROT_NONE fence]
+// The data is 256-byte aligned as cudaMalloc's and placed as late in the inner mapping as that
+// allows, so a read or a write past its end meets the fence within 255 bytes and faults. The
+// slack on both sides holds 0xFF (NaN in every float format) and is checked after each launch: a
+// kernel that reads a little past its input computes NaN, one that writes there is reported.
 #define KL_GUARD 256
 #define KL_FENCE (64 * 1024)
+#define KL_SLACK_BYTE 0xFF
 static size_t kl_page(void) {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	return pg > KL_FENCE ? pg : KL_FENCE;
 }
 static size_t kl_inner(size_t bytes) {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	return (KL_GUARD + bytes + KL_GUARD + pg - 1) / pg * pg;
+	return (KL_GUARD + bytes + pg - 1) / pg * pg;
 }
-static unsigned char kl_pat(size_t i, int back) { return (unsigned char)((back ? 0x5Au : 0xA5u) ^ (unsigned char)(i * 37u)); }
+// kl_data_off is where the data starts in the inner mapping.
+static size_t kl_data_off(size_t bytes) { return (kl_inner(bytes) - bytes) / 256 * 256; }
+static size_t kl_reserve(size_t bytes) { return kl_page() + kl_inner(bytes) + kl_page(); }
 
-static uintptr_t kl_go_alloc(size_t bytes) {
-	size_t pg = kl_page(), inner = kl_inner(bytes), total = pg + inner + pg;
-	char *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED) return 0;
-	mprotect(base, pg, PROT_NONE);
-	mprotect(base + pg + inner, pg, PROT_NONE);
-	char *p = base + pg + KL_GUARD;
-	for (size_t i = 0; i < KL_GUARD; i++) base[pg + i] = (char)kl_pat(i, 0);
-	size_t back = inner - KL_GUARD - bytes;
-	for (size_t i = 0; i < back; i++) p[bytes + i] = (char)kl_pat(i, 1);
-	return (uintptr_t)p;
-}
-
-static void kl_go_free(uintptr_t p, size_t bytes) {
-	size_t pg = kl_page();
-	munmap((char *)p - KL_GUARD - pg, pg + kl_inner(bytes) + pg);
-}
-
-// kl_go_guard_check returns how many guard bytes changed; *lo and *hi get the offsets (from p)
-// of the first and the last changed byte. With repair, the pattern is written back.
-static long long kl_go_guard_check(uintptr_t p, size_t bytes, long long *lo, long long *hi, int repair) {
-	unsigned char *q = (unsigned char *)p;
-	long long bad = 0;
-	for (size_t i = 0; i < KL_GUARD; i++) {
-		unsigned char want = kl_pat(i, 0);
-		unsigned char *b = q - KL_GUARD + i;
-		if (*b != want) {
-			long long off = (long long)i - KL_GUARD;
-			if (!bad) *lo = off;
-			*hi = off;
-			bad++;
-			if (repair) *b = want;
-		}
+// kl_go_alloc maps a new allocation of bytes with its fences at base (kl_reserve(bytes) bytes,
+// not mapped yet). It returns the data's address and the memfd in *fd, or 0.
+static uintptr_t kl_go_alloc(uintptr_t base, size_t bytes, int *fd) {
+	size_t pg = kl_page(), inner = kl_inner(bytes), total = kl_reserve(bytes);
+	char *b = mmap((void *)base, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (b == MAP_FAILED) return 0;
+	if (b != (char *)base) { munmap(b, total); return 0; }
+	int f = memfd_create("kl-emu-device-memory", MFD_CLOEXEC);
+	if (f < 0) { munmap(b, total); return 0; }
+	if (ftruncate(f, (off_t)inner) != 0 ||
+	    mmap(b + pg, inner, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f, 0) == MAP_FAILED) {
+		close(f);
+		munmap(b, total);
+		return 0;
 	}
-	size_t back = kl_inner(bytes) - KL_GUARD - bytes;
-	for (size_t i = 0; i < back; i++) {
-		unsigned char want = kl_pat(i, 1);
-		unsigned char *b = q + bytes + i;
-		if (*b != want) {
-			long long off = (long long)(bytes + i);
-			if (!bad) *lo = off;
-			*hi = off;
+	size_t off = kl_data_off(bytes);
+	memset(b + pg, KL_SLACK_BYTE, off);
+	memset(b + pg + off + bytes, KL_SLACK_BYTE, inner - off - bytes);
+	*fd = f;
+	return (uintptr_t)(b + pg + off);
+}
+
+// kl_go_map maps an allocation another process made (its memfd) at the same address.
+static int kl_go_map(uintptr_t base, size_t bytes, int fd) {
+	size_t pg = kl_page(), inner = kl_inner(bytes), total = kl_reserve(bytes);
+	char *b = mmap((void *)base, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (b == MAP_FAILED) return errno;
+	if (b != (char *)base) { munmap(b, total); return EEXIST; }
+	if (mmap(b + pg, inner, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		int e = errno;
+		munmap(b, total);
+		return e;
+	}
+	return 0;
+}
+
+static void kl_go_unmap(uintptr_t base, size_t bytes) { munmap((void *)base, kl_reserve(bytes)); }
+
+// kl_go_guard_check returns how many slack bytes changed; *lo and *hi get the offsets (from p)
+// of the first and the last changed byte. With repair, the slack is filled again.
+static long long kl_go_guard_check(uintptr_t p, size_t bytes, long long *lo, long long *hi, int repair) {
+	size_t off = kl_data_off(bytes), inner = kl_inner(bytes);
+	unsigned char *start = (unsigned char *)p - off;
+	long long bad = 0;
+	for (size_t i = 0; i < inner; i++) {
+		if (i == off) {
+			i += bytes - 1;
+			continue;
+		}
+		if (start[i] != KL_SLACK_BYTE) {
+			long long o = (long long)i - (long long)off;
+			if (!bad) *lo = o;
+			*hi = o;
 			bad++;
-			if (repair) *b = want;
+			if (repair) start[i] = KL_SLACK_BYTE;
 		}
 	}
 	return bad;
@@ -96,6 +117,8 @@ static long long kl_go_guard_check(uintptr_t p, size_t bytes, long long *lo, lon
 
 static size_t kl_go_guard_page(void) { return kl_page(); }
 static size_t kl_go_inner(size_t bytes) { return kl_inner(bytes); }
+static size_t kl_go_data_off(size_t bytes) { return kl_data_off(bytes); }
+static size_t kl_go_reserve(size_t bytes) { return kl_reserve(bytes); }
 
 static void kl_go_copy(uintptr_t dst, uintptr_t src, size_t n) { memmove((void *)dst, (const void *)src, n); }
 static void kl_go_copy_in(uintptr_t dst, const void *src, size_t n) { memcpy((void *)dst, src, n); }
@@ -115,8 +138,6 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
-
-const guardBytes = C.KL_GUARD
 
 // The emulated device's limits (from kl_emu_abi.h).
 const (
@@ -147,11 +168,34 @@ const (
 	stInternal   = C.KL_EMU_ERR_INTERNAL
 )
 
-func cAlloc(bytes int64) gpu.Ptr { return gpu.Ptr(C.kl_go_alloc(C.size_t(bytes))) }
+// cAlloc maps a new allocation of bytes at base (see cReserve); it returns the data's address
+// and the memfd that holds it (0 and -1 when the host refused).
+func cAlloc(base uintptr, bytes int64) (gpu.Ptr, int) {
+	var fd C.int
+	p := C.kl_go_alloc(C.uintptr_t(base), C.size_t(bytes), &fd)
+	if p == 0 {
+		return 0, -1
+	}
+	return gpu.Ptr(p), int(fd)
+}
 
-func cFree(p gpu.Ptr, bytes int64) { C.kl_go_free(C.uintptr_t(p), C.size_t(bytes)) }
+// cMap maps another process's allocation (its memfd) at the same place; 0 or an errno.
+func cMap(base uintptr, bytes int64, fd int) int {
+	return int(C.kl_go_map(C.uintptr_t(base), C.size_t(bytes), C.int(fd)))
+}
 
-// cGuardCheck reports the changed guard bytes of an allocation and repairs them.
+// cUnmap removes an allocation's mapping (data and fences) from this process.
+func cUnmap(base uintptr, bytes int64) { C.kl_go_unmap(C.uintptr_t(base), C.size_t(bytes)) }
+
+// cReserve is the address space an allocation of bytes takes, fences included.
+func cReserve(bytes int64) int64 { return int64(C.kl_go_reserve(C.size_t(bytes))) }
+
+// cBase is the start of an allocation's reservation, from the data's address.
+func cBase(p gpu.Ptr, bytes int64) uintptr {
+	return uintptr(p) - uintptr(C.kl_go_data_off(C.size_t(bytes))) - uintptr(C.kl_go_guard_page())
+}
+
+// cGuardCheck reports the changed slack bytes of an allocation and repairs them.
 func cGuardCheck(p gpu.Ptr, bytes int64) (bad, lo, hi int64) {
 	var clo, chi C.longlong
 	n := C.kl_go_guard_check(C.uintptr_t(p), C.size_t(bytes), &clo, &chi, 1)
@@ -160,7 +204,10 @@ func cGuardCheck(p gpu.Ptr, bytes int64) (bad, lo, hi int64) {
 
 func fenceSize() int64 { return int64(C.kl_go_guard_page()) }
 
-// innerSize is the size of the readable part of an allocation's mapping (guards included).
+// dataOffset is where an allocation's data starts in its readable mapping.
+func dataOffset(bytes int64) int64 { return int64(C.kl_go_data_off(C.size_t(bytes))) }
+
+// innerSize is the size of the readable part of an allocation's mapping (slack included).
 func innerSize(bytes int64) int64 { return int64(C.kl_go_inner(C.size_t(bytes))) }
 
 func cCopy(dst, src gpu.Ptr, n int64) { C.kl_go_copy(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n)) }
@@ -188,7 +235,8 @@ type lib struct {
 
 type entryInfo struct {
 	name       string
-	ptr        *C.kl_emu_entry
+	index      int             // its place in the module's registry
+	ptr        *C.kl_emu_entry // nil in a module loaded by a launcher
 	sizes      []int
 	types      []string // nil when the registry's types do not match the sizes
 	maxThreads int
@@ -226,7 +274,7 @@ func dlopenModule(path string) (*lib, error) {
 	n := int(*(*C.int)(num))
 	for i := 0; i < n; i++ {
 		e := C.kl_go_entry(table, C.int(i))
-		info := entryInfo{name: C.GoString(e.name), ptr: e, maxThreads: int(e.max_threads)}
+		info := entryInfo{name: C.GoString(e.name), index: i, ptr: e, maxThreads: int(e.max_threads)}
 		np := int(e.nparams)
 		for j := 0; j < np; j++ {
 			info.sizes = append(info.sizes, int(C.kl_go_entry_size(e, C.int(j))))

@@ -48,6 +48,8 @@ const (
 	EnvSMs       = "LABRUN_EMU_SMS"
 	EnvTimeLimit = "LABRUN_EMU_TIME_LIMIT"
 	EnvMemory    = "LABRUN_EMU_MEMORY"
+	// EnvSchedule selects an adversarial schedule (see SetSchedule).
+	EnvSchedule = "LABRUN_EMU_SCHEDULE"
 )
 
 // Defaults.
@@ -63,6 +65,7 @@ var (
 	cfgSMs     int
 	cfgLimit   time.Duration
 	cfgMemory  int64
+	cfgSched   string
 	printfOut  io.Writer = os.Stdout
 )
 
@@ -187,4 +190,24 @@ func printfWriter() io.Writer {
 	cfgMu.Lock()
 	defer cfgMu.Unlock()
 	return printfOut
+}
+
+// SetSchedule sets how the emulator orders the work of a launch ("" restores $LABRUN_EMU_SCHEDULE,
+// which defaults to the plain order). "adversarial:SEED" runs blocks in a shuffled order, delays
+// some of them at their start, resumes the threads of a block in a shuffled order at every
+// switch, and makes threads yield at fences and atomics: code that is right only because of the
+// plain order (a missing wait, a missing barrier after one, a wrong count) fails under it.
+func SetSchedule(s string) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	cfgSched = s
+}
+
+func scheduleSetting() string {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	if cfgSched != "" {
+		return cfgSched
+	}
+	return os.Getenv(EnvSchedule)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -28,6 +29,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The test binary stands in for labrun when the emulator starts a sandboxed launcher.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case sandbox.WrapperCommand:
+			os.Exit(sandbox.WrapperMain(os.Args[2:]))
+		case LauncherCommand:
+			if err := sandbox.EnforceNoSpawn(); err != nil {
+				os.Exit(126)
+			}
+			os.Exit(LauncherMain())
+		}
+	}
 	root, err := findRoot()
 	if err != nil {
 		skipReason = err.Error()
