@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/compare"
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -84,6 +85,19 @@ Flags:
 	if old.Device.Name != newer.Device.Name {
 		fmt.Fprintf(stderr, "note: comparing different devices (%s, %s)\n", old.Device.Name, newer.Device.Name)
 	}
+	var emulated []string
+	if old.Device.Emulated {
+		emulated = append(emulated, "OLD ("+pos[0]+")")
+	}
+	if newer.Device.Emulated {
+		emulated = append(emulated, "NEW ("+pos[1]+")")
+	}
+	if len(emulated) > 0 {
+		w := term.NewWrapWriter(stderr, term.Width())
+		fmt.Fprintf(w, "note: %s ran on the CPU emulator: its times are emulated, not performance figures, so no row "+
+			"is called faster or slower and --fail-on-regression does not count them\n", strings.Join(emulated, " and "))
+		w.Flush()
+	}
 	rows := compare.Compare(old, newer)
 	var regs []compare.Row
 	if *failPct >= 0 {
@@ -133,7 +147,7 @@ func printComparison(w io.Writer, rows []compare.Row, width int) {
 			change = fmt.Sprintf("%+.1f%%", r.Change)
 		}
 		verdict := r.Verdict
-		if r.Note != "" {
+		if r.Note != "" && r.Verdict != compare.Emulated { // the emulator note is said once, above
 			verdict += " (" + r.Note + ")"
 		}
 		t.Row(r.Suite, r.Variant, r.Problem, old, nw, change, verdict)

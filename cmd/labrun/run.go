@@ -44,6 +44,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	set := fs.String("set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
+	record := fs.Bool("record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
 	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
@@ -112,7 +113,7 @@ Flags:
 	defer stop()
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
-		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, InProcess: *inProcess,
+		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Record: *record, InProcess: *inProcess,
 		Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)
@@ -132,7 +133,10 @@ Flags:
 	}
 	fmt.Fprintf(stderr, "done in %.1fs", time.Since(started).Seconds())
 	if out.SavedTo != "" && out.SaveError == nil {
-		fmt.Fprintf(stderr, "; results in %s", out.SavedTo)
+		fmt.Fprintf(stderr, "; results in %s", relPath(root, out.SavedTo))
+		if out.Local {
+			fmt.Fprint(stderr, " (not tracked by git and not on the site; --record writes results/emulator/)")
+		}
 	}
 	fmt.Fprintln(stderr)
 	if ctx.Err() != nil {
@@ -146,7 +150,7 @@ Flags:
 		}
 		return exitFailures
 	}
-	if out.SavedTo == out.Path && out.SaveError == nil && !*noSite {
+	if out.SavedTo == out.Path && out.SaveError == nil && !out.Local && !*noSite {
 		// The chapter's tables and plots come from the results just written.
 		if rep, err := site.Build(root, site.DefaultOutDir(root), site.Options{}); err != nil {
 			fmt.Fprintf(stderr, "labrun: the results were saved, but the site was not rebuilt:\n%v\n", err)
@@ -359,4 +363,12 @@ func firstLine(s string) string {
 		s = s[:i] + " …"
 	}
 	return s
+}
+
+// relPath shows a path under the course root relative to it.
+func relPath(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }

@@ -35,6 +35,10 @@ type Options struct {
 	Set      string        // problem set: "gpu", "emu", "grade" (default: by backend)
 	Timeout  time.Duration // per job; default: the manifest's
 	NoSave   bool          // do not write results (tests, dry runs)
+	// Record writes an emulator run into the tracked results/emulator/ (what the course shows).
+	// Without it an emulator run goes to results/local/emulator/, which git ignores, so a
+	// student's run leaves the clone clean. GPU runs are always recorded.
+	Record   bool
 	Progress io.Writer     // human progress; nil: discarded
 	// Worker starts a worker process. Default: this executable with the argument "__worker".
 	Worker func() *exec.Cmd
@@ -63,7 +67,8 @@ type Outcome struct {
 	Manifest   *Manifest
 	Device     gpu.DeviceInfo
 	Results    *results.File // this run's entries and extras (before merging with older results)
-	Path       string        // the results file
+	Path       string        // the results file: results/<device>/, or results/local/ for an unrecorded emulator run
+	Local      bool          // Path is under results/local/ (not tracked, not on the site)
 	SavedTo    string        // where the results were written ("" when not saved)
 	Unfinished int           // jobs an interrupted run did not finish (not saved)
 	Note       string        // the backend choice, when auto fell back
@@ -210,8 +215,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			}
 		}
 	}
-	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed,
-		Path: results.PathFor(o.Root, info, man.Name), Planned: planned}
+	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed, Planned: planned}
+	out.Path, out.Local = resultsPath(o.Root, info, man.Name, o.Record)
 	for _, e := range file.Entries {
 		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
 			out.Failures++
@@ -238,6 +243,15 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// resultsPath is where a run's results go: results/<device>/ for a GPU or a recorded emulator
+// run, results/local/emulator/ (ignored by git) for a student's emulator run.
+func resultsPath(root string, info gpu.DeviceInfo, lab string, record bool) (path string, local bool) {
+	if info.Emulated && !record {
+		return results.LocalPathFor(root, info, lab), true
+	}
+	return results.PathFor(root, info, lab), false
 }
 
 func driverOf(m *Manifest) Driver {
