@@ -31,15 +31,15 @@ type Options struct {
 	SeedSet  bool // Seed was given (0 is a valid seed)
 	// Custom replaces the problem sets with one problem built from command-line flags
 	// (shape, bytes, param, ...: see custom.go).
-	Custom   map[string]string
-	Set      string        // problem set: "gpu", "emu", "grade" (default: by backend)
-	Timeout  time.Duration // per job; default: the manifest's
-	NoSave   bool          // do not write results (tests, dry runs)
+	Custom  map[string]string
+	Set     string        // problem set: "gpu", "emu", "grade" (default: by backend)
+	Timeout time.Duration // per job; default: the manifest's
+	NoSave  bool          // do not write results (tests, dry runs)
 	// Record writes an emulator run into the tracked results/emulator/ (what the course shows).
 	// Without it an emulator run goes to results/local/emulator/, which git ignores, so a
 	// student's run leaves the clone clean. GPU runs are always recorded.
 	Record   bool
-	Progress io.Writer     // human progress; nil: discarded
+	Progress io.Writer // human progress; nil: discarded
 	// Worker starts a worker process. Default: this executable with the argument "__worker".
 	Worker func() *exec.Cmd
 	// InProcess runs the jobs in this process instead of worker processes, for profilers (ncu,
