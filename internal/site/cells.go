@@ -1076,7 +1076,9 @@ func (b *builder) throughputPlot(L string, sel *selection, entries []*results.En
 		Title:  tr(L, "throughput", title, metricUnit(metric)),
 		XLabel: tr(L, "problemsize", axis),
 		YLabel: ylabel,
+		// Sizes and rates both span decades: on a linear axis every small problem sits at 0.
 		LogX:   true,
+		LogY:   true,
 		Series: series,
 	}
 	return lines.SVG()

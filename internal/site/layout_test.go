@@ -149,3 +149,47 @@ func TestLayout(t *testing.T) {
 		}
 	}
 }
+
+// frameJS lists what a figure draws outside its own frame (a title cut at both sides, a label
+// off the edge), loaded as the SVG document itself.
+const frameJS = `(() => {
+	const svg = document.documentElement;
+	const r = svg.getBoundingClientRect();
+	const out = [];
+	for (const el of svg.querySelectorAll("text, path, line, rect, circle, polyline, polygon")) {
+		const b = el.getBoundingClientRect();
+		if (b.width === 0 && b.height === 0) continue;
+		if (b.left < r.left - 0.5 || b.top < r.top - 0.5 || b.right > r.right + 0.5 || b.bottom > r.bottom + 0.5) {
+			out.push(el.tagName + " [" + Math.round(b.left - r.left) + "," + Math.round(b.top - r.top) + " – " +
+				Math.round(b.right - r.left) + "," + Math.round(b.bottom - r.top) + "] in " + Math.round(r.width) + "×" +
+				Math.round(r.height) + ": " + (el.textContent || "").slice(0, 60));
+			if (out.length > 10) break;
+		}
+	}
+	return out;
+})()`
+
+// TestPlotsStayInTheirFrame opens every figure of the real course and of the test course in
+// Chromium, with the fonts a reader has: nothing may be drawn outside the figure.
+func TestPlotsStayInTheirFrame(t *testing.T) {
+	b := startBrowser(t)
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	for _, course := range []string{root, fixture(t)} {
+		_, out, err := build(t, course, false)
+		require.NoError(t, err)
+		svgs, _ := filepath.Glob(filepath.Join(out, "plots", "*", "*.svg"))
+		require.NotEmpty(t, svgs)
+		for _, p := range svgs {
+			ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+			err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate("file://"+filepath.ToSlash(p)))
+			var outside []string
+			if err == nil {
+				outside, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](frameJS))
+			}
+			cancel()
+			require.NoError(t, err, p)
+			assert.Empty(t, outside, "%s: drawn outside the figure", filepath.Base(p))
+		}
+	}
+}
