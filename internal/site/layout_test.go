@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,19 @@ import (
 // fine; a table that pushes the page wider is not).
 const layoutJS = `(() => {
 	const out = {height: document.documentElement.scrollHeight,
-		pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth, wide: []};
+		pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth, wide: [], spaces: []};
+	// Chinese text has no spaces between characters: one there is a source line break that
+	// was not joined, or folded YAML.
+	const cjk = "[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]";
+	const gap = new RegExp(cjk + " +" + cjk, "g");
+	if (document.documentElement.lang.startsWith("zh")) {
+		for (const el of document.querySelectorAll("p, li, td, th, h1, h2, h3, h4, figcaption, summary, dd, dt, title, a.brand")) {
+			if (el.closest("pre")) continue;
+			for (const m of (el.innerText || el.textContent || "").matchAll(gap)) {
+				out.spaces.push(el.tagName.toLowerCase() + ": …" + m[0] + "…");
+			}
+		}
+	}
 	const main = document.querySelector("main");
 	if (!main) return out;
 	const cs = getComputedStyle(main);
@@ -50,6 +63,7 @@ const layoutJS = `(() => {
 })()`
 
 type layout struct {
+	Spaces    []string `json:"spaces"`
 	Height    int      `json:"height"`
 	PageWidth int      `json:"pageWidth"`
 	Viewport  int      `json:"viewport"`
@@ -146,6 +160,9 @@ func TestLayout(t *testing.T) {
 			require.NoError(t, err, rel)
 			assert.Empty(t, l.Wide, "%s at %d px: elements wider than the text column", rel, w)
 			assert.LessOrEqual(t, l.PageWidth, l.Viewport, "%s at %d px: the page scrolls sideways", rel, w)
+			if w == 1280 {
+				assert.Empty(t, l.Spaces, "%s: spaces between Chinese characters", rel)
+			}
 		}
 	}
 }
@@ -191,5 +208,102 @@ func TestPlotsStayInTheirFrame(t *testing.T) {
 			require.NoError(t, err, p)
 			assert.Empty(t, outside, "%s: drawn outside the figure", filepath.Base(p))
 		}
+	}
+}
+
+// glyphJS says whether Chinese text is drawn from a font that has it: each character of a sample
+// from the page is drawn on a canvas in the page's font and compared with a code point no font
+// has, which every browser draws as the same missing-glyph box ("tofu").
+const glyphJS = `(() => {
+	const el = document.querySelector("main h1") || document.querySelector("main");
+	const cs = getComputedStyle(el);
+	const sample = Array.from((el.textContent || "").matchAll(/[\u4e00-\u9fff]/g)).map(m => m[0]).slice(0, 6);
+	if (sample.length === 0) return {chars: 0, boxes: 0, family: cs.fontFamily};
+	const c = document.createElement("canvas");
+	c.width = c.height = 48;
+	const g = c.getContext("2d");
+	const draw = ch => {
+		g.clearRect(0, 0, 48, 48);
+		g.font = cs.fontWeight + " 32px " + cs.fontFamily;
+		g.fillText(ch, 4, 36);
+		return Array.from(g.getImageData(0, 0, 48, 48).data).join(",");
+	};
+	const tofu = draw("\u{10FFFD}");
+	return {chars: sample.length, boxes: sample.filter(ch => draw(ch) === tofu).length, family: cs.fontFamily};
+})()`
+
+type glyphs struct {
+	Chars  int    `json:"chars"`
+	Boxes  int    `json:"boxes"`
+	Family string `json:"family"`
+}
+
+func (b *browser) glyphs(url string) (glyphs, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		return glyphs{}, err
+	}
+	return chromedp.Run(ctx, chromedp.Evaluate[glyphs](glyphJS))
+}
+
+// TestChineseGlyphsComeFromACJKFont fails when the Chinese pages would show boxes: no CJK font
+// is installed (make setup installs fonts-noto-cjk), or the stylesheet names none that exists.
+// It also proves that the check sees boxes, with a browser that has no CJK font.
+func TestChineseGlyphsComeFromACJKFont(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	_, out, err := build(t, root, false)
+	require.NoError(t, err)
+	pages, _ := filepath.Glob(filepath.Join(out, "zh", "labs", "*.html"))
+	pages = append(pages, filepath.Join(out, "zh", "index.html"))
+
+	b := startBrowser(t)
+	for _, p := range pages {
+		g, err := b.glyphs("file://" + filepath.ToSlash(p))
+		require.NoError(t, err, p)
+		require.Positive(t, g.Chars, "%s: a Chinese heading to look at", p)
+		assert.Zero(t, g.Boxes, "%s: %d of %d Chinese characters drawn as boxes in %s: install a CJK font (apt-get install fonts-noto-cjk; make setup does it)",
+			filepath.Base(p), g.Boxes, g.Chars, g.Family)
+	}
+
+	t.Run("sees boxes without a CJK font", func(t *testing.T) {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "fonts.conf")
+		// Only DejaVu, which has no Chinese: what a machine without fonts-noto-cjk shows.
+		require.NoError(t, os.WriteFile(conf, []byte(`<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>/usr/share/fonts/truetype/dejavu</dir><cachedir>`+dir+`/cache</cachedir></fontconfig>`), 0o644))
+		if _, err := os.Stat("/usr/share/fonts/truetype/dejavu"); err != nil {
+			t.Skip("no DejaVu fonts to build a machine without CJK fonts from")
+		}
+		bare := startBrowser(t, chromedp.Env("FONTCONFIG_FILE="+conf))
+		g, err := bare.glyphs("file://" + filepath.ToSlash(pages[0]))
+		require.NoError(t, err)
+		assert.Equal(t, g.Chars, g.Boxes, "without a CJK font every character is a box, and the check says so")
+	})
+}
+
+// TestLanguageSwitchKeepsTheSection: a reader in the middle of a chapter who switches language
+// lands on the same section of the other page.
+func TestLanguageSwitchKeepsTheSection(t *testing.T) {
+	b := startBrowser(t)
+	_, out, err := build(t, fixture(t), true)
+	require.NoError(t, err)
+	for _, from := range []string{"en", "zh"} {
+		url := fileURL(out, from+"/labs/02_gemm.html")
+		ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 500), chromedp.Navigate(url)))
+		// Scroll a little past the last section heading, as a reader would be.
+		id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const hs = document.querySelectorAll("main h2[id], main h3[id]");
+			const h = hs[hs.length - 1]; document.body.style.paddingBottom = "2000px";
+			window.scrollTo(0, h.getBoundingClientRect().top + window.scrollY - 20); return h.id; })()`))
+		require.NoError(t, err)
+		require.NotEmpty(t, id)
+		_, err = chromedp.Run(ctx, chromedp.WaitEvent(cdppage.LoadEventFired, nil, chromedp.Click(chromedp.CSS("a.lang-switch"))))
+		require.NoError(t, err)
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		cancel()
+		require.NoError(t, err)
+		assert.Equal(t, fileURL(out, otherLang(from)+"/labs/02_gemm.html")+"#"+id, loc, "from %s: the switch keeps the section", from)
 	}
 }

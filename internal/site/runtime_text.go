@@ -29,6 +29,13 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`NCCL and cuBLAS run on NVIDIA GPUs only`), "NCCL 和 cuBLAS 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`NCCL runs on NVIDIA GPUs only`), "NCCL 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`cuBLAS is GPU-only`), "cuBLAS 只在 GPU 上运行"},
+	// The labs' drivers (labs/02_gemm/launch.go, labs/03_grouped_gemm/driver.go).
+	{regexp.MustCompile(`^too slow for this size: (\S+) would run (\d+) GFLOP per call, above its limit of (\d+) \(params\.max_gflop in lab\.yaml\)$`),
+		"这个规模太慢：$1 每次调用要算 $2 GFLOP，超过了它的上限 $3（lab.yaml 中的 params.max_gflop）"},
+	{regexp.MustCompile(`^(\S+) loads tiles with TMA, whose row strides must be multiples of 16 bytes: (\S+) and (\S+) must be multiples of 8 \(this problem has (.*)\)$`),
+		"$1 用 TMA 加载分块，TMA 要求行跨度是 16 字节的倍数：$2 和 $3 必须是 8 的倍数（这个问题是 $4）"},
+	{regexp.MustCompile(`^(\S+) is the MoE form \(one token matrix, one N and K for all experts\); the groups of this problem differ in N or K$`),
+		"$1 是 MoE 形式（一个 token 矩阵，所有专家共用同一个 N 和 K）；这个问题的各组 N 或 K 不同"},
 }
 
 // runtimeText is a recorded message in the page's language.
