@@ -30,11 +30,15 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdarg>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -144,9 +148,29 @@ struct WarpState {
     Coll coll[32];
 };
 
+// The module's shared memory: its zero-initialised thread-local storage (.tbss), where every
+// __shared__ array of the kernel file lives, one copy per worker thread. It is filled with 0xFF
+// (NaN in every float format) at the start of each block, as a GPU's shared memory holds
+// whatever the last block left: a kernel that reads shared memory it did not write sees NaN.
+struct SharedImage {
+    size_t modid = 0;       // TLS module id (0: the module has no thread-local storage)
+    size_t off = 0, len = 0; // .tbss within the module's TLS block
+};
+
+// An adversarial schedule (LABRUN_EMU_SCHEDULE=adversarial:SEED): blocks start in a shuffled
+// order, some after a delay; the threads of a block resume in a shuffled order; threads pause at
+// fences and atomics now and then. Code that is right only because of the plain order fails.
+struct Schedule {
+    bool adversarial = false;
+    uint64_t seed = 0;
+};
+
 struct Grid {
     uint64_t seq = 0;
     const kl_emu_entry *entry = nullptr;
+    SharedImage shared;
+    Schedule sched;
+    uint64_t perm_a = 1, perm_c = 0; // block b runs as block (perm_a·b + perm_c) mod nblocks
     std::vector<std::vector<unsigned char>> argbuf;
     std::vector<void *> argv;
     dim3 gdim, bdim;
@@ -205,6 +229,7 @@ struct Worker {
     std::vector<int> rq;
     uint32_t rq_head = 0, rq_len = 0;
     std::vector<WarpState> warps;
+    uint64_t rng = 0; // adversarial schedule: this worker's random stream
 
     int block_err = 0;
     std::string block_msg;
@@ -238,7 +263,21 @@ inline void rq_push(Worker *w, int i) {
     w->rq[(w->rq_head + w->rq_len) % w->n] = i;
     w->rq_len++;
 }
+inline uint64_t next_rand(Worker *w) {
+    uint64_t x = w->rng; // xorshift64*
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    w->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
 inline int rq_pop(Worker *w) {
+    if (w->g && w->g->sched.adversarial && w->rq_len > 1) {
+        // Take a random ready thread instead of the oldest.
+        uint32_t k = (uint32_t)(next_rand(w) % w->rq_len);
+        uint32_t a = w->rq_head, b = (w->rq_head + k) % w->n;
+        std::swap(w->rq[a], w->rq[b]);
+    }
     int i = w->rq[w->rq_head];
     w->rq_head = (w->rq_head + 1) % w->n;
     w->rq_len--;
@@ -677,8 +716,27 @@ void resume(Worker *w, Fiber *f) {
     // MARK_DONE: finished; MARK_ABORT: block_err is set, or the grid was cancelled.
 }
 
+struct kl_tls_index {
+    unsigned long ti_module, ti_offset;
+};
+extern "C" void *__tls_get_addr(kl_tls_index *);
+
+void poison_shared(const SharedImage &s) {
+    if (s.modid == 0 || s.len == 0) return;
+    kl_tls_index ti{s.modid, 0};
+    char *base = static_cast<char *>(__tls_get_addr(&ti)); // allocates this thread's block if needed
+    if (base) memset(base + s.off, 0xFF, s.len);
+}
+
 void run_block(Worker *w, Grid *g, uint64_t b) {
     const dim3 gd = g->gdim, bd = g->bdim;
+    poison_shared(g->shared);
+    // Each block's random stream depends on the seed, the launch and the block alone, not on the
+    // worker that runs it: the same grade makes the same choices inside every block.
+    w->rng = (g->sched.seed ^ (g->seq * 0x9E3779B97F4A7C15ULL) ^ ((b + 1) * 0xBF58476D1CE4E5B9ULL)) | 1;
+    if (g->sched.adversarial && next_rand(w) % 3 == 0) {
+        usleep((useconds_t)(100 + next_rand(w) % 2000)); // this block starts late
+    }
     w->binfo.idx = uint3{(unsigned)(b % gd.x), (unsigned)((b / gd.x) % gd.y), (unsigned)(b / ((uint64_t)gd.x * gd.y))};
     w->binfo.dim = bd;
     w->binfo.grid = gd;
@@ -711,7 +769,7 @@ void run_block(Worker *w, Grid *g, uint64_t b) {
         f.state = F_READY;
         f.inst = -1;
         f.ctx = bctx::make_fcontext(stack_top(w, i), w->stack_size, fiber_entry);
-        rq_push(w, (int)i);
+        rq_push(w, (int)i); // rq_pop takes them in a random order under an adversarial schedule
     }
     w->in_rt = 1;
     while (!w->block_err && w->done < n) {
@@ -743,6 +801,7 @@ void run_grid(Worker *w, Grid *g) {
         while (!g->cancel.load()) {
             uint64_t b = g->next.fetch_add(1);
             if (b >= g->nblocks) break;
+            if (g->sched.adversarial) b = (g->perm_a * b + g->perm_c) % g->nblocks;
             w->cur_block.store((int64_t)b);
             run_block(w, g, b);
         }
@@ -1027,6 +1086,7 @@ void kl_emu_poll(void) {
     Worker *w = f->w;
     RtScope rt(w);
     if (w->g->cancel.load(std::memory_order_relaxed)) abort_self(w);
+    if (w->g->sched.adversarial && next_rand(w) % 16 == 0) usleep((useconds_t)(10 + next_rand(w) % 200));
     if (w->rq_len > 0) {
         f->state = F_READY;
         rq_push(w, (int)f->info.linear);
@@ -1119,6 +1179,67 @@ KL_EMU_EXPORT int kl_emu_abi_version(void) { return KL_EMU_ABI_VERSION; }
 
 KL_EMU_EXPORT void kl_emu_free(void *p) { free(p); }
 
+namespace {
+// shared_image_of finds the .tbss of the module that defines e (its TLS segment past the
+// initialised part), once per module.
+SharedImage shared_image_of(const kl_emu_entry *e) {
+    static std::mutex mu;
+    static std::vector<std::pair<const void *, SharedImage>> known;
+    Dl_info di{};
+    if (!dladdr(reinterpret_cast<const void *>(e->tramp), &di) || !di.dli_fbase) return {};
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto &k : known)
+        if (k.first == di.dli_fbase) return k.second;
+    SharedImage img;
+    struct Find {
+        const void *base;
+        size_t filesz = 0, memsz = 0;
+        bool found = false;
+    } f{di.dli_fbase};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info *info, size_t, void *data) -> int {
+            Find *f = static_cast<Find *>(data);
+            if (reinterpret_cast<const void *>(info->dlpi_addr) != f->base) return 0;
+            for (int i = 0; i < info->dlpi_phnum; i++) {
+                if (info->dlpi_phdr[i].p_type == PT_TLS) {
+                    f->filesz = info->dlpi_phdr[i].p_filesz;
+                    f->memsz = info->dlpi_phdr[i].p_memsz;
+                    f->found = true;
+                }
+            }
+            return 1;
+        },
+        &f);
+    if (f.found && f.memsz > f.filesz) {
+        void *h = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+        size_t modid = 0;
+        if (h && dlinfo(h, RTLD_DI_TLS_MODID, &modid) == 0 && modid) {
+            img.modid = modid;
+            img.off = f.filesz;
+            img.len = f.memsz - f.filesz;
+        }
+        if (h) dlclose(h);
+    }
+    known.push_back({di.dli_fbase, img});
+    return img;
+}
+
+Schedule schedule_setting() {
+    static Schedule s = [] {
+        Schedule r;
+        const char *e = getenv("LABRUN_EMU_SCHEDULE");
+        if (e && strncmp(e, "adversarial", 11) == 0) {
+            r.adversarial = true;
+            r.seed = 0x5DEECE66DULL;
+            if (e[11] == ':') r.seed ^= strtoull(e + 12, nullptr, 10) * 0x9E3779B97F4A7C15ULL;
+        }
+        return r;
+    }();
+    return s;
+}
+
+} // namespace
+
 KL_EMU_EXPORT int kl_emu_launch(kl_emu_launch_params *p) {
     init_once();
     p->output = nullptr;
@@ -1145,6 +1266,15 @@ KL_EMU_EXPORT int kl_emu_launch(kl_emu_launch_params *p) {
     auto g = std::make_shared<Grid>();
     g->seq = ++g_seq;
     g->entry = e;
+    g->shared = shared_image_of(e);
+    g->sched = schedule_setting();
+    if (g->sched.adversarial && nblocks > 1) {
+        uint64_t r = g->sched.seed ^ (g->seq * 0xD1B54A32D192ED03ULL);
+        uint64_t a = 1 + r % (nblocks - 1);
+        while (std::gcd(a, nblocks) != 1) a = a % (nblocks - 1) + 1;
+        g->perm_a = a;
+        g->perm_c = (r >> 17) % nblocks;
+    }
     g->gdim = dim3(p->grid[0], p->grid[1], p->grid[2]);
     g->bdim = dim3(p->block[0], p->block[1], p->block[2]);
     g->nblocks = nblocks;

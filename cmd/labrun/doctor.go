@@ -155,6 +155,11 @@ func diagnose() ([]finding, []string) {
 	} else {
 		add(finding{Backend: "cuda", Name: "cuBLAS", Found: true, Detail: name})
 	}
+	if name, err := dl.Probe("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"); err != nil {
+		add(finding{Name: "cuBLASLt", Detail: "not found", Fix: "comes with cuBLAS (libcublasLt, or set KERNELLABS_CUBLASLT to its path); lab 02's bf16 suites use it as the baseline"})
+	} else {
+		add(finding{Name: "cuBLASLt", Found: true, Detail: name})
+	}
 	if name, err := dl.Probe("libnccl.so.2", "libnccl.so"); err != nil {
 		add(finding{Backend: "cuda", Name: "NCCL", Detail: "not found", Fix: "install NCCL (libnccl2); labs 04–05 use it as the baseline"})
 	} else {

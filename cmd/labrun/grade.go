@@ -25,6 +25,8 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
 	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
 	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	unsafeNoSandbox := fs.Bool("unsafe-no-sandbox", false, "on the emulator, grade even where the kernel lacks Landlock or seccomp: the submission's code then runs unconfined and could forge its grade (the reports say so)")
+	secretFile := fs.String("secret-file", "", "read the secret seed of the hidden tests from this file (\"-\": standard input) instead of $"+lab.SecretSeedEnv)
 	var exercises, problems listFlag
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
 	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
@@ -39,7 +41,9 @@ grades speed against the lab's reference kernel timed in the same run.
 
 Reports go to --out: results.json (Gradescope), junit.xml, summary.md (also appended to
 $GITHUB_STEP_SUMMARY when set) and report.json. Hidden tests draw their inputs from the public
-seed combined with $%s, which the kernels under test cannot read.
+seed combined with the secret seed ($%s, or --secret-file), which the code under test cannot
+read. On the emulator a submission runs only inside a sandbox (Landlock and seccomp): where the
+kernel has neither, grading refuses with exit status 3 unless --unsafe-no-sandbox.
 
 Exit codes: 0 every lab reached its pass mark; 1 below the pass mark; 2 bad input; 3 missing
 GPU, compiler or library; 4 the reports could not be written.
@@ -57,8 +61,11 @@ Flags:
 	// The secret seed stays in this process: out of the environment of everything it starts
 	// (compilers, workers), and this process is made non-dumpable so that they cannot read it
 	// from /proc either.
-	secret := os.Getenv(lab.SecretSeedEnv)
-	os.Unsetenv(lab.SecretSeedEnv)
+	secret, err := readSecret(*secretFile, os.Stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "labrun grade: %v\n", err)
+		return exitUsage
+	}
 	if secret != "" {
 		if err := grade.ProtectProcess(); err != nil {
 			fmt.Fprintf(stderr, "labrun grade: warning: could not protect the secret seed (prctl): %v\n", err)
@@ -97,7 +104,8 @@ Flags:
 	for _, l := range labs {
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
-			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr})
+			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr,
+			UnsafeNoSandbox: *unsafeNoSandbox})
 		if err != nil {
 			return exitFor(err, stderr)
 		}
@@ -129,4 +137,30 @@ Flags:
 		return exitFailures
 	}
 	return exitOK
+}
+
+// readSecret takes the secret seed from a file ("-": in) or else from the environment, and in
+// both cases removes the variable from this process's environment, so that nothing it starts
+// inherits it.
+func readSecret(file string, in io.Reader) (string, error) {
+	env := os.Getenv(lab.SecretSeedEnv)
+	os.Unsetenv(lab.SecretSeedEnv)
+	if file == "" {
+		return env, nil
+	}
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(io.LimitReader(in, 4096))
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--secret-file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("--secret-file %s is empty: write the secret seed in it", file)
+	}
+	return secret, nil
 }

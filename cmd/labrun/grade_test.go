@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,9 @@ import (
 
 // The test binary doubles as labrun's worker: the engine re-executes it with "__worker".
 func TestMain(m *testing.M) {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "__worker" {
 		os.Exit(lab.RunWorkerFromEnv())
 	}

@@ -142,7 +142,7 @@ func TestDoctorRunsWithoutAGPU(t *testing.T) {
 			assert.NotEmpty(t, f.Fix, "a missing %s must say how to fix it", f.Name)
 		}
 	}
-	for _, n := range []string{"CUDA driver", "nvcc", "NVML", "cuBLAS", "NCCL", "C++ compiler (emulator)", "Boost.Context (emulator)"} {
+	for _, n := range []string{"CUDA driver", "nvcc", "NVML", "cuBLAS", "cuBLASLt", "NCCL", "C++ compiler (emulator)", "Boost.Context (emulator)"} {
 		assert.True(t, names[n], "doctor checks %s", n)
 	}
 }

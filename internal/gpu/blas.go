@@ -85,3 +85,13 @@ type GroupedBLAS interface {
 	// BF16/BF16); BF16 in with F32 out is CUBLAS_STATUS_NOT_SUPPORTED (measured on the H200).
 	GemmGroupedBatched(s Stream, groups []GemmGroup, A, B, C Ptr, inType, outType DataType) error
 }
+
+// LtBLAS is implemented by vendor BLAS libraries with a matmul that picks its algorithm by a
+// heuristic (cuBLASLt's cublasLtMatmul with cublasLtMatmulAlgoGetHeuristic and a workspace), the
+// path PyTorch takes for a bf16 `a @ b`: the baseline a user of a framework actually gets.
+type LtBLAS interface {
+	// LtMatmul computes C = alpha·op(A)·op(B) + beta·C (GemmDesc's convention) with InType inputs,
+	// an OutType C and FP32 accumulation. The algorithm is the heuristic's first choice for the
+	// shape, chosen on the first call of a shape and reused after.
+	LtMatmul(s Stream, g GemmDesc) error
+}

@@ -33,6 +33,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 )
 
 // Options select what a grade does.
@@ -57,9 +58,13 @@ type Options struct {
 	Exercises []string
 	Problems  []string
 	// NoSpeed skips the speed tests even on a GPU.
-	NoSpeed  bool
-	Progress io.Writer
-	Worker   func() *exec.Cmd // the engine's worker (tests)
+	NoSpeed bool
+	// UnsafeNoSandbox grades on the emulator without the sandbox (a kernel without Landlock or
+	// seccomp): a submission's code then runs in the worker and could forge its grade. The
+	// reports say so.
+	UnsafeNoSandbox bool
+	Progress        io.Writer
+	Worker          func() *exec.Cmd // the engine's worker (tests)
 
 	redZone int64 // tests: the red zones' size (-1: none)
 }
@@ -93,8 +98,9 @@ type Report struct {
 	MaxScore   float64        `json:"max_score"`
 	PassMark   float64        `json:"pass_mark"` // fraction of MaxScore
 	Passed     bool           `json:"passed"`
-	Speed      string         `json:"speed"` // how speed was graded, or why not
-	Rules      []string       `json:"rules"` // the scoring rules, in words
+	Speed      string         `json:"speed"`   // how speed was graded, or why not
+	Sandbox    string         `json:"sandbox"` // how the submission's code was isolated
+	Rules      []string       `json:"rules"`   // the scoring rules, in words
 	Notes      []string       `json:"notes,omitempty"`
 	Tests      []TestResult   `json:"tests"`
 	ElapsedS   float64        `json:"elapsed_s"`
@@ -204,6 +210,26 @@ func IsExerciseFile(m *lab.Manifest, file string) bool {
 	return err == nil && HasSolution(b)
 }
 
+// isolation checks that a submission's code can be isolated on this device and says how. On the
+// emulator a submission is host code: it runs only in a sandboxed launcher, which needs Landlock
+// and seccomp. On a GPU a submission is device code only (nvcc builds device images; no host
+// code of it is compiled or run), which the GPU runs under the driver's memory protection.
+func isolation(info gpu.DeviceInfo, unsafe bool) (string, error) {
+	if !info.Emulated {
+		return "device code only: the submission's kernels run on the GPU; none of its host code is compiled or run", nil
+	}
+	if unsafe {
+		return "OFF (--unsafe-no-sandbox): the submission's code ran in labrun's worker process", nil
+	}
+	if err := sandbox.Check(); err != nil {
+		return "", &lab.EnvError{Err: fmt.Errorf("%w.\nOn the emulator a submission is host code, and labrun grades it only inside a sandbox "+
+			"(Landlock and seccomp, Linux ≥ 5.13 with Landlock enabled). Grade on such a runner, or pass --unsafe-no-sandbox "+
+			"to grade anyway: the reports then say that the grade could be forged", err)}
+	}
+	return "sandboxed launcher (" + sandbox.Describe() + "): the submission's code runs in a process that can read only " +
+		"the system's libraries and its own module, write nothing, start nothing, and reach no network", nil
+}
+
 // test is a test being planned.
 type test struct {
 	res      TestResult
@@ -261,13 +287,24 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}
+	sandbox.AddSecret(lab.GradeSecrets(o.Root)...)
+	sandboxNote, err := isolation(info, o.UnsafeNoSandbox)
+	if err != nil {
+		return nil, err
+	}
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16
 	}
 	hidden := HiddenSeed(o.Seed, o.Secret)
 
 	rep := &Report{Lab: man.Name, Title: man.Title.EN, Device: info, Seed: o.Seed, SecretSeed: o.Secret != "",
-		Files: subs, PassMark: g.PassMark}
+		Files: subs, PassMark: g.PassMark, Sandbox: sandboxNote}
+	if info.Emulated {
+		rep.Notes = append(rep.Notes, machineNote(g, o.Seed))
+	}
+	if o.UnsafeNoSandbox && info.Emulated {
+		rep.Notes = append(rep.Notes, "UNSAFE: graded without the sandbox (--unsafe-no-sandbox): the submission's code ran with the grader's rights, so this grade could be forged")
+	}
 	speedOn := !info.Emulated && !o.NoSpeed
 	switch {
 	case info.Emulated:
@@ -329,12 +366,22 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 				t.res.Visibility = "after_published"
 			}
 			if !missing[ex] {
-				for _, p := range ps {
-					j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck}
-					if td.Hidden {
-						j.Seed = hidden
+				ranks := td.Ranks
+				if len(ranks) == 0 {
+					ranks = []int{0} // the lab's own device count
+				}
+				for _, n := range ranks {
+					for pi, p := range ps {
+						j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck,
+							Devices: n, Launches: td.Launches}
+						if td.Hidden {
+							j.Seed = hidden
+						}
+						if len(td.Vary) > 0 {
+							j = lab.VaryJob(j, problemOf(v.Suite, p), td.Vary, hiddenShapes(hidden, v.Name, name, pi))
+						}
+						t.jobs = append(t.jobs, addJob(j))
 					}
-					t.jobs = append(t.jobs, addJob(j))
 				}
 			}
 			tests = append(tests, t)
@@ -392,8 +439,8 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			man.Name, len(tests), len(plan), rounds)
 		out, err := lab.Run(ctx, lab.Options{Root: o.Root, Lab: man.Name, Backend: o.Backend, Device: o.Device,
 			Seed: o.Seed, SeedSet: true, Set: "grade", Timeout: timeLimit, TotalTimeout: total, NoSave: true,
-			Progress: o.Progress, Worker: o.Worker, Files: files, Plan: plan,
-			Grade: &lab.GradeSpec{Rounds: rounds, ReadOnly: readOnly, RedZone: o.redZone}})
+			Progress: o.Progress, Worker: o.Worker, Files: files, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
+			Grade: gradeSpec(g, rounds, readOnly, o)})
 		if err != nil {
 			return nil, err
 		}
@@ -467,6 +514,44 @@ func selectExercises(m *lab.Manifest, g *lab.Grading, names []string) ([]*lab.Ex
 			strings.Join(names, ", "), strings.Join(all, ", "))}
 	}
 	return out, nil
+}
+
+// gradeSpec is how the engine runs this grade's jobs, the emulated machine included.
+func gradeSpec(g *lab.Grading, rounds int, readOnly map[string][]bool, o Options) *lab.GradeSpec {
+	m := g.Emulator.Settings()
+	spec := &lab.GradeSpec{Rounds: rounds, ReadOnly: readOnly, RedZone: o.redZone, EmuSMs: m.SMs}
+	if m.Schedule == lab.ScheduleAdversarial {
+		spec.EmuSchedule = fmt.Sprintf("%s:%d", lab.ScheduleAdversarial, o.Seed)
+	}
+	return spec
+}
+
+// machineNote describes the emulated machine of a grade for the reports.
+func machineNote(g *lab.Grading, seed uint64) string {
+	m := g.Emulator.Settings()
+	s := fmt.Sprintf("emulated machine: %d SMs per device (from lab.yaml, whatever this runner's CPUs), ", m.SMs)
+	if m.Schedule == lab.ScheduleAdversarial {
+		return s + fmt.Sprintf("adversarial schedule from seed %d (shuffled block and thread order, late blocks, pauses at fences and atomics)", seed)
+	}
+	return s + "plain schedule"
+}
+
+// problemOf finds a problem of a suite's grade set by name.
+func problemOf(s *lab.Suite, name string) lab.Problem {
+	for _, p := range s.Problems.Grade {
+		if p.Name == name {
+			return p
+		}
+	}
+	return lab.Problem{Name: name}
+}
+
+// hiddenShapes is the random stream that draws the shapes of one hidden test's problem.
+func hiddenShapes(hidden uint64, exercise, test string, problem int) *rand.Rand {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "kernellabs-shapes/%d/%s/%s/%d", hidden, exercise, test, problem)
+	x := h.Sum64()
+	return rand.New(rand.NewPCG(x, x^0x9e3779b97f4a7c15))
 }
 
 // HiddenSeed combines the public seed with the secret one: the seed of the hidden tests' inputs.

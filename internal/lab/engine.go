@@ -60,6 +60,10 @@ type Options struct {
 	Grade *GradeSpec
 	// TotalTimeout bounds the whole run (0: none); jobs not finished by then fail with the reason.
 	TotalTimeout time.Duration
+	// UnsafeNoSandbox loads graded kernel files like the course's own, in the worker, instead of
+	// in a sandboxed process: for kernels without Landlock or seccomp, when the instructor
+	// accepts that a submission could then forge its grade.
+	UnsafeNoSandbox bool
 }
 
 // Outcome is what a run produced.
@@ -183,6 +187,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 
 	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
+		untrusted: map[string]bool{},
 		available: n - o.Device}
 	file := &results.File{Lab: man.Name, Device: info, Time: time.Now().UTC(), Commit: gitCommit(o.Root),
 		Command: strings.Join(append([]string{"labrun"}, os.Args[1:]...), " ")}
@@ -290,25 +295,36 @@ func checkVariantNames(m *Manifest, names []string) error {
 // save merges with the existing file and writes atomically. A corrupt existing file is left
 // alone and this run's results go to a file beside it, so nothing measured is lost.
 func save(path string, f *results.File, m *Manifest) (string, error) {
-	old, err := results.Load(path)
-	var ce *results.CorruptError
-	if errors.As(err, &ce) {
-		side := strings.TrimSuffix(path, ".json") + ".new-" + time.Now().UTC().Format("20060102T150405") + ".json"
-		if serr := results.Save(side, f); serr != nil {
-			return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
+	err := results.Update(path, func(old *results.File) (*results.File, error) {
+		if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
+			old = nil // a different device under the same folder name: start afresh
 		}
+		if old != nil {
+			old.Entries = current(m, old.Entries)
+		}
+		return results.Merge(old, f), nil
+	})
+	if err == nil {
+		return path, nil
+	}
+	// Nothing measured is lost: a results file that is corrupt, locked or in a folder that
+	// cannot be written keeps its old contents, and this run's results go beside it, or, when
+	// even that folder refuses them, to the user's cache.
+	stamp := time.Now().UTC().Format("20060102T150405")
+	side := strings.TrimSuffix(path, ".json") + ".new-" + stamp + ".json"
+	if serr := results.Save(side, f); serr == nil {
 		return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 	}
-	if err != nil {
-		return "", err
+	cache, cerr := os.UserCacheDir()
+	if cerr != nil {
+		cache = os.TempDir()
 	}
-	if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
-		old = nil // a different device under the same folder name: start afresh
+	side = filepath.Join(cache, "kernellabs", "results", filepath.Base(filepath.Dir(path)),
+		strings.TrimSuffix(filepath.Base(path), ".json")+".new-"+stamp+".json")
+	if serr := results.Save(side, f); serr != nil {
+		return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
 	}
-	if old != nil {
-		old.Entries = current(m, old.Entries)
-	}
-	return path, results.Save(path, results.Merge(old, f))
+	return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 }
 
 type runner struct {
@@ -319,6 +335,7 @@ type runner struct {
 	set  string
 
 	compileErr map[*Variant]string // variants whose kernel file did not compile
+	untrusted  map[string]bool     // images built from graded files: loaded only in a sandbox
 	custom     map[string]Problem  // by suite, when the run is of a custom problem
 	available  int                 // devices from o.Device on (a lab may need several)
 	lastReport time.Time           // when the previous progress line was printed
@@ -326,6 +343,26 @@ type runner struct {
 	// Jobs a stopped run did not finish (not run, or killed in flight by the interrupt): an
 	// interrupted run saves everything else and leaves these entries of the old file alone.
 	unfinished map[string]bool // by entryKey
+}
+
+// gradedFiles lists the kernel files of the variants that the plan grades: a student's code,
+// wherever it came from (a submission, or the exercise files of the student's own repository).
+func (r *runner) gradedFiles() map[string]bool {
+	files := map[string]bool{}
+	for _, j := range r.o.Plan {
+		if j.Mode == "" {
+			continue
+		}
+		if s := r.man.Suite(j.Suite); s != nil {
+			if v := s.Variant(j.Variant); v != nil && v.IsKernel() {
+				files[v.File] = true
+			}
+		}
+	}
+	for f := range r.o.Files {
+		files[f] = true
+	}
+	return files
 }
 
 func (r *runner) selected(v *Variant) bool {

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/binary"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 
 // The test binary doubles as the worker: the engine re-executes it with this variable set.
 func TestMain(m *testing.M) {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv("LABRUN_TEST_WORKER") == "1" {
 		os.Exit(RunWorkerFromEnv())
 	}

@@ -40,6 +40,10 @@ type GradeSpec struct {
 	// ReadOnly says, for a graded variant (by Variant.Key), which kernel parameters point at
 	// inputs (const T* in the course's own signature of the kernel, not the submission's).
 	ReadOnly map[string][]bool `json:"read_only,omitempty"`
+	// The emulated machine (lab.yaml's grading.emulator): SMs per device, and the schedule as the
+	// emulator takes it ("adversarial:SEED", or "" for the plain order).
+	EmuSMs      int    `json:"emu_sms,omitempty"`
+	EmuSchedule string `json:"emu_schedule,omitempty"`
 }
 
 // DefaultRedZone is the size of the red zones around buffers in grading.
@@ -93,6 +97,8 @@ func ReasonOfError(err error) string {
 	msg := err.Error()
 	has := func(s string) bool { return name == s || strings.Contains(msg, s) }
 	switch {
+	case has("EMU_KERNEL_PROCESS_DIED"):
+		return ReasonCrash
 	case has("EMU_OUT_OF_BOUNDS_WRITE"):
 		return ReasonOutOfBounds
 	case has("EMU_ILLEGAL_ADDRESS"), has("CUDA_ERROR_ILLEGAL_ADDRESS"), has("CUDA_ERROR_MISALIGNED_ADDRESS"):
@@ -158,7 +164,7 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 	var work Work
 	for r := 0; r < total; r++ {
 		w.env.reseedRun(seed, job, r)
-		o := w.gradeRun(s, v, p, timed && r >= warm, prev, &work)
+		o := w.gradeRun(s, v, p, timed && r >= warm, max(job.Launches, 1), prev, &work)
 		if o.skip != "" {
 			e.Status, e.Error = results.StatusSkipped, o.skip
 			return e, nil
@@ -206,7 +212,7 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 
 // gradeRun is one checked run: prepare afresh, poison, snapshot, run (timed when asked), then
 // the red zones, the inputs and the outputs.
-func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, prev [][]byte, work *Work) (o runOutcome) {
+func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches int, prev [][]byte, work *Work) (o runOutcome) {
 	g := w.guard
 	g.begin()
 	defer g.setPhase(phaseIdle)
@@ -239,6 +245,27 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, prev [][]
 		return fail(ReasonError, "reading the inputs", err)
 	}
 
+	// Launches > 1: run on the same case again, the outputs poisoned afresh before each run, so
+	// that what the check sees is the last run's (a counter that grows across runs must work).
+	for l := 1; l < launches; l++ {
+		g.setPhase(phaseRun)
+		err = c.Run(v)
+		g.setPhase(phaseIdle)
+		if err == nil {
+			err = w.env.Stream.Synchronize()
+		}
+		if why, ok := skipReason(err); ok {
+			return runOutcome{skip: why}
+		}
+		if err != nil {
+			return fail(ReasonOfError(err), fmt.Sprintf("run %d of %d on one case", l, launches), err)
+		}
+		g.setPhase(phasePoison)
+		if err := c.Poison(); err != nil {
+			return fail(ReasonError, "poison outputs", err)
+		}
+		g.setPhase(phaseIdle)
+	}
 	g.setPhase(phaseRun)
 	if timed {
 		o.ms, err = w.timedRun(c, v)
@@ -370,9 +397,9 @@ func explain(pre, out, prev [][]byte) (string, string) {
 		return ReasonUnwritten, fmt.Sprintf("did not write %d of %d outputs: they still hold the poison put there before the run",
 			unchanged, total)
 	case nanNew > 0:
-		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN, "+
-			"so a kernel that reads past the end (or before the start) of its inputs computes NaN (or it read an output "+
-			"before writing it)", nanNew, total)
+		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN "+
+			"and shared memory starts as NaN at every block, so a kernel that reads past the end (or before the start) of "+
+			"its inputs, or shared memory it did not write, computes NaN (or it read an output before writing it)", nanNew, total)
 	case total > 0 && zeros == total:
 		return ReasonWrong, "wrong result: every output is 0"
 	case total > 1 && constant:

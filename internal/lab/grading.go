@@ -2,6 +2,9 @@ package lab
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -35,8 +38,39 @@ type Grading struct {
 	TotalTimeLimit time.Duration `yaml:"total_time_limit"`
 	Rounds         int           `yaml:"rounds"`
 	Exercises      []*Exercise   `yaml:"exercises"`
+	// Emulator fixes the machine that a grade on the CPU emulator runs on, whatever the runner's
+	// CPUs or environment: the same submission gets the same grade everywhere.
+	Emulator EmulatorGrading `yaml:"emulator"`
 
 	line int
+}
+
+// EmulatorGrading is the emulated machine of a grade.
+type EmulatorGrading struct {
+	// SMs is how many blocks of a grid each emulated device runs at once (default 4).
+	SMs int `yaml:"sms"`
+	// Schedule is "adversarial" (the default: shuffled block and thread order, late blocks,
+	// pauses at fences and atomics, from the grade's seed) or "plain".
+	Schedule string `yaml:"schedule"`
+}
+
+// Emulator grading defaults.
+const (
+	DefaultGradeSMs      = 4
+	ScheduleAdversarial  = "adversarial"
+	SchedulePlain        = "plain"
+	DefaultGradeSchedule = ScheduleAdversarial
+)
+
+// Settings gives the machine with defaults filled in.
+func (e EmulatorGrading) Settings() EmulatorGrading {
+	if e.SMs <= 0 {
+		e.SMs = DefaultGradeSMs
+	}
+	if e.Schedule == "" {
+		e.Schedule = DefaultGradeSchedule
+	}
+	return e
 }
 
 // Exercise is one graded kernel variant.
@@ -59,6 +93,17 @@ type GradeTest struct {
 	Problems []string `yaml:"problems"`
 	Points   float64  `yaml:"points"`
 	Hidden   bool     `yaml:"hidden"`
+	// Ranks runs the test at each of these world sizes (devices at once), for labs whose lab.yaml
+	// says devices: N; empty means N alone. Code hard-wired for one count fails at the others.
+	Ranks []int `yaml:"ranks"`
+	// Launches runs the variant this many times on one prepared case, its outputs poisoned again
+	// before each, and checks the last (default 1): a protocol whose counters grow from run to
+	// run (epochs) must work after the first.
+	Launches int `yaml:"launches"`
+	// Vary (hidden tests) draws these parameters of each problem afresh from the hidden seed:
+	// key: [lo, hi] or [lo, hi, step], an integer uniformly from lo, lo+step, … ≤ hi. The
+	// shapes of a hidden test are then as secret as its inputs.
+	Vary map[string][]int64 `yaml:"vary"`
 
 	line int
 }
@@ -198,6 +243,12 @@ func (m *Manifest) validateGrading() []error {
 	if len(g.Exercises) == 0 {
 		at(g.line, "grading: no exercises (list the variants a student writes)")
 	}
+	if g.Emulator.SMs < 0 || g.Emulator.SMs > 256 {
+		at(g.line, "grading: emulator: sms %d must be 1..256", g.Emulator.SMs)
+	}
+	if sc := g.Emulator.Schedule; sc != "" && sc != ScheduleAdversarial && sc != SchedulePlain {
+		at(g.line, "grading: emulator: schedule %q: want %s or %s", sc, ScheduleAdversarial, SchedulePlain)
+	}
 	seen := map[*Variant]bool{}
 	for _, ex := range g.Exercises {
 		v, err := m.findVariant(ex.Variant)
@@ -266,6 +317,29 @@ func (m *Manifest) validateGrading() []error {
 			if t.Points == 0 {
 				t.Points = ex.Points
 			}
+			for _, r := range t.Ranks {
+				if r < 1 || r > 64 {
+					at(t.line, "grading: exercise %s: ranks %d must be 1..64", v.Name, r)
+				}
+			}
+			if len(t.Ranks) > 0 && m.DeviceCount() < 2 {
+				at(t.line, "grading: exercise %s: ranks is for labs with devices: N (this lab uses one device)", v.Name)
+			}
+			if t.Launches < 0 || t.Launches > 100 {
+				at(t.line, "grading: exercise %s: launches %d must be 1..100", v.Name, t.Launches)
+			}
+			if len(t.Vary) > 0 && !t.Hidden {
+				at(t.line, "grading: exercise %s: vary draws the shapes of a hidden test; mark the test hidden: true", v.Name)
+			}
+			known := s.paramKeys()
+			for k, r := range t.Vary {
+				if !known[k] {
+					at(t.line, "grading: exercise %s: vary: %q is not a parameter of suite %s's problems", v.Name, k, s.Name)
+				}
+				if (len(r) != 2 && len(r) != 3) || r[0] > r[1] || (len(r) == 3 && r[2] < 1) {
+					at(t.line, "grading: exercise %s: vary: %s: want [lo, hi] or [lo, hi, step] with lo ≤ hi and step ≥ 1", v.Name, k)
+				}
+			}
 		}
 		if sp := ex.Speed; sp != nil {
 			if ex.Ref == nil {
@@ -301,4 +375,36 @@ func (m *Manifest) validateGrading() []error {
 		}
 	}
 	return errs
+}
+
+// VaryJob moves a grading job onto a shape nobody has seen: the job's problem (p) with each
+// parameter of vary drawn from rng, carried in the job as a custom problem (Job.Custom).
+func VaryJob(j Job, p Problem, vary map[string][]int64, rng *rand.Rand) Job {
+	params := map[string]int64{}
+	for k, v := range p.Params {
+		params[k] = v
+	}
+	keys := make([]string, 0, len(vary))
+	for k := range vary {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the same draws for the same seed
+	for _, k := range keys {
+		r := vary[k]
+		step := int64(1)
+		if len(r) == 3 {
+			step = r[2]
+		}
+		n := (r[1]-r[0])/step + 1
+		params[k] = r[0] + rng.Int64N(n)*step
+	}
+	j.Custom = encodeParams(params)
+	return j
+}
+
+// GradeSecrets lists what no sandboxed process of a grade may reach in the course tree at root:
+// the reference solutions (every lab's exercises folder) and the reports' default folder.
+func GradeSecrets(root string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(root, "labs", "*", "exercises"))
+	return append(dirs, filepath.Join(root, "grade-report"))
 }

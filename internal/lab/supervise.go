@@ -32,9 +32,17 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
 	next := 0
 	for next < len(jobs) && ctx.Err() == nil {
+		// A worker's jobs share one world size.
+		end := next + 1
+		for end < len(jobs) && jobs[end].Devices == jobs[next].Devices {
+			end++
+		}
 		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
-			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:],
-			Grade: r.o.Grade}
+			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:end],
+			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox, Devices: jobs[next].Devices}
+		for path := range r.untrusted {
+			spec.Untrusted = append(spec.Untrusted, path)
+		}
 		res := r.runWorker(ctx, spec, timeout, len(jobs), next)
 		for i, e := range res.entries {
 			done[next+i] = e
@@ -167,6 +175,9 @@ func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Du
 	specJSON, _ := json.Marshal(spec)
 	cmd.Stdin = strings.NewReader(string(specJSON))
 	cmd.Env = withoutEnv(cmd.Env, SecretSeedEnv)
+	if r.info.Emulated && spec.Grade != nil {
+		cmd.Env = r.gradeMachineEnv(cmd.Env, spec)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		res.failure, res.fatal = "creating the worker pipe: "+err.Error(), "pipe"
@@ -270,6 +281,16 @@ func (r *runner) collect(ctx context.Context, res *workerResult, events <-chan E
 			if !ok {
 				return current
 			}
+			if why := r.invalidEvent(e, spec, current, len(res.entries)); why != "" {
+				// Not an event this worker can have sent for the job in flight: whatever wrote it
+				// fails the job, and the worker is not trusted further.
+				res.timedOut = false
+				res.failure = "the grader received an event it did not ask for (" + why + "): a forged result? the worker was killed"
+				if kill != nil {
+					kill()
+				}
+				return current
+			}
 			switch e.Type {
 			case "start":
 				current, res.started = e.Job, true
@@ -355,4 +376,60 @@ func describeExit(err error, output string) string {
 		return fmt.Sprintf("the worker process exited with status %d", ee.ExitCode())
 	}
 	return "the worker failed: " + err.Error()
+}
+
+// The emulator's settings, as its documented environment variables (internal/gpu/emu).
+const (
+	emuEnvSMs      = "LABRUN_EMU_SMS"
+	emuEnvDevices  = "LABRUN_EMU_DEVICES"
+	emuEnvSchedule = "LABRUN_EMU_SCHEDULE"
+)
+
+// gradeMachineEnv sets the emulated machine of a grade in a worker's environment, replacing
+// whatever the runner set: the grading section's SMs and schedule, and enough devices.
+func (r *runner) gradeMachineEnv(env []string, spec WorkerSpec) []string {
+	for _, k := range []string{emuEnvSMs, emuEnvDevices, emuEnvSchedule} {
+		env = withoutEnv(env, k)
+	}
+	g := r.o.Grade
+	devices := max(spec.Devices, r.man.DeviceCount(), 2)
+	env = append(env, fmt.Sprintf("%s=%d", emuEnvSMs, g.EmuSMs), fmt.Sprintf("%s=%d", emuEnvDevices, devices))
+	if g.EmuSchedule != "" {
+		env = append(env, emuEnvSchedule+"="+g.EmuSchedule)
+	}
+	return env
+}
+
+// invalidEvent says why an event cannot be the worker's next one ("" when it can): the worker
+// starts its jobs in order, sends one result per started job for that job's suite, variant and
+// problem, and a passed grading job carries its passed check and the number of runs it made.
+func (r *runner) invalidEvent(e Event, spec WorkerSpec, current, done int) string {
+	switch e.Type {
+	case "start":
+		if current >= 0 || e.Job != done || e.Job >= len(spec.Jobs) {
+			return fmt.Sprintf("start of job %d while job %d runs and %d are done", e.Job, current, done)
+		}
+	case "result":
+		if current < 0 || e.Job != current {
+			return fmt.Sprintf("a result for job %d, which is not running", e.Job)
+		}
+		j, en := spec.Jobs[e.Job], e.Entry
+		if en == nil || en.Suite != j.Suite || en.Variant != j.Variant || en.Problem != j.Problem {
+			return fmt.Sprintf("a result for job %d that names another variant or problem", e.Job)
+		}
+		if j.Mode != "" && en.Status == results.StatusOK {
+			runs, _ := en.Data["runs"].(float64)
+			if en.Check == nil || !en.Check.OK || int(runs) < 1 {
+				return fmt.Sprintf("a passed grading result for job %d without its check", e.Job)
+			}
+		}
+	case "describe":
+		if done > 0 || current >= 0 {
+			return "a device description after the jobs started"
+		}
+	case "log", "fatal":
+	default:
+		return fmt.Sprintf("an event of unknown type %q", e.Type)
+	}
+	return ""
 }

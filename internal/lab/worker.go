@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +37,21 @@ type WorkerSpec struct {
 	Images   map[string]string `json:"images"` // kernel entry key ("file:entry") → compiled image path
 	Jobs     []Job             `json:"jobs"`
 	Grade    *GradeSpec        `json:"grade,omitempty"` // how jobs with a grading mode run
+	// Untrusted lists the images built from a student's code: the backend loads them in
+	// isolation (gpu.LoadUntrusted), unless NoSandbox (the instructor's --unsafe-no-sandbox).
+	Untrusted []string `json:"untrusted,omitempty"`
+	NoSandbox bool     `json:"no_sandbox,omitempty"`
+	// Devices is how many devices the worker opens (0: lab.yaml's devices): every job of a
+	// worker has the same world size.
+	Devices int `json:"devices,omitempty"`
+}
+
+// deviceCount is how many devices the worker opens.
+func (w *worker) deviceCount() int {
+	if w.spec.Devices > 0 {
+		return w.spec.Devices
+	}
+	return w.man.DeviceCount()
 }
 
 // Job is one variant on one problem.
@@ -52,6 +69,10 @@ type Job struct {
 	// Custom holds a custom problem's parameters ("k=4096,m=4096,n=14336"): such a problem is in
 	// no problem set. A string keeps Job comparable (the grader uses jobs as map keys).
 	Custom string `json:"custom,omitempty"`
+	// Devices is the world size of a multi-device lab's job (0: lab.yaml's devices); Launches
+	// (grading) runs the variant that many times on one prepared case before the check.
+	Devices  int `json:"devices,omitempty"`
+	Launches int `json:"launches,omitempty"`
 }
 
 func (j Job) String() string { return j.Suite + "/" + j.Variant + " " + j.Problem }
@@ -152,6 +173,9 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.Grade != nil {
+		sandbox.AddSecret(GradeSecrets(spec.Root)...)
+	}
 	w := &worker{spec: spec, man: man, drv: drv, dev: dev, emit: emit}
 	kernels, err := w.loadKernels(dev)
 	if err != nil {
@@ -171,7 +195,14 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	}
 	var envDev gpu.Device = dev
 	if spec.Grade != nil {
-		w.guard = newGuardDevice(dev, spec.Grade.redZone())
+		// The emulator surrounds every buffer with NaN slack and faulting fences of its own: a read
+		// or write past a buffer faults there exactly as in a normal run. A GPU has no such
+		// fences, so the guard adds NaN red zones.
+		pad := spec.Grade.redZone()
+		if dev.Info().Emulated {
+			pad = 0
+		}
+		w.guard = newGuardDevice(dev, pad)
 		envDev = w.guard
 		for name, k := range kernels {
 			kernels[name] = &guardKernel{Kernel: k, g: w.guard, readOnly: spec.Grade.ReadOnly[name]}
@@ -192,10 +223,10 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 func (w *worker) openPeers(be gpu.Backend) ([]map[string]gpu.Kernel, []gpu.Stream, error) {
 	var kernels []map[string]gpu.Kernel
 	var streams []gpu.Stream
-	for i := 1; i < w.man.DeviceCount(); i++ {
+	for i := 1; i < w.deviceCount(); i++ {
 		d, err := be.Open(w.spec.Device + i)
 		if err != nil {
-			return nil, nil, fmt.Errorf("opening device %d (lab %s needs %d devices): %w", w.spec.Device+i, w.man.Name, w.man.DeviceCount(), err)
+			return nil, nil, fmt.Errorf("opening device %d (lab %s needs %d devices): %w", w.spec.Device+i, w.man.Name, w.deviceCount(), err)
 		}
 		w.peers = append(w.peers, d)
 		ks, err := w.loadKernels(d)
@@ -229,7 +260,11 @@ func (w *worker) loadKernels(dev gpu.Device) (map[string]gpu.Kernel, error) {
 		m, ok := mods[path]
 		if !ok {
 			var err error
-			if m, err = dev.LoadModule(path); err != nil {
+			load := dev.LoadModule
+			if slices.Contains(w.spec.Untrusted, path) && !w.spec.NoSandbox {
+				load = func(p string) (gpu.Module, error) { return gpu.LoadUntrusted(dev, p) }
+			}
+			if m, err = load(path); err != nil {
 				return nil, false, fmt.Errorf("loading %s (built from %s): %w", path, file, err)
 			}
 			mods[path] = m

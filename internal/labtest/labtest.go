@@ -5,6 +5,7 @@ package labtest
 
 import (
 	"context"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"regexp"
@@ -26,6 +27,9 @@ const workerEnv = "KL_LABTEST_WORKER"
 
 // Main is a lab test package's TestMain: the engine re-executes the test binary as its worker.
 func Main(m *testing.M) {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(lab.RunWorkerFromEnv())
 	}

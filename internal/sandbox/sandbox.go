@@ -8,9 +8,9 @@
 // signals outside itself, no leaving its process group, no namespaces or mounts, and, unless
 // the policy allows it, no new processes at all), then execs PROGRAM with the policy's
 // environment and nothing else. The program inherits every restriction, and so does anything it
-// starts. Where the kernel allows it the process also gets new user, PID, network and IPC
-// namespaces, so that everything it started dies with it; in every case it runs in a process
-// group of its own that Kill ends.
+// starts. It runs in a process group of its own that it cannot leave and that Kill ends, and it
+// dies with its parent; where the kernel allows it, it also gets new user, network and IPC
+// namespaces.
 //
 // Check says whether this kernel can do all of this. The grader refuses to grade where it cannot,
 // unless the instructor says the grade may be unsafe.
@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -44,9 +45,33 @@ type Policy struct {
 	// KeepFiles is how many descriptors after stderr (3, 4, …) stay open: the caller's
 	// exec.Cmd.ExtraFiles. Every other descriptor is closed.
 	KeepFiles int `json:"keep_files"`
-	// Secret lists paths that must stay unreachable (the course tree, the grader's reports):
-	// a policy whose Read or Write list contains one of them, or lies inside one, is refused.
+	// Secret lists paths that must stay unreachable (the reference solutions, the grader's
+	// reports): a policy whose Read or Write list contains one of them, or lies inside one, is
+	// refused.
 	Secret []string `json:"secret,omitempty"`
+	// Program is the program's binary (and its real path): readable, whatever Secret says.
+	// Command sets it.
+	Program []string `json:"program,omitempty"`
+}
+
+var (
+	secretMu sync.Mutex
+	secrets  []string
+)
+
+// AddSecret adds paths that no policy of this process may expose (the course tree, the
+// grader's reports), on top of each policy's own Secret list.
+func AddSecret(paths ...string) {
+	secretMu.Lock()
+	defer secretMu.Unlock()
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			secrets = append(secrets, abs)
+			if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+				secrets = append(secrets, real)
+			}
+		}
+	}
 }
 
 // SystemRead is what most programs need to start: the system's libraries, tools and loader
@@ -104,11 +129,15 @@ func Command(p Policy, name string, args ...string) (*Cmd, error) {
 		name = abs
 	}
 	// The program itself must be readable (the loader maps it) and, through its symlinks, its
-	// real file too.
-	p.Read = append(append([]string(nil), p.Read...), name)
+	// real file too. It may lie in a secret folder (labrun in the course's bin/): one file, which
+	// exposes nothing else.
+	p.Program = []string{name}
 	if real, err := filepath.EvalSymlinks(name); err == nil && real != name {
-		p.Read = append(p.Read, real)
+		p.Program = append(p.Program, real)
 	}
+	secretMu.Lock()
+	p.Secret = append(append([]string(nil), p.Secret...), secrets...)
+	secretMu.Unlock()
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
@@ -147,14 +176,17 @@ const WrapperCommand = "__sandbox"
 // Cmd is a sandboxed command.
 type Cmd struct {
 	*exec.Cmd
-	// Isolation says which namespaces the process got ("user, pid, net, ipc", or "none").
+	// Isolation says which namespaces the process got ("user, net, ipc namespaces", or "none").
 	Isolation string
 }
 
 // Start starts the command in a process group of its own, in new namespaces where the kernel
 // allows them, and dies with its parent.
 func (c *Cmd) Start() error {
-	flags, uid, gid := uintptr(syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNET|syscall.CLONE_NEWIPC),
+	// No PID namespace: its first process ignores the signals it sends itself (abort() would
+	// not end it), and the process group already ends everything the program starts, since it
+	// can leave the group neither by setsid nor by setpgid.
+	flags, uid, gid := uintptr(syscall.CLONE_NEWUSER|syscall.CLONE_NEWNET|syscall.CLONE_NEWIPC),
 		os.Getuid(), os.Getgid()
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
@@ -162,7 +194,7 @@ func (c *Cmd) Start() error {
 		GidMappingsEnableSetgroups: false}
 	err := c.Cmd.Start()
 	if err == nil {
-		c.Isolation = "user, pid, net, ipc namespaces"
+		c.Isolation = "user, net, ipc namespaces"
 		return nil
 	}
 	if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOSPC) &&

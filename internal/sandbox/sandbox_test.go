@@ -82,3 +82,18 @@ func TestNoNetworkNoSignals(t *testing.T) {
 		assert.Error(t, err, out)
 	}
 }
+
+func TestProgramInASecretFolderRunsButExposesNothingElse(t *testing.T) {
+	needSandbox(t)
+	secret := t.TempDir()
+	prog := filepath.Join(secret, "prog.sh")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\ncat "+filepath.Join(secret, "answer")+" 2>&1; echo ran\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(secret, "answer"), []byte("the solution"), 0o644))
+	cmd, err := Command(Policy{Read: SystemRead, Exec: true, Secret: []string{secret}}, prog)
+	require.NoError(t, err)
+	out, _ := cmd.CombinedOutput()
+	assert.Contains(t, string(out), "ran")
+	assert.NotContains(t, string(out), "the solution")
+	_, err = Command(Policy{Read: []string{secret}, Exec: true, Secret: []string{secret}}, "/bin/true")
+	assert.Error(t, err, "a Read path inside a secret is refused")
+}

@@ -22,8 +22,11 @@ import (
 const emuGenVersion = "emu-build-3"
 
 // EmuCXXFlags are the C++ flags of every emulator build: C++17, optimized (the emulator's speed
-// is the kernel's speed), and no strict aliasing, since CUDA code reinterprets float* as float4*.
-var EmuCXXFlags = []string{"-std=c++17", "-O2", "-fPIC", "-pthread", "-fno-strict-aliasing",
+// is the kernel's speed), no strict aliasing, since CUDA code reinterprets float* as float4*, and
+// no assumption that loops end: C++ lets g++ delete a spin on a plain (non-volatile) load as a
+// loop without side effects, where nvcc keeps it and hoists the load, so the kernel hangs on a
+// GPU; with -fno-finite-loops it hangs on the emulator too, and the time limit reports it.
+var EmuCXXFlags = []string{"-std=c++17", "-O2", "-fno-finite-loops", "-fPIC", "-pthread", "-fno-strict-aliasing",
 	"-fdiagnostics-color=never", "-fmax-errors=20"}
 
 // EmuPackages are the Debian packages the emulator's builds need.

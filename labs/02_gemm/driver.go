@@ -6,8 +6,11 @@
 // per variant, the check and the work counts; the engine builds, checks, times and records.
 //
 // Conventions of the lab:
-//   - Suites whose name starts with "bf16" have bf16 inputs (A, B) and an fp32 C; the others are
-//     all fp32.
+//   - Suites whose name starts with "bf16" have bf16 inputs (A, B); the others are all fp32. In
+//     bf16 suites C is fp32, except for the variants that write a bf16 C (cuBLASLt, and kernels
+//     with cbf16: 1): they get a bf16 copy of the same C, and the check allows for the rounding
+//     of the output to bf16. The initial C of a bf16 suite is rounded to bf16 for every variant,
+//     so that both kinds start from the same values.
 //   - alpha = 1.25 and beta = -0.5, with a random initial C, unless the problem sets beta0: 1
 //     (then beta = 0 and C is poisoned with NaN: a kernel that reads C when beta is 0 fails).
 //     cuBLAS gets the same alpha and beta. With beta ≠ 0, C is an input: Poison restores the
@@ -38,7 +41,27 @@ const LabDir = "02_gemm"
 const (
 	LibSgemm  = "cublas_sgemm"  // cublasSgemm, default math mode: true FP32, no TF32
 	LibGemmEx = "cublas_gemmex" // cublasGemmEx, bf16 inputs, fp32 output and accumulation
+	LibLt     = "cublaslt_bf16" // cublasLtMatmul, heuristic algorithm: bf16 inputs and output, fp32 accumulation
 )
+
+// BF16OutputRounding is what the check adds to a suite's tolerance for a variant that writes a
+// bf16 C: rounding an element to bf16 moves it by at most 2^-9 of itself, and an element is never
+// larger than its error scale (|alpha|·Σ|a·b| + |beta·c|), so 2^-8 leaves a margin of 2× on every
+// element and more on the norm, while a dropped k16 step (≈ √(16/K) ≥ 4e-2) still fails.
+const BF16OutputRounding = 1.0 / 256
+
+// WritesBF16 says whether variant v writes a bf16 C.
+func WritesBF16(v *lab.Variant) bool { return v.Library == LibLt || v.Params[ParamCBF16] != 0 }
+
+// suiteWritesBF16 says whether any variant of s writes a bf16 C (the case then allocates one).
+func suiteWritesBF16(s *lab.Suite) bool {
+	for _, v := range s.Variants {
+		if WritesBF16(v) {
+			return true
+		}
+	}
+	return false
+}
 
 // The scalars of every problem (both are exact in binary, so the reference has no rounding in them).
 const (
@@ -117,7 +140,9 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := prepare(env, PrecisionOf(s), sh)
+	prec := PrecisionOf(s)
+	bf16Out := prec == BF16 && suiteWritesBF16(s)
+	c, err := prepare(env, prec, sh, bf16Out)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
@@ -132,14 +157,15 @@ type gemmCase struct {
 	prod Product
 	seed uint64 // for the check's random vectors and samples
 
-	dA32, dB32 *gpu.Buffer[float32] // fp32 inputs
-	dA16, dB16 *gpu.Buffer[uint16]  // bf16 inputs (bit patterns)
-	dC, dC0    *gpu.Buffer[float32] // the output, and the pristine initial C (beta ≠ 0)
+	dA32, dB32  *gpu.Buffer[float32] // fp32 inputs
+	dA16, dB16  *gpu.Buffer[uint16]  // bf16 inputs (bit patterns)
+	dC, dC0     *gpu.Buffer[float32] // the output, and the pristine initial C (beta ≠ 0)
+	dC16, dC016 *gpu.Buffer[uint16]  // the same two in bf16, for variants that write a bf16 C
 
-	maps map[string][2]gpu.RawArg // TMA tensor maps by variant
+	maps map[string][3]gpu.RawArg // TMA tensor maps by variant: A, B and (tmac) C
 }
 
-func prepare(env *lab.Env, prec Precision, sh Shape) (*gemmCase, error) {
+func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool) (*gemmCase, error) {
 	m, n, k := sh.M, sh.N, sh.K
 	elem := int64(4)
 	if prec == BF16 {
@@ -150,12 +176,15 @@ func prepare(env *lab.Env, prec Precision, sh Shape) (*gemmCase, error) {
 		cMats = 1
 	}
 	need := elem*(int64(m)*int64(k)+int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
+	if bf16Out {
+		need += 2 * cMats * int64(m) * int64(n)
+	}
 	if free, total, err := env.Device.MemInfo(); err == nil && total > 0 && need > free {
 		return nil, fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem)",
 			gpu.HumanBytes(need), gpu.HumanBytes(free), gpu.HumanBytes(total))
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, maps: map[string][2]gpu.RawArg{}}
+	c := &gemmCase{env: env, prec: prec, sh: sh, maps: map[string][3]gpu.RawArg{}}
 	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta}
 	if sh.Beta0 {
 		c.prod.Beta = 0
@@ -168,6 +197,12 @@ func prepare(env *lab.Env, prec Precision, sh Shape) (*gemmCase, error) {
 	if !sh.Beta0 {
 		c.prod.C0 = make([]float32, m*n)
 		fillUniform(c.prod.C0, env.RNG.Uint64())
+		if prec == BF16 {
+			// Representable in bf16, so that a bf16 C starts from exactly the same values.
+			for i, v := range roundToBF16(c.prod.C0) {
+				c.prod.C0[i] = matref.Float32FromBF16(v)
+			}
+		}
 	}
 
 	ok := false
@@ -200,6 +235,16 @@ func prepare(env *lab.Env, prec Precision, sh Shape) (*gemmCase, error) {
 			return nil, fmt.Errorf("uploading C: %w", err)
 		}
 	}
+	if bf16Out {
+		if c.dC16, err = gpu.Alloc[uint16](env.Device, m*n); err != nil {
+			return nil, fmt.Errorf("allocating the bf16 C: %w", err)
+		}
+		if !sh.Beta0 {
+			if c.dC016, err = gpu.Upload(env.Device, roundToBF16(c.prod.C0)); err != nil {
+				return nil, fmt.Errorf("uploading the bf16 C: %w", err)
+			}
+		}
+	}
 	ok = true
 	return c, nil
 }
@@ -208,9 +253,30 @@ func prepare(env *lab.Env, prec Precision, sh Shape) (*gemmCase, error) {
 // otherwise.
 func (c *gemmCase) Poison() error {
 	if c.sh.Beta0 {
-		return c.dC.Fill32(nanBits, c.env.Stream)
+		if err := c.dC.Fill32(nanBits, c.env.Stream); err != nil {
+			return err
+		}
+		if c.dC16 != nil {
+			return c.dC16.FillBytes(0xFF, c.env.Stream) // 0xFFFF: a bf16 NaN
+		}
+		return nil
 	}
-	return c.dC.CopyFrom(c.dC0, c.env.Stream)
+	if err := c.dC.CopyFrom(c.dC0, c.env.Stream); err != nil {
+		return err
+	}
+	if c.dC16 != nil {
+		return c.dC16.CopyFrom(c.dC016, c.env.Stream)
+	}
+	return nil
+}
+
+// outBF16 is the bf16 C for variant v, or an error when the suite has none.
+func (c *gemmCase) outBF16(v *lab.Variant) (*gpu.Buffer[uint16], error) {
+	if c.dC16 == nil {
+		return nil, fmt.Errorf("variant %s writes a bf16 C, which suite %s (%s inputs) does not have: bf16 outputs need a bf16 suite",
+			v.Name, v.Suite.Name, c.prec)
+	}
+	return c.dC16, nil
 }
 
 // Run launches variant v once on the lab's stream.
@@ -235,6 +301,14 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	cfg := gpu.LaunchConfig{Grid: ls.Grid, Block: ls.Block, SharedBytes: ls.Shared, Stream: c.env.Stream}
 	m, n, kk := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
 	alpha, beta := c.prod.Alpha, c.prod.Beta
+	var out any = c.dC
+	if ls.CBF16 {
+		c16, err := c.outBF16(v)
+		if err != nil {
+			return err
+		}
+		out = c16
+	}
 	if ls.TMA {
 		if c.prec != BF16 {
 			return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
@@ -243,10 +317,13 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		if err != nil {
 			return err
 		}
-		return gpu.Launch(k, cfg, m, n, kk, alpha, beta, c.dC, maps[0], maps[1])
+		if ls.TMAC {
+			return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, maps[0], maps[1], maps[2])
+		}
+		return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, maps[0], maps[1])
 	}
 	if c.prec == BF16 {
-		return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA16, c.dB16, beta, c.dC)
+		return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA16, c.dB16, beta, out)
 	}
 	return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA32, c.dB32, beta, c.dC)
 }
@@ -282,21 +359,37 @@ func TensorMapDescs(a, b gpu.Ptr, m, n, k, bm, bk int) (gpu.TensorMapDesc, gpu.T
 	return da, db
 }
 
-func (c *gemmCase) tensorMaps(variant string, ls launchShape) ([2]gpu.RawArg, error) {
+// CTensorMapDesc is the TMA description of a bf16 C (M×N, row-major) that kernels with tmac: 1
+// store through: boxes of box[0] rows × box[1] columns, 128-byte swizzle (the layout the kernel
+// writes its staging buffer in, which spreads a warp's rows over all 32 banks).
+func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
+	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: c, Dims: []uint64{uint64(n), uint64(m)},
+		Strides: []uint64{uint64(n) * 2}, Box: []uint32{uint32(box[1]), uint32(box[0])}, Swizzle: 128, L2Promotion: 256}
+}
+
+func (c *gemmCase) tensorMaps(variant string, ls launchShape) ([3]gpu.RawArg, error) {
 	if m, ok := c.maps[variant]; ok {
 		return m, nil
 	}
+	var maps [3]gpu.RawArg
 	da, db := TensorMapDescs(c.dA16.DevicePtr(), c.dB16.DevicePtr(), c.sh.M, c.sh.N, c.sh.K, ls.BM, ls.BK)
-	ma, err := gpu.EncodeTensorMap(c.env.Device, da)
-	if err != nil {
-		return [2]gpu.RawArg{}, fmt.Errorf("tensor map of A: %w", err)
+	var err error
+	if maps[0], err = gpu.EncodeTensorMap(c.env.Device, da); err != nil {
+		return maps, fmt.Errorf("tensor map of A: %w", err)
 	}
-	mb, err := gpu.EncodeTensorMap(c.env.Device, db)
-	if err != nil {
-		return [2]gpu.RawArg{}, fmt.Errorf("tensor map of B: %w", err)
+	if maps[1], err = gpu.EncodeTensorMap(c.env.Device, db); err != nil {
+		return maps, fmt.Errorf("tensor map of B: %w", err)
 	}
-	c.maps[variant] = [2]gpu.RawArg{ma, mb}
-	return c.maps[variant], nil
+	if ls.TMAC {
+		if c.dC16 == nil {
+			return maps, fmt.Errorf("variant %s: a tensor map of C needs the suite's bf16 C", variant)
+		}
+		if maps[2], err = gpu.EncodeTensorMap(c.env.Device, CTensorMapDesc(c.dC16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox)); err != nil {
+			return maps, fmt.Errorf("tensor map of C: %w", err)
+		}
+	}
+	c.maps[variant] = maps
+	return maps, nil
 }
 
 // runLibrary calls cuBLAS. cuBLAS is column-major: the row-major C = A·B is the column-major
@@ -319,18 +412,46 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 	case v.Library == LibGemmEx && c.prec == FP32:
 		g.A, g.B, g.InType = c.dB32.DevicePtr(), c.dA32.DevicePtr(), gpu.F32
 		return blas.GemmEx(c.env.Stream, g)
+	case v.Library == LibLt && c.prec == BF16:
+		lt, ok := blas.(gpu.LtBLAS)
+		if !ok {
+			return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
+		}
+		c16, err := c.outBF16(v)
+		if err != nil {
+			return err
+		}
+		g.A, g.B, g.InType, g.C, g.OutType = c.dB16.DevicePtr(), c.dA16.DevicePtr(), gpu.BF16, c16.DevicePtr(), gpu.BF16
+		return lt.LtMatmul(c.env.Stream, g)
 	}
-	return fmt.Errorf("variant %s: library %q does not take %s inputs (lab 02 knows %s for fp32 and %s for bf16)",
-		v.Name, v.Library, c.prec, LibSgemm, LibGemmEx)
+	return fmt.Errorf("variant %s: library %q does not take %s inputs (lab 02 knows %s for fp32, %s and %s for bf16)",
+		v.Name, v.Library, c.prec, LibSgemm, LibGemmEx, LibLt)
 }
 
 // Check compares the output of the last Run with the CPU's float64 product.
 func (c *gemmCase) Check(v *lab.Variant) (check.Report, error) {
-	out, err := c.dC.Download()
-	if err != nil {
-		return check.Report{}, fmt.Errorf("reading C back: %w", err)
-	}
 	tol := v.Suite.Tolerance
+	var out []float32
+	if WritesBF16(v) {
+		c16, err := c.outBF16(v)
+		if err != nil {
+			return check.Report{}, err
+		}
+		h, err := c16.Download()
+		if err != nil {
+			return check.Report{}, fmt.Errorf("reading the bf16 C back: %w", err)
+		}
+		out = make([]float32, len(h))
+		for i, x := range h {
+			out[i] = matref.Float32FromBF16(x)
+		}
+		tol += BF16OutputRounding
+	} else {
+		var err error
+		if out, err = c.dC.Download(); err != nil {
+			return check.Report{}, fmt.Errorf("reading C back: %w", err)
+		}
+	}
 	if int64(c.sh.M)*int64(c.sh.N)*int64(c.sh.K) <= FullCheckLimit {
 		ref, scale := c.prod.Reference()
 		return matref.CompareFull(out, ref, scale, tol), nil
@@ -369,7 +490,7 @@ func ArithmeticIntensity(prec Precision, sh Shape) float64 {
 // Release frees the case's device memory.
 func (c *gemmCase) Release() error {
 	var first error
-	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dA16.Free, c.dB16.Free, c.dC.Free, c.dC0.Free} {
+	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dA16.Free, c.dB16.Free, c.dC.Free, c.dC0.Free, c.dC16.Free, c.dC016.Free} {
 		if err := f(); err != nil && first == nil {
 			first = err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
@@ -35,7 +36,7 @@ func TestManifestLoads(t *testing.T) {
 	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32_tiles")))
 	assert.Equal(t, BF16, PrecisionOf(m.Suite("bf16")))
 	assert.Equal(t, "cublas_sgemm", m.Suite("fp32").Baseline)
-	assert.Equal(t, "cublas_gemmex", m.Suite("bf16").Baseline)
+	assert.Equal(t, "cublaslt_bf16", m.Suite("bf16").Baseline)
 	assert.Equal(t, 1e-5, m.Suite("fp32").Tolerance)
 	assert.Equal(t, 1e-3, m.Suite("bf16").Tolerance)
 }
@@ -76,7 +77,7 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
 			if v.Library != "" {
-				assert.Contains(t, []string{LibSgemm, LibGemmEx}, v.Library, "%s/%s", s.Name, v.Name)
+				assert.Contains(t, []string{LibSgemm, LibGemmEx, LibLt}, v.Library, "%s/%s", s.Name, v.Name)
 				continue
 			}
 			src, err := os.ReadFile(filepath.Join(m.Dir, v.File))
@@ -384,6 +385,93 @@ func TestTensorMapDescs(t *testing.T) {
 	assert.Zero(t, a.Strides[0]%16)
 	assert.Zero(t, b.Strides[0]%16)
 	assert.LessOrEqual(t, int(a.Box[0])*2, 128, "the inner box fits the 128-byte swizzle")
+}
+
+// A tensor map of C (tmac) is a bf16 TMA store target: it needs the A and B maps and a bf16 C, and
+// a box whose rows fit the 128-byte swizzle; a wrong combination is an error of the manifest.
+func TestLaunchCTensorMap(t *testing.T) {
+	base := func(extra map[string]int64) map[string]int64 {
+		p := map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}
+		for k, v := range extra {
+			p[k] = v
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		params map[string]int64
+		err    string
+	}{
+		{"ok", base(map[string]int64{ParamTMA: 1, ParamCBF16: 1, ParamTMAC: 1}), ""},
+		{"no tma", base(map[string]int64{ParamCBF16: 1, ParamTMAC: 1}), "needs tma: 1 and cbf16: 1"},
+		{"fp32 C", base(map[string]int64{ParamTMA: 1, ParamTMAC: 1}), "needs tma: 1 and cbf16: 1"},
+		{"wide box", base(map[string]int64{ParamTMA: 1, ParamCBF16: 1, ParamTMAC: 1, ParamCBoxN: 128}), "at most 128 bytes"},
+		{"tall box", base(map[string]int64{ParamTMA: 1, ParamCBF16: 1, ParamTMAC: 1, ParamCBoxM: 512}), "rows must be 1..256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls, err := shapeFor("v", tc.params, 4096, 4096, 4096, 132, 1024)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.False(t, IsSkip(err), "a manifest error, not a refusal")
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, ls.TMAC)
+			assert.True(t, ls.CBF16)
+			assert.Equal(t, [2]int{64, 64}, ls.CBox, "the default box: 64 rows of 64 bf16")
+		})
+	}
+}
+
+func TestCTensorMapDesc(t *testing.T) {
+	d := CTensorMapDesc(0x3000, 4096, 11008, [2]int{64, 64})
+	assert.Equal(t, gpu.BF16, d.DataType)
+	assert.Equal(t, []uint64{11008, 4096}, d.Dims, "C: N innermost, then M")
+	assert.Equal(t, []uint64{11008 * 2}, d.Strides, "bf16 rows")
+	assert.Equal(t, []uint32{64, 64}, d.Box, "columns, then rows")
+	assert.Equal(t, 128, d.Swizzle, "the layout the kernel writes its staging buffer in")
+}
+
+// Variants that write a bf16 C are checked with the rounding of the output allowed: a correct
+// product rounded to bf16 passes, the same fails the suite's fp32-output tolerance, and a dropped
+// k16 step fails either way.
+func TestBF16OutputTolerance(t *testing.T) {
+	assert.True(t, WritesBF16(&lab.Variant{Library: LibLt}))
+	assert.True(t, WritesBF16(&lab.Variant{File: "k.cu", Params: map[string]int64{ParamCBF16: 1}}))
+	assert.False(t, WritesBF16(&lab.Variant{Library: LibGemmEx}))
+	assert.False(t, WritesBF16(&lab.Variant{File: "k.cu", Params: map[string]int64{ParamTMA: 1}}))
+
+	const m, n, k, tol = 64, 48, 256, 1e-3
+	p := Product{M: m, N: n, K: k, Alpha: Alpha, Beta: 0, A: make([]float32, m*k), B: make([]float32, k*n)}
+	fillUniform(p.A, 1)
+	fillUniform(p.B, 2)
+	for i, v := range roundToBF16(p.A) {
+		p.A[i] = matref.Float32FromBF16(v)
+	}
+	for i, v := range roundToBF16(p.B) {
+		p.B[i] = matref.Float32FromBF16(v)
+	}
+	ref, scale := p.Reference()
+	out := make([]float32, len(ref))
+	for i, r := range ref {
+		out[i] = matref.Float32FromBF16(matref.BF16FromFloat32(float32(r)))
+	}
+	assert.True(t, matref.CompareFull(out, ref, scale, tol+BF16OutputRounding).OK, "a correct bf16 C passes")
+	assert.False(t, matref.CompareFull(out, ref, scale, tol).OK, "bf16 rounding exceeds the fp32-output tolerance")
+
+	dropped := p
+	dropped.K = k - 16 // the same rows of A and B, without the last k16 step
+	dropped.A = make([]float32, m*(k-16))
+	for i := 0; i < m; i++ {
+		copy(dropped.A[i*(k-16):(i+1)*(k-16)], p.A[i*k:i*k+k-16])
+	}
+	dropped.B = p.B[:(k-16)*n]
+	short, _ := dropped.Reference()
+	for i, r := range short {
+		out[i] = matref.Float32FromBF16(matref.BF16FromFloat32(float32(r)))
+	}
+	assert.False(t, matref.CompareFull(out, ref, scale, tol+BF16OutputRounding).OK, "a dropped k16 step fails")
 }
 
 func TestShapeAndWork(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"strconv"
@@ -35,6 +36,9 @@ import (
 const workerEnv = "KL_GEMM_WORKER"
 
 func TestMain(m *testing.M) {
+	if code, ok := selfexec.Dispatch(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(lab.RunWorkerFromEnv())
 	}

@@ -14,6 +14,9 @@ import (
 //	smem        dynamic shared memory in bytes (0); above 48 KiB the driver opts the kernel in
 //	tma         1: the kernel takes two TMA tensor maps (tmA, tmB) and needs K % 8 == 0, N % 8 == 0
 //	bk          the K step of the tensor maps' boxes (64)
+//	cbf16       1: the kernel writes a bf16 C (bf16 suites only); else C is fp32
+//	tmac        1: the kernel also takes a TMA tensor map of its bf16 C (tmC, after tmA and tmB),
+//	            128-byte swizzled boxes of cbox_n × cbox_m (64 × 64), for TMA stores
 //	persistent  1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
 //	ctas_per_sm blocks per SM of a persistent grid (1)
 //	max_gflop   refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
@@ -28,6 +31,10 @@ const (
 	ParamBK         = "bk"
 	ParamPersistent = "persistent"
 	ParamCTAsPerSM  = "ctas_per_sm"
+	ParamCBF16      = "cbf16"
+	ParamTMAC       = "tmac"
+	ParamCBoxM      = "cbox_m"
+	ParamCBoxN      = "cbox_n"
 	ParamMaxGFLOP   = "max_gflop"
 )
 
@@ -60,6 +67,9 @@ type launchShape struct {
 	TMA         bool
 	BM, BN, BK  int
 	Persistent  bool
+	CBF16       bool   // C is bf16
+	TMAC        bool   // a third tensor map, of C
+	CBox        [2]int // the C map's box: rows (cbox_m), columns (cbox_n)
 }
 
 // shapeFor computes the launch of a kernel variant (params from lab.yaml) on an M×N×K problem,
@@ -101,6 +111,18 @@ func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int
 	if ls.TMA && (k%8 != 0 || n%8 != 0) {
 		return ls, &SkipError{fmt.Sprintf("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
 			name, k, n)}
+	}
+	ls.CBF16 = get(ParamCBF16, 0) != 0
+	ls.TMAC = get(ParamTMAC, 0) != 0
+	ls.CBox = [2]int{int(get(ParamCBoxM, 64)), int(get(ParamCBoxN, 64))}
+	if ls.TMAC {
+		switch {
+		case !ls.TMA || !ls.CBF16:
+			return ls, fmt.Errorf("variant %s: tmac (a tensor map of C) needs tma: 1 and cbf16: 1 (params in lab.yaml)", name)
+		case ls.CBox[0] < 1 || ls.CBox[0] > 256 || ls.CBox[1] < 1 || ls.CBox[1]*2 > 128:
+			return ls, fmt.Errorf("variant %s: C box %d×%d: rows must be 1..256 and a row at most 128 bytes (64 bf16, the swizzle span)",
+				name, ls.CBox[0], ls.CBox[1])
+		}
 	}
 	tilesM, tilesN := ceilDiv(m, ls.BM), ceilDiv(n, ls.BN)
 	if get(ParamPersistent, 0) != 0 {

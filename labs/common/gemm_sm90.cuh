@@ -94,6 +94,39 @@ __device__ __forceinline__ void kl_tma_load_2d(void* dst, const CUtensorMap* map
         : "memory");
 }
 
+// ---- TMA stores: shared memory to global through a tensor map (bulk groups, no mbarrier) ----
+// Writes the box at element coordinates (c0 innermost, c1) from shared memory at src; the parts of
+// the box outside the tensor are not written. Joins the thread's current bulk group.
+__device__ __forceinline__ void kl_tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(kl_smem_u32(src)), "r"(c0), "r"(c1)
+                 : "memory");
+}
+// Closes the thread's current bulk group of TMA stores.
+__device__ __forceinline__ void kl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most N of the thread's bulk groups still READ their shared memory (the source
+// may then be overwritten; the global writes may still be under way).
+template <int N>
+__device__ __forceinline__ void kl_bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until every bulk group of the thread has completed, global writes included.
+__device__ __forceinline__ void kl_bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Makes this thread's ordinary shared-memory stores visible to the async proxy (TMA, wgmma).
+__device__ __forceinline__ void kl_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// A barrier among `threads` threads (a multiple of 32) on hardware barrier id (1..15; 0 is
+// __syncthreads'): lets one warpgroup synchronize without stopping the others.
+__device__ __forceinline__ void kl_named_barrier(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Two floats to a bf16 pair (round to nearest even): lo in the low half (the lower address).
+__device__ __forceinline__ uint32_t kl_pack_bf16x2(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
 // ---- wgmma ----
 
 __device__ __forceinline__ uint64_t kl_desc_encode(uint64_t x) { return (x & 0x3FFFFull) >> 4; }

@@ -11,8 +11,6 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"unsafe"
@@ -30,26 +28,7 @@ var cublasNames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"}
 // cublasCandidates lists what to dlopen: the override, the sonames (found through the loader's
 // search path), then the sonames inside the usual toolkit directories, which are often not on
 // that path.
-func cublasCandidates() []string {
-	var out []string
-	if p := os.Getenv(CublasEnv); p != "" {
-		out = append(out, p)
-	}
-	out = append(out, cublasNames...)
-	var dirs []string
-	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
-		if root := os.Getenv(env); root != "" {
-			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
-		}
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib")
-	for _, dir := range dirs {
-		for _, n := range cublasNames {
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	return out
-}
+func cublasCandidates() []string { return libraryCandidates(CublasEnv, cublasNames) }
 
 var cublasLoad struct {
 	sync.Mutex
@@ -92,6 +71,7 @@ type cublas struct {
 	d  *device
 	mu sync.Mutex // a handle's stream is state: one call at a time
 	h  C.cublasHandle_t
+	lt *ltState // cuBLASLt, opened by the first LtMatmul
 }
 
 var _ gpu.BLAS = (*cublas)(nil)
@@ -117,13 +97,14 @@ func (b *cublas) Close() error {
 	if b.h == nil {
 		return nil
 	}
+	ltErr := b.closeLt()
 	var failed *C.char
 	st := C.kl_cublas_destroy(b.d.ctx, b.h, &failed)
 	b.h = nil
 	if st != 0 {
 		return blasError(failed, st)
 	}
-	return nil
+	return ltErr
 }
 
 // Sgemm is the FP32 product (cublasSgemm_v2), in cuBLAS's column-major convention.

@@ -618,6 +618,76 @@ func TestGemmExBF16(t *testing.T) {
 	assert.Less(t, e, 1e-2)
 }
 
+// TestLtMatmulBF16 checks cuBLASLt's bf16 product with a bf16 C updated in place (beta ≠ 0),
+// twice on the same shape (the second call reuses the cached plan), and that a bad leading
+// dimension comes back as a cuBLAS CallError naming a cuBLASLt call.
+func TestLtMatmulBF16(t *testing.T) {
+	const m, n, k = 257, 136, 520 // M not a multiple of any tile; rows of B and C 16-byte aligned
+	d := openDevice(t, 0)
+	blas := openBLAS(t, d)
+	lt, ok := blas.(gpu.LtBLAS)
+	require.True(t, ok, "the CUDA backend's BLAS implements gpu.LtBLAS")
+	r := newRand(t)
+	bf := func(count int) []uint16 {
+		out := make([]uint16, count)
+		for i := range out {
+			out[i] = bf16(r.Float32()*2 - 1)
+		}
+		return out
+	}
+	wide := func(h []uint16) []float64 {
+		out := make([]float64, len(h))
+		for i, v := range h {
+			out[i] = bf16ToFloat(v)
+		}
+		return out
+	}
+	a16, b16, c16 := bf(m*k), bf(k*n), bf(m*n)
+	da, err := gpu.Upload(d, a16)
+	require.NoError(t, err)
+	defer da.Free()
+	db, err := gpu.Upload(d, b16)
+	require.NoError(t, err)
+	defer db.Free()
+	dc, err := gpu.Upload(d, c16)
+	require.NoError(t, err)
+	defer dc.Free()
+
+	g := rowMajor(m, n, k, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())
+	g.Alpha, g.Beta = 1.25, -0.5
+	g.InType, g.OutType = gpu.BF16, gpu.BF16
+	ab := matmulRef(wide(a16), wide(b16), m, n, k)
+	want := make([]float64, m*n)
+	c0 := wide(c16)
+	for i := range want {
+		want[i] = 1.25*ab[i] - 0.5*c0[i]
+	}
+	for round := 0; round < 2; round++ {
+		require.NoError(t, dc.CopyFromHost(c16, nil))
+		require.NoError(t, lt.LtMatmul(nil, g))
+		got16, err := dc.Download()
+		require.NoError(t, err)
+		got := make([]float32, len(got16))
+		for i, v := range got16 {
+			got[i] = float32(bf16ToFloat(v))
+		}
+		e := relErr(got, want)
+		t.Logf("cublasLt bf16→bf16 relative error %.3g (call %d)", e, round+1)
+		// bf16 output: each element is rounded to 8 bits of mantissa, about 2^-9 relative.
+		assert.Less(t, e, 1e-2)
+		assert.Greater(t, e, 0.0, "a bf16 C cannot match a float64 product exactly")
+	}
+
+	bad := g
+	bad.LDA = 1
+	err = lt.LtMatmul(nil, bad)
+	require.Error(t, err)
+	var ce *gpu.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "cublas", ce.Backend)
+	assert.Contains(t, ce.Call, "cublasLt")
+}
+
 // ---- several devices ----
 
 func TestPeerCopy(t *testing.T) {

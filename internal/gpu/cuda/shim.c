@@ -523,6 +523,167 @@ cublasStatus_t kl_cublas_gemm_grouped_batched(CUcontext ctx, cublasHandle_t h, C
     return 0;
 }
 
+// ---- cuBLASLt ----
+// Enum values from cublasLt.h (CUDA 12.x / 13.0).
+#define CUBLASLT_MATMUL_DESC_TRANSA 3
+#define CUBLASLT_MATMUL_DESC_TRANSB 4
+#define CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1
+#define CUBLAS_STATUS_NOT_SUPPORTED 15
+#define CUDA_R_32F 0
+
+typedef void *cublasLtMatmulDesc_t;
+typedef void *cublasLtMatrixLayout_t;
+typedef void *cublasLtMatmulPreference_t;
+typedef struct { uint64_t data[8]; } cublasLtMatmulAlgo_t;
+typedef struct {
+    cublasLtMatmulAlgo_t algo;
+    size_t workspaceSize;
+    cublasStatus_t state;
+    float wavesCount;
+    int reserved[4];
+} cublasLtMatmulHeuristicResult_t;
+
+static struct {
+    void *lib;
+    cublasStatus_t (*create)(cublasLtHandle_t *);
+    cublasStatus_t (*destroy)(cublasLtHandle_t);
+    cublasStatus_t (*desc_create)(cublasLtMatmulDesc_t *, int, int);
+    cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t);
+    cublasStatus_t (*desc_set)(cublasLtMatmulDesc_t, int, const void *, size_t);
+    cublasStatus_t (*layout_create)(cublasLtMatrixLayout_t *, int, uint64_t, uint64_t, int64_t);
+    cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t);
+    cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t *);
+    cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
+    cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, int, const void *, size_t);
+    cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                                cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                cublasLtMatmulPreference_t, int, cublasLtMatmulHeuristicResult_t *, int *);
+    cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *,
+                             cublasLtMatrixLayout_t, const void *, cublasLtMatrixLayout_t, const void *,
+                             const void *, cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,
+                             const cublasLtMatmulAlgo_t *, void *, size_t, CUstream);
+} lt;
+
+int kl_cublaslt_load(const char *path, char **err) {
+    void *lib;
+    int r = open_once(path, lt.lib, &lib, err);
+    if (r != 0) return r > 0 ? 0 : r;
+#define REQ(field, name)                                          \
+    do {                                                          \
+        *(void **)(&lt.field) = dlsym(lib, name);                 \
+        if (!lt.field) {                                          \
+            *err = dup_err("the cuBLASLt library lacks ", name);  \
+            memset(&lt, 0, sizeof lt);                            \
+            dlclose(lib);                                         \
+            return -1;                                            \
+        }                                                         \
+    } while (0)
+    REQ(create, "cublasLtCreate");
+    REQ(destroy, "cublasLtDestroy");
+    REQ(desc_create, "cublasLtMatmulDescCreate");
+    REQ(desc_destroy, "cublasLtMatmulDescDestroy");
+    REQ(desc_set, "cublasLtMatmulDescSetAttribute");
+    REQ(layout_create, "cublasLtMatrixLayoutCreate");
+    REQ(layout_destroy, "cublasLtMatrixLayoutDestroy");
+    REQ(pref_create, "cublasLtMatmulPreferenceCreate");
+    REQ(pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    REQ(pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    REQ(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    REQ(matmul, "cublasLtMatmul");
+#undef REQ
+    lt.lib = lib;
+    return 0;
+}
+
+cublasStatus_t kl_cublaslt_create(CUcontext ctx, cublasLtHandle_t *h, const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasLtCreate", lt.create(h));
+    return 0;
+}
+
+cublasStatus_t kl_cublaslt_destroy(CUcontext ctx, cublasLtHandle_t h, const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasLtDestroy", lt.destroy(h));
+    return 0;
+}
+
+struct kl_lt_plan {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c; // C and D share a layout (the product is written in place)
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace;
+};
+
+void kl_cublaslt_plan_free(kl_lt_plan *p) {
+    if (!p) return;
+    if (p->a) lt.layout_destroy(p->a);
+    if (p->b) lt.layout_destroy(p->b);
+    if (p->c) lt.layout_destroy(p->c);
+    if (p->desc) lt.desc_destroy(p->desc);
+    free(p);
+}
+
+size_t kl_cublaslt_plan_workspace(const kl_lt_plan *p) { return p->workspace; }
+
+// LT_CALL is CB_CALL that also releases what the plan holds so far.
+#define LT_CALL(name, call)                           \
+    do {                                              \
+        cublasStatus_t st_ = (call);                  \
+        if (st_ != 0) {                               \
+            *failed = name;                           \
+            kl_cublaslt_plan_free(p);                 \
+            if (pref) lt.pref_destroy(pref);          \
+            return st_;                               \
+        }                                             \
+    } while (0)
+
+cublasStatus_t kl_cublaslt_plan(CUcontext ctx, cublasLtHandle_t h, int transa, int transb, uint64_t m,
+                                uint64_t n, uint64_t k, int64_t lda, int64_t ldb, int64_t ldc, int abtype,
+                                int ctype, size_t max_workspace, kl_lt_plan **out, const char **failed) {
+    CB_SET_CTX(ctx);
+    *out = NULL;
+    kl_lt_plan *p = calloc(1, sizeof *p);
+    cublasLtMatmulPreference_t pref = NULL;
+    if (!p) {
+        *failed = "calloc";
+        return 3; // CUBLAS_STATUS_ALLOC_FAILED
+    }
+    int32_t ta = transa, tb = transb;
+    LT_CALL("cublasLtMatmulDescCreate", lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT_CALL("cublasLtMatmulDescSetAttribute", lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_CALL("cublasLtMatmulDescSetAttribute", lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    // Column-major layouts: rows × cols of the stored matrix (op applied by the descriptor).
+    LT_CALL("cublasLtMatrixLayoutCreate", lt.layout_create(&p->a, abtype, transa ? k : m, transa ? m : k, lda));
+    LT_CALL("cublasLtMatrixLayoutCreate", lt.layout_create(&p->b, abtype, transb ? n : k, transb ? k : n, ldb));
+    LT_CALL("cublasLtMatrixLayoutCreate", lt.layout_create(&p->c, ctype, m, n, ldc));
+    uint64_t ws = max_workspace;
+    LT_CALL("cublasLtMatmulPreferenceCreate", lt.pref_create(&pref));
+    LT_CALL("cublasLtMatmulPreferenceSetAttribute",
+            lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    memset(&res, 0, sizeof res);
+    LT_CALL("cublasLtMatmulAlgoGetHeuristic",
+            lt.heuristic(h, p->desc, p->a, p->b, p->c, p->c, pref, 1, &res, &found));
+    LT_CALL("cublasLtMatmulAlgoGetHeuristic", found < 1 ? CUBLAS_STATUS_NOT_SUPPORTED : res.state);
+    lt.pref_destroy(pref);
+    p->algo = res.algo;
+    p->workspace = res.workspaceSize;
+    *out = p;
+    return 0;
+}
+#undef LT_CALL
+
+cublasStatus_t kl_cublaslt_matmul(CUcontext ctx, cublasLtHandle_t h, const kl_lt_plan *p, CUstream s,
+                                  float alpha, CUdeviceptr a, CUdeviceptr b, float beta, CUdeviceptr c,
+                                  CUdeviceptr workspace, const char **failed) {
+    CB_SET_CTX(ctx);
+    CB_CALL("cublasLtMatmul", lt.matmul(h, p->desc, &alpha, (const void *)a, p->a, (const void *)b, p->b, &beta,
+                                        (const void *)c, p->c, (void *)c, p->c, &p->algo,
+                                        p->workspace ? (void *)workspace : NULL, p->workspace, s));
+    return 0;
+}
+
 // ---- NCCL ----
 // Enum values from nccl.h (2.x): ncclSum = 0; ncclDataType_t ncclFloat32 = 7 etc. are passed
 // through from Go (nccl.go). The library is opened with dlopen like cuBLAS; nothing here sets

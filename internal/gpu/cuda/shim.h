@@ -9,6 +9,7 @@
 #define KL_CUDA_SHIM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 // ---- driver API types (cuda.h) ----
 typedef int CUresult;                 // enum cudaError_enum
@@ -123,6 +124,27 @@ cublasStatus_t kl_cublas_gemm_grouped_batched(CUcontext ctx, cublasHandle_t h, C
                                               int group_count, const int *group_size,
                                               const char **failed);
 
+
+// ---- cuBLASLt (cublasLt.h) ----
+// A plan is one matmul shape with its descriptors and the algorithm the heuristic ranked first,
+// made once and reused for every call of that shape (kl_cublaslt_plan_free releases it).
+typedef void *cublasLtHandle_t;
+typedef struct kl_lt_plan kl_lt_plan;
+
+int kl_cublaslt_load(const char *path, char **err); // as kl_cuda_load
+cublasStatus_t kl_cublaslt_create(CUcontext ctx, cublasLtHandle_t *h, const char **failed);
+cublasStatus_t kl_cublaslt_destroy(CUcontext ctx, cublasLtHandle_t h, const char **failed);
+// kl_cublaslt_plan describes D = alpha·op(A)·op(B) + beta·C (C and D the same matrix, column-major)
+// with FP32 accumulation and asks cublasLtMatmulAlgoGetHeuristic for the best algorithm that needs
+// at most max_workspace bytes. No algorithm is CUBLAS_STATUS_NOT_SUPPORTED.
+cublasStatus_t kl_cublaslt_plan(CUcontext ctx, cublasLtHandle_t h, int transa, int transb, uint64_t m,
+                                uint64_t n, uint64_t k, int64_t lda, int64_t ldb, int64_t ldc, int abtype,
+                                int ctype, size_t max_workspace, kl_lt_plan **out, const char **failed);
+void kl_cublaslt_plan_free(kl_lt_plan *p);
+size_t kl_cublaslt_plan_workspace(const kl_lt_plan *p); // the bytes of workspace the algorithm uses
+cublasStatus_t kl_cublaslt_matmul(CUcontext ctx, cublasLtHandle_t h, const kl_lt_plan *p, CUstream s,
+                                  float alpha, CUdeviceptr a, CUdeviceptr b, float beta, CUdeviceptr c,
+                                  CUdeviceptr workspace, const char **failed);
 
 // ---- NCCL (nccl.h), single-process communicators; see nccl.go ----
 typedef int ncclResult_t;

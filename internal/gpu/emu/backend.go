@@ -272,7 +272,8 @@ func allocSite() string {
 	for {
 		f, more := frames.Next()
 		dir := filepath.ToSlash(filepath.Dir(f.File))
-		inAPI := strings.HasSuffix(dir, "/internal/gpu") || strings.HasSuffix(dir, "/internal/gpu/emu")
+		inAPI := strings.HasSuffix(dir, "/internal/gpu") || strings.HasSuffix(dir, "/internal/gpu/emu") ||
+			strings.HasSuffix(f.File, "/internal/lab/guard.go") // the grader's guard allocates for the driver
 		if f.File != "" && (!inAPI || strings.HasSuffix(f.File, "_test.go")) {
 			return fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(filepath.Dir(f.File)), filepath.Base(f.File)), f.Line)
 		}
@@ -708,7 +709,7 @@ func (m *module) Kernel(name string) (gpu.Kernel, error) {
 // still run its code, and the runtime it links keeps its threads); a launcher is ended.
 func (m *module) Close() error {
 	if m.remote != nil {
-		m.remote.kill()
+		m.remote.stop()
 	}
 	return nil
 }

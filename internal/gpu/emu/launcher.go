@@ -143,18 +143,25 @@ type launcher struct {
 	mapped map[gpu.Ptr]*allocation
 }
 
-// tailWriter keeps the last bytes a launcher wrote, for the report when it dies.
+// tailWriter keeps the first and the last bytes a launcher wrote, for the report when it dies (a
+// Go crash report names the signal at its start, then runs on for pages).
 type tailWriter struct {
-	mu  sync.Mutex
-	buf []byte
+	mu         sync.Mutex
+	head, tail []byte
 }
+
+const tailKeep = 2048
 
 func (t *tailWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 8192 {
-		t.buf = t.buf[len(t.buf)-8192:]
+	if n := min(tailKeep-len(t.head), len(p)); n > 0 {
+		t.head = append(t.head, p[:n]...)
+		p = p[n:]
+	}
+	t.tail = append(t.tail, p...)
+	if len(t.tail) > tailKeep {
+		t.tail = t.tail[len(t.tail)-tailKeep:]
 	}
 	return len(p), nil
 }
@@ -162,7 +169,21 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 func (t *tailWriter) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
+	if len(t.tail) == 0 {
+		return strings.TrimSpace(string(t.head))
+	}
+	return strings.TrimSpace(string(t.head) + "\n…\n" + string(t.tail))
+}
+
+// crashSignal finds the signal a Go crash report of the launcher names ("SIGSEGV: segmentation
+// violation" at the start of a line).
+func crashSignal(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, ": "); strings.HasPrefix(l, "SIG") && i > 3 && i < 10 {
+			return l[:i]
+		}
+	}
+	return ""
 }
 
 // startLauncher starts a sandboxed launcher for the module at path and loads it there.
@@ -251,6 +272,8 @@ func (l *launcher) die(cause error) {
 	if st := l.cmd.ProcessState; st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			why = "it was killed by signal " + ws.Signal().String()
+		} else if sig := crashSignal(l.out.String()); sig != "" {
+			why = "it crashed with signal " + sig + " (a crash in the submission's code)"
 		} else {
 			why = fmt.Sprintf("it exited with status %d", st.ExitCode())
 		}
@@ -276,6 +299,23 @@ func (l *launcher) die(cause error) {
 func (l *launcher) kill() {
 	l.cmd.Kill()
 	l.conn.Close()
+}
+
+// stop kills the launcher and waits until it is gone (at most a few seconds: SIGKILL is final).
+func (l *launcher) stop() {
+	l.kill()
+	select {
+	case <-l.waitc:
+	case <-time.After(5 * time.Second):
+	}
+	l.b.launchMu.Lock()
+	defer l.b.launchMu.Unlock()
+	for i, o := range l.b.launchers {
+		if o == l {
+			l.b.launchers = append(l.b.launchers[:i], l.b.launchers[i+1:]...)
+			break
+		}
+	}
 }
 
 // call sends a request and waits for its reply, at most limit (0: forever).

@@ -89,3 +89,20 @@ func TestUntrustedModuleThatExitsIsACrash(t *testing.T) {
 	assert.Contains(t, err.Error(), "EMU_KERNEL_PROCESS_DIED")
 	assert.True(t, gpu.IsSticky(err))
 }
+
+func TestUntrustedSharedMemoryStartsAsNaN(t *testing.T) {
+	needEmu(t)
+	needSandbox(t)
+	d := openDev(t, 0)
+	m, err := gpu.LoadUntrusted(d, build(t, "schedule.cu"))
+	require.NoError(t, err)
+	defer m.Close()
+	k, err := m.Kernel("stale_shared")
+	require.NoError(t, err)
+	out := alloc[uint32](t, d, 4*256)
+	require.NoError(t, gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(4), Block: gpu.D1(256)}, out))
+	require.NoError(t, d.Synchronize())
+	for i, v := range download(t, out) {
+		require.Equal(t, uint32(0xFFFFFFFF), v, "element %d", i)
+	}
+}

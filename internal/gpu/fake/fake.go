@@ -183,12 +183,15 @@ func Uint32s(p gpu.Ptr, n int) []uint32 {
 }
 
 func (d *Device) LoadModule(path string) (gpu.Module, error) { return module{}, nil }
-func (d *Device) NewStream() (gpu.Stream, error)             { return stream{}, nil }
-func (d *Device) NewEvent() (gpu.Event, error)               { return &event{}, nil }
-func (d *Device) Synchronize() error                         { return nil }
-func (d *Device) CanAccessPeer(gpu.Device) (bool, error)     { return true, nil }
-func (d *Device) EnablePeerAccess(gpu.Device) error          { return nil }
-func (d *Device) Close() error                               { return nil }
+
+// LoadUntrustedModule is LoadModule: the fake device runs no code from the module at all.
+func (d *Device) LoadUntrustedModule(path string) (gpu.Module, error) { return module{}, nil }
+func (d *Device) NewStream() (gpu.Stream, error)                      { return stream{}, nil }
+func (d *Device) NewEvent() (gpu.Event, error)                        { return &event{}, nil }
+func (d *Device) Synchronize() error                                  { return nil }
+func (d *Device) CanAccessPeer(gpu.Device) (bool, error)              { return true, nil }
+func (d *Device) EnablePeerAccess(gpu.Device) error                   { return nil }
+func (d *Device) Close() error                                        { return nil }
 
 type module struct{}
 

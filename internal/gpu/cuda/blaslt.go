@@ -1,0 +1,199 @@
+//go:build cgo && linux
+
+package cuda
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+)
+
+// CublasLtEnv names an environment variable that, when set, is the cuBLASLt library to load
+// before the usual names are tried.
+const CublasLtEnv = "KERNELLABS_CUBLASLT"
+
+// cublasLtNames are the sonames tried, newest first.
+var cublasLtNames = []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}
+
+// LtWorkspaceBytes is the workspace offered to cuBLASLt's heuristic: 32 MiB, what NVIDIA
+// recommends for Hopper (cublasSetWorkspace) and what PyTorch gives cuBLASLt there.
+const LtWorkspaceBytes = 32 << 20
+
+var cublasLtLoad struct {
+	sync.Mutex
+	done bool
+}
+
+// loadCublasLt loads cuBLASLt once per process, trying the override, the sonames and the usual
+// toolkit directories like loadCublas.
+func loadCublasLt() error {
+	cublasLtLoad.Lock()
+	defer cublasLtLoad.Unlock()
+	if cublasLtLoad.done {
+		return nil
+	}
+	var failures []string
+	for _, path := range libraryCandidates(CublasLtEnv, cublasLtNames) {
+		cpath := C.CString(path)
+		var cerr *C.char
+		rc := C.kl_cublaslt_load(cpath, &cerr)
+		C.free(unsafe.Pointer(cpath))
+		if rc == 0 {
+			cublasLtLoad.done = true
+			return nil
+		}
+		msg := C.GoString(cerr)
+		C.kl_free_err(cerr)
+		if rc == -2 || !strings.Contains(msg, "No such file") && !strings.Contains(msg, "cannot open") {
+			failures = append(failures, fmt.Sprintf("%s: %s", path, msg))
+		}
+	}
+	detail := "no libcublasLt.so.13, libcublasLt.so.12 or libcublasLt.so was found"
+	if len(failures) > 0 {
+		detail = strings.Join(failures, "; ")
+	}
+	return fmt.Errorf("cublasLt: %w: %s; install cuBLAS (the CUDA toolkit's libcublasLt) or set %s to its path",
+		gpu.ErrLibraryMissing, detail, CublasLtEnv)
+}
+
+// libraryCandidates lists what to dlopen: the override in env, the sonames (found through the
+// loader's search path), then the sonames inside the usual toolkit directories.
+func libraryCandidates(env string, names []string) []string {
+	var out []string
+	if p := os.Getenv(env); p != "" {
+		out = append(out, p)
+	}
+	out = append(out, names...)
+	var dirs []string
+	for _, e := range []string{"CUDA_HOME", "CUDA_PATH"} {
+		if root := os.Getenv(e); root != "" {
+			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
+		}
+	}
+	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib")
+	for _, dir := range dirs {
+		for _, n := range names {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out
+}
+
+// ltKey is what a plan depends on: a cuBLASLt plan is made once per shape, layout and types.
+type ltKey struct {
+	transA, transB  bool
+	m, n, k         int
+	lda, ldb, ldc   int
+	inType, outType gpu.DataType
+}
+
+// ltState is the cuBLASLt side of a cublas handle, opened on the first LtMatmul.
+type ltState struct {
+	h         C.cublasLtHandle_t
+	workspace gpu.Ptr
+	plans     map[ltKey]*C.kl_lt_plan
+}
+
+var _ gpu.LtBLAS = (*cublas)(nil)
+
+// LtMatmul is cublasLtMatmul with the algorithm cublasLtMatmulAlgoGetHeuristic ranks first for
+// the shape (asked once per shape: the heuristic costs host time that a timed loop should not
+// pay, and PyTorch caches the same choice) and a workspace of LtWorkspaceBytes.
+func (b *cublas) LtMatmul(s gpu.Stream, g gpu.GemmDesc) error {
+	if _, err := gemmDims(g); err != nil {
+		return fmt.Errorf("cublasLt matmul: %w", err)
+	}
+	in, err := cudaDataType(g.InType)
+	if err != nil {
+		return fmt.Errorf("cublasLt matmul: input %w", err)
+	}
+	out, err := cudaDataType(g.OutType)
+	if err != nil {
+		return fmt.Errorf("cublasLt matmul: output %w", err)
+	}
+	cs, err := streamOf(s)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.h == nil {
+		return fmt.Errorf("cublasLt matmul: the handle is closed")
+	}
+	if err := b.openLt(); err != nil {
+		return err
+	}
+	key := ltKey{g.TransA, g.TransB, g.M, g.N, g.K, g.LDA, g.LDB, g.LDC, g.InType, g.OutType}
+	plan, ok := b.lt.plans[key]
+	var failed *C.char
+	if !ok {
+		st := C.kl_cublaslt_plan(b.d.ctx, b.lt.h, op(g.TransA), op(g.TransB), C.uint64_t(g.M), C.uint64_t(g.N),
+			C.uint64_t(g.K), C.int64_t(g.LDA), C.int64_t(g.LDB), C.int64_t(g.LDC), in, out,
+			C.size_t(LtWorkspaceBytes), &plan, &failed)
+		if st != 0 {
+			return fmt.Errorf("cublasLt matmul %s, %s inputs, %s output: %w", describeGemm(g), g.InType, g.OutType,
+				blasError(failed, st))
+		}
+		b.lt.plans[key] = plan
+	}
+	st := C.kl_cublaslt_matmul(b.d.ctx, b.lt.h, plan, cs, C.float(g.Alpha), C.CUdeviceptr(g.A), C.CUdeviceptr(g.B),
+		C.float(g.Beta), C.CUdeviceptr(g.C), C.CUdeviceptr(b.lt.workspace), &failed)
+	if st != 0 {
+		return fmt.Errorf("cublasLt matmul %s, %s inputs, %s output: %w", describeGemm(g), g.InType, g.OutType,
+			blasError(failed, st))
+	}
+	return nil
+}
+
+// openLt loads cuBLASLt and creates its handle and workspace on the handle's device (b.mu held).
+func (b *cublas) openLt() error {
+	if b.lt != nil {
+		return nil
+	}
+	if err := loadCublasLt(); err != nil {
+		return err
+	}
+	var h C.cublasLtHandle_t
+	var failed *C.char
+	if st := C.kl_cublaslt_create(b.d.ctx, &h, &failed); st != 0 {
+		return blasError(failed, st)
+	}
+	ws, err := b.d.Malloc(LtWorkspaceBytes)
+	if err != nil {
+		C.kl_cublaslt_destroy(b.d.ctx, h, &failed)
+		return fmt.Errorf("cublasLt: allocating its %s workspace: %w", gpu.HumanBytes(LtWorkspaceBytes), err)
+	}
+	b.lt = &ltState{h: h, workspace: ws, plans: map[ltKey]*C.kl_lt_plan{}}
+	return nil
+}
+
+// closeLt releases the plans, the workspace and the cuBLASLt handle (b.mu held).
+func (b *cublas) closeLt() error {
+	if b.lt == nil {
+		return nil
+	}
+	for _, p := range b.lt.plans {
+		C.kl_cublaslt_plan_free(p)
+	}
+	var first error
+	var failed *C.char
+	if st := C.kl_cublaslt_destroy(b.d.ctx, b.lt.h, &failed); st != 0 {
+		first = blasError(failed, st)
+	}
+	if err := b.d.Free(b.lt.workspace); err != nil && first == nil {
+		first = err
+	}
+	b.lt = nil
+	return first
+}
