@@ -24,6 +24,7 @@ var runtimeRules = []struct {
 		"需要同时使用 $1 个设备；$2 后端从设备 $4 起只有 $3 个（模拟器可用 --emu-devices $5）"},
 	{regexp.MustCompile(`needs sm_90a \(Hopper: wgmma, TMA\); this device is (\S+)`), "需要 sm_90a（Hopper：wgmma、TMA）；本设备是 $1"},
 	{regexp.MustCompile(`needs (sm_\d+) or newer; this device is (\S+)`), "需要 $1 或更新的架构；本设备是 $2"},
+	{regexp.MustCompile(`TMA loads and stores`), "TMA 加载与存储"},
 	{regexp.MustCompile(`inline PTX \(([^)]*)\) runs on NVIDIA GPUs only`), "内联 PTX（$1）只能在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`inline PTX for Hopper \(([^)]*)\) runs on sm_90a GPUs only`), "面向 Hopper 的内联 PTX（$1）只能在 sm_90a GPU 上运行"},
 	{regexp.MustCompile(`NCCL and cuBLAS run on NVIDIA GPUs only`), "NCCL 和 cuBLAS 只在 NVIDIA GPU 上运行"},
