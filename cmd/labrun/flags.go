@@ -40,6 +40,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	width := term.Width()
 	fs.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
+		if kind == "value" { // a list or a custom problem's flag: name the value after the flag
+			kind = strings.ToUpper(f.Name)
+		}
 		head := "  --" + f.Name
 		if kind != "" {
 			head += " " + kind

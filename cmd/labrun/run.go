@@ -74,8 +74,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 Builds lab NN's kernels, checks every variant against a reference on fresh random inputs,
 times it with device events against the lab's baseline (cuBLAS, the driver's memcpy, NCCL)
-and merges the results into results/<device>/NN_name.json. A variant that crashes or hangs is
-recorded as failed and the run goes on.
+and merges the results into results/<device>/NN_name.json (an emulator run: into
+results/local/emulator/, which git ignores, unless --record). A variant that crashes or hangs
+is recorded as failed and the run goes on.
 
 Flags:
 `
