@@ -15,8 +15,7 @@ import (
 )
 
 func cmdGrade(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("grade", stdout, stderr)
 	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
 	device := fs.Int("device", 0, "device index")
@@ -27,14 +26,14 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
 	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
 	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	noDeviceCheck := fs.Bool("no-device-check", false, "on the emulator, grade without the device-code check (clang++ in CUDA mode); the report says so")
 	unsafeNoSandbox := fs.Bool("unsafe-no-sandbox", false, "on the emulator, grade even where the kernel lacks Landlock or seccomp: the submission's code then runs unconfined and could forge its grade (the reports say so)")
 	secretFile := fs.String("secret-file", "", "read the secret seed of the hidden tests from this file (\"-\": standard input) instead of $"+lab.SecretSeedEnv)
 	var exercises, problems, labsFlag listFlag
 	fs.Var(&labsFlag, "labs", "the labs to grade (the assigned ones), e.g. 02,03, or all; the exit status covers these alone")
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
 	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: labrun grade NN|all [flags]
+	fs.intro = fmt.Sprintf(`Usage: labrun grade NN|all [flags]
        labrun grade --labs 02,03 [flags]
 
 Grades the exercise files of lab NN (or of every lab with exercises): builds the submission in
@@ -65,8 +64,6 @@ input; 3 missing GPU, compiler or library, or nothing of the labs can be graded 
 
 Flags:
 `, lab.DefaultGradeRounds, lab.SecretSeedEnv)
-		fs.PrintDefaults()
-	}
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -112,7 +109,7 @@ Flags:
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
 			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr,
-			UnsafeNoSandbox: *unsafeNoSandbox})
+			NoDeviceCheck: *noDeviceCheck, UnsafeNoSandbox: *unsafeNoSandbox})
 		if err != nil {
 			return exitFor(err, stderr)
 		}

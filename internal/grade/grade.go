@@ -34,6 +34,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/sandbox"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // Options select what a grade does.
@@ -59,6 +60,9 @@ type Options struct {
 	Problems  []string
 	// NoSpeed skips the speed tests even on a GPU.
 	NoSpeed bool
+	// NoDeviceCheck grades on the emulator without the device-code check (clang++ in CUDA
+	// mode), which a grade otherwise needs; the report says that it did not run.
+	NoDeviceCheck bool
 	// UnsafeNoSandbox grades on the emulator without the sandbox (a kernel without Landlock or
 	// seccomp): a submission's code then runs in the worker and could forge its grade. The
 	// reports say so.
@@ -86,6 +90,10 @@ const (
 // ReasonNotSubmitted is the reason of tests whose exercise file was not in the submission.
 const ReasonNotSubmitted = "not_submitted"
 
+// ReasonRefused is the reason of tests whose submitted file was refused before it was built (a
+// symbolic link, a hard link to the course's own file).
+const ReasonRefused = "refused"
+
 // Report is the grade of one lab.
 type Report struct {
 	Lab        string         `json:"lab"`
@@ -112,8 +120,9 @@ type Report struct {
 // Submitted is the file graded for one exercise.
 type Submitted struct {
 	Exercise string `json:"exercise"`
-	File     string `json:"file"`    // what was built
-	Missing  bool   `json:"missing"` // not in the submission: its tests score 0
+	File     string `json:"file"`              // what was built
+	Missing  bool   `json:"missing"`           // not in the submission: its tests score 0
+	Refused  string `json:"refused,omitempty"` // why the file was refused unbuilt: its tests score 0
 }
 
 // TestResult is one test's outcome.
@@ -163,6 +172,8 @@ func ReasonText(code string) string {
 		return "does not compile"
 	case ReasonNotSubmitted:
 		return "not submitted"
+	case ReasonRefused:
+		return "submission refused"
 	case "skipped":
 		return "not run here"
 	}
@@ -256,7 +267,7 @@ type test struct {
 	ex       *lab.Exercise
 	jobs     []int    // plan indices
 	labels   []string // per job: its problem, and its world size when the test has several
-	refJobs  []int // speed: the reference's job on the same problem
+	refJobs  []int    // speed: the reference's job on the same problem
 	problems []string
 }
 
@@ -313,6 +324,26 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Submitted files (and, with no submission, the course's exercise files) are built
+	// hermetically, their compiler confined by the sandbox; on the emulator they must also
+	// compile as CUDA device code.
+	var notes []string
+	sub := &toolchain.Submission{Protect: []string{o.Root}, Sandbox: !o.UnsafeNoSandbox}
+	if !info.Emulated && sub.Sandbox {
+		if err := sandbox.Check(); err != nil {
+			sub.Sandbox = false
+			notes = append(notes, fmt.Sprintf("the compiler of the submission ran outside the sandbox (%v); the dependency audit still kept the course tree out of its build", err))
+		}
+	}
+	if info.Emulated {
+		if o.NoDeviceCheck {
+			notes = append(notes, "the device-code check did not run (--no-device-check): host-only C++ in a kernel, which nvcc rejects, was not caught")
+		} else if err := toolchain.CheckDeviceCompiler(); err != nil {
+			return nil, &lab.EnvError{Err: err}
+		} else {
+			sub.DeviceCheck = true
+		}
+	}
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16
 	}
@@ -351,6 +382,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	default:
 		rep.Speed = fmt.Sprintf("graded on %s against the reference kernel timed in the same run", info.Name)
 	}
+	rep.Notes = append(rep.Notes, notes...)
 	if derived {
 		rep.Notes = append(rep.Notes, "lab.yaml has no grading section: every problem of the grade set is a test of 1 point")
 	}
@@ -373,8 +405,10 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 		return len(plan) - 1
 	}
 	missing := map[*lab.Exercise]bool{}
+	refused := map[*lab.Exercise]string{}
 	for i, ex := range exercises {
-		missing[ex] = subs[i].Missing
+		missing[ex] = subs[i].Missing || subs[i].Refused != ""
+		refused[ex] = subs[i].Refused
 	}
 	var tests []*test
 	for _, ex := range exercises {
@@ -491,7 +525,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			man.Name, len(tests), len(plan), rounds)
 		out, err := lab.Run(ctx, lab.Options{Root: o.Root, Lab: man.Name, Backend: o.Backend, Device: o.Device,
 			Seed: o.Seed, SeedSet: true, Set: "grade", Timeout: timeLimit, TotalTimeout: total, NoSave: true,
-			Progress: o.Progress, Worker: o.Worker, Files: files, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
+			Progress: o.Progress, Worker: o.Worker, Files: files, Submission: sub, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
 			Grade: gradeSpec(g, rounds, readOnly, o)})
 		if err != nil {
 			return nil, err
@@ -515,7 +549,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 		if t.notHere != "" {
 			t.res.Status, t.res.Output = StatusNotGraded, "not graded here ("+t.notHere+")"
 		} else {
-			score(t, planned, g, missing[t.ex], speedOn, rep)
+			score(t, planned, g, missing[t.ex], refused[t.ex], speedOn, rep)
 		}
 		rep.Tests = append(rep.Tests, t.res)
 	}
@@ -673,8 +707,15 @@ func entryReason(e *results.Entry) string {
 }
 
 // score fills a test's result from the entries of its jobs.
-func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bool, rep *Report) {
+func score(t *test, planned []results.Entry, g *lab.Grading, missing bool, refused string, speedOn bool, rep *Report) {
 	r := &t.res
+	if refused != "" {
+		r.Status, r.Reason, r.Output = StatusFailed, ReasonRefused, "the submitted file was refused: "+refused
+		if t.res.Kind == KindSpeed && !speedOn {
+			r.Status = StatusNotGraded
+		}
+		return
+	}
 	if missing {
 		r.Status, r.Reason = StatusFailed, ReasonNotSubmitted
 		r.Output = fmt.Sprintf("no file was submitted for exercise %s (expected %s)", t.ex.V.Name, t.ex.V.File)

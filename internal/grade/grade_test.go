@@ -91,7 +91,7 @@ func TestResolveSubmission(t *testing.T) {
 
 	files, subs, err := resolveSubmission(root, m, exs, "")
 	require.NoError(t, err)
-	assert.Empty(t, files)
+	assert.Equal(t, filepath.Join(m.Dir, exs[0].V.File), files[exs[0].V.File], "the course's own exercise files are built hermetically too")
 	assert.Equal(t, filepath.Join("labs", "02_gemm", exs[0].V.File), subs[0].File)
 
 	// A folder of exercise files by base name; the second exercise is missing.
@@ -430,7 +430,7 @@ func TestExportWritesTheStudentEdition(t *testing.T) {
 	require.NoError(t, solution.Check(root, out), "the rule of the student edition")
 	wf, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(WorkflowPath)))
 	require.NoError(t, err)
-	for _, want := range []string{"runs-on: ubuntu-latest", "actions/setup-go", "sudo apt-get install -y g++ libboost-context-dev",
+	for _, want := range []string{"runs-on: ubuntu-latest", "actions/setup-go", "sudo apt-get install -y g++ libboost-context-dev clang",
 		"go build -o bin/labrun ./cmd/labrun", "bin/labrun grade", "actions/upload-artifact", "feedback only"} {
 		assert.Contains(t, string(wf), want)
 	}
@@ -494,4 +494,36 @@ func TestDerivedGrading(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"07_demo"}, labs)
 	assert.True(t, strings.HasPrefix(rules(g, 3)[0], "A correctness test"))
+}
+
+// A grade in which nothing can be graded here (only speed tests, on the emulator) is never
+// "0/0 passed": the lab is not graded here, and says why (the CLI exits 3 when no lab is).
+func TestNothingGradedIsNotAPass(t *testing.T) {
+	needEmulator(t)
+	o := Options{Root: courseRoot(t), Lab: "02", Backend: "emu", Problems: []string{"2048³"}, Worker: testWorker}
+	deviceCheck(t, &o)
+	rep, err := Grade(context.Background(), o)
+	require.NoError(t, err)
+	assert.False(t, rep.Passed)
+	assert.Zero(t, rep.MaxScore)
+	assert.Contains(t, rep.NotGraded, "no test of the selection is graded on this runner")
+}
+
+// Without clang the emulator's grade stops and says how to install it, unless the check is
+// waived; the report then says so.
+func TestDeviceCheckNeedsClang(t *testing.T) {
+	needEmulator(t)
+	t.Setenv("LABRUN_CLANG", "no-such-clang++")
+	o := Options{Root: courseRoot(t), Lab: "02", Backend: "emu", Exercises: []string{"ex1_smem_tiling"},
+		Problems: []string{"1×1×1"}, Rounds: 1, Worker: testWorker}
+	_, err := Grade(context.Background(), o)
+	var ee *lab.EnvError
+	require.ErrorAs(t, err, &ee)
+	assert.Contains(t, err.Error(), "device-code check")
+	assert.Contains(t, err.Error(), "apt-get install clang")
+
+	o.NoDeviceCheck = true
+	rep, err := Grade(context.Background(), o)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "the device-code check did not run")
 }

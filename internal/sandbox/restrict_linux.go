@@ -65,8 +65,10 @@ func WrapperMain(args []string) int {
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	// Everything from here to the exec happens on this one thread, which the program inherits.
 	runtime.LockOSThread()
-	if err := unix.CloseRange(uint(3+p.KeepFiles), ^uint(0), 0); err != nil {
-		return fail("closing inherited descriptors: %v", err)
+	// Every other descriptor closes at the exec, not now: the Go runtime of this wrapper still
+	// uses its own (the network poller's) until then, and dies if they vanish under it.
+	if err := unix.CloseRange(uint(3+p.KeepFiles), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail("marking inherited descriptors close-on-exec: %v", err)
 	}
 	if err := restrictThread(p); err != nil {
 		return fail("%v", err)

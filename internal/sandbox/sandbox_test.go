@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,4 +97,23 @@ func TestProgramInASecretFolderRunsButExposesNothingElse(t *testing.T) {
 	assert.NotContains(t, string(out), "the solution")
 	_, err = Command(Policy{Read: []string{secret}, Exec: true, Secret: []string{secret}}, "/bin/true")
 	assert.Error(t, err, "a Read path inside a secret is refused")
+}
+
+func TestOnlyKeptDescriptorsReachTheProgram(t *testing.T) {
+	needSandbox(t)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	stray, err := os.Open(os.DevNull) // an fd of this process that must not leak in
+	require.NoError(t, err)
+	defer stray.Close()
+	cmd, err := Command(Policy{Read: SystemRead, Exec: true, KeepFiles: 1}, "/bin/sh", "-c", "ls /proc/self/fd 2>&1; echo kept >&3")
+	require.NoError(t, err)
+	cmd.ExtraFiles = []*os.File{w}
+	out, err := cmd.CombinedOutput()
+	w.Close()
+	kept, _ := io.ReadAll(r)
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "kept\n", string(kept))
 }
