@@ -71,10 +71,16 @@ func gradedLabs(t *testing.T, root string) []string {
 	return out
 }
 
+// gsResults is what the tests read of results.json. Gradescope's format has no top-level maximum:
+// the report carries it in extra_data (see internal/grade's WriteGradescope), and readResults
+// copies it into MaxScore.
 type gsResults struct {
-	Score    float64 `json:"score"`
-	MaxScore float64 `json:"max_score"`
-	Tests    []struct {
+	Score     float64 `json:"score"`
+	MaxScore  float64 `json:"-"`
+	ExtraData struct {
+		MaxScore float64 `json:"max_score"`
+	} `json:"extra_data"`
+	Tests []struct {
 		Name     string  `json:"name"`
 		Score    float64 `json:"score"`
 		MaxScore float64 `json:"max_score"`
@@ -89,6 +95,7 @@ func readResults(t *testing.T, path string) gsResults {
 	require.NoError(t, err)
 	var r gsResults
 	require.NoError(t, json.Unmarshal(raw, &r))
+	r.MaxScore = r.ExtraData.MaxScore
 	return r
 }
 
