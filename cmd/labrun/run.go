@@ -37,6 +37,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var variants listFlag
 	fs.Var(&variants, "variant", "run only these variants (repeat the flag or separate with commas)")
+	var problems listFlag
+	fs.Var(&problems, "problem", "run only these problems of the set, by name (repeat the flag or separate with commas)")
 	quick := fs.Bool("quick", false, "run the quick subset of problems with a shorter timing budget")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator)")
 	device := fs.Int("device", 0, "device index")
@@ -111,7 +113,7 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	started := time.Now()
-	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
+	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: problems, Quick: *quick, Backend: *backend,
 		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, InProcess: *inProcess,
 		Progress: stderr})
 	if err != nil {

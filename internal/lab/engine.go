@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ type Options struct {
 	Root     string
 	Lab      string   // as typed: "1", "01", "01_device_props"
 	Variants []string // only these (empty: all)
+	// Problems runs only the problems of these names (empty: all of the set, or its --quick
+	// subset); a name no selected suite has is a usage error.
+	Problems []string
 	Quick    bool     // the --quick subset and a shorter timing budget
 	Backend  string   // "auto", "cuda", "emu"
 	Device   int
@@ -121,6 +125,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := checkVariantNames(man, o.Variants); err != nil {
 		return nil, err
 	}
+	if len(o.Problems) > 0 && len(o.Custom) > 0 {
+		return nil, &UsageError{"--problem picks problems of the lab's sets; a custom problem (--shape, --bytes, ...) replaces them: give one or the other"}
+	}
 	var custom map[string]Problem
 	if len(o.Custom) > 0 {
 		d := driverOf(man)
@@ -169,6 +176,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		if info.Emulated {
 			set = "emu"
 		}
+	}
+	if err := checkProblemNames(man, o.Variants, set, o.Problems); err != nil {
+		return nil, err
 	}
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16 // short enough to retype
@@ -259,6 +269,30 @@ func checkVariantNames(m *Manifest, names []string) error {
 		}
 		if !found {
 			return &UsageError{fmt.Sprintf("lab %s has no variant %q; its variants are: %s", m.Name, n, strings.Join(all, ", "))}
+		}
+	}
+	return nil
+}
+
+// checkProblemNames says which problems exist when a name given with --problem is in no suite
+// that the run selects (the variants' suites, or every suite).
+func checkProblemNames(m *Manifest, variants []string, set string, names []string) error {
+	var known []string
+	for _, s := range m.Suites {
+		if len(variants) > 0 && !slices.ContainsFunc(s.Variants, func(v *Variant) bool { return slices.Contains(variants, v.Name) }) {
+			continue
+		}
+		ps, _ := s.ProblemsFor(set)
+		for _, p := range ps {
+			if !slices.Contains(known, p.Name) {
+				known = append(known, p.Name)
+			}
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return &UsageError{fmt.Sprintf("lab %s has no problem %q in the %s set of the suites this run selects; they are: %s",
+				m.Name, n, set, strings.Join(known, ", "))}
 		}
 	}
 	return nil
@@ -400,6 +434,15 @@ func (r *runner) problems(s *Suite) []Problem {
 		return nil
 	}
 	ps, _ := s.ProblemsFor(r.set)
+	if len(r.o.Problems) > 0 {
+		var picked []Problem
+		for _, p := range ps {
+			if slices.Contains(r.o.Problems, p.Name) {
+				picked = append(picked, p)
+			}
+		}
+		return picked
+	}
 	if !r.o.Quick {
 		return ps
 	}
@@ -642,3 +685,6 @@ func gitCommit(root string) string {
 	}
 	return ""
 }
+
+// GitCommit is the commit of the course tree at root, as results files record it.
+func GitCommit(root string) string { return gitCommit(root) }
