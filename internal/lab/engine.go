@@ -27,8 +27,8 @@ type Options struct {
 	// Problems runs only the problems of these names (empty: all of the set, or its --quick
 	// subset); a name no selected suite has is a usage error.
 	Problems []string
-	Quick    bool     // the --quick subset and a shorter timing budget
-	Backend  string   // "auto", "cuda", "emu"
+	Quick    bool   // the --quick subset and a shorter timing budget
+	Backend  string // "auto", "cuda", "emu"
 	Device   int
 	Seed     uint64
 	SeedSet  bool // Seed was given (0 is a valid seed)

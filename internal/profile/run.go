@@ -32,7 +32,7 @@ type Options struct {
 	Timeout  time.Duration // one variant under ncu; default 10 minutes
 	NCU      string        // the ncu to run; empty: FindNCU (after the GPU is found, so that a machine
 	// without one hears that first)
-	Self     string        // the labrun executable that ncu starts
+	Self     string // the labrun executable that ncu starts
 	Progress io.Writer
 	// Info, when set, is the device instead of the one the backend describes (tests).
 	Info *gpu.DeviceInfo
