@@ -29,6 +29,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) int {
 	backend := fs.String("backend", "auto", "cuda or auto (profiling needs a GPU)")
 	device := fs.Int("device", 0, "device index")
 	seed := fs.Uint64("seed", 0, "seed of the random inputs (default: a new one)")
+	logDir := fs.String("log-dir", "", "keep each variant's ncu log and program output in this folder")
 	asJSON := fs.Bool("json", false, "write the recorded profiles as one JSON document to stdout")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: labrun profile NN [flags]
@@ -95,7 +96,7 @@ Flags:
 	defer stop()
 	out, err := profile.Run(ctx, profile.Options{Root: root, Lab: name, Variants: variants, Problems: problems,
 		Kernel: *kernel, Count: *count, Kind: k, Backend: *backend, Device: *device, Seed: s, Self: self,
-		Progress: stderr, Commit: lab.GitCommit(root)})
+		Progress: stderr, LogDir: *logDir, Commit: lab.GitCommit(root)})
 	if err != nil && out == nil {
 		return exitFor(err, stderr)
 	}

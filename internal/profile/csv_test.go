@@ -157,3 +157,30 @@ func TestFindNCU(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fake, p)
 }
+
+func TestSectionList(t *testing.T) {
+	// The start of `ncu --list-sections` (2025.3).
+	out := `---------------------------------- ---------------------------------- ------- ----------------------------------
+Identifier                         Display Name                       Enabled Filename
+---------------------------------- ---------------------------------- ------- ----------------------------------
+ComputeWorkloadAnalysis            Compute Workload Analysis          no      .../sections/ComputeWorkloadAnalysis.section
+LaunchStats                        Launch Statistics                  yes     .../sections/LaunchStats.section
+MemoryWorkloadAnalysis             Memory Workload Analysis           no      .../sections/MemoryWorkloadAnalysis.section
+Occupancy                          Occupancy                          yes     .../sections/Occupancy.section
+SpeedOfLight                       GPU Speed Of Light Throughput      yes     .../sections/SpeedOfLight.section
+`
+	known := parseSectionList(out)
+	assert.Equal(t, []string{"ComputeWorkloadAnalysis", "LaunchStats", "MemoryWorkloadAnalysis", "Occupancy", "SpeedOfLight"}, known)
+	keep, missing := Available(KindMemory.Sections(), known)
+	assert.Equal(t, []string{"SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis"}, keep)
+	assert.Equal(t, []string{"MemoryWorkloadAnalysis_Tables", "WarpStateStats", "InstructionStats"}, missing)
+	keep, missing = Available(KindLatency.Sections(), nil)
+	assert.Equal(t, KindLatency.Sections(), keep, "unknown: keep all")
+	assert.Empty(t, missing)
+}
+
+func TestSectionListUnreadable(t *testing.T) {
+	keep, missing := Available(KindMemory.Sections(), []string{"Usage", "Options"})
+	assert.Equal(t, KindMemory.Sections(), keep)
+	assert.Empty(t, missing)
+}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -73,15 +75,60 @@ func Version(ncu string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// ListSections returns the section identifiers this ncu knows (`ncu --list-sections`: a table
+// whose first column is the identifier), or nil when its output cannot be read.
+func ListSections(ncu string) []string {
+	out, err := exec.Command(ncu, "--list-sections").Output()
+	if err != nil {
+		return nil
+	}
+	return parseSectionList(string(out))
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+func parseSectionList(out string) []string {
+	var ids []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] == "Identifier" || !identRE.MatchString(f[0]) {
+			continue
+		}
+		ids = append(ids, f[0])
+	}
+	return ids
+}
+
+// Available keeps the sections that ncu knows (all of them when known is nil) and names the
+// others: ncu refuses a whole run for one section it does not have.
+func Available(sections, known []string) (keep, missing []string) {
+	if known == nil {
+		return sections, nil
+	}
+	for _, s := range sections {
+		if slices.Contains(known, s) {
+			keep = append(keep, s)
+		} else {
+			missing = append(missing, s)
+		}
+	}
+	if len(keep) == 0 {
+		return sections, nil // a list that names none of them was not read right: let ncu say
+	}
+	return keep, missing
+}
+
 // Invocation is one ncu run of one labrun command.
 type Invocation struct {
 	NCU     string
-	LogFile string   // ncu's own output, the CSV report included
-	Kernel  string   // ncu --kernel-name filter ("regex:^sgemm_dbuf$"); "" profiles every kernel
-	Count   int      // kernel launches to profile (--launch-count)
-	Skip    int      // matching launches to let pass first (--launch-skip)
-	Kind    Kind     // which sections to collect
-	Target  []string // the program and its arguments
+	LogFile string // ncu's own output, the CSV report included
+	Kernel  string // ncu --kernel-name filter ("regex:^sgemm_dbuf$"); "" profiles every kernel
+	Count   int    // kernel launches to profile (--launch-count)
+	Skip    int    // matching launches to let pass first (--launch-skip)
+	Kind    Kind   // which sections to collect
+	// Sections overrides Kind's sections (those this ncu has, from Available).
+	Sections []string
+	Target   []string // the program and its arguments
 	// ClockControl is ncu's --clock-control; labrun passes "none" so that the GPU runs at the
 	// clocks it has (ncu's default locks them to base clocks, which other users of the GPU and
 	// the course's timings do not see).
@@ -94,7 +141,11 @@ func (iv Invocation) Args() []string {
 	if iv.ClockControl != "" {
 		args = append(args, "--clock-control", iv.ClockControl)
 	}
-	for _, s := range iv.Kind.Sections() {
+	sections := iv.Sections
+	if sections == nil {
+		sections = iv.Kind.Sections()
+	}
+	for _, s := range sections {
 		args = append(args, "--section", s)
 	}
 	if iv.Kernel != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +39,11 @@ type Options struct {
 	Info *gpu.DeviceInfo
 	// Commit is recorded in the file.
 	Commit string
+	// LogDir, when set, keeps each job's ncu log and program output there (to read a failure,
+	// or to check the parsing against what ncu wrote).
+	LogDir string
+
+	known []string // the sections this ncu has (nil: not known)
 }
 
 // Job is one variant on one problem.
@@ -158,6 +164,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}
+	o.known = ListSections(o.NCU)
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
 	}
@@ -235,7 +242,11 @@ func (o Options) profileOne(ctx context.Context, man *lab.Manifest, j Job, dir s
 	if kernel == "" {
 		kernel = "regex:^" + j.Variant.Entry + "$"
 	}
-	iv := Invocation{NCU: o.NCU, LogFile: filepath.Join(dir, "ncu.log"), Kernel: kernel, Count: o.Count, Kind: kind,
+	sections, missing := Available(kind.Sections(), o.known)
+	if len(missing) > 0 {
+		fmt.Fprintf(o.Progress, "(this ncu has no section %s: left out) ", strings.Join(missing, ", "))
+	}
+	iv := Invocation{NCU: o.NCU, LogFile: filepath.Join(dir, "ncu.log"), Kernel: kernel, Count: o.Count, Kind: kind, Sections: sections,
 		ClockControl: "none",
 		Target: []string{o.Self, "run", man.ID, "--in-process", "--backend", "cuda", "--device", fmt.Sprint(o.Device),
 			"--variant", j.Variant.Name, "--problem", j.Problem, "--quick", "--no-save", "--no-site",
@@ -248,6 +259,13 @@ func (o Options) profileOne(ctx context.Context, man *lab.Manifest, j Job, dir s
 	cmd.Stdout, cmd.Stderr = &output, &output
 	runErr := cmd.Run()
 	log, readErr := os.ReadFile(iv.LogFile)
+	if o.LogDir != "" {
+		base := filepath.Join(o.LogDir, safeName(j.Suite.Name+"_"+j.Variant.Name+"_"+j.Problem))
+		if err := os.MkdirAll(o.LogDir, 0o755); err == nil {
+			os.WriteFile(base+".ncu.log", log, 0o644)
+			os.WriteFile(base+".out.log", output.Bytes(), 0o644)
+		}
+	}
 	if readErr != nil && runErr == nil {
 		return nil, fmt.Errorf("%w: it wrote no log (%v)", ErrProfiler, readErr)
 	}
@@ -279,6 +297,11 @@ func (o Options) profileOne(ctx context.Context, man *lab.Manifest, j Job, dir s
 	}
 	return profs, nil
 }
+
+var unsafeRE = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// safeName turns a job's names into a file name.
+func safeName(s string) string { return strings.Trim(unsafeRE.ReplaceAllString(s, "-"), "-") }
 
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
