@@ -5,6 +5,7 @@
 #
 #   RUN="01" scripts/gpu-profile.sh       # labrun 01 first, then the profiles
 #   DEADLINE=480 scripts/gpu-profile.sh   # start no step after 480 s (default 500)
+#   PROFILES=FILE scripts/gpu-profile.sh  # another list (default scripts/profiles.txt)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kl-out}
@@ -37,7 +38,7 @@ while IFS='|' read -r lab variants problem extra; do
   timeout $((deadline - SECONDS)) bin/labrun profile "$lab" --variant "$variants" --problem "$problem" $extra \
     --log-dir "$logs/ncu" >"$logs/profile-$n.txt" 2>"$logs/profile-$n.log"
   summary+=("profile $n ($lab $variants on $problem): exit $? in $((SECONDS - start))s")
-done <scripts/profiles.txt
+done <"${PROFILES:-scripts/profiles.txt}"
 
 printf '%s\n' "${summary[@]}" >"$logs/summary.txt"
 mkdir -p "$logs/results" && cp -r results/nvidia-* "$logs/results/" 2>/dev/null

@@ -20,9 +20,11 @@ import (
 func cmdProfile(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var variants, problems listFlag
+	var variants listFlag
+	var problems, suites repeatFlag
 	fs.Var(&variants, "variant", "profile these variants (repeat the flag or separate with commas; default: every kernel variant)")
-	fs.Var(&problems, "problem", "on these problems of the GPU set (default: each variant's first --quick problem)")
+	fs.Var(&problems, "problem", "on this problem of the GPU set (repeat for more; default: each variant's first --quick problem)")
+	fs.Var(&suites, "suite", "only in this suite (repeat for more; a variant can be in several)")
 	kernel := fs.String("kernel", "", "ncu's kernel filter, e.g. regex:gemm (default: the variant's kernel entry; needed for library variants)")
 	count := fs.Int("launches", 1, "kernel launches to profile per variant and problem")
 	kind := fs.String("kind", "", "metric set: memory, compute or latency (default: by the suite's metric: GB/s, TFLOP/s, µs)")
@@ -78,7 +80,7 @@ Flags:
 	if err != nil {
 		return exitFor(err, stderr)
 	}
-	if _, err := profile.Plan(man, variants, problems, *kernel); err != nil {
+	if _, err := profile.Plan(man, suites, variants, problems, *kernel); err != nil {
 		return exitFor(err, stderr)
 	}
 	self, err := os.Executable()
@@ -94,7 +96,7 @@ Flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	out, err := profile.Run(ctx, profile.Options{Root: root, Lab: name, Variants: variants, Problems: problems,
+	out, err := profile.Run(ctx, profile.Options{Root: root, Lab: name, Suites: suites, Variants: variants, Problems: problems,
 		Kernel: *kernel, Count: *count, Kind: k, Backend: *backend, Device: *device, Seed: s, Self: self,
 		Progress: stderr, LogDir: *logDir, Commit: lab.GitCommit(root)})
 	if err != nil && out == nil {

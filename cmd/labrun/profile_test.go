@@ -35,6 +35,8 @@ func TestCLIProfile(t *testing.T) {
 		{"which lab", []string{"profile"}, nil, exitUsage, "which lab?"},
 		{"unknown variant", []string{"profile", "07", "--variant", "zzz"}, nil, exitUsage, `no variant "zzz"`},
 		{"unknown problem", []string{"profile", "07", "--problem", "two"}, nil, exitUsage, `GPU problem "two"`},
+		{"problem names hold commas", []string{"profile", "07", "--problem", "one, two"}, nil, exitUsage, `GPU problem "one, two"`},
+		{"unknown suite", []string{"profile", "07", "--suite", "t"}, nil, exitUsage, `no suite "t"`},
 		{"library without filter", []string{"profile", "07", "--variant", "lib"}, nil, exitUsage, "--kernel REGEX"},
 		{"bad kind", []string{"profile", "07", "--kind", "fast"}, nil, exitUsage, "memory, compute or latency"},
 		{"emulator", []string{"profile", "07", "--backend", "emu"}, nil, exitEnv, "needs an NVIDIA GPU"},

@@ -24,6 +24,8 @@ type Options struct {
 	Root     string
 	Lab      string   // as typed: "1", "01", "01_device_props"
 	Variants []string // only these (empty: all)
+	// Suites runs only the variants of these suites (empty: all); a variant can be in several.
+	Suites []string
 	// Problems runs only the problems of these names (empty: all of the set, or its --quick
 	// subset); a name no selected suite has is a usage error.
 	Problems []string
@@ -125,6 +127,15 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := checkVariantNames(man, o.Variants); err != nil {
 		return nil, err
 	}
+	for _, s := range o.Suites {
+		if man.Suite(s) == nil {
+			var names []string
+			for _, x := range man.Suites {
+				names = append(names, x.Name)
+			}
+			return nil, &UsageError{fmt.Sprintf("lab %s has no suite %q; its suites are: %s", man.Name, s, strings.Join(names, ", "))}
+		}
+	}
 	if len(o.Problems) > 0 && len(o.Custom) > 0 {
 		return nil, &UsageError{"--problem picks problems of the lab's sets; a custom problem (--shape, --bytes, ...) replaces them: give one or the other"}
 	}
@@ -177,7 +188,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			set = "emu"
 		}
 	}
-	if err := checkProblemNames(man, o.Variants, set, o.Problems); err != nil {
+	if err := checkProblemNames(man, o.Suites, o.Variants, set, o.Problems); err != nil {
 		return nil, err
 	}
 	if !o.SeedSet {
@@ -276,9 +287,12 @@ func checkVariantNames(m *Manifest, names []string) error {
 
 // checkProblemNames says which problems exist when a name given with --problem is in no suite
 // that the run selects (the variants' suites, or every suite).
-func checkProblemNames(m *Manifest, variants []string, set string, names []string) error {
+func checkProblemNames(m *Manifest, suites, variants []string, set string, names []string) error {
 	var known []string
 	for _, s := range m.Suites {
+		if len(suites) > 0 && !slices.Contains(suites, s.Name) {
+			continue
+		}
 		if len(variants) > 0 && !slices.ContainsFunc(s.Variants, func(v *Variant) bool { return slices.Contains(variants, v.Name) }) {
 			continue
 		}
@@ -367,6 +381,9 @@ func (r *runner) selected(v *Variant) bool {
 				return true
 			}
 		}
+		return false
+	}
+	if len(r.o.Suites) > 0 && !slices.Contains(r.o.Suites, v.Suite.Name) {
 		return false
 	}
 	if len(r.o.Variants) == 0 {

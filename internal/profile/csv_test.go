@@ -184,3 +184,30 @@ func TestSectionListUnreadable(t *testing.T) {
 	assert.Equal(t, KindMemory.Sections(), keep)
 	assert.Empty(t, missing)
 }
+
+// A log that ncu 2025.3.1 wrote on the H200 (labrun profile 02 --variant smem --problem 4096³):
+// 1172 columns, units such as "ns" and "byte/s", values with thousands separators, warnings.
+func TestParseRealLog(t *testing.T) {
+	rep, err := ParseLog(readLog(t, "ncu_2025.3_h200_sgemm_smem.log"))
+	require.NoError(t, err)
+	require.Len(t, rep.Launches, 1)
+	l := rep.Launches[0]
+	assert.Equal(t, "sgemm_smem", l.Kernel)
+	assert.Equal(t, "(32, 32, 1)", l.Block)
+	d := l.Metrics["gpu__time_duration.sum"]
+	assert.Equal(t, "ns", d.Unit)
+	assert.InDelta(t, 0.01607968, d.Base(), 1e-12)
+	assert.InDelta(t, 530.405428963e9, l.Metrics["dram__bytes.sum.per_second"].Base(), 1e3)
+	assert.Equal(t, 22396902.0, l.Metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"].Value)
+	m := Curate(l.Metrics)
+	assert.Equal(t, 32.0, m["launch__registers_per_thread"].Value)
+	res, blocks, ok := OccupancyLimiter(m)
+	require.True(t, ok)
+	assert.Equal(t, "registers", res, "registers and warps both allow 2 blocks: the first named wins")
+	assert.Equal(t, 2.0, blocks)
+	st := TopStalls(m, 1)
+	require.Len(t, st, 1)
+	assert.Equal(t, Stall{Reason: "mio_throttle", Ratio: 15.89}, st[0])
+	assert.Less(t, len(m), 150, "the curated set is a small part of the raw page")
+	assert.NoError(t, classify(rep.Messages, 1), "ncu's warnings about clocks and inaccessible metrics are not errors")
+}

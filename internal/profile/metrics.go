@@ -176,8 +176,10 @@ func DRAMThroughput(p Profile) string {
 // unitScale converts ncu's units (base units with --print-units base; scaled ones otherwise) to
 // seconds, bytes or plain counts.
 var unitScale = map[string]float64{
+	"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, // ncu 2025 with --print-units base
 	"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1,
 	"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+	"byte/s": 1, "Kbyte/s": 1e3, "Mbyte/s": 1e6, "Gbyte/s": 1e9, "Tbyte/s": 1e12,
 	"byte/second": 1, "Kbyte/second": 1e3, "Mbyte/second": 1e6, "Gbyte/second": 1e9, "Tbyte/second": 1e12,
 }
 

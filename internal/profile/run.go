@@ -22,6 +22,7 @@ import (
 type Options struct {
 	Root     string
 	Lab      string
+	Suites   []string // empty: every suite
 	Variants []string // empty: every kernel variant of the lab
 	Problems []string // empty: each variant's first --quick problem of the GPU set
 	Kernel   string   // ncu kernel filter; empty: the variant's entry (regex:^entry$)
@@ -77,10 +78,18 @@ func (e *NeedsGPUError) Error() string {
 
 // Plan lists the jobs: the variants asked for (every kernel variant when none is), each on the
 // problems asked for that its suite has (its first --quick GPU problem when none is).
-func Plan(man *lab.Manifest, variants, problems []string, kernel string) ([]Job, error) {
+func Plan(man *lab.Manifest, suites, variants, problems []string, kernel string) ([]Job, error) {
 	var jobs []Job
 	matched := map[string]bool{}
+	for _, name := range suites {
+		if man.Suite(name) == nil {
+			return nil, &lab.UsageError{Msg: fmt.Sprintf("lab %s has no suite %q (labrun list shows them)", man.Name, name)}
+		}
+	}
 	for _, s := range man.Suites {
+		if len(suites) > 0 && !slices.Contains(suites, s.Name) {
+			continue
+		}
 		gpuSet, _ := s.ProblemsFor("gpu")
 		for _, v := range s.Variants {
 			if len(variants) > 0 && !slices.Contains(variants, v.Name) {
@@ -147,7 +156,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := Plan(man, o.Variants, o.Problems, o.Kernel)
+	jobs, err := Plan(man, o.Suites, o.Variants, o.Problems, o.Kernel)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +257,9 @@ func (o Options) profileOne(ctx context.Context, man *lab.Manifest, j Job, dir s
 	}
 	iv := Invocation{NCU: o.NCU, LogFile: filepath.Join(dir, "ncu.log"), Kernel: kernel, Count: o.Count, Kind: kind, Sections: sections,
 		ClockControl: "none",
+		// The job's own suite: a variant can be in several, on problems of the same name.
 		Target: []string{o.Self, "run", man.ID, "--in-process", "--backend", "cuda", "--device", fmt.Sprint(o.Device),
+			"--suite", j.Suite.Name,
 			"--variant", j.Variant.Name, "--problem", j.Problem, "--quick", "--no-save", "--no-site",
 			"--seed", fmt.Sprint(o.Seed)}}
 	jctx, cancel := context.WithTimeout(ctx, o.Timeout)

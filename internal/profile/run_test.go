@@ -85,6 +85,7 @@ func TestRunRecordsAndMerges(t *testing.T) {
 	args, err := os.ReadFile(filepath.Join(bin, "args"))
 	require.NoError(t, err)
 	assert.Contains(t, string(args), "--in-process")
+	assert.Contains(t, string(args), "--suite fp32 ")
 	assert.Contains(t, string(args), "--clock-control none")
 
 	// A second profile of another variant keeps the first; profiling smem again replaces it.
@@ -177,12 +178,12 @@ func TestRunNeedsAGPU(t *testing.T) {
 func TestPlan(t *testing.T) {
 	man, err := lab.Load("../..", "02")
 	require.NoError(t, err)
-	jobs, err := Plan(man, nil, nil, "")
+	jobs, err := Plan(man, nil, nil, nil, "")
 	require.NoError(t, err)
 	for _, j := range jobs {
 		assert.True(t, j.Variant.IsKernel(), "library variants need --kernel: %s", j.Variant.Name)
 	}
-	jobs, err = Plan(man, []string{"smem", "bank_conflict_free"}, []string{"4096³", "1024³"}, "")
+	jobs, err = Plan(man, nil, []string{"smem", "bank_conflict_free"}, []string{"4096³", "1024³"}, "")
 	require.NoError(t, err)
 	assert.Len(t, jobs, 4)
 
@@ -194,12 +195,25 @@ func TestPlan(t *testing.T) {
 		{[]string{"smem"}, []string{"7³"}, "no selected variant of lab 02_gemm has a GPU problem \"7³\""},
 		{[]string{"cublas_sgemm"}, nil, "--kernel REGEX"},
 	} {
-		_, err := Plan(man, tc.variants, tc.problems, "")
+		_, err := Plan(man, nil, tc.variants, tc.problems, "")
 		var ue *lab.UsageError
 		require.ErrorAs(t, err, &ue)
 		assert.Contains(t, err.Error(), tc.says)
 	}
-	jobs, err = Plan(man, []string{"cublas_sgemm"}, nil, "regex:sgemm")
+	// A variant in two suites is profiled in the one asked for, on a problem whose name has commas.
+	jobs, err = Plan(man, []string{"bf16_epilogue"}, []string{"wgmma_persistent"}, nil, "")
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	assert.Equal(t, "bf16_epilogue", jobs[0].Suite.Name)
+	_, err = Plan(man, []string{"nope"}, nil, nil, "")
+	assert.ErrorContains(t, err, "no suite \"nope\"")
+	man3, err := lab.Load("../..", "03")
+	require.NoError(t, err)
+	jobs, err = Plan(man3, nil, []string{"dynamic"}, []string{"64 experts × 128 rows, 2048→1408"}, "")
+	require.NoError(t, err)
+	assert.Len(t, jobs, 1)
+
+	jobs, err = Plan(man, nil, []string{"cublas_sgemm"}, nil, "regex:sgemm")
 	require.NoError(t, err)
 	require.NotEmpty(t, jobs, "a library variant with a kernel filter")
 	for _, j := range jobs {
