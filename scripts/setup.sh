@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what labrun needs on a Debian/Ubuntu machine: a C++ compiler and Boost.Context for the
-# CPU emulator, and the Go modules. The CUDA driver and toolkit are not installed here: on a GPU
+# CPU emulator, clang for its device-code check, and the Go modules. The CUDA driver and toolkit are not installed here: on a GPU
 # machine they come with the system (see README.md). Says clearly what it could not do.
 set -euo pipefail
 
 pkgs=()
 command -v g++ >/dev/null 2>&1 || pkgs+=(g++)
 [ -f /usr/include/boost/context/fiber.hpp ] || pkgs+=(libboost-context-dev)
+# clang: the emulator's device-code check (labrun grade compiles a submission as CUDA device code).
+command -v clang++ >/dev/null 2>&1 || pkgs+=(clang)
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   cmd="apt-get update && apt-get install -y --no-install-recommends ${pkgs[*]}"

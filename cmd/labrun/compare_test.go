@@ -77,7 +77,7 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	needEmu(t)
 	repoRoot(t)
 	code, out, stderr := runCLI("02", "--shape", "33x17x65", "--param", "beta0=1", "--backend", "emu",
-		"--variant", "smem,double_buffer", "--no-save", "--no-site", "--json")
+		"--variant", "coalesced,double_buffer", "--no-save", "--no-site", "--json")
 	require.Equal(t, exitOK, code, stderr)
 	var doc struct {
 		Entries []results.Entry

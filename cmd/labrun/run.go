@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/site"
@@ -61,6 +62,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
 	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
+	noExercises := fs.Bool("no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
 	// Custom problems: each flag given becomes a parameter of the problem (see the README).
@@ -122,6 +124,17 @@ Flags:
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if *noExercises {
+		m, err := lab.Load(root, name)
+		if err != nil {
+			return exitFor(err, stderr)
+		}
+		variants = withoutExercises(m, variants)
+		if len(variants) == 0 {
+			fmt.Fprintf(stderr, "labrun run: lab %s has no variant but its exercises\n", m.Name)
+			return exitUsage
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -254,4 +267,24 @@ func firstLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// withoutExercises are the variants of m (among only, when given) that are not exercises.
+func withoutExercises(m *lab.Manifest, only []string) []string {
+	keep := map[string]bool{}
+	for _, n := range only {
+		keep[n] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if grade.IsExercise(m, v) || seen[v.Name] || len(only) > 0 && !keep[v.Name] {
+				continue
+			}
+			seen[v.Name] = true
+			out = append(out, v.Name)
+		}
+	}
+	return out
 }

@@ -75,9 +75,14 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				Flags:       it.flags,
 			}
 			if sub, ok := r.o.Files[it.file]; ok {
-				// A submission: its own folder comes first (-iquote), the original's stays reachable.
+				// A submission is built hermetically: alone, with only the shared headers
+				// (labs/common) and the emulator's to include, never the lab's own folders.
 				req.Source = sub
-				req.IncludeDirs = append(req.IncludeDirs, filepath.Dir(filepath.Join(r.man.Dir, it.file)))
+				req.IncludeDirs = []string{filepath.Join(r.o.Root, "labs", "common")}
+				req.Submission = r.o.Submission
+				if req.Submission == nil {
+					req.Submission = &toolchain.Submission{Protect: []string{r.o.Root}}
+				}
 			}
 			art, err := toolchain.Build(ctx, r.be.Toolchain(), req)
 			mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // Options select what a run does.
@@ -50,9 +51,11 @@ type Options struct {
 
 	// Files builds other sources in place of variants' kernel files: the file as lab.yaml names
 	// it (relative to the lab folder, e.g. "exercises/ex1_smem_tiling.cu") → the path of the file
-	// to build instead (a student's submission). The original file's folder stays on the include
-	// path.
-	Files map[string]string
+	// to build instead (a student's submission). Such files are built hermetically, as
+	// Submission says (toolchain.Submission; nil: the course tree at Root protected, no
+	// device-code check).
+	Files      map[string]string
+	Submission *toolchain.Submission
 	// Plan, when set, is the exact list of jobs to run (the grader's plan) instead of every
 	// selected variant on every problem of the set. Outcome.Planned has one entry per job, in order.
 	Plan []Job
@@ -315,25 +318,36 @@ func checkProblemNames(m *Manifest, suites, variants []string, set string, names
 // save merges with the existing file and writes atomically. A corrupt existing file is left
 // alone and this run's results go to a file beside it, so nothing measured is lost.
 func save(path string, f *results.File, m *Manifest) (string, error) {
-	old, err := results.Load(path)
-	var ce *results.CorruptError
-	if errors.As(err, &ce) {
-		side := strings.TrimSuffix(path, ".json") + ".new-" + time.Now().UTC().Format("20060102T150405") + ".json"
-		if serr := results.Save(side, f); serr != nil {
-			return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
+	err := results.Update(path, func(old *results.File) (*results.File, error) {
+		if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
+			old = nil // a different device under the same folder name: start afresh
 		}
+		if old != nil {
+			old.Entries = current(m, old.Entries)
+		}
+		return results.Merge(old, f), nil
+	})
+	if err == nil {
+		return path, nil
+	}
+	// Nothing measured is lost: a results file that is corrupt, locked or in a folder that
+	// cannot be written keeps its old contents, and this run's results go beside it, or, when
+	// even that folder refuses them, to the user's cache.
+	stamp := time.Now().UTC().Format("20060102T150405")
+	side := strings.TrimSuffix(path, ".json") + ".new-" + stamp + ".json"
+	if serr := results.Save(side, f); serr == nil {
 		return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 	}
-	if err != nil {
-		return "", err
+	cache, cerr := os.UserCacheDir()
+	if cerr != nil {
+		cache = os.TempDir()
 	}
-	if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
-		old = nil // a different device under the same folder name: start afresh
+	side = filepath.Join(cache, "kernellabs", "results", filepath.Base(filepath.Dir(path)),
+		strings.TrimSuffix(filepath.Base(path), ".json")+".new-"+stamp+".json")
+	if serr := results.Save(side, f); serr != nil {
+		return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
 	}
-	if old != nil {
-		old.Entries = current(m, old.Entries)
-	}
-	return path, results.Save(path, results.Merge(old, f))
+	return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 }
 
 type runner struct {

@@ -179,7 +179,9 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 			}
 			e.Error = fmt.Sprintf("%s (run %d of %d; every run has fresh inputs)", o.msg, r+1, total)
 			if o.rep != nil && !o.rep.OK {
-				e.Error += "\n" + o.rep.Detail()
+				if f := o.rep.Figures(); f != "" { // the reason is said above: only the figures follow
+					e.Error += "\n" + f
+				}
 			}
 			e.Data = map[string]any{"reason": o.reason, "run": r + 1, "runs": total, "elapsed_s": time.Since(started).Seconds()}
 			return e, o.err

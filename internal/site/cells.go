@@ -21,6 +21,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/plot"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // The cells, each a fenced block with a YAML body:
@@ -206,6 +207,13 @@ func (b *builder) sourceCell(pc *pageCtx, c *cell, s *sourceSpec) (string, error
 		return "", d.errAt(c.Line, "kl-source: file %s does not exist in %s (kernel files there: %s)", file,
 			path.Join("labs", pc.ch.Name), strings.Join(kernelFiles(filepath.Join(b.c.root, "labs", pc.ch.Name)), ", "))
 	}
+	// An exercise file is shown as the student edition has it: solution regions become their
+	// TODO stubs, on the page and in the copy under files/.
+	if solution.Has(data) {
+		if data, _, err = solution.Strip(rel, data); err != nil {
+			return "", d.errAt(c.Line, "kl-source: %v", err)
+		}
+	}
 	src := strings.ReplaceAll(string(data), "\r\n", "\n")
 	lang := langOfFile(file)
 	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
@@ -229,7 +237,7 @@ func (b *builder) sourceCell(pc *pageCtx, c *cell, s *sourceSpec) (string, error
 		first, last = a, z
 	}
 	excerpt := strings.Join(lines[first-1:last], "\n")
-	b.copyFile(path.Join("files", rel), abs)
+	b.writeFile(path.Join("files", rel), data)
 	href := b.rel(pc.pageDir, path.Join("files", rel))
 	caption := fmt.Sprintf(`<a href="%s">%s</a>`, esc(href), esc(path.Join(pc.ch.Name, filepath.ToSlash(file))))
 	if fn != "" {

@@ -16,6 +16,8 @@ import (
 	"github.com/gomarkdown/markdown/ast"
 	mdhtml "github.com/gomarkdown/markdown/html"
 	"github.com/gomarkdown/markdown/parser"
+
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // A notes file is markdown with notebook cells: fenced blocks whose info string starts with
@@ -91,6 +93,12 @@ func parseNotes(absPath, rel, lang string) (*notesDoc, error) {
 	src, err := os.ReadFile(absPath)
 	if err != nil {
 		return nil, err
+	}
+	// A solution region in the notes (an answer) is published as the student edition has it.
+	if solution.Has(src) {
+		if src, _, err = solution.Strip(rel, src); err != nil {
+			return nil, err
+		}
 	}
 	return parseNotesBytes(absPath, rel, lang, src)
 }

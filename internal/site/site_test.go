@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // fixture copies the synthetic test course (testdata/course) into a temporary folder.
@@ -395,4 +396,32 @@ func TestNotesWithBareCodeBlocks(t *testing.T) {
 	if html := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
 		t.Fatalf("bare code blocks are rendered as code, got %s", html)
 	}
+}
+
+// TestRealCourseGivesNoSolutionAway builds the real course's site and checks the rule that no
+// page or file of it holds the code of an exercise's solution region (solution.Check); the
+// student edition is checked by the same function (internal/grade).
+func TestRealCourseGivesNoSolutionAway(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	regions, err := solution.CourseRegions(root)
+	require.NoError(t, err)
+	if len(regions) == 0 {
+		t.Skip("this tree has no solution region (a student edition): nothing to give away")
+	}
+	_, out, err := build(t, root, false)
+	require.NoError(t, err)
+	require.NoError(t, solution.Check(root, out))
+	// The rule is not vacuous: the exercise files are on the site, as their stubs.
+	stubs := 0
+	require.NoError(t, filepath.WalkDir(filepath.Join(out, "files"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, err := os.ReadFile(p)
+			if err == nil && strings.Contains(string(b), solution.Todo) {
+				stubs++
+			}
+		}
+		return err
+	}))
+	assert.Positive(t, stubs, "the exercise files shown on the site are their stubs")
 }

@@ -20,6 +20,9 @@ import (
 //	persistent  1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
 //	ctas_per_sm blocks per SM of a persistent grid (1)
 //	max_gflop   refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
+//	a_col_major 1: the kernel reads A stored column-major (element (i, k) at A[k·M + i], lda = M)
+//	bias_relu   1: the kernel takes a bias vector of N floats after C and writes
+//	            C = max(0, alpha·A·B + beta·C + bias[j]) (fp32 suites)
 const (
 	ParamBM         = "bm"
 	ParamBN         = "bn"
@@ -36,6 +39,8 @@ const (
 	ParamCBoxM      = "cbox_m"
 	ParamCBoxN      = "cbox_n"
 	ParamMaxGFLOP   = "max_gflop"
+	ParamAColMajor  = "a_col_major"
+	ParamBiasReLU   = "bias_relu"
 )
 
 // staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
