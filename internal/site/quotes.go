@@ -22,6 +22,7 @@ import (
 //	`=108 registers ~ 02:bf16/wgmma_bf16/4096³ kernel.num_regs`     another lab's entry
 //	`=98.5% ~ profile fp32_fma/fma_chains1/2048 threads per SM sm__warps_active.avg.pct_of_peak_sustained_active`
 //	`=4.25 TB/s ~ ceiling hbm_gbps`                                 lab 01's measured ceilings
+//	`=157 ~ ceiling ridge.bf16_flop_per_byte`                       and its ridge points
 //
 // A reference may end in @DEVICE (default: the first GPU with results of that lab). The page
 // shows the number as written; the build checks it against the file within the rounding of its
@@ -239,7 +240,12 @@ func (b *builder) quoteCeiling(pc *pageCtx, key, device string) (float64, string
 	if err != nil {
 		return 0, "", "", err
 	}
-	c, ok := dr.File.Extra[key].(map[string]any)
+	var cur any = dr.File.Extra
+	for _, k := range strings.Split(key, ".") { // "hbm_gbps", "ridge.bf16_flop_per_byte"
+		m, _ := cur.(map[string]any)
+		cur = m[k]
+	}
+	c, ok := cur.(map[string]any)
 	if !ok {
 		return 0, "", "", fmt.Errorf("lab 01 on %s has no ceiling %s", dr.Slug, key)
 	}
