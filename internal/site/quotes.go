@@ -21,6 +21,7 @@ import (
 //	`=2.08× ~ l2_bandwidth/l2_read/16 MiB gbps / ceiling hbm_gbps`  a ratio of two
 //	`=108 registers ~ 02:bf16/wgmma_bf16/4096³ kernel.num_regs`     another lab's entry
 //	`=98.5% ~ profile fp32_fma/fma_chains1/2048 threads per SM sm__warps_active.avg.pct_of_peak_sustained_active`
+//	`=69.0% ~ profile fp32/tiled_loop/4 squares 512…4096#3 sm__pipe_fma_cycles_active...` launch 3
 //	`=4.25 TB/s ~ ceiling hbm_gbps`                                 lab 01's measured ceilings
 //	`=157 ~ ceiling ridge.bf16_flop_per_byte`                       and its ridge points
 //
@@ -261,6 +262,14 @@ func (b *builder) quoteCeiling(pc *pageCtx, key, device string) (float64, string
 }
 
 func (b *builder) quoteProfile(ch *chapter, suite, variant, problem, metric, device string) (float64, string, string, error) {
+	launch := 0 // "PROBLEM#3": the fourth profiled launch of the variant (a loop of launches)
+	if i := strings.LastIndex(problem, "#"); i > 0 {
+		n, err := strconv.Atoi(problem[i+1:])
+		if err != nil {
+			return 0, "", "", fmt.Errorf("%q: after # comes the launch's number", problem)
+		}
+		problem, launch = problem[:i], n
+	}
 	files, errs := profile.LoadAll(b.c.root, ch.Name)
 	if len(errs) > 0 {
 		return 0, "", "", errs[0]
@@ -271,7 +280,7 @@ func (b *builder) quoteProfile(ch *chapter, suite, variant, problem, metric, dev
 			continue
 		}
 		for _, p := range f.Profiles {
-			if p.Suite == suite && p.Variant == variant && p.Problem == problem && p.Launch == 0 {
+			if p.Suite == suite && p.Variant == variant && p.Problem == problem && p.Launch == launch {
 				m, ok := p.Metrics[metric]
 				if !ok || m.Text != "" {
 					return 0, "", "", fmt.Errorf("the profile of %s/%s/%s has no metric %s", suite, variant, problem, metric)
