@@ -45,4 +45,22 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
+# A CJK font, so that the Chinese pages (and the browser test, which fails on missing-glyph
+# boxes) draw Chinese characters: optional like chromium.
+if ! { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh 2>/dev/null)" ]; }; then
+  cmd="apt-get update && apt-get install -y --no-install-recommends fonts-noto-cjk"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing fonts-noto-cjk (Chinese pages and the site's browser test)"
+    sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null 2>&1 ||
+      echo "setup: could not install fonts-noto-cjk; the Chinese pages will show boxes and the browser test fails" >&2
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    echo "setup: installing fonts-noto-cjk with sudo"
+    sudo sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null 2>&1 ||
+      echo "setup: could not install fonts-noto-cjk; the Chinese pages will show boxes and the browser test fails" >&2
+  else
+    echo "setup: the Chinese pages need a CJK font; run as root:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
+  fi
+fi
+
 go mod download

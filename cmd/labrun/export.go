@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,12 +11,10 @@ import (
 )
 
 func cmdExport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("export", stdout, stderr)
 	force := fs.Bool("force", false, "write into DIR even if it is not empty")
 	noCheck := fs.Bool("no-check", false, "do not compile the exported exercise files (on the CPU emulator) to prove that the stubs compile")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun export DIR [flags]
+	fs.intro = `Usage: labrun export DIR [flags]
 
 Writes the student edition of the course into DIR (a folder outside the course): every file that
 git tracks (results and the site's sources included; untracked files, reports and caches never)
@@ -31,9 +28,7 @@ still holds three consecutive code lines of a solution region (a shipped kernel 
 exercise). Grade the students with scripts/grade-of-record.sh at that commit.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
+`
 	dir, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

@@ -15,8 +15,7 @@ import (
 )
 
 func cmdGrade(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("grade", stdout, stderr)
 	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
 	device := fs.Int("device", 0, "device index")
@@ -34,8 +33,7 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&labsFlag, "labs", "the labs to grade (the assigned ones), e.g. 02,03, or all; the exit status covers these alone")
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
 	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: labrun grade NN|all [flags]
+	fs.intro = fmt.Sprintf(`Usage: labrun grade NN|all [flags]
        labrun grade --labs 02,03 [flags]
 
 Grades the exercise files of lab NN (or of every lab with exercises): builds the submission in
@@ -66,8 +64,6 @@ input; 3 missing GPU, compiler or library, or nothing of the labs can be graded 
 
 Flags:
 `, lab.DefaultGradeRounds, lab.SecretSeedEnv)
-		fs.PrintDefaults()
-	}
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

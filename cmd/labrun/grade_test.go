@@ -71,10 +71,16 @@ func gradedLabs(t *testing.T, root string) []string {
 	return out
 }
 
+// gsResults is what the tests read of results.json. Gradescope's format has no top-level maximum:
+// the report carries it in extra_data (see internal/grade's WriteGradescope), and readResults
+// copies it into MaxScore.
 type gsResults struct {
-	Score    float64 `json:"score"`
-	MaxScore float64 `json:"max_score"`
-	Tests    []struct {
+	Score     float64 `json:"score"`
+	MaxScore  float64 `json:"-"`
+	ExtraData struct {
+		MaxScore float64 `json:"max_score"`
+	} `json:"extra_data"`
+	Tests []struct {
 		Name     string  `json:"name"`
 		Score    float64 `json:"score"`
 		MaxScore float64 `json:"max_score"`
@@ -89,6 +95,7 @@ func readResults(t *testing.T, path string) gsResults {
 	require.NoError(t, err)
 	var r gsResults
 	require.NoError(t, json.Unmarshal(raw, &r))
+	r.MaxScore = r.ExtraData.MaxScore
 	return r
 }
 
@@ -143,7 +150,7 @@ func TestGradeCLIErrors(t *testing.T) {
 		{"lab without exercises", []string{"grade", "01", "--backend", "emu"}, exitUsage, "has no exercises to grade"},
 		{"missing submission", []string{"grade", "02", "--backend", "emu", "--submission", "/nonexistent/x.cu"}, exitUsage, "--submission"},
 		{"unknown exercise", []string{"grade", "02", "--backend", "emu", "--exercise", "ex9"}, exitUsage, "has no exercise ex9"},
-		{"bad flag", []string{"grade", "02", "--frob"}, exitUsage, "flag provided but not defined"},
+		{"bad flag", []string{"grade", "02", "--frob"}, exitUsage, "unknown flag --frob"},
 		{"export without folder", []string{"export"}, exitUsage, "where to?"},
 		{"export into the course", []string{"export", "../.."}, exitUsage, "the course itself"},
 		{"export inside the course", []string{"export", "student"}, exitUsage, "inside the course tree"},
@@ -160,11 +167,11 @@ func TestGradeCLIErrors(t *testing.T) {
 			assert.Contains(t, stderr, tc.want)
 		})
 	}
-	code, _, stderr := runCLI("grade", "--help")
+	code, out, _ := runCLI("grade", "--help")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, stderr, "-submission")
-	assert.Contains(t, stderr, lab.SecretSeedEnv)
-	code, out, _ := runCLI("help")
+	assert.Contains(t, out, "--submission")
+	assert.Contains(t, out, lab.SecretSeedEnv)
+	code, out, _ = runCLI("help")
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, out, "labrun grade NN|all")
 	assert.Contains(t, out, "labrun export DIR")

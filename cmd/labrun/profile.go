@@ -18,8 +18,7 @@ import (
 )
 
 func cmdProfile(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("profile", stdout, stderr)
 	var variants listFlag
 	var problems, suites repeatFlag
 	fs.Var(&variants, "variant", "profile these variants (repeat the flag or separate with commas; default: every kernel variant)")
@@ -33,8 +32,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "seed of the random inputs (default: a new one)")
 	logDir := fs.String("log-dir", "", "keep each variant's ncu log and program output in this folder")
 	asJSON := fs.Bool("json", false, "write the recorded profiles as one JSON document to stdout")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun profile NN [flags]
+	fs.intro = `Usage: labrun profile NN [flags]
 
 Runs the chosen variants of lab NN in labrun's own process under Nsight Compute (ncu, from PATH
 or NCU=/path/to/ncu, with --clock-control none: the GPU keeps its clocks), collects a metric set
@@ -48,9 +46,7 @@ Exit codes: 0 recorded; 1 a variant failed its check under the profiler; 2 bad i
 (what was recorded before stays recorded); 4 the profile file could not be written.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
+`
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"context"
+	"fmt"
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 	_ "github.com/kernel-labs/kernellabs/labs/02_gemm"
+	_ "github.com/kernel-labs/kernellabs/labs/04_collectives"
+	_ "github.com/kernel-labs/kernellabs/labs/05_overlap"
 )
 
 // The test binary doubles as the engine's worker.
@@ -350,4 +353,60 @@ func TestGradeDoesNotDependOnTheRunner(t *testing.T) {
 		reasons = append(reasons, got)
 	}
 	assert.Equal(t, reasons[0], reasons[1], "the same submission and seed get the same grade with LABRUN_EMU_SMS=1 and 16")
+}
+
+// Fixtures of the multi-rank exercises (labs 04 and 05): code that is right only for two ranks,
+// only in the plain schedule, or only on the first launch of a case fails the tests that run it
+// otherwise, whatever the seed.
+func TestRankAndScheduleFixtures(t *testing.T) {
+	needEmulator(t)
+	needSolutions(t)
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	fixtures := []struct {
+		lab, file string
+		// failing: the tests (by a part of their name) that must fail, and the reasons they may
+		// fail for; every other test passes.
+		failing []string
+		reasons []string
+	}{
+		{"04", "two_ranks.cu", []string{"3 ranks", "4 ranks", "secret"}, []string{lab.ReasonUnwritten, lab.ReasonWrong}},
+		// A race: what the grader sees depends on what the consumers read before the rows came.
+		{"05", "missing_wait.cu", []string{""}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}},
+		{"05", "missing_barrier_after_wait.cu", []string{""}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}},
+		{"05", "wrong_count.cu", []string{"three launches"}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}},
+	}
+	for _, f := range fixtures {
+		for _, seed := range []uint64{1, 2} {
+			t.Run(fmt.Sprintf("%s/seed%d", f.file, seed), func(t *testing.T) {
+				b, err := os.ReadFile(filepath.Join(dir, f.file))
+				require.NoError(t, err)
+				file := filepath.Join(t.TempDir(), f.file)
+				require.NoError(t, os.WriteFile(file, b, 0o644))
+				o := Options{Root: courseRoot(t), Lab: f.lab, Backend: "emu", Submission: file, Seed: seed, SeedSet: true,
+					Rounds: 2, Worker: testWorker, NoSpeed: true}
+				deviceCheck(t, &o)
+				rep, err := Grade(context.Background(), o)
+				require.NoError(t, err)
+				assert.Less(t, rep.Score, rep.MaxScore)
+				for _, tr := range rep.Tests {
+					if tr.Kind != KindCorrectness {
+						continue
+					}
+					must := false
+					for _, part := range f.failing {
+						must = must || strings.Contains(tr.Name, part)
+					}
+					if must {
+						assert.Equal(t, StatusFailed, tr.Status, "%s: %s", tr.Name, tr.Output)
+						assert.Contains(t, f.reasons, tr.Reason, "%s: %s", tr.Name, tr.Output)
+					} else {
+						assert.Equal(t, StatusPassed, tr.Status, "%s: %s", tr.Name, tr.Output)
+					}
+				}
+			})
+		}
+	}
 }

@@ -267,7 +267,7 @@ type test struct {
 	ex       *lab.Exercise
 	jobs     []int    // plan indices
 	labels   []string // per job: its problem, and its world size when the test has several
-	refJobs  []int // speed: the reference's job on the same problem
+	refJobs  []int    // speed: the reference's job on the same problem
 	problems []string
 }
 

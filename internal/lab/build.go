@@ -62,6 +62,11 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 	sem := make(chan struct{}, 4)
 	graded := r.gradedFiles()
 	started := time.Now()
+	if len(items) > 0 {
+		// A first build of a lab takes seconds per file; say what is happening meanwhile.
+		fmt.Fprintf(r.o.Progress, "building %d kernel file(s) for %s (compiled once, then cached)…\n", len(items), tc.Arch)
+	}
+	done, cached := 0, 0
 	for _, it := range items {
 		wg.Add(1)
 		go func(it *buildItem) {
@@ -104,11 +109,22 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				}
 				r.untrusted[art.Path] = true
 			}
+			done++
+			if art.Cached {
+				cached++
+			} else {
+				fmt.Fprintf(r.o.Progress, "  [%d/%d] compiled %s (%.1fs)\n", done, len(items),
+					strings.TrimSpace(it.file+" "+strings.Join(it.flags, " ")), time.Since(started).Seconds())
+			}
 		}(it)
 	}
 	wg.Wait()
 	if len(items) > 0 {
-		fmt.Fprintf(r.o.Progress, "built %d kernel file(s) in %.1fs\n", len(items), time.Since(started).Seconds())
+		from := ""
+		if cached > 0 {
+			from = fmt.Sprintf(" (%d from the cache)", cached)
+		}
+		fmt.Fprintf(r.o.Progress, "built %d kernel file(s) in %.1fs%s\n", len(items), time.Since(started).Seconds(), from)
 	}
 	if v, err := toolchain.Version(r.be.Toolchain()); err == nil {
 		tc.Version = v

@@ -101,9 +101,20 @@ func DeviceSlug(info gpu.DeviceInfo) string {
 	return s
 }
 
-// PathFor is results/<device>/<lab>.json under root.
+// PathFor is results/<device>/<lab>.json under root: the recorded results, tracked in git,
+// that the site shows.
 func PathFor(root string, info gpu.DeviceInfo, lab string) string {
 	return filepath.Join(root, "results", DeviceSlug(info), lab+".json")
+}
+
+// LocalDir is the folder under results/ for runs that are not recorded: git ignores it and the
+// site does not read it (it lies one level deeper than the device folders).
+const LocalDir = "local"
+
+// LocalPathFor is results/local/<device>/<lab>.json under root, where a student's emulator runs
+// go, so that running a lab changes no tracked file.
+func LocalPathFor(root string, info gpu.DeviceInfo, lab string) string {
+	return filepath.Join(root, "results", LocalDir, DeviceSlug(info), lab+".json")
 }
 
 // CorruptError is returned for a results file that exists but cannot be read.

@@ -55,6 +55,8 @@ var (
 	langElemRE = regexp.MustCompile(`(?s)<(tspan|text|g)\s+lang="([a-z]+)"[^>]*>.*?</(tspan|text|g)>`)
 	xmlDeclRE  = regexp.MustCompile(`(?s)^\s*<\?xml[^>]*\?>\s*`)
 	scriptRE   = regexp.MustCompile(`(?is)<script|\son[a-z]+\s*=`)
+	svgOpenRE  = regexp.MustCompile(`(?s)<svg\b[^>]*>`)
+	sizeAttrRE = regexp.MustCompile(`\s(width|height)="[^"]*"`)
 )
 
 // svgFor keeps the text of one language: elements marked lang="other" are dropped.
@@ -66,7 +68,12 @@ func svgFor(svg, lang string) string {
 		}
 		return ""
 	})
-	return xmlDeclRE.ReplaceAllString(out, "")
+	out = xmlDeclRE.ReplaceAllString(out, "")
+	// The page sets the size: the figure shrinks with a narrow screen instead of scrolling it.
+	return svgOpenRE.ReplaceAllStringFunc(out, func(tag string) string {
+		tag = sizeAttrRE.ReplaceAllString(tag, "")
+		return strings.Replace(tag, "<svg", `<svg style="width:100%;max-width:720px;height:auto"`, 1)
+	})
 }
 
 func (b *builder) figureCell(pc *pageCtx, c *cell, s *figureSpec) (string, error) {

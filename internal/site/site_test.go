@@ -64,7 +64,10 @@ func TestBuildFixture(t *testing.T) {
 	assert.Contains(t, index, `href="labs/01_device_props.html"`)
 	assert.NotContains(t, index, `03_grouped_gemm.html`, "a chapter in preparation is not linked")
 	assert.Contains(t, index, "in preparation")
-	assert.Contains(t, index, "copy_f4 6500 GB/s (1.07× memcpy_dtod)", "headline: the best kernel of the course, against the baseline")
+	assert.Contains(t, index, "Memory bandwidth: copy_f4 3350 GB/s at 256 MiB, 1.02× memcpy_dtod in the same run",
+		"headline: the best kernel of the course, against the baseline")
+	assert.NotContains(t, index, "6500 GB/s", "a copy that fits in L2 (16 MiB of 50 MiB) is not a memory-bandwidth headline")
+	assert.NotContains(t, index, "empty_launch", "a library call is never a headline")
 	assert.Contains(t, read(t, out, "zh/index.html"), "编写中")
 
 	en := read(t, out, "en/labs/01_device_props.html")

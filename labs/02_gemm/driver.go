@@ -19,9 +19,11 @@
 //     bounded since |beta| < 1 and costs every variant, the baseline included, the same read of C.
 //   - Problems up to M·N·K = 2^30 are checked element by element against a float64 CPU product;
 //     larger ones with Freivalds' check (float64, on the CPU) and 64 exactly computed samples.
-//   - Two variations of the interface, set by a variant's params (see Layout): A stored
-//     column-major, and a bias + ReLU epilogue. A case holds what the variants of its suite need
-//     (a column-major copy of A, a bias vector), so every variant of a suite runs on one case.
+//   - Variations of the interface, set by a variant's params (see Layout): A stored
+//     column-major, B stored transposed (N×K, a linear layer's weight), and a bias + ReLU
+//     epilogue. A case holds what the variants of its suite need (copies of A or B in the other
+//     layout, a bias vector), so every variant of a suite runs on one case and is checked against
+//     the same float64 product.
 package gemm
 
 import (
@@ -139,22 +141,25 @@ func ShapeOf(p lab.Problem) (Shape, error) {
 
 // Layout is how a kernel variant takes its operands, beyond the lab's row-major default.
 type Layout struct {
-	AColMajor bool // A is stored column-major: element (i, k) at A[k·M + i]
-	BiasReLU  bool // a bias of N floats follows C; C = max(0, alpha·A·B + beta·C + bias[j])
+	AColMajor   bool // A is stored column-major: element (i, k) at A[k·M + i]
+	BTransposed bool // B is stored as Bᵀ (N×K row-major): element (k, j) at B[j·K + k]
+	BiasReLU    bool // a bias of N floats follows C; C = max(0, alpha·A·B + beta·C + bias[j])
 }
 
-// LayoutOf reads a variant's layout from its params (a_col_major, bias_relu).
+// LayoutOf reads a variant's layout from its params (a_col_major, b_transposed, bias_relu).
 func LayoutOf(params map[string]int64) Layout {
-	return Layout{AColMajor: params[ParamAColMajor] != 0, BiasReLU: params[ParamBiasReLU] != 0}
+	return Layout{AColMajor: params[ParamAColMajor] != 0, BTransposed: params[ParamBTransposed] != 0,
+		BiasReLU: params[ParamBiasReLU] != 0}
 }
 
 // suiteLayouts is what the variants of a suite need beyond the default: a case prepares a
-// column-major copy of A or a bias only when one of them asks for it.
+// column-major copy of A, a transposed copy of B or a bias only when one of them asks for it.
 func suiteLayouts(s *lab.Suite) Layout {
 	var need Layout
 	for _, v := range s.Variants {
 		l := LayoutOf(v.Params)
 		need.AColMajor = need.AColMajor || l.AColMajor
+		need.BTransposed = need.BTransposed || l.BTransposed
 		need.BiasReLU = need.BiasReLU || l.BiasReLU
 	}
 	return need
@@ -191,6 +196,8 @@ type gemmCase struct {
 	has   Layout               // what was prepared beyond the default
 	dAT32 *gpu.Buffer[float32] // A stored column-major (fp32 suites)
 	dAT16 *gpu.Buffer[uint16]  // A stored column-major (bf16 suites)
+	dBT32 *gpu.Buffer[float32] // B stored transposed, N×K (fp32 suites)
+	dBT16 *gpu.Buffer[uint16]  // B stored transposed, N×K (bf16 suites)
 	bias  []float32            // the bias of the bias + ReLU epilogue (N values)
 	dBias *gpu.Buffer[float32]
 
@@ -211,7 +218,11 @@ func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool, need Layout) 
 	if need.AColMajor {
 		aMats = 2
 	}
-	bytes := elem*(aMats*int64(m)*int64(k)+int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
+	bMats := int64(1)
+	if need.BTransposed {
+		bMats = 2
+	}
+	bytes := elem*(aMats*int64(m)*int64(k)+bMats*int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
 	if bf16Out {
 		bytes += 2 * cMats * int64(m) * int64(n)
 	}
@@ -291,6 +302,19 @@ func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool, need Layout) 
 		}
 		if err != nil {
 			return nil, fmt.Errorf("uploading A (column-major): %w", err)
+		}
+	}
+	if need.BTransposed {
+		// The same B (bf16-rounded in a bf16 suite), stored N×K: the kernel's product is still
+		// A·B, so it is checked against the same float64 reference.
+		bt := transpose(c.prod.B, k, n)
+		if prec == BF16 {
+			c.dBT16, err = gpu.Upload(env.Device, roundToBF16(bt))
+		} else {
+			c.dBT32, err = gpu.Upload(env.Device, bt)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("uploading B (transposed): %w", err)
 		}
 	}
 	if need.BiasReLU {
@@ -373,7 +397,8 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	alpha, beta := c.prod.Alpha, c.prod.Beta
 	if lay := LayoutOf(v.Params); lay != (Layout{}) {
 		if ls.CBF16 {
-			return fmt.Errorf("variant %s: a bf16 C and %s/%s do not go together (params in lab.yaml)", v.Name, ParamAColMajor, ParamBiasReLU)
+			return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
+				v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
 		}
 		return c.runLayout(v, k, cfg, lay, ls.TMA)
 	}
@@ -404,27 +429,36 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA32, c.dB32, beta, c.dC)
 }
 
-// runLayout launches a kernel with a column-major A or the bias + ReLU epilogue:
-// (M, N, K, alpha, A, B, beta, C[, bias]), A in the layout the variant asks for.
+// runLayout launches a kernel with a column-major A, a transposed B or the bias + ReLU epilogue:
+// (M, N, K, alpha, A, B, beta, C[, bias]), A and B in the layouts the variant asks for.
 func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig, lay Layout, tma bool) error {
 	if tma {
-		return fmt.Errorf("variant %s: %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
-			v.Name, ParamAColMajor, ParamBiasReLU)
+		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
+			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
 	}
-	if (lay.AColMajor && !c.has.AColMajor) || (lay.BiasReLU && !c.has.BiasReLU) {
+	if (lay.AColMajor && !c.has.AColMajor) || (lay.BTransposed && !c.has.BTransposed) || (lay.BiasReLU && !c.has.BiasReLU) {
 		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
 			v.Name, v.Suite.Name)
 	}
 	args := []any{int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha}
-	switch {
-	case c.prec == BF16 && lay.AColMajor:
-		args = append(args, c.dAT16, c.dB16)
-	case c.prec == BF16:
-		args = append(args, c.dA16, c.dB16)
-	case lay.AColMajor:
-		args = append(args, c.dAT32, c.dB32)
-	default:
-		args = append(args, c.dA32, c.dB32)
+	if c.prec == BF16 {
+		a, b := c.dA16, c.dB16
+		if lay.AColMajor {
+			a = c.dAT16
+		}
+		if lay.BTransposed {
+			b = c.dBT16
+		}
+		args = append(args, a, b)
+	} else {
+		a, b := c.dA32, c.dB32
+		if lay.AColMajor {
+			a = c.dAT32
+		}
+		if lay.BTransposed {
+			b = c.dBT32
+		}
+		args = append(args, a, b)
 	}
 	args = append(args, c.prod.Beta, c.dC)
 	if lay.BiasReLU {
@@ -599,7 +633,7 @@ func ArithmeticIntensity(prec Precision, sh Shape) float64 {
 func (c *gemmCase) Release() error {
 	var first error
 	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dA16.Free, c.dB16.Free, c.dC.Free, c.dC0.Free,
-		c.dC16.Free, c.dC016.Free, c.dAT32.Free, c.dAT16.Free, c.dBias.Free} {
+		c.dC16.Free, c.dC016.Free, c.dAT32.Free, c.dAT16.Free, c.dBT32.Free, c.dBT16.Free, c.dBias.Free} {
 		if err := f(); err != nil && first == nil {
 			first = err
 		}

@@ -103,7 +103,7 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 // The exercise files mark their solution regions exactly, on lines of their own.
 func TestExerciseSolutionRegions(t *testing.T) {
 	labtest.NeedsSolutions(t)
-	for _, f := range []string{"exercises/ex1_smem_tiling.cu", "exercises/ex2_bias_relu.cu"} {
+	for _, f := range []string{"exercises/ex1_smem_tiling.cu", "exercises/ex2_linear.cu"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		begins, ends, open := 0, 0, false
@@ -636,11 +636,11 @@ func TestBiasReLU(t *testing.T) {
 	assert.Equal(t, []float64{1.25, 1.25}, sscale)
 }
 
-// A suite prepares a column-major A or a bias only when one of its variants takes it.
+// A suite prepares a column-major A, a transposed B or a bias only when one of its variants takes it.
 func TestSuiteLayouts(t *testing.T) {
 	m := loadManifest(t)
 	assert.Equal(t, Layout{}, suiteLayouts(m.Suite("fp32")))
-	assert.Equal(t, Layout{AColMajor: true, BiasReLU: true}, suiteLayouts(m.Suite("fp32_exercises")))
+	assert.Equal(t, Layout{AColMajor: true, BTransposed: true, BiasReLU: true}, suiteLayouts(m.Suite("fp32_exercises")))
 	assert.Equal(t, Layout{AColMajor: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex1_smem_tiling").Params))
-	assert.Equal(t, Layout{BiasReLU: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex2_bias_relu").Params))
+	assert.Equal(t, Layout{BTransposed: true, BiasReLU: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex2_linear").Params))
 }

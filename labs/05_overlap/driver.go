@@ -71,6 +71,11 @@ const fullCheckLimit = 1 << 30
 
 const nanBits = 0x7FC00000
 
+// stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
+// rows read before they arrived carries this payload (a NaN operand's payload propagates), so the
+// grader tells "read rows that were not there yet" from "left C unwritten".
+const stagedNaN = 0x7FC0A11F
+
 // Lab is the driver of lab 05.
 type Lab struct{}
 
@@ -270,7 +275,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 		c.dAFull = append(c.dAFull, af)
 		// NaN until gathered: a GEMM tile that reads its rows before they arrive (a missing wait,
 		// a flag raised too early) turns its part of C into NaN in the checked run.
-		if err := af.Fill32(nanBits, env.Streams[r]); err != nil {
+		if err := af.Fill32(stagedNaN, env.Streams[r]); err != nil {
 			return nil, fmt.Errorf("rank %d: poisoning A_full: %w", r, err)
 		}
 		cc, err := gpu.Alloc[float32](d, sh.M*sh.N)
@@ -318,7 +323,7 @@ func (c *agCase) Poison() error {
 	if err := gpu.Fill32Each(c.dC, nanBits, c.env.Streams); err != nil {
 		return err
 	}
-	if err := gpu.Fill32Each(c.dAFull, nanBits, c.env.Streams); err != nil {
+	if err := gpu.Fill32Each(c.dAFull, stagedNaN, c.env.Streams); err != nil {
 		return err
 	}
 	for d, f := range c.dFlags {
