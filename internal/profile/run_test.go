@@ -53,7 +53,7 @@ func course(t *testing.T) (root, bin string) {
 var h200 = gpu.DeviceInfo{Backend: "cuda", Name: "NVIDIA H200", ComputeMajor: 9, SMs: 132}
 
 func opts(root, bin string, variants ...string) Options {
-	return Options{Root: root, Lab: "02", Variants: variants, NCU: filepath.Join(bin, "ncu"),
+	return Options{Root: root, Lab: "02", Suites: []string{"fp32"}, Variants: variants, NCU: filepath.Join(bin, "ncu"),
 		Self: filepath.Join(bin, "labrun"), Info: &h200, Seed: 7}
 }
 
@@ -183,7 +183,7 @@ func TestPlan(t *testing.T) {
 	for _, j := range jobs {
 		assert.True(t, j.Variant.IsKernel(), "library variants need --kernel: %s", j.Variant.Name)
 	}
-	jobs, err = Plan(man, nil, []string{"smem", "bank_conflict_free"}, []string{"4096³", "1024³"}, "")
+	jobs, err = Plan(man, []string{"fp32"}, []string{"smem", "bank_conflict_free"}, []string{"4096³", "1024³"}, "")
 	require.NoError(t, err)
 	assert.Len(t, jobs, 4)
 
