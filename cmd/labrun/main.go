@@ -48,6 +48,9 @@ Usage:
                              GPU), reports for CI (JUnit XML, Gradescope results.json, summary)
   labrun export DIR          write the student edition: solutions replaced by TODO stubs, plus
                              a GitHub Actions workflow that grades it
+  labrun profile NN [--variant V] [--problem P]
+                             profile variants under Nsight Compute (ncu): throughput, occupancy,
+                             stalls, bank conflicts, cache hit rates, in NN_*.profile.json
   labrun compare OLD NEW     compare two results files (or a file and a fresh run of a lab):
                              ratios per variant and problem, changes within the noise marked ~
   labrun help [COMMAND]      show help
@@ -93,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(rest, stdout, stderr)
 	case "run":
 		return cmdRun(rest, stdout, stderr)
+	case "profile":
+		return cmdProfile(rest, stdout, stderr)
 	case "compare":
 		return cmdCompare(rest, stdout, stderr)
 	case "site":

@@ -33,10 +33,25 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
+// repeatFlag collects a flag given several times, each value whole (problem names hold commas).
+type repeatFlag []string
+
+func (l *repeatFlag) String() string { return strings.Join(*l, "; ") }
+func (l *repeatFlag) Set(s string) error {
+	if s = strings.TrimSpace(s); s == "" {
+		return fmt.Errorf("needs a value")
+	}
+	*l = append(*l, s)
+	return nil
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", stdout, stderr)
 	var variants listFlag
 	fs.Var(&variants, "variant", "run only these variants (repeat the flag or separate with commas)")
+	var problems, suites repeatFlag
+	fs.Var(&problems, "problem", "run only this problem of the set, by name (repeat the flag for more; names may hold commas)")
+	fs.Var(&suites, "suite", "run only this suite (repeat the flag for more)")
 	quick := fs.Bool("quick", false, "run the quick subset of problems with a shorter timing budget")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator)")
 	device := fs.Int("device", 0, "device index")
@@ -126,7 +141,7 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	started := time.Now()
-	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
+	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: problems, Suites: suites, Quick: *quick, Backend: *backend,
 		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Record: *record, InProcess: *inProcess,
 		Progress: stderr})
 	if err != nil {

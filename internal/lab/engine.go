@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +26,13 @@ type Options struct {
 	Root     string
 	Lab      string   // as typed: "1", "01", "01_device_props"
 	Variants []string // only these (empty: all)
-	Quick    bool     // the --quick subset and a shorter timing budget
-	Backend  string   // "auto", "cuda", "emu"
+	// Suites runs only the variants of these suites (empty: all); a variant can be in several.
+	Suites []string
+	// Problems runs only the problems of these names (empty: all of the set, or its --quick
+	// subset); a name no selected suite has is a usage error.
+	Problems []string
+	Quick    bool   // the --quick subset and a shorter timing budget
+	Backend  string // "auto", "cuda", "emu"
 	Device   int
 	Seed     uint64
 	SeedSet  bool // Seed was given (0 is a valid seed)
@@ -130,6 +136,18 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := checkVariantNames(man, o.Variants); err != nil {
 		return nil, err
 	}
+	for _, s := range o.Suites {
+		if man.Suite(s) == nil {
+			var names []string
+			for _, x := range man.Suites {
+				names = append(names, x.Name)
+			}
+			return nil, &UsageError{fmt.Sprintf("lab %s has no suite %q; its suites are: %s", man.Name, s, strings.Join(names, ", "))}
+		}
+	}
+	if len(o.Problems) > 0 && len(o.Custom) > 0 {
+		return nil, &UsageError{"--problem picks problems of the lab's sets; a custom problem (--shape, --bytes, ...) replaces them: give one or the other"}
+	}
 	var custom map[string]Problem
 	if len(o.Custom) > 0 {
 		d := driverOf(man)
@@ -178,6 +196,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		if info.Emulated {
 			set = "emu"
 		}
+	}
+	if err := checkProblemNames(man, o.Suites, o.Variants, set, o.Problems); err != nil {
+		return nil, err
 	}
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16 // short enough to retype
@@ -295,6 +316,33 @@ func checkVariantNames(m *Manifest, names []string) error {
 	return nil
 }
 
+// checkProblemNames says which problems exist when a name given with --problem is in no suite
+// that the run selects (the variants' suites, or every suite).
+func checkProblemNames(m *Manifest, suites, variants []string, set string, names []string) error {
+	var known []string
+	for _, s := range m.Suites {
+		if len(suites) > 0 && !slices.Contains(suites, s.Name) {
+			continue
+		}
+		if len(variants) > 0 && !slices.ContainsFunc(s.Variants, func(v *Variant) bool { return slices.Contains(variants, v.Name) }) {
+			continue
+		}
+		ps, _ := s.ProblemsFor(set)
+		for _, p := range ps {
+			if !slices.Contains(known, p.Name) {
+				known = append(known, p.Name)
+			}
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return &UsageError{fmt.Sprintf("lab %s has no problem %q in the %s set of the suites this run selects; they are: %s",
+				m.Name, n, set, strings.Join(known, ", "))}
+		}
+	}
+	return nil
+}
+
 // save merges with the existing file and writes atomically. A corrupt existing file is left
 // alone and this run's results go to a file beside it, so nothing measured is lost.
 func save(path string, f *results.File, m *Manifest) (string, error) {
@@ -377,6 +425,9 @@ func (r *runner) selected(v *Variant) bool {
 		}
 		return false
 	}
+	if len(r.o.Suites) > 0 && !slices.Contains(r.o.Suites, v.Suite.Name) {
+		return false
+	}
 	if len(r.o.Variants) == 0 {
 		return true
 	}
@@ -442,6 +493,15 @@ func (r *runner) problems(s *Suite) []Problem {
 		return nil
 	}
 	ps, _ := s.ProblemsFor(r.set)
+	if len(r.o.Problems) > 0 {
+		var picked []Problem
+		for _, p := range ps {
+			if slices.Contains(r.o.Problems, p.Name) {
+				picked = append(picked, p)
+			}
+		}
+		return picked
+	}
 	if !r.o.Quick {
 		return ps
 	}
@@ -696,3 +756,6 @@ func gitCommit(root string) string {
 	}
 	return ""
 }
+
+// GitCommit is the commit of the course tree at root, as results files record it.
+func GitCommit(root string) string { return gitCommit(root) }

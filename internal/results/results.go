@@ -211,7 +211,13 @@ func Save(path string, f *File) error {
 	if err != nil {
 		return fmt.Errorf("encoding results: %w", err)
 	}
-	data = append(data, '\n')
+	return WriteFileAtomic(path, append(data, '\n'))
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same folder, synced, then
+// renamed over path: a reader sees the old file or the new one, never a part of either. Profiles
+// (internal/profile) are written the same way.
+func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

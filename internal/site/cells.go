@@ -99,7 +99,11 @@ func parseCell(d *notesDoc, c *cell) error {
 	case "kl-ceilings":
 		spec = &ceilingsSpec{}
 	default:
-		return d.errAt(c.Line, "unknown cell %s (cells are %s)", c.Kind, strings.Join(CellKinds, ", "))
+		k, ok := extraCells[c.Kind]
+		if !ok {
+			return d.errAt(c.Line, "unknown cell %s (cells are %s)", c.Kind, strings.Join(CellKinds, ", "))
+		}
+		spec = k.newSpec()
 	}
 	if strings.TrimSpace(c.Body) != "" {
 		dec := yaml.NewDecoder(bytes.NewReader([]byte(c.Body)))
@@ -141,6 +145,12 @@ func parseCell(d *notesDoc, c *cell) error {
 				return d.errAt(c.Line, "kl-properties: show: %q is not one of %s", w, strings.Join(propertyParts, ", "))
 			}
 		}
+	default:
+		if k, ok := extraCells[c.Kind]; ok {
+			if err := k.check(d, c, spec); err != nil {
+				return err
+			}
+		}
 	}
 	canon, _ := json.Marshal(spec)
 	c.spec = spec
@@ -172,6 +182,10 @@ func (b *builder) renderCell(pc *pageCtx, c *cell) error {
 		html, err = b.propertiesCell(pc, c, s)
 	case *ceilingsSpec:
 		html, err = b.ceilingsCell(pc, c, s)
+	default:
+		if k, ok := extraCells[c.Kind]; ok {
+			html, err = k.render(b, pc, c, s)
+		}
 	}
 	c.HTML = html
 	return err

@@ -214,6 +214,9 @@ func (c *course) loadResults() error {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		if strings.HasSuffix(p, ".profile.json") {
+			continue // profiles (labrun profile) are read by the kl-profile cells
+		}
 		slug := filepath.Base(filepath.Dir(p))
 		labName := strings.TrimSuffix(filepath.Base(p), ".json")
 		data, err := os.ReadFile(p)

@@ -450,7 +450,7 @@ func (b *builder) renderChapter(ch *chapter) (map[string]*rendered, []error) {
 	}
 	assignIDs(docs["en"], nil)
 	assignIDs(docs["zh"], docs["en"])
-	if perrs := parity(docs["en"], docs["zh"]); len(perrs) > 0 {
+	if perrs := append(parity(docs["en"], docs["zh"]), quoteParity(docs["en"], docs["zh"])...); len(perrs) > 0 {
 		for _, e := range perrs {
 			b.c.warn(true, "%v", e)
 		}
@@ -464,6 +464,7 @@ func (b *builder) renderChapter(ch *chapter) (map[string]*rendered, []error) {
 				errs = append(errs, err)
 			}
 		}
+		errs = append(errs, b.renderQuotes(pc)...)
 		errs = append(errs, d.rewriteLinks(b, ch, pc.pageDir)...)
 		r := &rendered{Title: ch.Title[lang], HasH1: d.HasH1}
 		if d.HasH1 {

@@ -25,6 +25,7 @@ const LabDir = "01_device_props"
 // Suite names (lab.yaml).
 const (
 	SuiteHBM      = "hbm_bandwidth"
+	SuiteL2       = "l2_bandwidth"
 	SuiteFMA      = "fp32_fma"
 	SuiteTensor   = "tensor_bf16"
 	SuiteLaunch   = "launch_latency"
@@ -63,6 +64,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	switch s.Name {
 	case SuiteHBM:
 		c, err = prepareCopy(env, p)
+	case SuiteL2:
+		c, err = prepareL2(env, p)
 	case SuiteFMA:
 		c, err = prepareFMA(env, p)
 	case SuiteTensor:

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/kernel-labs/kernellabs/internal/matref"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -312,6 +313,36 @@ var fakeBodies = map[string]func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]b
 					dst[i] = src[i]
 				}
 			}
+		})
+		return nil
+	},
+	// l2_read_u4 as the kernel reads it: per pass a rotation, words summed as uint32 per thread.
+	"l2_read_u4": func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+		n4 := int64(argU64(args[1]))
+		first, passes := int64(int32(argU32(args[2]))), int64(int32(argU32(args[3])))
+		src, err := k.floats(args[0], 4*n4)
+		if err != nil {
+			return err
+		}
+		threads := int64(cfg.Grid.X) * int64(cfg.Block.X)
+		outF, err := k.floats(args[4], threads)
+		if err != nil {
+			return err
+		}
+		out := unsafe.Slice((*uint32)(unsafe.Pointer(&outF[0])), threads)
+		forThreads(cfg, func(b, t, bd, gd int64) {
+			tid := b*bd + t
+			var acc uint32
+			for p := first; p < first+passes; p++ {
+				off := (p * 37 * bd) % n4
+				for i := tid; i < n4; i += gd * bd {
+					j := (i + off) % n4
+					for e := range int64(4) {
+						acc += math.Float32bits(src[4*j+e])
+					}
+				}
+			}
+			out[tid] = acc
 		})
 		return nil
 	},

@@ -28,7 +28,7 @@ func TestManifestLoads(t *testing.T) {
 	for _, s := range m.Suites {
 		names = append(names, s.Name)
 	}
-	assert.Equal(t, []string{SuiteHBM, SuiteFMA, SuiteTensor, SuiteLaunch, SuiteHostLink}, names)
+	assert.Equal(t, []string{SuiteHBM, SuiteL2, SuiteFMA, SuiteTensor, SuiteLaunch, SuiteHostLink}, names)
 
 	known := map[string]bool{LibMemcpyDtoD: true, LibMemcpyHtoD: true, LibMemcpyDtoH: true, LibCublasGemmEx: true}
 	for _, s := range m.Suites {

@@ -84,7 +84,7 @@ func TestNotesCellsPointAtRealThings(t *testing.T) {
 			if fn := c.body["function"]; fn != "" {
 				assert.Contains(t, string(src), " "+fn+"(", "function %s in %s", fn, c.body["file"])
 			}
-		case "kl-properties", "kl-ceilings":
+		case "kl-properties", "kl-ceilings", "kl-profile", "kl-figure":
 		default:
 			t.Errorf("unknown cell kind %q", c.kind)
 		}

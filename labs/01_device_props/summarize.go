@@ -11,6 +11,7 @@ import (
 // Variant names that Summarize reads (lab.yaml).
 const (
 	VariantMemcpyDtoD = "memcpy_dtod"
+	VariantL2Read     = "l2_read"
 	VariantLaunch     = "empty_launch"
 	VariantLaunchSync = "empty_launch_sync"
 	VariantH2DPinned  = "h2d_pinned"
@@ -189,14 +190,15 @@ func (Lab) Summarize(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]a
 	}
 	out[KeyHBM] = hbmC
 
-	// L2: the best copy whose working set fits in L2 (repeated runs find it already there).
+	// L2: the best in-kernel multi-pass read of a buffer that fits in L2. (A copy of such a buffer,
+	// repeated launch after launch, measures the launch rate instead: see l2_read_launches.)
 	l2Limit := info.L2Bytes
-	l2Note := fmt.Sprintf("best copy at working sets ≤ the L2 size (%s)", gpu.HumanBytes(l2Limit))
+	l2Note := fmt.Sprintf("best read of a buffer ≤ the L2 size (%s), every pass in one launch (bytes read)", gpu.HumanBytes(l2Limit))
 	if l2Limit <= 0 {
 		l2Limit = fallbackL2Bytes
-		l2Note = fmt.Sprintf("best copy at working sets ≤ %s (the device reports no L2 size)", gpu.HumanBytes(l2Limit))
+		l2Note = fmt.Sprintf("best read of a buffer ≤ %s (the device reports no L2 size), every pass in one launch (bytes read)", gpu.HumanBytes(l2Limit))
 	}
-	l2 := best(entries, SuiteHBM, "", rateGBps, func(e lab.EntryView) bool {
+	l2 := best(entries, SuiteL2, VariantL2Read, rateGBps, func(e lab.EntryView) bool {
 		b := problemBytes(e)
 		return b > 0 && b <= l2Limit
 	})
@@ -230,7 +232,9 @@ func (Lab) Summarize(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]a
 	for _, r := range []struct {
 		key       string
 		flop, mem Ceiling
-	}{{"bf16_flop_per_byte", out[KeyBF16].(Ceiling), hbmC}, {"fp32_flop_per_byte", out[KeyFP32].(Ceiling), hbmC}} {
+	}{{"bf16_flop_per_byte", out[KeyBF16].(Ceiling), hbmC}, {"fp32_flop_per_byte", out[KeyFP32].(Ceiling), hbmC},
+		{"bf16_flop_per_l2_byte", out[KeyBF16].(Ceiling), out[KeyL2].(Ceiling)},
+		{"fp32_flop_per_l2_byte", out[KeyFP32].(Ceiling), out[KeyL2].(Ceiling)}} {
 		m := map[string]any{"measured": nil, "peak": nil}
 		if r.flop.Measured != nil && r.mem.Measured != nil && *r.mem.Measured > 0 {
 			m["measured"] = *r.flop.Measured * 1e12 / (*r.mem.Measured * 1e9)

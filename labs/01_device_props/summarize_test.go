@@ -31,6 +31,11 @@ func syntheticEntries() []lab.EntryView {
 		hbmEntry("copy_f4_x4", "48 MiB", 48<<20, 8000, true),
 		hbmEntry("copy_f4_x4", "96 MiB", 96<<20, 9500, true), // above L2: not an L2 figure
 		hbmEntry("copy_f4_x4", "256 MiB", 256<<20, 4200, true),
+		// L2 comes from the multi-pass read, never from a copy (above: 9000 at 16 MiB) nor from
+		// the read repeated launch after launch, nor from a buffer larger than L2.
+		{Suite: SuiteL2, Variant: VariantL2Read, Problem: "24 MiB", Params: map[string]int64{"bytes": 24 << 20}, OK: true, GBps: 7800},
+		{Suite: SuiteL2, Variant: VariantL2Read, Problem: "128 MiB", Params: map[string]int64{"bytes": 128 << 20}, OK: true, GBps: 9900},
+		{Suite: SuiteL2, Variant: "l2_read_launches", Problem: "16 MiB", Params: map[string]int64{"bytes": 16 << 20}, OK: true, GBps: 9800},
 		{Suite: SuiteFMA, Variant: "fma_chains8", Problem: "2048", OK: true, TFLOPs: 62},
 		{Suite: SuiteFMA, Variant: "fma_chains1", Problem: "128", OK: true, TFLOPs: 15},
 		{Suite: SuiteTensor, Variant: VariantCublasBF16, Problem: "8192", OK: true, TFLOPs: 700},
@@ -61,8 +66,10 @@ func TestSummarizeH200(t *testing.T) {
 	assert.Equal(t, "copy_f4_x4", vs["variant"])
 
 	c = out[KeyL2].(Ceiling)
-	assert.Equal(t, 9000.0, *c.Measured)
-	assert.Equal(t, "16 MiB", c.Problem)
+	require.NotNil(t, c.Measured)
+	assert.Equal(t, 7800.0, *c.Measured)
+	assert.Equal(t, "24 MiB", c.Problem)
+	assert.Equal(t, VariantL2Read, c.Variant)
 	assert.Nil(t, c.Peak)
 	assert.Nil(t, c.Ratio)
 
@@ -119,8 +126,9 @@ func TestSummarizeFromClocksWithoutDatasheet(t *testing.T) {
 	c = out[KeyH2D].(Ceiling)
 	assert.Nil(t, c.Peak)
 	assert.Equal(t, 52.0, *c.Measured)
-	// 48 MiB > 40 MiB of L2: the L2 figure comes from 16 MiB only.
-	assert.Equal(t, "16 MiB", out[KeyL2].(Ceiling).Problem)
+	// 24 MiB fits in 40 MiB of L2; 128 MiB does not, and the launch-bound variant never counts.
+	assert.Equal(t, "24 MiB", out[KeyL2].(Ceiling).Problem)
+	assert.Equal(t, 7800.0, *out[KeyL2].(Ceiling).Measured)
 }
 
 func TestSummarizeWithNothing(t *testing.T) {

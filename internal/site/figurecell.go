@@ -1,0 +1,106 @@
+package site
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// The kl-figure cell: a conceptual figure drawn as SVG and kept as source beside the notes
+// (labs/NN_name/figures/*.svg), with its labels in both languages. Text meant for one language is
+// marked with the lang attribute — <tspan lang="en">Block tile</tspan><tspan lang="zh">线程块分块</tspan>
+// — and each page keeps its own language's text. The SVG is inlined, so the page stays
+// self-contained.
+//
+//	```kl-figure
+//	file: figures/tiling.svg
+//	caption: {en: "Block, warp and thread tiles", zh: "线程块、warp 与线程三级分块"}
+//	```
+
+type figureSpec struct {
+	File    string            `yaml:"file" json:"file"`
+	Caption map[string]string `yaml:"caption" json:"caption,omitempty"`
+}
+
+func init() {
+	registerCell("kl-figure", extraCell{
+		newSpec: func() any { return &figureSpec{} },
+		check: func(d *notesDoc, c *cell, spec any) error {
+			s := spec.(*figureSpec)
+			switch {
+			case s.File == "":
+				return d.errAt(c.Line, "kl-figure needs file: (an SVG in the lab's folder, e.g. figures/tiling.svg)")
+			case !strings.HasSuffix(s.File, ".svg"):
+				return d.errAt(c.Line, "kl-figure: %s is not an SVG file", s.File)
+			case path.IsAbs(s.File) || strings.Contains(path.Clean(s.File), ".."):
+				return d.errAt(c.Line, "kl-figure: %s must be inside the lab's folder", s.File)
+			}
+			for _, l := range Langs {
+				if s.Caption != nil && s.Caption[l] == "" {
+					return d.errAt(c.Line, "kl-figure: caption needs both languages (caption: {en: ..., zh: ...})")
+				}
+			}
+			return nil
+		},
+		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
+			return b.figureCell(pc, c, spec.(*figureSpec))
+		},
+	})
+}
+
+var (
+	langElemRE = regexp.MustCompile(`(?s)<(tspan|text|g)\s+lang="([a-z]+)"[^>]*>.*?</(tspan|text|g)>`)
+	xmlDeclRE  = regexp.MustCompile(`(?s)^\s*<\?xml[^>]*\?>\s*`)
+	scriptRE   = regexp.MustCompile(`(?is)<script|\son[a-z]+\s*=`)
+	svgOpenRE  = regexp.MustCompile(`(?s)<svg\b[^>]*>`)
+	sizeAttrRE = regexp.MustCompile(`\s(width|height)="[^"]*"`)
+)
+
+// svgFor keeps the text of one language: elements marked lang="other" are dropped.
+func svgFor(svg, lang string) string {
+	out := langElemRE.ReplaceAllStringFunc(svg, func(m string) string {
+		g := langElemRE.FindStringSubmatch(m)
+		if g[1] != g[3] || g[2] == lang {
+			return m
+		}
+		return ""
+	})
+	out = xmlDeclRE.ReplaceAllString(out, "")
+	// The page sets the size: the figure shrinks with a narrow screen instead of scrolling it.
+	return svgOpenRE.ReplaceAllStringFunc(out, func(tag string) string {
+		tag = sizeAttrRE.ReplaceAllString(tag, "")
+		return strings.Replace(tag, "<svg", `<svg style="width:100%;max-width:720px;height:auto"`, 1)
+	})
+}
+
+func (b *builder) figureCell(pc *pageCtx, c *cell, s *figureSpec) (string, error) {
+	d := pc.doc
+	p := filepath.Join(b.c.root, "labs", pc.ch.Name, filepath.FromSlash(s.File))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", d.errAt(c.Line, "kl-figure: %s does not exist in labs/%s", s.File, pc.ch.Name)
+	}
+	svg := string(data)
+	if !strings.Contains(svg, "<svg") {
+		return "", d.errAt(c.Line, "kl-figure: %s holds no <svg> element", s.File)
+	}
+	if scriptRE.MatchString(svg) {
+		return "", d.errAt(c.Line, "kl-figure: %s has scripts or event handlers; a figure is drawing only", s.File)
+	}
+	for _, l := range Langs {
+		if !strings.Contains(svg, `lang="`+l+`"`) {
+			b.c.warn(true, "%s:%d: kl-figure: %s has no text marked lang=%q: label it in both languages", d.Rel, c.Line, s.File, l)
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, `<figure class="cell cell-figure" data-file="%s">`, esc(s.File))
+	out.WriteString(svgFor(svg, pc.lang))
+	if cap := s.Caption[pc.lang]; cap != "" {
+		fmt.Fprintf(&out, `<figcaption>%s</figcaption>`, esc(cap))
+	}
+	out.WriteString("</figure>\n")
+	return out.String(), nil
+}

@@ -1,0 +1,59 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const figureSVG = `<?xml version="1.0"?>
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><text><tspan lang="en">Block tile</tspan><tspan lang="zh">线程块分块</tspan></text><text>128</text></svg>`
+
+func TestFigureCell(t *testing.T) {
+	root := fixture(t)
+	dir := filepath.Join(root, "labs", "01_device_props", "figures")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiles.svg"), []byte(figureSVG), 0o644))
+	cell := "```kl-figure\nfile: figures/tiles.svg\ncaption: {en: Tiles, zh: 分块}\n```"
+	withText(t, root, cell, cell)
+	_, out, err := build(t, root, true)
+	require.NoError(t, err)
+	en, zh := read(t, out, "en/labs/01_device_props.html"), read(t, out, "zh/labs/01_device_props.html")
+	assert.Contains(t, en, "Block tile")
+	assert.NotContains(t, en, "线程块分块", "each page keeps its own language's labels")
+	assert.Contains(t, zh, "线程块分块")
+	assert.NotContains(t, zh, "Block tile")
+	assert.Contains(t, zh, "<text>128</text>", "text for both languages stays")
+	assert.Contains(t, zh, "<figcaption>分块</figcaption>")
+	assert.NotContains(t, en, "<?xml", "inlined without its XML declaration")
+
+	for body, want := range map[string]string{
+		"file: figures/nope.svg":                       "figures/nope.svg does not exist",
+		"file: figures/tiles.png":                      "not an SVG",
+		"file: ../02_gemm/figures/x.svg":               "inside the lab's folder",
+		"file: figures/tiles.svg\ncaption: {en: Only}": "caption needs both languages",
+		"caption: {en: a, zh: b}":                      "kl-figure needs file",
+	} {
+		root := fixture(t)
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "01_device_props", "figures"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "01_device_props", "figures", "tiles.svg"), []byte(figureSVG), 0o644))
+		c := "```kl-figure\n" + body + "\n```"
+		withText(t, root, c, c)
+		_, _, err := build(t, root, false)
+		require.Error(t, err, body)
+		assert.Contains(t, err.Error(), want)
+	}
+	// A figure that would run code in the reader's browser is refused.
+	root = fixture(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	bad := filepath.Join(root, "labs", "01_device_props", "figures", "tiles.svg")
+	require.NoError(t, os.MkdirAll(filepath.Dir(bad), 0o755))
+	require.NoError(t, os.WriteFile(bad, []byte(`<svg onload="alert(1)"><text lang="en">a</text><text lang="zh">b</text></svg>`), 0o644))
+	withText(t, root, cell, cell)
+	_, _, err = build(t, root, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "scripts or event handlers")
+}

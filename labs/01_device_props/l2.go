@@ -1,0 +1,203 @@
+package devprops
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
+)
+
+// l2Case is one problem of l2_bandwidth: read a buffer of `bytes` `passes` times (kernels/
+// 04_l2_read.cu). The variant's passes_per_launch says how the passes are split into launches:
+// 0 is all of them in one launch (the launch paid once: L2 bandwidth), 1 is one launch per pass
+// (what a copy repeated launch after launch measures: the launch rate, for a buffer this small).
+//
+// Work counts the bytes read, every pass: a read-only kernel, so this is L2 *read* bandwidth.
+type l2Case struct {
+	env    *lab.Env
+	n4     int64 // 16-byte words in the buffer
+	passes int64
+	seed   uint64
+	src    *gpu.Buffer[float32]
+	out    *gpu.Buffer[uint32]
+	// set by Run, read by Check: the threads of the launch, and the passes its last launch made
+	threads, lastFirst, lastCount int64
+	block                         int64
+}
+
+// l2BytesPerRun is how many bytes one Run reads at least, by default: at 8 TB/s about 0.25 ms,
+// so that the one launch is about 2% of the time.
+const l2BytesPerRun = 2 << 30
+
+func prepareL2(env *lab.Env, p lab.Problem) (lab.Case, error) {
+	bytes := p.Int("bytes", 0)
+	if bytes < 16 || bytes%16 != 0 {
+		return nil, fmt.Errorf("bytes = %d: it must be a positive multiple of 16 (the buffer, read as 16-byte words)", bytes)
+	}
+	if err := checkFits(env, bytes); err != nil {
+		return nil, err
+	}
+	c := &l2Case{env: env, n4: bytes / 16, seed: env.RNG.Uint64()}
+	target := p.Int("run_bytes", l2BytesPerRun)
+	if env.Device.Info().Emulated {
+		target = 2 * bytes // two passes: enough to check that later passes read the same buffer
+	}
+	c.passes = max(1, target/bytes)
+	if c.passes > math.MaxInt32 {
+		return nil, fmt.Errorf("run_bytes / bytes = %d passes: more than a launch parameter holds", c.passes)
+	}
+	var err error
+	if c.src, err = gpu.Alloc[float32](env.Device, int(4*c.n4)); err != nil {
+		return nil, err
+	}
+	if err := fillHash(env, c.src.DevicePtr(), 4*c.n4, c.seed); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return c, nil
+}
+
+// shape is the launch of a variant: a full SM's worth of blocks on every SM, no more than the
+// buffer needs, and the passes per launch.
+func (c *l2Case) shape(v *lab.Variant) (grid, block, perLaunch int64, err error) {
+	b, err := blockSize(c.env, v, 256)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	block = int64(b)
+	grid = min(smCount(c.env)*param(v, "blocks_per_sm", 8), ceilDiv(c.n4, block))
+	perLaunch = param(v, "passes_per_launch", 0)
+	if perLaunch < 0 {
+		return 0, 0, 0, fmt.Errorf("variant %s: passes_per_launch = %d (0: all passes in one launch)", v.Name, perLaunch)
+	}
+	if perLaunch == 0 || perLaunch > c.passes {
+		perLaunch = c.passes
+	}
+	return max(grid, 1), block, perLaunch, nil
+}
+
+func (c *l2Case) Poison() error {
+	if c.out == nil {
+		return nil // allocated by the first Run, when the grid is known
+	}
+	return c.out.Fill32(nanBits, c.env.Stream)
+}
+
+func (c *l2Case) Run(v *lab.Variant) error {
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	grid, block, perLaunch, err := c.shape(v)
+	if err != nil {
+		return err
+	}
+	if c.out == nil || c.threads != grid*block {
+		if c.out != nil {
+			c.out.Free()
+		}
+		if c.out, err = gpu.Alloc[uint32](c.env.Device, int(grid*block)); err != nil {
+			return err
+		}
+		if err := c.out.Fill32(nanBits, c.env.Stream); err != nil {
+			return err
+		}
+	}
+	c.threads, c.block = grid*block, block
+	for first := int64(0); first < c.passes; first += perLaunch {
+		n := min(perLaunch, c.passes-first)
+		if err := gpu.Launch(k, cfg(c.env, grid, block), c.src, c.n4, int32(first), int32(n), c.out); err != nil {
+			return err
+		}
+		c.lastFirst, c.lastCount = first, n
+	}
+	return nil
+}
+
+// word returns the 32-bit words of 16-byte word j of the buffer, as the fill wrote them.
+func (c *l2Case) word(j int64) uint32 {
+	var s uint32
+	for e := range int64(4) {
+		s += math.Float32bits(HashFloat(c.seed, uint64(4*j+e)))
+	}
+	return s
+}
+
+// threadSum is what thread tid of the last launch must have written: the sum of the words it read
+// in each of that launch's passes (the kernel's rotation and unrolling, recomputed).
+func (c *l2Case) threadSum(tid int64) uint32 {
+	var acc uint32
+	for p := c.lastFirst; p < c.lastFirst+c.lastCount; p++ {
+		off := (p * 37 * c.block) % c.n4
+		for i := tid; i < c.n4; i += c.threads {
+			j := i + off
+			if j >= c.n4 {
+				j -= c.n4
+			}
+			acc += c.word(j)
+		}
+	}
+	return acc
+}
+
+// Check compares the sum over all threads with the passes × the sum of the buffer (integer sums
+// are exact in any order), and sampled threads with their own sums.
+func (c *l2Case) Check(v *lab.Variant) (check.Report, error) {
+	rep := check.Report{Method: "exact: the sum of every thread's output against passes × the buffer's sum, and " +
+		"sampled threads against their own reads recomputed on the CPU", MaxErrAt: -1}
+	out, err := c.out.Download()
+	if err != nil {
+		return rep, err
+	}
+	var total atomic.Uint32
+	matref.ParallelFor(int(c.n4), func(lo, hi int) {
+		var s uint32
+		for j := lo; j < hi; j++ {
+			s += c.word(int64(j))
+		}
+		total.Add(s)
+	})
+	want := total.Load() * uint32(c.lastCount)
+	var got uint32
+	for _, x := range out {
+		got += x
+	}
+	samples := map[int64]bool{0: true, c.threads - 1: true}
+	for i := int64(1); i <= 64; i++ {
+		samples[int64(bits.RotateLeft64(c.seed, int(i))%uint64(c.threads))] = true
+	}
+	wrong := 0
+	for tid := range samples {
+		if w := c.threadSum(tid); out[tid] != w {
+			wrong++
+			if len(rep.Mismatches) < check.MaxMismatches {
+				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: int(tid), Got: float64(out[tid]), Want: float64(w)})
+			}
+		}
+	}
+	rep.Checked = len(out)
+	rep.OK = got == want && wrong == 0
+	if !rep.OK {
+		rep.RelErr = 1
+		rep.Note = fmt.Sprintf("sum of the outputs %d, want %d (%d passes × the buffer's sum); %d of %d sampled threads differ",
+			got, want, c.lastCount, wrong, len(samples))
+	}
+	return rep, nil
+}
+
+func (c *l2Case) Work() lab.Work { return lab.Work{Bytes: float64(16 * c.n4 * c.passes)} }
+
+func (c *l2Case) Release() error {
+	err := c.src.Free()
+	if c.out != nil {
+		if e := c.out.Free(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
