@@ -46,6 +46,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
 	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
+	emuWarp := fs.Int("emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
 	// Custom problems: each flag given becomes a parameter of the problem (see the README).
@@ -104,6 +105,18 @@ Flags:
 		}
 		// The worker processes inherit the setting through the environment.
 		os.Setenv(emu.EnvDevices, strconv.Itoa(*emuDevices))
+	}
+	if *emuWarp != 0 {
+		if *emuWarp != 32 && *emuWarp != 64 {
+			fmt.Fprintf(stderr, "labrun run: --emu-warp %d: an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)\n", *emuWarp)
+			return exitUsage
+		}
+		os.Setenv(emu.EnvWarp, strconv.Itoa(*emuWarp))
+	}
+	if w, err := emu.WarpSize(); err == nil && w != 32 && !*noSave && *backend != "cuda" {
+		// results/emulator holds the default (32-lane) runs; a wave64 run checks portability.
+		fmt.Fprintf(stderr, "labrun run: %d-lane warps: the results are not saved (results/ holds 32-lane runs)\n", w)
+		*noSave = true
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })

@@ -46,7 +46,7 @@ __device__ int ex1_find_group(const int* s_prefix, int G, int t) {
     return g;
 }
 
-extern "C" __global__ void __launch_bounds__(KL_F32_THREADS, 2)
+extern "C" __global__ void KL_LAUNCH_BOUNDS(KL_F32_THREADS, 2)
 ex1_grouped_persistent(const kl_group* __restrict__ groups, int G, unsigned long long* tl) {
     __shared__ int s_prefix[KL_GROUPED_MAX_GROUPS + 1];
     const int total = kl_tile_prefix_groups(groups, G, TILE_M, TILE_N, s_prefix);
