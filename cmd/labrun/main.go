@@ -48,6 +48,8 @@ Usage:
                              GPU), reports for CI (JUnit XML, Gradescope results.json, summary)
   labrun export DIR          write the student edition: solutions replaced by TODO stubs, plus
                              a GitHub Actions workflow that grades it
+  labrun hip-check [LAB...]  compile every portable kernel (no needs: [nvidia]) for AMD GPUs:
+                             gfx90a with hipcc, gfx942 with clang-19 (device code, nothing runs)
   labrun compare OLD NEW     compare two results files (or a file and a fresh run of a lab):
                              ratios per variant and problem, changes within the noise marked ~
   labrun help [COMMAND]      show help
@@ -95,6 +97,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdGrade(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr)
+	case "hip-check":
+		return cmdHIPCheck(rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
 		return cmdRun(args, stdout, stderr)
