@@ -17,9 +17,11 @@ all: build
 setup:
 	@bash scripts/setup.sh
 
-## build: compile bin/labrun
+COMMIT  := $(shell git describe --always --dirty 2>/dev/null)
+
+## build: compile bin/labrun (labrun --version names the commit)
 build:
-	$(GO) build -o $(BIN) ./cmd/labrun
+	$(GO) build -ldflags "-X main.buildCommit=$(COMMIT)" -o $(BIN) ./cmd/labrun
 
 ## test: vet and test everything; GPU tests skip with a message when there is no GPU
 test: setup

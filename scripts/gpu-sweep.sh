@@ -6,6 +6,7 @@
 #   scripts/gpu-sweep.sh 01 02          # full runs
 #   QUICK=1 scripts/gpu-sweep.sh 01     # --quick runs
 #   PACK=1 scripts/gpu-sweep.sh 01      # everything in $OUT/sweep.tgz (plus summary.txt)
+#   GRADE=1 scripts/gpu-sweep.sh        # also labrun grade all (the reference solutions), reports in $OUT/grade
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kl-out}
@@ -41,6 +42,14 @@ for lab in "$@"; do
   summary+=("lab $lab: exit $rc in $((SECONDS - start))s")
   cat "$out/lab-$lab.txt"
 done
+
+if [ -n "${GRADE:-}" ]; then
+  start=$SECONDS
+  bin/labrun grade all --out "$out/grade" >"$out/grade.txt" 2>"$out/grade.log"
+  rc=$?
+  summary+=("grade all: exit $rc in $((SECONDS - start))s")
+  cat "$out/grade.txt"
+fi
 
 # The results of this machine (results/emulator is not its business).
 for f in results/*/*.json; do

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what labrun needs on a Debian/Ubuntu machine: a C++ compiler and Boost.Context for the
-# CPU emulator, and the Go modules. The CUDA driver and toolkit are not installed here: on a GPU
+# CPU emulator, clang for its device-code check, and the Go modules. The CUDA driver and toolkit are not installed here: on a GPU
 # machine they come with the system (see README.md). Says clearly what it could not do.
 set -euo pipefail
 
 pkgs=()
 command -v g++ >/dev/null 2>&1 || pkgs+=(g++)
 [ -f /usr/include/boost/context/fiber.hpp ] || pkgs+=(libboost-context-dev)
+# clang: the emulator's device-code check (labrun grade compiles a submission as CUDA device code).
+command -v clang++ >/dev/null 2>&1 || pkgs+=(clang)
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   cmd="apt-get update && apt-get install -y --no-install-recommends ${pkgs[*]}"
@@ -40,6 +42,24 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
     echo "setup: the site's browser test needs chromium; run as root:" >&2
     echo "  sudo sh -c '$cmd'" >&2
     echo "setup: continuing; the browser test will be skipped until then" >&2
+  fi
+fi
+
+# A CJK font, so that the Chinese pages (and the browser test, which fails on missing-glyph
+# boxes) draw Chinese characters: optional like chromium.
+if ! { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh 2>/dev/null)" ]; }; then
+  cmd="apt-get update && apt-get install -y --no-install-recommends fonts-noto-cjk"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing fonts-noto-cjk (Chinese pages and the site's browser test)"
+    sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null 2>&1 ||
+      echo "setup: could not install fonts-noto-cjk; the Chinese pages will show boxes and the browser test fails" >&2
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    echo "setup: installing fonts-noto-cjk with sudo"
+    sudo sh -c "DEBIAN_FRONTEND=noninteractive $cmd" >/dev/null 2>&1 ||
+      echo "setup: could not install fonts-noto-cjk; the Chinese pages will show boxes and the browser test fails" >&2
+  else
+    echo "setup: the Chinese pages need a CJK font; run as root:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
   fi
 fi
 

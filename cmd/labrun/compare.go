@@ -3,30 +3,27 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kernel-labs/kernellabs/internal/compare"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("compare", stdout, stderr)
 	failPct := fs.Float64("fail-on-regression", -1, "exit 1 when a variant is slower by more than this percent, outside the noise")
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
 	quick := fs.Bool("quick", false, "when NEW is a lab: run its quick subset")
 	backend := fs.String("backend", "auto", "when NEW is a lab: cuda, emu or auto")
 	var variants listFlag
 	fs.Var(&variants, "variant", "when NEW is a lab: run only these variants")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun compare OLD NEW [flags]
+	fs.intro = `Usage: labrun compare OLD NEW [flags]
 
 Compares two results files of one lab, variant by variant and problem by problem: the ratio of
 the median times and the change in percent. A change counts only when the min–max ranges of the
@@ -37,16 +34,11 @@ NEW may also be a lab (e.g. 02): it is run now, not saved, and compared with OLD
   labrun compare results/nvidia-h200/02_gemm.json 02 --quick --fail-on-regression 5
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
+`
 	var pos []string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return exitOK
-			}
-			return exitUsage
+		if code, ok := fs.parse(args); !ok {
+			return code
 		}
 		args = fs.Args()
 		if len(args) > 0 {
@@ -93,6 +85,19 @@ Flags:
 	if old.Device.Name != newer.Device.Name {
 		fmt.Fprintf(stderr, "note: comparing different devices (%s, %s)\n", old.Device.Name, newer.Device.Name)
 	}
+	var emulated []string
+	if old.Device.Emulated {
+		emulated = append(emulated, "OLD ("+pos[0]+")")
+	}
+	if newer.Device.Emulated {
+		emulated = append(emulated, "NEW ("+pos[1]+")")
+	}
+	if len(emulated) > 0 {
+		w := term.NewWrapWriter(stderr, term.Width())
+		fmt.Fprintf(w, "note: %s ran on the CPU emulator: its times are emulated, not performance figures, so no row "+
+			"is called faster or slower and --fail-on-regression does not count them\n", strings.Join(emulated, " and "))
+		w.Flush()
+	}
 	rows := compare.Compare(old, newer)
 	var regs []compare.Row
 	if *failPct >= 0 {
@@ -103,7 +108,7 @@ Flags:
 		enc.SetIndent("", "  ")
 		enc.Encode(map[string]any{"lab": old.Lab, "old": pos[0], "new": pos[1], "rows": rows, "regressions": regs})
 	} else {
-		printComparison(stdout, rows)
+		printComparison(stdout, rows, term.Width())
 	}
 	if len(regs) > 0 {
 		fmt.Fprintf(stderr, "labrun compare: %d regression(s) over %.1f%%:", len(regs), *failPct)
@@ -127,9 +132,9 @@ func loadResults(path string) (*results.File, error) {
 	return f, nil
 }
 
-func printComparison(w io.Writer, rows []compare.Row) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "suite\tvariant\tproblem\told median\tnew median\tchange\tverdict\t")
+func printComparison(w io.Writer, rows []compare.Row, width int) {
+	t := &term.Table{Header: []string{"suite", "variant", "problem", "old median", "new median", "change", "verdict"},
+		Elide: map[int]bool{2: true, 6: true}}
 	for _, r := range rows {
 		old, nw, change := "-", "-", ""
 		if r.Old != nil {
@@ -142,14 +147,15 @@ func printComparison(w io.Writer, rows []compare.Row) {
 			change = fmt.Sprintf("%+.1f%%", r.Change)
 		}
 		verdict := r.Verdict
-		if r.Note != "" {
+		if r.Note != "" && r.Verdict != compare.Emulated { // the emulator note is said once, above
 			verdict += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Suite, r.Variant, r.Problem, old, nw, change, verdict)
+		t.Row(r.Suite, r.Variant, r.Problem, old, nw, change, verdict)
 	}
-	tw.Flush()
-	fmt.Fprintln(w, strings.TrimSpace(`
-±: half the min–max range over the median. ~: the ranges overlap, so the runs show no change.`))
+	t.Write(w, width)
+	for _, l := range term.Wrap("±: half the min–max range over the median. ~: the ranges overlap, so the runs show no change.", width, "") {
+		fmt.Fprintln(w, l)
+	}
 }
 
 func spread(min, max, med float64) float64 {

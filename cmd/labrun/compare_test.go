@@ -77,7 +77,7 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	needEmu(t)
 	repoRoot(t)
 	code, out, stderr := runCLI("02", "--shape", "33x17x65", "--param", "beta0=1", "--backend", "emu",
-		"--variant", "smem,double_buffer", "--no-save", "--no-site", "--json")
+		"--variant", "coalesced,double_buffer", "--no-save", "--no-site", "--json")
 	require.Equal(t, exitOK, code, stderr)
 	var doc struct {
 		Entries []results.Entry
@@ -99,4 +99,25 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	code, _, stderr = runCLI("01", "--experts", "8", "--backend", "emu", "--no-save", "--no-site")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "no suite of lab 01_device_props takes --experts 8")
+}
+
+func TestCompareEmulatorRunsHasNoVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	old, newer := filepath.Join(dir, "old.json"), filepath.Join(dir, "new.json")
+	writeResults(t, old, [][4]any{{"tiled", 10.0, 9.9, 10.2}})
+	writeResults(t, newer, [][4]any{{"tiled", 30.0, 29.0, 31.0}})
+	for _, p := range []string{old, newer} {
+		f, err := results.Load(p)
+		require.NoError(t, err)
+		f.Device = gpu.DeviceInfo{Name: "Kernel Labs CPU emulator", Backend: "emu", Emulated: true}
+		for i := range f.Entries {
+			f.Entries[i].Emulated = true
+		}
+		require.NoError(t, results.Save(p, f))
+	}
+	code, out, stderr := runCLI("compare", old, newer, "--fail-on-regression", "5")
+	assert.Equal(t, exitOK, code, "emulator noise is never a regression: %s", stderr)
+	assert.Contains(t, stderr, "ran on the CPU emulator")
+	assert.Contains(t, out, "emulated")
+	assert.NotContains(t, out, "slower")
 }

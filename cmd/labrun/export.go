@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,23 +11,24 @@ import (
 )
 
 func cmdExport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("export", stdout, stderr)
 	force := fs.Bool("force", false, "write into DIR even if it is not empty")
 	noCheck := fs.Bool("no-check", false, "do not compile the exported exercise files (on the CPU emulator) to prove that the stubs compile")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun export DIR [flags]
+	fs.intro = `Usage: labrun export DIR [flags]
 
-Writes the student edition of the course into DIR: every file of the course (results and the
-site's sources included; .git, bin/, site/public/ and build caches left out) with every
-BEGIN SOLUTION … END SOLUTION region replaced by a TODO stub that compiles (lines "// STUB: code"
-inside a region become the stub's code), plus .github/workflows/grade.yml, a GitHub Actions
-workflow that installs what labrun needs on an ordinary runner and runs 'labrun grade all'.
+Writes the student edition of the course into DIR (a folder outside the course): every file that
+git tracks (results and the site's sources included; untracked files, reports and caches never)
+with every BEGIN SOLUTION … END SOLUTION region replaced by a TODO stub that compiles (lines
+"// STUB: code" inside a region become the stub's code). The instructor's README, workflows and
+cheat fixtures stay behind; in their place the edition gets the student's README (README.md,
+README.zh.md), .github/workflows/grade.yml (feedback on every push from 'labrun grade' on an
+ordinary runner, not the grade) and .student-edition (the commit it came from; the course's
+tests of the reference solutions skip where it exists). The export fails if any file it wrote
+still holds three consecutive code lines of a solution region (a shipped kernel that solves an
+exercise). Grade the students with scripts/grade-of-record.sh at that commit.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
+`
 	dir, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code

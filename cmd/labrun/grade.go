@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/grade"
@@ -14,8 +15,7 @@ import (
 )
 
 func cmdGrade(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("grade", stdout, stderr)
 	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
 	device := fs.Int("device", 0, "device index")
@@ -26,13 +26,15 @@ func cmdGrade(args []string, stdout, stderr io.Writer) int {
 	timeLimit := fs.Duration("time-limit", 0, "time limit of one test (default: the lab's grading.time_limit)")
 	totalLimit := fs.Duration("total-time-limit", 0, "time limit of the whole grade of a lab (default: the lab's grading.total_time_limit)")
 	noSpeed := fs.Bool("no-speed", false, "do not grade speed, even on a GPU")
+	noDeviceCheck := fs.Bool("no-device-check", false, "on the emulator, grade without the device-code check (clang++ in CUDA mode); the report says so")
 	unsafeNoSandbox := fs.Bool("unsafe-no-sandbox", false, "on the emulator, grade even where the kernel lacks Landlock or seccomp: the submission's code then runs unconfined and could forge its grade (the reports say so)")
 	secretFile := fs.String("secret-file", "", "read the secret seed of the hidden tests from this file (\"-\": standard input) instead of $"+lab.SecretSeedEnv)
-	var exercises, problems listFlag
+	var exercises, problems, labsFlag listFlag
+	fs.Var(&labsFlag, "labs", "the labs to grade (the assigned ones), e.g. 02,03, or all; the exit status covers these alone")
 	fs.Var(&exercises, "exercise", "grade only these exercises (variant names; repeat or separate with commas)")
 	fs.Var(&problems, "problem", "grade only the tests on these problems (names from problems.grade)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: labrun grade NN|all [flags]
+	fs.intro = fmt.Sprintf(`Usage: labrun grade NN|all [flags]
+       labrun grade --labs 02,03 [flags]
 
 Grades the exercise files of lab NN (or of every lab with exercises): builds the submission in
 place of the lab's exercise variants, runs each on the lab's grading problems %d times or more,
@@ -47,20 +49,34 @@ seed combined with the secret seed ($%s, or --secret-file), which the code under
 read. On the emulator a submission runs only inside a sandbox (Landlock and seccomp): where the
 kernel has neither, grading refuses with exit status 3 unless --unsafe-no-sandbox.
 
-Exit codes: 0 every lab reached its pass mark; 1 below the pass mark; 2 bad input; 3 missing
-GPU, compiler or library; 4 the reports could not be written.
+Tests this runner cannot grade (speed without a GPU; every test of a lab that needs more GPUs
+than the runner has) are listed as "not graded here" and left out of the maximum. A lab of
+which nothing can be graded here is listed with the reason and counts neither way.
+
+The grade of record: run this in the instructor's copy of the course, checked out at the commit
+the students were given, with --submission pointing at a student's repository: only the
+student's exercise files are read, so points, tests and grader are the instructor's
+(scripts/grade-of-record.sh does exactly that).
+
+Exit codes: 0 every lab graded here reached its pass mark; 1 a lab is below its pass mark; 2 bad
+input; 3 missing GPU, compiler or library, or nothing of the labs can be graded on this runner;
+4 the reports could not be written.
 
 Flags:
 `, lab.DefaultGradeRounds, lab.SecretSeedEnv)
-		fs.PrintDefaults()
-	}
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
 	}
-	if name == "" {
-		fmt.Fprintln(stderr, "labrun grade: which lab? e.g. labrun grade 02, or labrun grade all")
+	switch {
+	case name == "" && len(labsFlag) == 0:
+		fmt.Fprintln(stderr, "labrun grade: which lab? e.g. labrun grade 02, labrun grade --labs 02,03, or labrun grade all")
 		return exitUsage
+	case name != "" && len(labsFlag) > 0:
+		fmt.Fprintf(stderr, "labrun grade: give the labs once: either %s or --labs %s\n", name, labsFlag.String())
+		return exitUsage
+	case name != "":
+		labsFlag = listFlag{name}
 	}
 	// The secret seed stays in this process: out of the environment of everything it starts
 	// (compilers, workers), and this process is made non-dumpable so that they cannot read it
@@ -79,25 +95,9 @@ Flags:
 	if code != exitOK {
 		return code
 	}
-	labs := []string{name}
-	if name == "all" {
-		var err error
-		if labs, err = grade.Labs(root); err != nil {
-			return exitFor(err, stderr)
-		}
-		carried := labs[:0]
-		for _, l := range labs {
-			if _, ok := lab.DriverFor(l); ok {
-				carried = append(carried, l)
-			} else {
-				fmt.Fprintf(stderr, "labrun grade all: skipping lab %s: this labrun does not carry its driver (cmd/labrun/imports.go)\n", l)
-			}
-		}
-		labs = carried
-		if len(labs) == 0 {
-			fmt.Fprintln(stderr, "labrun grade all: no lab of this course has exercises that this labrun can grade")
-			return exitUsage
-		}
+	labs, code := gradeSelection(root, labsFlag, stderr)
+	if code != exitOK {
+		return code
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
@@ -109,7 +109,7 @@ Flags:
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,
 			TotalTimeLimit: *totalLimit, Exercises: exercises, Problems: problems, NoSpeed: *noSpeed, Progress: stderr,
-			UnsafeNoSandbox: *unsafeNoSandbox})
+			NoDeviceCheck: *noDeviceCheck, UnsafeNoSandbox: *unsafeNoSandbox})
 		if err != nil {
 			return exitFor(err, stderr)
 		}
@@ -137,10 +137,65 @@ Flags:
 		fmt.Fprintln(stderr, "labrun grade: interrupted")
 		return exitFailures
 	}
+	graded := sum.Graded()
+	if len(graded) == 0 {
+		for _, r := range sum.NotGraded() {
+			fmt.Fprintf(stderr, "labrun grade: lab %s cannot be graded on this runner: %s\n", r.Lab, r.NotGraded)
+		}
+		return exitEnv
+	}
 	if !sum.Passed() {
 		return exitFailures
 	}
 	return exitOK
+}
+
+// gradeSelection resolves the labs to grade: "all" is every lab with exercises that this labrun
+// carries; names ("2", "02", "02_gemm") are checked and kept once each, in course order.
+func gradeSelection(root string, names []string, stderr io.Writer) ([]string, int) {
+	withExercises, err := grade.Labs(root)
+	if err != nil {
+		return nil, exitFor(err, stderr)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		if n == "all" {
+			for _, l := range withExercises {
+				if _, ok := lab.DriverFor(l); ok {
+					want[l] = true
+				} else {
+					fmt.Fprintf(stderr, "labrun grade all: skipping lab %s: this labrun does not carry its driver (cmd/labrun/imports.go)\n", l)
+				}
+			}
+			continue
+		}
+		m, err := lab.Load(root, n)
+		if err != nil {
+			return nil, exitFor(err, stderr)
+		}
+		want[m.Name] = true
+	}
+	var labs []string
+	for _, d := range append(withExercises, sortedKeys(want)...) {
+		if want[d] {
+			labs = append(labs, d)
+			delete(want, d)
+		}
+	}
+	if len(labs) == 0 {
+		fmt.Fprintln(stderr, "labrun grade: no lab of this course has exercises that this labrun can grade")
+		return nil, exitUsage
+	}
+	return labs, exitOK
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // readSecret takes the secret seed from a file ("-": in) or else from the environment, and in

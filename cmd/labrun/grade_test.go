@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake" // a GPU backend with one device
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -62,23 +65,22 @@ func gradedLabs(t *testing.T, root string) []string {
 	if len(out) == 0 {
 		t.Skip("no lab with exercises is imported by cmd/labrun")
 	}
-	for _, l := range out {
-		m, err := lab.LoadManifest(filepath.Join(root, "labs", l))
-		require.NoError(t, err)
-		g, _ := grade.GradingOf(m)
-		for _, ex := range g.Exercises {
-			if b, err := os.ReadFile(filepath.Join(m.Dir, ex.V.File)); err != nil || !grade.HasSolution(b) {
-				t.Skipf("%s holds no solution (the student edition): nothing to check the grader against", ex.V.File)
-			}
-		}
+	if solution.IsStudentEdition(root) {
+		t.Skip("student edition: the exercise files hold the student's code, not the reference solutions to check the grader against")
 	}
 	return out
 }
 
+// gsResults is what the tests read of results.json. Gradescope's format has no top-level maximum:
+// the report carries it in extra_data (see internal/grade's WriteGradescope), and readResults
+// copies it into MaxScore.
 type gsResults struct {
-	Score    float64 `json:"score"`
-	MaxScore float64 `json:"max_score"`
-	Tests    []struct {
+	Score     float64 `json:"score"`
+	MaxScore  float64 `json:"-"`
+	ExtraData struct {
+		MaxScore float64 `json:"max_score"`
+	} `json:"extra_data"`
+	Tests []struct {
 		Name     string  `json:"name"`
 		Score    float64 `json:"score"`
 		MaxScore float64 `json:"max_score"`
@@ -93,6 +95,7 @@ func readResults(t *testing.T, path string) gsResults {
 	require.NoError(t, err)
 	var r gsResults
 	require.NoError(t, json.Unmarshal(raw, &r))
+	r.MaxScore = r.ExtraData.MaxScore
 	return r
 }
 
@@ -147,9 +150,15 @@ func TestGradeCLIErrors(t *testing.T) {
 		{"lab without exercises", []string{"grade", "01", "--backend", "emu"}, exitUsage, "has no exercises to grade"},
 		{"missing submission", []string{"grade", "02", "--backend", "emu", "--submission", "/nonexistent/x.cu"}, exitUsage, "--submission"},
 		{"unknown exercise", []string{"grade", "02", "--backend", "emu", "--exercise", "ex9"}, exitUsage, "has no exercise ex9"},
-		{"bad flag", []string{"grade", "02", "--frob"}, exitUsage, "flag provided but not defined"},
+		{"bad flag", []string{"grade", "02", "--frob"}, exitUsage, "unknown flag --frob"},
 		{"export without folder", []string{"export"}, exitUsage, "where to?"},
 		{"export into the course", []string{"export", "../.."}, exitUsage, "the course itself"},
+		{"export inside the course", []string{"export", "student"}, exitUsage, "inside the course tree"},
+		{"labs twice", []string{"grade", "02", "--labs", "03"}, exitUsage, "give the labs once"},
+		{"unknown lab in --labs", []string{"grade", "--labs", "02,42"}, exitUsage, `unknown lab "42"`},
+		// A GPU runner with fewer GPUs than the lab needs (the fake backend has one device).
+		{"too few GPUs", []string{"grade", "04", "--backend", "fake", "--out", t.TempDir()}, exitEnv,
+			"lab 04_collectives cannot be graded on this runner: needs 2 GPUs; this runner has 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,11 +167,11 @@ func TestGradeCLIErrors(t *testing.T) {
 			assert.Contains(t, stderr, tc.want)
 		})
 	}
-	code, _, stderr := runCLI("grade", "--help")
+	code, out, _ := runCLI("grade", "--help")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, stderr, "-submission")
-	assert.Contains(t, stderr, lab.SecretSeedEnv)
-	code, out, _ := runCLI("help")
+	assert.Contains(t, out, "--submission")
+	assert.Contains(t, out, lab.SecretSeedEnv)
+	code, out, _ = runCLI("help")
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, out, "labrun grade NN|all")
 	assert.Contains(t, out, "labrun export DIR")
@@ -196,6 +205,7 @@ func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
 			} `yaml:"steps"`
 		} `yaml:"jobs"`
 	}
+	assert.Contains(t, string(raw), "feedback only")
 	require.NoError(t, yaml.Unmarshal(raw, &wf))
 	job, ok := wf.Jobs["grade"]
 	require.True(t, ok)
@@ -228,8 +238,13 @@ func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
 		cmd.Dir = student
 		cmd.Env = append([]string{}, env...)
 		for k, v := range st.Env {
-			if strings.Contains(v, "secrets.") {
+			switch {
+			case strings.Contains(v, "secrets."):
 				v = "a secret for the test"
+			case strings.Contains(v, "vars."): // a repository variable that is not set: its default
+				m := regexp.MustCompile(`\|\|\s*'([^']*)'`).FindStringSubmatch(v)
+				require.NotNil(t, m, "%s: a repository variable needs a default (|| 'value')", k)
+				v = m[1]
 			}
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -239,7 +254,6 @@ func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee, "the stubs are below the pass mark: the step must fail\n%s", output)
 			assert.Equal(t, exitFailures, ee.ExitCode(), string(output))
-			assert.Contains(t, string(output), "hidden tests use the secret seed")
 		} else {
 			require.NoError(t, err, "step %q:\n%s", st.Name, output)
 		}
@@ -253,4 +267,59 @@ func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
 	md, err := os.ReadFile(summary)
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "❌ not passed")
+}
+
+// The grade of record reads nothing of the student's repository but its exercise files: a
+// repository whose lab.yaml, grader and workflow were edited gets exactly the grade of one that
+// was not (both hold the reference solutions, so the grade is not vacuously zero).
+func TestGradeOfRecordIgnoresTheStudentsGrader(t *testing.T) {
+	needEmu(t)
+	root := repoRoot(t)
+	labs := gradedLabs(t, root)
+	m, err := lab.LoadManifest(filepath.Join(root, "labs", labs[0]))
+	require.NoError(t, err)
+	g, _ := grade.GradingOf(m)
+	ex := g.Exercises[0]
+	problem := ex.V.Suite.Problems.Grade[0].Name
+	for _, tc := range ex.Tests {
+		if !tc.Hidden && len(tc.TestProblems()) > 0 {
+			problem = tc.TestProblems()[0]
+			break
+		}
+	}
+	repo := func(tamper bool) string {
+		dir := t.TempDir()
+		put := func(rel string, data []byte) {
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, data, 0o644))
+		}
+		for _, e := range g.Exercises {
+			b, err := os.ReadFile(filepath.Join(m.Dir, e.V.File))
+			require.NoError(t, err)
+			put(filepath.ToSlash(filepath.Join("labs", m.Name, e.V.File)), b)
+		}
+		if tamper {
+			y, err := os.ReadFile(filepath.Join(m.Dir, "lab.yaml"))
+			require.NoError(t, err)
+			y = regexp.MustCompile(`points: [0-9.]+`).ReplaceAll(y, []byte("points: 100"))
+			y = regexp.MustCompile(`pass_mark: [0-9.]+`).ReplaceAll(y, []byte("pass_mark: 0"))
+			put(filepath.ToSlash(filepath.Join("labs", m.Name, "lab.yaml")), y)
+			put("internal/grade/grade.go", []byte("package grade\n\n// Every test passes.\n"))
+			put("internal/grade/report.go", []byte("package grade\n"))
+			put(grade.WorkflowPath, []byte("name: grade\non: push\njobs: {}\n"))
+		}
+		return dir
+	}
+	gradeOf := func(sub string) gsResults {
+		out := t.TempDir()
+		code, stdout, stderr := runCLI("grade", "--labs", m.ID, "--backend", "emu", "--submission", sub, "--exercise", ex.V.Name,
+			"--problem", problem, "--rounds", "1", "--seed", "7", "--out", out)
+		require.Equal(t, exitOK, code, "%s\n%s", stdout, stderr)
+		return readResults(t, filepath.Join(out, grade.FileGradescope))
+	}
+	plain, tampered := gradeOf(repo(false)), gradeOf(repo(true))
+	assert.Positive(t, plain.Score)
+	t.Logf("%s / %s: %g points of %d test(s), with or without the edits", ex.V.Name, problem, plain.Score, len(plain.Tests))
+	assert.Equal(t, plain, tampered, "the student's lab.yaml, grader and workflow change nothing")
 }

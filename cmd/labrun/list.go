@@ -2,27 +2,20 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("list", stdout, stderr)
 	asJSON := fs.Bool("json", false, "write JSON to stdout")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: labrun list [--json]\n\nLists the labs with their suites and variants.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+	fs.intro = "Usage: labrun list [--json]\n\nLists the labs with their suites and variants.\n\nFlags:\n"
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	root, code := findRoot(stderr)
 	if code != exitOK {
@@ -33,16 +26,24 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		return exitFor(err, stderr)
 	}
 	type variant struct {
-		Name, Kind, Needs string
+		Name  string `json:"name"`
+		Kind  string `json:"kind"`
+		Needs string `json:"needs,omitempty"`
 	}
 	type suite struct {
-		Name, Title, Metric, Baseline string
-		Variants                      []variant
+		Name     string    `json:"name"`
+		Title    string    `json:"title"`
+		Metric   string    `json:"metric"`
+		Baseline string    `json:"baseline"`
+		Variants []variant `json:"variants"`
 	}
 	type entry struct {
-		Lab, ID, TitleEN, TitleZH string
-		Suites                    []suite
-		Error                     string `json:",omitempty"`
+		Lab     string  `json:"lab"`
+		ID      string  `json:"id,omitempty"`
+		TitleEN string  `json:"title_en,omitempty"`
+		TitleZH string  `json:"title_zh,omitempty"`
+		Suites  []suite `json:"suites,omitempty"`
+		Error   string  `json:"error,omitempty"`
 	}
 	var all []entry
 	bad := false
@@ -61,11 +62,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 				if !v.IsKernel() {
 					kind = "library " + v.Library
 				}
-				needs := ""
-				for _, n := range v.Needs {
-					needs += n + " "
-				}
-				su.Variants = append(su.Variants, variant{v.Name, kind, needs})
+				su.Variants = append(su.Variants, variant{v.Name, kind, strings.Join(v.Needs, " ")})
 			}
 			e.Suites = append(e.Suites, su)
 		}
@@ -85,7 +82,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 			for _, s := range e.Suites {
 				fmt.Fprintf(stdout, "    %-18s %s (metric %s, baseline %s)\n", s.Name, s.Title, s.Metric, s.Baseline)
 				for _, v := range s.Variants {
-					fmt.Fprintf(stdout, "        %-22s %s %s\n", v.Name, v.Kind, v.Needs)
+					fmt.Fprintln(stdout, strings.TrimRight(fmt.Sprintf("        %-22s %s %s", v.Name, v.Kind, v.Needs), " "))
 				}
 			}
 		}

@@ -15,7 +15,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
+	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
 const (
@@ -53,6 +53,7 @@ Usage:
   labrun compare OLD NEW     compare two results files (or a file and a fresh run of a lab):
                              ratios per variant and problem, changes within the noise marked ~
   labrun help [COMMAND]      show help
+  labrun --version           the commit and Go module version of this labrun
 
 Run 'labrun COMMAND --help' for a command's flags.
 
@@ -60,6 +61,9 @@ Exit codes: 0 all correct; 1 a variant failed (others still ran), or a grade bel
 pass mark; 2 bad input; 3 missing GPU, driver, compiler or library; 4 results (or grade
 reports) could not be saved.
 `
+
+// commands are the names labrun answers to, for "did you mean".
+var commands = []string{"run", "list", "doctor", "site", "grade", "export", "compare", "help", "version"}
 
 func main() {
 	if code, ok := selfexec.Dispatch(); ok {
@@ -70,7 +74,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stdout, usage)
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
@@ -83,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "version", "--version", "-version", "-v":
+		return cmdVersion(stdout)
 	case "list":
 		return cmdList(rest, stdout, stderr)
 	case "doctor":
@@ -103,7 +109,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if isLabName(cmd) {
 		return cmdRun(args, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "labrun: unknown command %q\n\n%s", cmd, usage)
+	msg := fmt.Sprintf("labrun: unknown command %q", cmd)
+	if strings.HasPrefix(cmd, "-") {
+		msg = fmt.Sprintf("labrun: unknown flag %s before a command", cmd)
+	}
+	if s := term.Suggest(strings.TrimLeft(cmd, "-"), commands); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	fmt.Fprintf(stderr, "%s; 'labrun help' lists the commands\n", msg)
 	return exitUsage
 }
 
@@ -144,19 +157,11 @@ func findRoot(stderr io.Writer) (string, int) {
 // parseArgs parses a command's flags, which may stand before or after its one positional
 // argument ("labrun grade 02 --json" or "labrun grade --json 02"). It returns the argument ("" when
 // there is none), or ok false with the exit code when the command should stop (--help, a bad flag).
-func parseArgs(fs *flag.FlagSet, args []string) (arg string, code int, ok bool) {
+func parseArgs(fs *flags, args []string) (arg string, code int, ok bool) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		arg, args = args[0], args[1:]
 	}
-	parse := func(a []string) (int, bool) {
-		if err := fs.Parse(a); err != nil {
-			if err == flag.ErrHelp {
-				return exitOK, false
-			}
-			return exitUsage, false
-		}
-		return exitOK, true
-	}
+	parse := fs.parse
 	if code, ok := parse(args); !ok {
 		return "", code, false
 	}
@@ -168,7 +173,7 @@ func parseArgs(fs *flag.FlagSet, args []string) (arg string, code int, ok bool) 
 		}
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "labrun %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fmt.Fprintf(fs.stderr, "labrun %s: unexpected argument %q ('labrun %s --help' shows how to call it)\n", fs.Name(), fs.Arg(0), fs.Name())
 		return "", exitUsage, false
 	}
 	return arg, exitOK, true

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
 // course makes a course folder with one lab whose manifest is body, and points labrun at it.
@@ -33,6 +36,7 @@ suites:
     variants: [{name: lib, library: x}]
 `
 
+// runCLI runs labrun with args; stdout and stderr are returned apart.
 func runCLI(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
@@ -47,19 +51,24 @@ func TestCLIUsageErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no args", nil, exitUsage, "Usage:"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{"unknown lab", []string{"42"}, exitUsage, `unknown lab "42": the labs are 07_demo`},
 		{"unknown lab via run", []string{"run", "nope_lab"}, exitUsage, "unknown lab"},
 		{"run without lab", []string{"run"}, exitUsage, "which lab?"},
-		{"bad flag", []string{"07", "--frob"}, exitUsage, "flag provided but not defined: -frob"},
+		{"bad flag", []string{"07", "--frob"}, exitUsage, "labrun run: unknown flag --frob; 'labrun run --help' lists the flags\n"},
+		{"mistyped flag", []string{"07", "--quik"}, exitUsage, "unknown flag --quik (did you mean --quick?)"},
+		{"single-dash flag", []string{"07", "-backnd", "emu"}, exitUsage, "unknown flag --backnd (did you mean --backend?)"},
+		{"bad value", []string{"07", "--seed", "x"}, exitUsage, `invalid value "x" for flag --seed`},
+		{"mistyped command", []string{"lsit"}, exitUsage, `unknown command "lsit" (did you mean list?)`},
 		{"unknown variant", []string{"07", "--variant", "zzz", "--backend", "cuda"}, exitUsage, `no variant "zzz"; its variants are: lib`},
+		{"mistyped variant", []string{"07", "--variant", "lbi", "--backend", "cuda"}, exitUsage, `no variant "lbi" (did you mean lib?)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(tc.args...)
 			assert.Equal(t, tc.code, code, stderr)
 			assert.Contains(t, stderr, tc.want)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "a bad request is one line: %q", stderr)
 		})
 	}
 }
@@ -68,10 +77,30 @@ func TestCLIHelp(t *testing.T) {
 	code, out, _ := runCLI("help")
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, out, "labrun doctor")
-	code, _, stderr := runCLI("run", "--help")
-	assert.Equal(t, exitOK, code)
-	assert.Contains(t, stderr, "-quick")
-	assert.Contains(t, stderr, "-backend")
+	code, out, _ = runCLI()
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, out, "Usage:")
+	for _, cmd := range []string{"run", "list", "doctor", "compare", "site", "grade", "export"} {
+		code, out, stderr := runCLI(cmd, "--help")
+		assert.Equal(t, exitOK, code, cmd)
+		assert.Empty(t, stderr, "help goes to stdout")
+		assert.Contains(t, out, "Usage: labrun "+cmd)
+		assert.NotRegexp(t, `(?m)^\s+-[a-z]`, out, "flags are shown as --flag")
+		for _, l := range strings.Split(out, "\n") {
+			assert.LessOrEqual(t, term.DisplayWidth(l), term.DefaultWidth, "%s --help: %q", cmd, l)
+		}
+	}
+	_, out, _ = runCLI("run", "--help")
+	assert.Contains(t, out, "  --quick\n")
+	assert.Contains(t, out, "  --backend string\n")
+}
+
+func TestCLIVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, out, _ := runCLI(args...)
+		assert.Equal(t, exitOK, code)
+		assert.Regexp(t, `^labrun github.com/kernel-labs/kernellabs \S+, commit .+, go1\.`, out)
+	}
 }
 
 func TestCLIMalformedManifestShowsFileLine(t *testing.T) {
@@ -93,7 +122,8 @@ func TestCLIList(t *testing.T) {
 	assert.Contains(t, out, "07_demo  Demo — 演示")
 	code, out, _ = runCLI("list", "--json")
 	assert.Equal(t, exitOK, code)
-	assert.Contains(t, out, `"Lab": "07_demo"`)
+	assert.Contains(t, out, `"lab": "07_demo"`)
+	assert.NotRegexp(t, `"[A-Z]\w*":`, out, "JSON keys are snake_case")
 }
 
 func TestCLINoBackendIsAnEnvironmentError(t *testing.T) {

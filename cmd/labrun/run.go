@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/site"
+	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
 type listFlag []string
@@ -33,8 +34,7 @@ func (l *listFlag) Set(s string) error {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("run", stdout, stderr)
 	var variants listFlag
 	fs.Var(&variants, "variant", "run only these variants (repeat the flag or separate with commas)")
 	quick := fs.Bool("quick", false, "run the quick subset of problems with a shorter timing budget")
@@ -45,8 +45,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	set := fs.String("set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
+	record := fs.Bool("record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
 	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
 	emuWarp := fs.Int("emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
+	noExercises := fs.Bool("no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
 	// Custom problems: each flag given becomes a parameter of the problem (see the README).
@@ -71,18 +73,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return nil
 		})
 	}
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun run NN [flags]   (or: labrun NN [flags])
+	fs.intro = `Usage: labrun run NN [flags]   (or: labrun NN [flags])
 
 Builds lab NN's kernels, checks every variant against a reference on fresh random inputs,
 times it with device events against the lab's baseline (cuBLAS, the driver's memcpy, NCCL)
-and merges the results into results/<device>/NN_name.json. A variant that crashes or hangs is
-recorded as failed and the run goes on.
+and merges the results into results/<device>/NN_name.json (an emulator run: into
+results/local/emulator/, which git ignores, unless --record). A variant that crashes or hangs
+is recorded as failed and the run goes on.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
+`
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -91,6 +91,10 @@ Flags:
 		fmt.Fprintln(stderr, "labrun run: which lab? e.g. labrun run 01 (labrun list shows them)")
 		return exitUsage
 	}
+	// Progress and messages fit the terminal: long lines wrap at spaces, nothing is cut.
+	fit := term.NewWrapWriter(stderr, term.Width())
+	defer fit.Flush()
+	stderr = fit
 	root, code := findRoot(stderr)
 	if code != exitOK {
 		return code
@@ -120,12 +124,23 @@ Flags:
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if *noExercises {
+		m, err := lab.Load(root, name)
+		if err != nil {
+			return exitFor(err, stderr)
+		}
+		variants = withoutExercises(m, variants)
+		if len(variants) == 0 {
+			fmt.Fprintf(stderr, "labrun run: lab %s has no variant but its exercises\n", m.Name)
+			return exitUsage
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Quick: *quick, Backend: *backend,
-		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, InProcess: *inProcess,
+		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Record: *record, InProcess: *inProcess,
 		Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)
@@ -141,11 +156,14 @@ Flags:
 		enc.SetIndent("", "  ")
 		enc.Encode(doc)
 	} else {
-		printTable(stdout, out)
+		printTable(stdout, out, term.Width())
 	}
 	fmt.Fprintf(stderr, "done in %.1fs", time.Since(started).Seconds())
 	if out.SavedTo != "" && out.SaveError == nil {
-		fmt.Fprintf(stderr, "; results in %s", out.SavedTo)
+		fmt.Fprintf(stderr, "; results in %s", relPath(root, out.SavedTo))
+		if out.Local {
+			fmt.Fprint(stderr, " (not tracked by git and not on the site; --record writes results/emulator/)")
+		}
 	}
 	fmt.Fprintln(stderr)
 	if ctx.Err() != nil {
@@ -159,7 +177,7 @@ Flags:
 		}
 		return exitFailures
 	}
-	if out.SavedTo == out.Path && out.SaveError == nil && !*noSite {
+	if out.SavedTo == out.Path && out.SaveError == nil && !out.Local && !*noSite {
 		// The chapter's tables and plots come from the results just written.
 		if rep, err := site.Build(root, site.DefaultOutDir(root), site.Options{}); err != nil {
 			fmt.Fprintf(stderr, "labrun: the results were saved, but the site was not rebuilt:\n%v\n", err)
@@ -178,30 +196,142 @@ Flags:
 	return exitOK
 }
 
-// printTable prints the results suite by suite.
-func printTable(w io.Writer, out *lab.Outcome) {
-	suite := ""
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+// printTable prints the results suite by suite, each table fitted to width columns. On a GPU
+// a row shows the median time, the rate and the speedup over the suite's baseline; on the
+// emulator, whose times are not performance figures, it shows what the emulator does measure:
+// the check's relative error against its tolerance. Skipped variants become one line per suite,
+// and a variant that failed the same way on every problem (a compile error) one row.
+func printTable(w io.Writer, out *lab.Outcome, width int) {
+	emulated := false
+	var suites []string
+	bySuite := map[string][]*results.Entry{}
 	for i := range out.Results.Entries {
 		e := &out.Results.Entries[i]
-		if e.Suite != suite {
-			if suite != "" {
-				fmt.Fprintln(tw)
-			}
-			suite = e.Suite
-			title := suite
-			if s := out.Manifest.Suite(suite); s != nil && s.Title.EN != "" {
-				title = s.Title.EN
-			}
-			fmt.Fprintf(tw, "== %s\n", title)
-			fmt.Fprintln(tw, "variant\tproblem\tstatus\tmedian\trate\tvs baseline\t")
+		emulated = emulated || e.Emulated
+		if _, ok := bySuite[e.Suite]; !ok {
+			suites = append(suites, e.Suite)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", e.Variant, e.Problem, status(e), median(e), rate(e), speedup(e))
+		bySuite[e.Suite] = append(bySuite[e.Suite], e)
 	}
-	tw.Flush()
-	if len(out.Results.Entries) > 0 && out.Results.Entries[0].Emulated {
-		fmt.Fprintln(w, "\nTimes above are emulated, not performance figures: the CPU emulator checks correctness.")
+	for i, name := range suites {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		title := name
+		if s := out.Manifest.Suite(name); s != nil && s.Title.EN != "" {
+			title = s.Title.EN
+		}
+		fmt.Fprintln(w, term.Elide("== "+title, width))
+		suiteTable(bySuite[name], emulated).Write(w, width)
 	}
+	if emulated && len(suites) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range term.Wrap("On the CPU emulator the times are emulated, not performance figures: it checks "+
+			"correctness, so the tables show each check's relative error against its tolerance. "+
+			"Run on a GPU for times, rates and speedups.", width, "") {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// suiteTable builds one suite's table.
+func suiteTable(entries []*results.Entry, emulated bool) *term.Table {
+	t := &term.Table{}
+	baseline := ""
+	for _, e := range entries {
+		if e.Baseline != "" {
+			baseline = e.Baseline
+		}
+	}
+	if emulated {
+		t.Header = []string{"variant", "problem", "status", "rel error", "tolerance", "note"}
+		t.Elide = map[int]bool{1: true, 5: true}
+	} else {
+		t.Header = []string{"variant", "problem", "status", "median", "rate", "speedup", "note"}
+		t.Elide = map[int]bool{1: true, 6: true}
+	}
+	problems := map[string]bool{}
+	for _, e := range entries {
+		problems[e.Problem] = true
+	}
+	// Failures that repeat on every problem the variant ran, with the same message: one row.
+	type failure struct{ variant, status, msg string }
+	count := map[failure]int{}
+	for _, e := range entries {
+		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
+			count[failure{e.Variant, e.Status, e.Error}]++
+		}
+	}
+	shown := map[failure]bool{}
+	var skips skipSummary
+	for _, e := range entries {
+		if e.Status == results.StatusSkipped {
+			skips.add(e.Variant, e.Error)
+			continue
+		}
+		problem := e.Problem
+		f := failure{e.Variant, e.Status, e.Error}
+		if n := count[f]; n > 1 {
+			if shown[f] {
+				continue
+			}
+			shown[f] = true
+			problem = fmt.Sprintf("%d problems", n)
+			if n == len(problems) {
+				problem = fmt.Sprintf("all %d problems", n)
+			}
+		}
+		note := ""
+		if e.Status != results.StatusOK {
+			note = firstLine(e.Error)
+		}
+		if emulated {
+			t.Row(e.Variant, problem, status(e), relErr(e), tolerance(e), note)
+		} else {
+			t.Row(e.Variant, problem, status(e), median(e), rate(e), speedup(e), note)
+		}
+	}
+	if baseline != "" {
+		t.Line("speedup: over " + baseline + ", the suite's baseline, measured in the same run")
+	}
+	if line := skips.String(); line != "" {
+		t.Line(line)
+	}
+	return t
+}
+
+// skipSummary collects skipped variants by reason, in order.
+type skipSummary struct {
+	reasons []string
+	by      map[string][]string
+}
+
+func (s *skipSummary) add(variant, reason string) {
+	if s.by == nil {
+		s.by = map[string][]string{}
+	}
+	vs, seen := s.by[reason]
+	if !seen {
+		s.reasons = append(s.reasons, reason)
+	}
+	for _, v := range vs {
+		if v == variant {
+			return
+		}
+	}
+	s.by[reason] = append(vs, variant)
+}
+
+// String is one line: "skipped: a, b (reason); c (other reason)", or "" when nothing was skipped.
+func (s *skipSummary) String() string {
+	if len(s.reasons) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, r := range s.reasons {
+		parts = append(parts, strings.Join(s.by[r], ", ")+" ("+r+")")
+	}
+	return "skipped: " + strings.Join(parts, "; ")
 }
 
 func status(e *results.Entry) string {
@@ -209,6 +339,20 @@ func status(e *results.Entry) string {
 		return "ok"
 	}
 	return strings.ToUpper(e.Status)
+}
+
+func relErr(e *results.Entry) string {
+	if e.Check == nil || e.Check.Checked == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1e", e.Check.RelErr)
+}
+
+func tolerance(e *results.Entry) string {
+	if e.Check == nil || e.Check.Tolerance == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0e", e.Check.Tolerance)
 }
 
 func median(e *results.Entry) string {
@@ -236,20 +380,42 @@ func rate(e *results.Entry) string {
 
 func speedup(e *results.Entry) string {
 	if e.Speedup <= 0 {
-		if e.Status != results.StatusOK {
-			return firstLine(e.Error, 60)
-		}
 		return "-"
 	}
-	return fmt.Sprintf("%.2f× %s", e.Speedup, e.Baseline)
+	return fmt.Sprintf("%.2f×", e.Speedup)
 }
 
-func firstLine(s string, n int) string {
+func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > n {
-		s = s[:n] + "…"
+		s = s[:i] + " …"
 	}
 	return s
+}
+
+// withoutExercises are the variants of m (among only, when given) that are not exercises.
+func withoutExercises(m *lab.Manifest, only []string) []string {
+	keep := map[string]bool{}
+	for _, n := range only {
+		keep[n] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if grade.IsExercise(m, v) || seen[v.Name] || len(only) > 0 && !keep[v.Name] {
+				continue
+			}
+			seen[v.Name] = true
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// relPath shows a path under the course root relative to it.
+func relPath(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }

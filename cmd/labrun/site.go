@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,14 +11,12 @@ import (
 )
 
 func cmdSite(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("site", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("site", stdout, stderr)
 	out := fs.String("out", "", "folder to write the site into (default: site/public under the course root)")
 	rootFlag := fs.String("root", "", "the course folder (default: found from the current folder, or $LABRUN_ROOT)")
 	strict := fs.Bool("strict", false, "fail when the languages of a lab are out of step, a lab has notes in one language only, or a results file cannot be read")
 	asJSON := fs.Bool("json", false, "write the build report as JSON to stdout")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: labrun site [--out DIR] [--root DIR] [--strict] [--json]
+	fs.intro = `Usage: labrun site [--out DIR] [--root DIR] [--strict] [--json]
 
 Renders the course site from the labs' notes (notes.en.md, notes.zh.md), kernels and results/
 into site/public/: a course index, every lab in English and Chinese, a page per device with
@@ -30,14 +27,9 @@ An error in a notes file (a cell naming a file, function, suite, variant, proble
 does not exist) fails the build with file:line; the previous site is left as it was.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+`
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "labrun site: unexpected argument %q (see labrun site --help)\n", fs.Arg(0))

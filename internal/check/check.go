@@ -28,6 +28,8 @@ type Report struct {
 	Tolerance  float64    `json:"tolerance"`
 	Mismatches []Mismatch `json:"mismatches,omitempty"` // the first few wrong elements
 	Note       string     `json:"note,omitempty"`
+
+	wantNaN int // finite outputs where the reference is NaN
 }
 
 // MaxMismatches is how many wrong elements a report lists.
@@ -54,8 +56,16 @@ func Compare[T Float](out []T, ref []float64, tol float64) Report {
 	elemTol := tol * (refMax + 1e-30)
 	for i, o := range out {
 		g, w := float64(o), ref[i]
+		if math.IsNaN(w) && math.IsNaN(g) {
+			continue // the reference is NaN here too: the expected value, not a wrong one
+		}
 		if math.IsNaN(g) || math.IsInf(g, 0) {
 			r.Unwritten++
+			r.addMismatch(i, g, w)
+			continue
+		}
+		if math.IsNaN(w) {
+			r.wantNaN++
 			r.addMismatch(i, g, w)
 			continue
 		}
@@ -70,10 +80,15 @@ func Compare[T Float](out []T, ref []float64, tol float64) Report {
 		}
 	}
 	r.RelErr = relative(num, den)
-	r.OK = r.Unwritten == 0 && r.RelErr <= tol
+	r.OK = r.Unwritten == 0 && r.wantNaN == 0 && r.RelErr <= tol
+	var notes []string
 	if r.Unwritten > 0 {
-		r.Note = fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from bad data)", r.Unwritten, len(out))
+		notes = append(notes, fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from bad data)", r.Unwritten, len(out)))
 	}
+	if r.wantNaN > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d outputs are numbers where the reference is NaN", r.wantNaN, len(out)))
+	}
+	r.Note = strings.Join(notes, "; ")
 	return r
 }
 
@@ -148,31 +163,78 @@ func Fail(method, reason string) Report {
 	return Report{Method: method, Note: reason, MaxErrAt: -1}
 }
 
-// String is a one-line summary: "ok rel 3.1e-07 max 2.4e-06 (elementwise…)" or the failure.
+// String is a one-line summary that says once what is wrong: "ok: rel_err 3.1e-07 (tol 1e-05),
+// max_abs_err 2.4e-06", or the failure ("2 of 4 outputs are NaN or Inf …; rel_err … over the 2
+// finite outputs") with the error figures where there are finite outputs to measure.
 func (r Report) String() string {
-	var b strings.Builder
 	if r.OK {
-		b.WriteString("ok")
-	} else {
-		b.WriteString("WRONG")
+		return "ok: " + r.errorFigures()
 	}
-	fmt.Fprintf(&b, " rel_err %.2e (tol %.0e) max_abs_err %.2e", r.RelErr, r.Tolerance, r.MaxAbsErr)
-	if r.Note != "" {
-		b.WriteString(": " + r.Note)
+	what := r.Note
+	if what == "" {
+		if r.RelErr > r.Tolerance {
+			what = "relative error above the tolerance"
+		} else {
+			what = fmt.Sprintf("%d element(s) off by more than the tolerance", len(r.Mismatches))
+		}
 	}
-	return b.String()
+	if f := r.errorFigures(); f != "" {
+		what += "; " + f
+	}
+	return what
 }
 
-// Detail lists the first mismatching elements, for a student looking for the bug.
+// errorFigures are the relative and largest errors, over the finite outputs, or "" when there
+// are none to measure (every output NaN, or a check that could not compute them).
+func (r Report) errorFigures() string {
+	if r.Checked == 0 || r.Unwritten >= r.Checked || math.IsInf(r.RelErr, 0) || math.IsNaN(r.RelErr) {
+		return ""
+	}
+	s := fmt.Sprintf("rel_err %.2e (tol %.0e), max_abs_err %.2e", r.RelErr, r.Tolerance, r.MaxAbsErr)
+	if r.MaxErrAt >= 0 && !r.OK {
+		s += fmt.Sprintf(" at [%d]", r.MaxErrAt)
+	}
+	if r.Unwritten > 0 {
+		s += fmt.Sprintf(" over the %d finite outputs", r.Checked-r.Unwritten)
+	}
+	return s
+}
+
+// Figures are the error figures and the first wrong elements, without the headline: what follows
+// a failure's reason when the reason is said elsewhere (the grader's explanation).
+func (r Report) Figures() string {
+	var lines []string
+	if f := r.errorFigures(); f != "" {
+		lines = append(lines, f)
+	}
+	if m := r.wrongElements(); m != "" {
+		lines = append(lines, m)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Detail is String and the first wrong elements, for a student looking for the bug.
 func (r Report) Detail() string {
+	if m := r.wrongElements(); m != "" {
+		return r.String() + "\n" + m
+	}
+	return r.String()
+}
+
+// wrongElements lists the first mismatches: "[i]: got, want", or "[i]: got" where no value is
+// known (a check that does not compute every element, such as Freivalds').
+func (r Report) wrongElements() string {
 	if len(r.Mismatches) == 0 {
-		return r.String()
+		return ""
 	}
 	var b strings.Builder
-	b.WriteString(r.String())
-	b.WriteString("\n  first wrong elements (index: got, want):")
+	b.WriteString("  first wrong elements (index: got, want):")
 	for _, m := range r.Mismatches {
-		fmt.Fprintf(&b, "\n    [%d]: %g, %g", m.Index, m.Got, m.Want)
+		if math.IsNaN(m.Want) && math.IsNaN(m.Got) {
+			fmt.Fprintf(&b, "\n    [%d]: %g (never written, or computed from NaN)", m.Index, m.Got)
+			continue
+		}
+		fmt.Fprintf(&b, "\n    [%d]: %.7g, %.7g", m.Index, m.Got, m.Want)
 	}
 	return b.String()
 }

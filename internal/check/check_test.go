@@ -2,6 +2,7 @@ package check
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,6 +67,46 @@ func TestExact(t *testing.T) {
 func TestFail(t *testing.T) {
 	r := Fail("freivalds", "the output could not be read")
 	assert.False(t, r.OK)
-	assert.Contains(t, r.String(), "WRONG")
-	assert.Contains(t, r.String(), "could not be read")
+	assert.Equal(t, "the output could not be read", r.String())
+}
+
+// A failure says once what was wrong, with the error figures where there are finite outputs,
+// and lists the first wrong elements; an expected NaN is not a wrong element.
+func TestFailureText(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name    string
+		out     []float32
+		ref     []float64
+		want    []string
+		wantNot []string
+		ok      bool
+	}{
+		{"wrong values", []float32{1, 2, 30}, []float64{1, 2, 3}, []string{
+			"relative error above the tolerance; rel_err 7.22e+00 (tol 1e-05), max_abs_err 2.70e+01 at [2]",
+			"first wrong elements (index: got, want):\n    [2]: 30, 3"}, []string{"WRONG"}, false},
+		{"every output NaN", []float32{float32(nan)}, []float64{1}, []string{"1 of 1 outputs are NaN or Inf"},
+			[]string{"rel_err", "WRONG"}, false},
+		{"some outputs NaN", []float32{float32(nan), 2}, []float64{1, 2}, []string{
+			"1 of 2 outputs are NaN or Inf (never written, or computed from bad data); rel_err 0.00e+00 (tol 1e-05), max_abs_err 0.00e+00 at [1] over the 1 finite outputs",
+			"[0]: NaN, 1"}, nil, false},
+		{"an expected NaN", []float32{float32(nan), 2}, []float64{nan, 2}, []string{"ok: rel_err 0.00e+00"}, []string{"[0]"}, true},
+		{"a number where NaN is expected", []float32{5, 2}, []float64{nan, 2}, []string{"1 of 2 outputs are numbers where the reference is NaN", "[0]: 5, NaN"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Compare(tc.out, tc.ref, 1e-5)
+			assert.Equal(t, tc.ok, r.OK)
+			d := r.Detail()
+			for _, w := range tc.want {
+				assert.Contains(t, d, w)
+			}
+			for _, w := range tc.wantNot {
+				assert.NotContains(t, d, w)
+			}
+			assert.NotContains(t, d, "NaN, NaN", "an expected NaN is never listed as wrong")
+		})
+	}
+	// Figures leave the headline to the caller.
+	r := Compare([]float32{1, 2, 30}, []float64{1, 2, 3}, 1e-5)
+	assert.True(t, strings.HasPrefix(r.Figures(), "rel_err 7.22e+00"))
 }

@@ -19,6 +19,9 @@ const (
 	OnlyOld  = "only in old" // not in the new results
 	OnlyNew  = "only in new"
 	NotTimed = "not comparable" // one side has no time (failed, wrong, skipped)
+	// Emulated: one side ran on the CPU emulator, whose times are not performance figures, so
+	// no change in them is a speed-up or a regression.
+	Emulated = "emulated"
 )
 
 // Row compares one variant on one problem.
@@ -57,6 +60,10 @@ func Compare(old, new *results.File) []Row {
 			r.New = n.Time
 			r.Verdict = NotTimed
 			r.Note = fmt.Sprintf("old %s, new %s", o.Status, n.Status)
+		case o.Emulated || n.Emulated || old.Device.Emulated || new.Device.Emulated:
+			r.New = n.Time
+			r.Verdict = Emulated
+			r.Note = "times are not performance figures"
 		default:
 			r.New = n.Time
 			r.Speedup = o.Time.MedianMs / n.Time.MedianMs

@@ -54,3 +54,34 @@ func TestCompare(t *testing.T) {
 	assert.Equal(t, "tiled", reg[0].Variant)
 	assert.Empty(t, Regressions(rows, 25), "a 20% regression is under a 25% threshold")
 }
+
+func TestEmulatorTimesAreNeverARegression(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		old, newer *results.File
+	}{
+		{"both files emulated", emulatorFile(10), emulatorFile(20)},
+		{"old emulated", emulatorFile(10), &results.File{Entries: []results.Entry{entry("tiled", "4096", "ok", 20, 20, 20)}}},
+		{"entries marked emulated", &results.File{Entries: []results.Entry{emulated(entry("tiled", "4096", "ok", 10, 10, 10))}},
+			&results.File{Entries: []results.Entry{entry("tiled", "4096", "ok", 20, 20, 20)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := Compare(tc.old, tc.newer)
+			require.Len(t, rows, 1)
+			assert.Equal(t, Emulated, rows[0].Verdict, "twice as slow, but emulated")
+			assert.Zero(t, rows[0].Change)
+			assert.Empty(t, Regressions(rows, 0))
+		})
+	}
+}
+
+func emulated(e results.Entry) results.Entry {
+	e.Emulated = true
+	return e
+}
+
+func emulatorFile(med float64) *results.File {
+	f := &results.File{Entries: []results.Entry{emulated(entry("tiled", "4096", "ok", med, med, med))}}
+	f.Device.Emulated = true
+	return f
+}

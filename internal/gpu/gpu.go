@@ -271,3 +271,32 @@ func LoadUntrusted(d Device, path string) (Module, error) {
 	}
 	return nil, fmt.Errorf("the %s backend cannot load untrusted code in isolation", d.Info().Backend)
 }
+
+// Sharer is implemented by devices whose buffers other processes — the ranks of a job on the
+// same node, one process per GPU — can map, so that kernels read and write their peers' memory
+// through plain pointers: the emulator through shared-memory files, a GPU through allocations
+// exported by the driver.
+type Sharer interface {
+	// MallocShared allocates a buffer that other processes can map; handle is what they need to
+	// do so (send it through the rendezvous). Free releases it here.
+	MallocShared(bytes int64) (p Ptr, handle []byte, err error)
+	// OpenShared maps another process's shared buffer from its handle. Free unmaps it here.
+	OpenShared(handle []byte) (Ptr, error)
+}
+
+// MallocShared allocates a buffer on d that other processes can map, or says that d's backend
+// cannot share memory between processes.
+func MallocShared(d Device, bytes int64) (Ptr, []byte, error) {
+	if s, ok := Unwrap(d).(Sharer); ok {
+		return s.MallocShared(bytes)
+	}
+	return 0, nil, fmt.Errorf("the %s backend cannot share device memory between processes", d.Info().Backend)
+}
+
+// OpenShared maps on d a buffer another process shared.
+func OpenShared(d Device, handle []byte) (Ptr, error) {
+	if s, ok := Unwrap(d).(Sharer); ok {
+		return s.OpenShared(handle)
+	}
+	return 0, fmt.Errorf("the %s backend cannot share device memory between processes", d.Info().Backend)
+}

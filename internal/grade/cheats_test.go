@@ -2,6 +2,7 @@ package grade
 
 import (
 	"context"
+	"fmt"
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
@@ -16,8 +17,11 @@ import (
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 	_ "github.com/kernel-labs/kernellabs/labs/02_gemm"
+	_ "github.com/kernel-labs/kernellabs/labs/04_collectives"
+	_ "github.com/kernel-labs/kernellabs/labs/05_overlap"
 )
 
 // The test binary doubles as the engine's worker.
@@ -55,17 +59,12 @@ func needEmulator(t *testing.T) {
 	}
 }
 
-// needSolutions skips in the student edition, where the exercise files hold stubs and the cheat
-// fixtures are left out.
+// needSolutions skips in the student edition (marked by solution.EditionFile), where the
+// exercise files hold stubs and the cheat fixtures are left out.
 func needSolutions(t *testing.T) {
 	t.Helper()
-	root := courseRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "labs", "02_gemm", "exercises", "ex1_smem_tiling.cu"))
-	if err != nil || !HasSolution(b) {
-		t.Skip("the exercise files hold no solutions (the student edition): nothing to check the grader against")
-	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "grade", "testdata", "cheats")); err != nil {
-		t.Skip("the cheat fixtures are not here (the student edition)")
+	if solution.IsStudentEdition(courseRoot(t)) {
+		t.Skip("student edition: the exercise files hold the student's code, not the reference solutions the grader is checked against, and the cheat fixtures stay with the instructor")
 	}
 }
 
@@ -73,8 +72,31 @@ func needSolutions(t *testing.T) {
 // (C poisoned with NaN); K is not a multiple of 32 in both.
 var fixtureProblems = []string{"17×33×65", "129×130×131 β=0"}
 
+// gradeFixture grades a copy of file, made outside the course tree (a submission inside the
+// course tree it is graded from is refused).
 func gradeFixture(t *testing.T, file string, o Options) *Report {
 	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	file = filepath.Join(t.TempDir(), filepath.Base(file))
+	require.NoError(t, os.WriteFile(file, b, 0o644))
+	return gradeSubmission(t, file, o)
+}
+
+// deviceCheck says whether the device-code check can run here (clang); grades without it
+// otherwise, and says so.
+func deviceCheck(t *testing.T, o *Options) bool {
+	if err := toolchain.CheckDeviceCompiler(); err != nil {
+		t.Logf("grading without the device-code check: %v", err)
+		o.NoDeviceCheck = true
+		return false
+	}
+	return true
+}
+
+func gradeSubmission(t *testing.T, file string, o Options) *Report {
+	t.Helper()
+	deviceCheck(t, &o)
 	o.Root = courseRoot(t)
 	o.Lab = "02"
 	o.Backend = "emu"
@@ -104,7 +126,8 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 		{"zeros.cu", lab.ReasonWrong, "every output is 0", nil},
 		{"partial.cu", lab.ReasonUnwritten, "did not write", nil},
 		{"previous_answer.cu", lab.ReasonStale, "previous run's answer", nil},
-		{"read_past.cu", lab.ReasonReadOutside, "computed NaN", nil},
+		// M = 17: the off-by-one column of the column-major A is 68 bytes, within the slack.
+		{"read_past.cu", lab.ReasonReadOutside, "computed NaN", []string{"17×33×65"}},
 		{"forever.cu", lab.ReasonTimeout, "timed out", []string{"17×33×65"}},
 		{"crash.cu", lab.ReasonIllegalAddress, "EMU_ILLEGAL_ADDRESS", nil},
 		{"abort.cu", lab.ReasonCrash, "signal", nil},
@@ -115,6 +138,14 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 		{"oob_write.cu", lab.ReasonOutOfBounds, "past the end of", nil},
 		{"corrupt_input.cu", lab.ReasonInputCorrupted, "changed its input", nil},
 		{"no_compile.cu", lab.ReasonCompile, "compile", nil},
+		// Reaching the reference solution from the build (hermetic builds).
+		{"include_relative.cu", lab.ReasonCompile, "include_relative.cu:4: error:", nil},
+		{"include_dotdot.cu", lab.ReasonCompile, "include_dotdot.cu:4: error: refused include", nil},
+		{"include_absolute.cu", lab.ReasonCompile, "include_absolute.cu:3: error: refused include", nil},
+		{"include_cross_lab.cu", lab.ReasonCompile, "include_cross_lab.cu:4: error: refused include", nil},
+		{"include_macro.cu", lab.ReasonCompile, "02_gemm/exercises/ex1_smem_tiling.cu", nil},
+		// Host-only C++ that nvcc would reject (the device-code check).
+		{"host_only.cu", lab.ReasonCompile, "host_only.cu:15: error:", nil},
 		// Escapes from the sandbox: each computes the answer only if its escape worked.
 		{"forged_events.cu", lab.ReasonCrash, "died", nil},
 		{"daemon.cu", lab.ReasonWrong, "same value (1)", nil},          // EPERM: no new processes
@@ -129,9 +160,17 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 	holder.Env = append(os.Environ(), lab.SecretSeedEnv+"=fixture-secret")
 	require.NoError(t, holder.Start())
 	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	// Two fixtures at a time: each grades in a worker and a sandboxed launcher, and on a small
+	// runner more at once only make every one of them slower.
+	slots := make(chan struct{}, 2)
 	for _, f := range fixtures {
 		t.Run(f.file, func(t *testing.T) {
 			t.Parallel()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if f.file == "host_only.cu" && !deviceCheck(t, &Options{}) {
+				t.Skip("host_only.cu is caught by the device-code check, which needs clang (apt-get install clang)")
+			}
 			started := time.Now()
 			limit := 30 * time.Second
 			if f.reason == lab.ReasonTimeout {
@@ -166,7 +205,7 @@ func TestReadPastFailsWithoutRedZones(t *testing.T) {
 	needEmulator(t)
 	needSolutions(t)
 	file := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats", "read_past.cu")
-	rep := gradeFixture(t, file, Options{redZone: -1})
+	rep := gradeFixture(t, file, Options{redZone: -1, Problems: []string{"17×33×65"}})
 	for _, tr := range rep.Tests {
 		if tr.Kind == KindCorrectness {
 			assert.Equal(t, StatusFailed, tr.Status, "%s: %s", tr.Name, tr.Output)
@@ -182,7 +221,9 @@ func TestLab02ReferenceFullMarksStubsZero(t *testing.T) {
 	needSolutions(t)
 	root := courseRoot(t)
 	started := time.Now()
-	rep, err := Grade(context.Background(), Options{Root: root, Lab: "02", Backend: "emu", Worker: testWorker})
+	o := Options{Root: root, Lab: "02", Backend: "emu", Worker: testWorker}
+	deviceCheck(t, &o)
+	rep, err := Grade(context.Background(), o)
 	require.NoError(t, err)
 	assert.True(t, rep.Passed)
 	assert.Greater(t, rep.MaxScore, 0.0)
@@ -202,7 +243,8 @@ func TestLab02ReferenceFullMarksStubsZero(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, ex.Stubbed, "labs/02_gemm/exercises/ex1_smem_tiling.cu")
 	assert.Contains(t, ex.Compiled, "labs/02_gemm/exercises/ex1_smem_tiling.cu", "the stubs compile")
-	rep, err = Grade(context.Background(), Options{Root: root, Lab: "02", Backend: "emu", Submission: student, Worker: testWorker})
+	o.Submission = student
+	rep, err = Grade(context.Background(), o)
 	require.NoError(t, err)
 	assert.False(t, rep.Passed)
 	assert.Zero(t, rep.Score, "the stubs must score zero")
@@ -213,6 +255,57 @@ func TestLab02ReferenceFullMarksStubsZero(t *testing.T) {
 		}
 	}
 	t.Logf("stubs: %s/%s in %.1fs (%d CPUs)", pts(rep.Score), pts(rep.MaxScore), time.Since(started).Seconds(), runtime.NumCPU())
+}
+
+// A submission that is a symbolic link to the reference (or reached through one) is refused
+// unbuilt, and so is a hard link to it; a submission inside the course tree is a usage error.
+func TestLinkedSubmissionsAreRefused(t *testing.T) {
+	needEmulator(t)
+	needSolutions(t)
+	root := courseRoot(t)
+	ref := filepath.Join(root, "labs", "02_gemm", "exercises", "ex1_smem_tiling.cu")
+	dir := t.TempDir()
+
+	link := filepath.Join(dir, "ex1_smem_tiling.cu")
+	require.NoError(t, os.Symlink(ref, link))
+	linkedDir := filepath.Join(dir, "repo")
+	require.NoError(t, os.MkdirAll(linkedDir, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(root, "labs", "02_gemm", "exercises"), filepath.Join(linkedDir, "exercises")))
+	hard := filepath.Join(t.TempDir(), "ex1_smem_tiling.cu")
+	hardOK := os.Link(ref, hard) == nil // only where the temporary folder shares the course's file system
+
+	for _, tc := range []struct {
+		name, sub, text string
+		skip            bool
+	}{
+		{"symlink to the reference", link, "is a symbolic link", false},
+		{"folder reached through a symlink", linkedDir, "is a symbolic link", false},
+		{"hard link to the reference", hard, "a hard link", !hardOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip {
+				t.Skip("the temporary folder is on another file system: no hard link to the course's files can be made")
+			}
+			rep := gradeSubmission(t, tc.sub, Options{})
+			assert.False(t, rep.Passed)
+			assert.Zero(t, rep.Score)
+			for _, tr := range rep.Tests {
+				if tr.Kind == KindSpeed {
+					continue
+				}
+				assert.Equal(t, StatusFailed, tr.Status, tr.Name)
+				assert.Equal(t, ReasonRefused, tr.Reason, "%s: %s", tr.Name, tr.Output)
+				assert.Contains(t, tr.Output, tc.text)
+			}
+		})
+	}
+
+	_, err := Grade(context.Background(), Options{Root: root, Lab: "02", Backend: "emu", Submission: ref, NoDeviceCheck: true, Worker: testWorker})
+	var ue *lab.UsageError
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, err.Error(), "inside (or holds) the course tree")
+	_, err = Grade(context.Background(), Options{Root: root, Lab: "02", Backend: "emu", Submission: root, NoDeviceCheck: true, Worker: testWorker})
+	require.ErrorAs(t, err, &ue)
 }
 
 // The escape fixtures are real: without the sandbox (and with the event checks only) each of
@@ -260,4 +353,60 @@ func TestGradeDoesNotDependOnTheRunner(t *testing.T) {
 		reasons = append(reasons, got)
 	}
 	assert.Equal(t, reasons[0], reasons[1], "the same submission and seed get the same grade with LABRUN_EMU_SMS=1 and 16")
+}
+
+// Fixtures of the multi-rank exercises (labs 04 and 05): code that is right only for two ranks,
+// only in the plain schedule, or only on the first launch of a case fails the tests that run it
+// otherwise, whatever the seed.
+func TestRankAndScheduleFixtures(t *testing.T) {
+	needEmulator(t)
+	needSolutions(t)
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	fixtures := []struct {
+		lab, file string
+		// failing: the tests (by a part of their name) that must fail, and the reasons they may
+		// fail for; every other test passes.
+		failing []string
+		reasons []string
+	}{
+		{"04", "two_ranks.cu", []string{"3 ranks", "4 ranks", "secret"}, []string{lab.ReasonUnwritten, lab.ReasonWrong}},
+		// A race: what the grader sees depends on what the consumers read before the rows came.
+		{"05", "missing_wait.cu", []string{""}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}},
+		{"05", "missing_barrier_after_wait.cu", []string{""}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}},
+		{"05", "wrong_count.cu", []string{"three launches"}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}},
+	}
+	for _, f := range fixtures {
+		for _, seed := range []uint64{1, 2} {
+			t.Run(fmt.Sprintf("%s/seed%d", f.file, seed), func(t *testing.T) {
+				b, err := os.ReadFile(filepath.Join(dir, f.file))
+				require.NoError(t, err)
+				file := filepath.Join(t.TempDir(), f.file)
+				require.NoError(t, os.WriteFile(file, b, 0o644))
+				o := Options{Root: courseRoot(t), Lab: f.lab, Backend: "emu", Submission: file, Seed: seed, SeedSet: true,
+					Rounds: 2, Worker: testWorker, NoSpeed: true}
+				deviceCheck(t, &o)
+				rep, err := Grade(context.Background(), o)
+				require.NoError(t, err)
+				assert.Less(t, rep.Score, rep.MaxScore)
+				for _, tr := range rep.Tests {
+					if tr.Kind != KindCorrectness {
+						continue
+					}
+					must := false
+					for _, part := range f.failing {
+						must = must || strings.Contains(tr.Name, part)
+					}
+					if must {
+						assert.Equal(t, StatusFailed, tr.Status, "%s: %s", tr.Name, tr.Output)
+						assert.Contains(t, f.reasons, tr.Reason, "%s: %s", tr.Name, tr.Output)
+					} else {
+						assert.Equal(t, StatusPassed, tr.Status, "%s: %s", tr.Name, tr.Output)
+					}
+				}
+			})
+		}
+	}
 }

@@ -1,32 +1,31 @@
 package grade
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
-// The student edition: `labrun export DIR` copies the course into DIR with every solution region
-//
-//	// BEGIN SOLUTION
-//	…the solution…
-//	// STUB: return 0.0f;      (optional: code the stub needs to compile, uncommented on export)
-//	// END SOLUTION
-//
-// replaced by a TODO comment with the region's indentation and comment style, followed by the
-// region's STUB lines uncommented. The markers work with any line comment (//, #, --) and with
-// <!-- … --> in markdown. Results and the site's sources are kept; build outputs (bin/,
-// site/public/, .cache/), .git and the grader's cheat fixtures (they hold near-solutions) are not.
+// The student edition: `labrun export DIR` writes every file that git tracks in the course,
+// with every solution region (package solution) replaced by its TODO stub, into DIR. Instructor
+// material stays behind: the grader's cheat fixtures (they hold near-solutions), the site's and
+// the instructor's workflows, and the instructor's README. Generated in their place: the
+// student's README (README.md, README.zh.md), a grading workflow that gives feedback only, and
+// the marker file (solution.EditionFile) that tells the course's tests that the exercises are
+// stubs. Untracked files, reports and caches are never carried, and the export fails when any
+// file it wrote still holds the code of a solution region.
 
 // WorkflowPath is where the student repository's grading workflow goes.
 const WorkflowPath = ".github/workflows/grade.yml"
@@ -34,12 +33,20 @@ const WorkflowPath = ".github/workflows/grade.yml"
 //go:embed workflow.yml
 var workflowYAML string
 
+//go:embed student/README.md
+var studentReadmeEN string
+
+//go:embed student/README.zh.md
+var studentReadmeZH string
+
 // Workflow returns the GitHub Actions workflow written into the student edition.
 func Workflow() string { return workflowYAML }
 
 // ExportReport says what an export did.
 type ExportReport struct {
 	Dir      string
+	Commit   string   // the course's commit (HEAD) the edition comes from
+	Modified []string // tracked files that differ from that commit: exported as they are on disk
 	Files    int      // files copied
 	Stubbed  []string // files whose solution regions were replaced (relative paths)
 	Regions  int      // solution regions replaced
@@ -53,21 +60,25 @@ type ExportOptions struct {
 	NoCheck bool // do not compile the exported exercise files
 }
 
-// excluded paths (relative, slash-separated) that are never exported.
-var excluded = []string{".git", "bin", "site/public", ".cache", "internal/grade/testdata/cheats"}
+// instructorOnly are tracked paths (relative, slash-separated; a folder covers what is under it)
+// that stay in the instructor's tree. The edition's .github holds only the generated workflow.
+var instructorOnly = []string{".github", "internal/grade/testdata/cheats", "scripts/grade-of-record.sh", "README.md", "README.zh.md"}
 
 // Export writes the student edition of the course at root into dir.
 func Export(ctx context.Context, root, dir string, o ExportOptions) (*ExportReport, error) {
-	root, err := filepath.Abs(root)
+	root, err := realPath(root)
 	if err != nil {
 		return nil, err
 	}
-	dir, err = filepath.Abs(dir)
+	dir, err = realPath(dir)
 	if err != nil {
 		return nil, err
 	}
 	if dir == root || strings.HasPrefix(root, dir+string(filepath.Separator)) {
 		return nil, &lab.UsageError{Msg: fmt.Sprintf("export: %s is the course itself (or holds it); choose another folder", dir)}
+	}
+	if strings.HasPrefix(dir, root+string(filepath.Separator)) {
+		return nil, &lab.UsageError{Msg: fmt.Sprintf("export: %s lies inside the course tree %s; choose a folder outside it (e.g. ../kernellabs-student)", dir, root)}
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 && !o.Force {
 		return nil, &lab.UsageError{Msg: fmt.Sprintf("export: %s is not empty (use --force to write into it anyway)", dir)}
@@ -75,72 +86,73 @@ func Export(ctx context.Context, root, dir string, o ExportOptions) (*ExportRepo
 	if err := checkSolutionRegions(root); err != nil {
 		return nil, err
 	}
-	ign := readGitignore(root)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	tracked, err := gitTracked(ctx, root)
+	if err != nil {
 		return nil, err
 	}
 	rep := &ExportReport{Dir: dir}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	rep.Commit, rep.Modified, err = gitState(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, rel := range tracked {
+		if under(rel, instructorOnly) {
+			continue
+		}
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		info, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted in the working tree: not part of the course as it stands
+		}
 		if err != nil {
-			return err
+			return rep, err
 		}
-		relp, _ := filepath.Rel(root, p)
-		slash := filepath.ToSlash(relp)
-		if relp == "." {
-			return nil
-		}
-		if p == dir || skipPath(slash, d.IsDir(), ign) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		target := filepath.Join(dir, relp)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil // links and devices are not part of the course
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
+		if !info.Mode().IsRegular() {
+			return rep, fmt.Errorf("export: %s is tracked but is not a regular file (a link?); the student edition holds plain files only", rel)
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return err
+			return rep, err
 		}
-		if isText(data) && (HasSolution(data) || bytes.Contains(data, []byte(lab.EndSolutionMarker))) {
-			out, n, err := StripSolutions(slash, data)
+		if isText(data) && solution.Has(data) {
+			out, n, err := StripSolutions(rel, data)
 			if err != nil {
-				return err
+				return rep, err
 			}
 			if n > 0 {
 				data = out
-				rep.Stubbed = append(rep.Stubbed, slash)
+				rep.Stubbed = append(rep.Stubbed, rel)
 				rep.Regions += n
 			}
 		}
+		if err := writeFile(filepath.Join(dir, filepath.FromSlash(rel)), data, info.Mode().Perm()); err != nil {
+			return rep, err
+		}
 		rep.Files++
-		return os.WriteFile(target, data, info.Mode().Perm())
-	})
+	}
+	readmeEN, readmeZH, err := studentReadmes(dir)
 	if err != nil {
 		return rep, err
 	}
-	wf := filepath.Join(dir, filepath.FromSlash(WorkflowPath))
-	if err := os.MkdirAll(filepath.Dir(wf), 0o755); err != nil {
-		return rep, err
+	marker := fmt.Sprintf("This is the student edition of Kernel Labs, written by `labrun export` from commit %s.\n"+
+		"Its exercise files hold TODO stubs; the course's tests of the reference solutions skip here.\n", rep.Commit)
+	for rel, text := range map[string]string{WorkflowPath: workflowYAML, "README.md": readmeEN, "README.zh.md": readmeZH,
+		solution.EditionFile: marker} {
+		if err := writeFile(filepath.Join(dir, filepath.FromSlash(rel)), []byte(text), 0o644); err != nil {
+			return rep, err
+		}
 	}
-	if err := os.WriteFile(wf, []byte(workflowYAML), 0o644); err != nil {
-		return rep, err
-	}
-	// Nothing of a solution may remain.
+	// Nothing of a solution may remain: no marker, and no solution's code in any file (a shipped
+	// kernel or note that holds an exercise's answer).
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(p)
-		if err == nil && isText(b) && HasSolution(b) {
+		if err == nil && isText(b) && solution.Has(b) {
 			return fmt.Errorf("export: %s still holds a %q marker", p, lab.SolutionMarker)
 		}
 		return err
@@ -148,175 +160,111 @@ func Export(ctx context.Context, root, dir string, o ExportOptions) (*ExportRepo
 	if err != nil {
 		return rep, err
 	}
+	if err := solution.Check(root, dir); err != nil {
+		return rep, fmt.Errorf("export: %w", err)
+	}
 	if !o.NoCheck {
 		rep.Compiled, rep.Skipped, err = compileExercises(ctx, dir)
 	}
 	return rep, err
 }
 
-func skipPath(rel string, isDir bool, ign []ignoreRule) bool {
-	for _, e := range excluded {
+// realPath is p made absolute with its links resolved (for a path that does not exist yet, those
+// of its nearest existing parent), so that a destination inside the course is seen through links.
+func realPath(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if filepath.Dir(cur) == cur {
+			return p, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+	}
+}
+
+func under(rel string, paths []string) bool {
+	for _, e := range paths {
 		if rel == e || strings.HasPrefix(rel, e+"/") {
 			return true
 		}
 	}
-	for _, r := range ign {
-		if r.match(rel, isDir) {
-			return true
-		}
-	}
 	return false
 }
 
-// ignoreRule is one pattern of the course's top-level .gitignore (the simple forms it uses:
-// "/dir/", "dir/", "*.ext", "name").
-type ignoreRule struct {
-	pat      string
-	anchored bool
-	dirOnly  bool
+func writeFile(p string, data []byte, perm fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, perm)
 }
 
-func readGitignore(root string) []ignoreRule {
-	f, err := os.Open(filepath.Join(root, ".gitignore"))
+// gitTracked lists the files git tracks in the course at root (slash-separated, relative).
+func gitTracked(ctx context.Context, root string) ([]string, error) {
+	out, err := git(ctx, root, "ls-files", "-z", "--cached", "--", ".")
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	defer f.Close()
-	var rules []ignoreRule
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "!") {
-			continue
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
 		}
-		r := ignoreRule{pat: l}
-		if strings.HasSuffix(r.pat, "/") {
-			r.dirOnly, r.pat = true, strings.TrimSuffix(r.pat, "/")
-		}
-		if strings.HasPrefix(r.pat, "/") || strings.Contains(r.pat, "/") {
-			r.anchored, r.pat = true, strings.TrimPrefix(r.pat, "/")
-		}
-		rules = append(rules, r)
 	}
-	return rules
+	if len(files) == 0 {
+		return nil, &lab.UsageError{Msg: fmt.Sprintf("export: git tracks no file in %s; commit the course first", root)}
+	}
+	return files, nil
 }
 
-func (r ignoreRule) match(rel string, isDir bool) bool {
-	if r.dirOnly && !isDir {
-		return false
+// gitState is the commit the course stands at and its tracked files that differ from it.
+func gitState(ctx context.Context, root string) (commit string, modified []string, err error) {
+	commit, err = git(ctx, root, "rev-parse", "HEAD")
+	if err != nil {
+		return "", nil, err
 	}
-	if r.anchored {
-		ok, _ := filepath.Match(r.pat, rel)
-		return ok
+	st, err := git(ctx, root, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--", ".")
+	if err != nil {
+		return "", nil, err
 	}
-	ok, _ := filepath.Match(r.pat, filepath.Base(rel))
-	return ok
+	for _, e := range strings.Split(st, "\x00") {
+		if len(e) > 3 {
+			modified = append(modified, e[3:])
+		}
+	}
+	return strings.TrimSpace(commit), modified, nil
 }
 
-func isText(b []byte) bool {
-	n := min(len(b), 8000)
-	return !bytes.Contains(b[:n], []byte{0})
+func git(ctx context.Context, root string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", &lab.EnvError{Err: fmt.Errorf("export: git is not installed; the export writes what git tracks (install git)")}
+		}
+		return "", &lab.UsageError{Msg: fmt.Sprintf("export: %s is not a git checkout of the course (git %s: %s); the export writes only what git tracks, so export from a clone",
+			root, args[0], strings.TrimSpace(stderr.String()))}
+	}
+	return string(out), nil
 }
+
+func isText(b []byte) bool { return solution.IsText(b) }
 
 // StripSolutions replaces the solution regions of a file's text by TODO stubs and returns the
-// new text and the number of regions. name is used in error messages (file:line).
+// new text and the number of regions (solution.Strip). name is used in error messages.
 func StripSolutions(name string, data []byte) ([]byte, int, error) {
-	lines := strings.SplitAfter(string(data), "\n")
-	var out strings.Builder
-	regions := 0
-	inRegion := false
-	var begin int
-	var indent, prefix, suffix string
-	var stub []string
-	for i, l := range lines {
-		body := strings.TrimRight(l, "\r\n")
-		trimmed := strings.TrimSpace(body)
-		isBegin := markerLine(trimmed, lab.SolutionMarker)
-		isEnd := markerLine(trimmed, lab.EndSolutionMarker)
-		switch {
-		case isBegin:
-			if inRegion {
-				return nil, 0, fmt.Errorf("%s:%d: %s inside the region opened at line %d", name, i+1, lab.SolutionMarker, begin)
-			}
-			inRegion, begin, stub = true, i+1, nil
-			indent = body[:len(body)-len(strings.TrimLeft(body, " \t"))]
-			k := strings.Index(trimmed, lab.SolutionMarker)
-			prefix = strings.TrimSpace(trimmed[:k])
-			suffix = strings.TrimSpace(trimmed[k+len(lab.SolutionMarker):])
-		case isEnd:
-			if !inRegion {
-				return nil, 0, fmt.Errorf("%s:%d: %s without %s", name, i+1, lab.EndSolutionMarker, lab.SolutionMarker)
-			}
-			nl := "\n"
-			if strings.HasSuffix(l, "\r\n") {
-				nl = "\r\n"
-			}
-			todo := strings.TrimSpace(prefix + " TODO: your code here (see the instructions above). " + suffix)
-			out.WriteString(indent + todo + nl)
-			for _, s := range stub {
-				out.WriteString(s + nl)
-			}
-			inRegion = false
-			regions++
-		case inRegion:
-			if s, ok := stubLine(body, prefix); ok {
-				stub = append(stub, s)
-			}
-		default:
-			out.WriteString(l)
-		}
-	}
-	if inRegion {
-		return nil, 0, fmt.Errorf("%s:%d: %s is never closed by %s", name, begin, lab.SolutionMarker, lab.EndSolutionMarker)
-	}
-	return []byte(out.String()), regions, nil
+	return solution.Strip(name, data)
 }
 
-// markerLine says whether a trimmed line is a marker: a comment that holds only the marker, such
-// as "// BEGIN SOLUTION" or "<!-- END SOLUTION -->" (not code or prose that mentions it).
-func markerLine(trimmed, marker string) bool {
-	k := strings.Index(trimmed, marker)
-	if k < 0 {
-		return false
-	}
-	pre := strings.TrimSpace(trimmed[:k])
-	post := strings.TrimSpace(trimmed[k+len(marker):])
-	switch pre {
-	case "//", "///", "#", "--", ";", "%", "<!--", "/*":
-	default:
-		return false
-	}
-	return post == "" || post == "-->" || post == "*/"
-}
-
-// HasSolution reports whether a file's text has a solution region marker line.
-func HasSolution(data []byte) bool {
-	if !bytes.Contains(data, []byte(lab.SolutionMarker)) {
-		return false
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if t := strings.TrimSpace(l); markerLine(t, lab.SolutionMarker) {
-			return true
-		}
-	}
-	return false
-}
-
-// stubLine turns "<indent>// STUB: code" into "<indent>code".
-func stubLine(body, prefix string) (string, bool) {
-	t := strings.TrimLeft(body, " \t")
-	ind := body[:len(body)-len(t)]
-	if prefix == "" || !strings.HasPrefix(t, prefix) {
-		return "", false
-	}
-	rest := strings.TrimSpace(strings.TrimPrefix(t, prefix))
-	if !strings.HasPrefix(rest, "STUB:") {
-		return "", false
-	}
-	code := strings.TrimPrefix(rest, "STUB:")
-	code = strings.TrimPrefix(code, " ")
-	return ind + code, true
-}
+// HasSolution reports whether a file's text has a BEGIN SOLUTION marker line.
+func HasSolution(data []byte) bool { return solution.HasBegin(data) }
 
 // compileExercises builds the exported exercise files for the emulator, when it is installed, to
 // prove that the stubs compile.
@@ -400,6 +348,12 @@ func (r *ExportReport) WriteText(w io.Writer) {
 	case r.Skipped != "":
 		fmt.Fprintf(w, "the stubs were not compiled: %s\n", r.Skipped)
 	}
-	fmt.Fprintf(w, "grading workflow: %s (runs `labrun grade all` on an ordinary GitHub runner)\n",
+	fmt.Fprintf(w, "from commit %s of the course: grade it with scripts/grade-of-record.sh %s STUDENT (tag it to keep it)\n",
+		r.Commit, r.Commit)
+	if len(r.Modified) > 0 {
+		fmt.Fprintf(w, "note: %d tracked file(s) differ from that commit and were exported as they are: %s (commit them, so that the grade of record uses what the students got)\n",
+			len(r.Modified), strings.Join(r.Modified, ", "))
+	}
+	fmt.Fprintf(w, "feedback workflow for the students: %s (runs `labrun grade` on an ordinary GitHub runner; not a grade)\n",
 		filepath.Join(r.Dir, filepath.FromSlash(WorkflowPath)))
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/sandbox"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // Options select what a grade does.
@@ -59,6 +60,9 @@ type Options struct {
 	Problems  []string
 	// NoSpeed skips the speed tests even on a GPU.
 	NoSpeed bool
+	// NoDeviceCheck grades on the emulator without the device-code check (clang++ in CUDA
+	// mode), which a grade otherwise needs; the report says that it did not run.
+	NoDeviceCheck bool
 	// UnsafeNoSandbox grades on the emulator without the sandbox (a kernel without Landlock or
 	// seccomp): a submission's code then runs in the worker and could forge its grade. The
 	// reports say so.
@@ -86,6 +90,10 @@ const (
 // ReasonNotSubmitted is the reason of tests whose exercise file was not in the submission.
 const ReasonNotSubmitted = "not_submitted"
 
+// ReasonRefused is the reason of tests whose submitted file was refused before it was built (a
+// symbolic link, a hard link to the course's own file).
+const ReasonRefused = "refused"
+
 // Report is the grade of one lab.
 type Report struct {
 	Lab        string         `json:"lab"`
@@ -98,19 +106,23 @@ type Report struct {
 	MaxScore   float64        `json:"max_score"`
 	PassMark   float64        `json:"pass_mark"` // fraction of MaxScore
 	Passed     bool           `json:"passed"`
-	Speed      string         `json:"speed"`   // how speed was graded, or why not
-	Sandbox    string         `json:"sandbox"` // how the submission's code was isolated
-	Rules      []string       `json:"rules"`   // the scoring rules, in words
-	Notes      []string       `json:"notes,omitempty"`
-	Tests      []TestResult   `json:"tests"`
-	ElapsedS   float64        `json:"elapsed_s"`
+	// NotGraded says why nothing of the lab could be graded on this runner ("" when something
+	// was): its tests are listed as not graded and the lab counts neither way.
+	NotGraded string       `json:"not_graded,omitempty"`
+	Speed     string       `json:"speed"`   // how speed was graded, or why not
+	Sandbox   string       `json:"sandbox"` // how the submission's code was isolated
+	Rules     []string     `json:"rules"`   // the scoring rules, in words
+	Notes     []string     `json:"notes,omitempty"`
+	Tests     []TestResult `json:"tests"`
+	ElapsedS  float64      `json:"elapsed_s"`
 }
 
 // Submitted is the file graded for one exercise.
 type Submitted struct {
 	Exercise string `json:"exercise"`
-	File     string `json:"file"`    // what was built
-	Missing  bool   `json:"missing"` // not in the submission: its tests score 0
+	File     string `json:"file"`              // what was built
+	Missing  bool   `json:"missing"`           // not in the submission: its tests score 0
+	Refused  string `json:"refused,omitempty"` // why the file was refused unbuilt: its tests score 0
 }
 
 // TestResult is one test's outcome.
@@ -160,6 +172,8 @@ func ReasonText(code string) string {
 		return "does not compile"
 	case ReasonNotSubmitted:
 		return "not submitted"
+	case ReasonRefused:
+		return "submission refused"
 	case "skipped":
 		return "not run here"
 	}
@@ -210,6 +224,22 @@ func IsExerciseFile(m *lab.Manifest, file string) bool {
 	return err == nil && HasSolution(b)
 }
 
+// IsExercise says whether variant v of lab m is an exercise: a kernel whose file is an exercise
+// file, or the variant of an exercise of the grading section.
+func IsExercise(m *lab.Manifest, v *lab.Variant) bool {
+	if !v.IsKernel() {
+		return false
+	}
+	if g, _ := GradingOf(m); g != nil {
+		for _, ex := range g.Exercises {
+			if ex.V == v || ex.V.File == v.File {
+				return true
+			}
+		}
+	}
+	return IsExerciseFile(m, v.File)
+}
+
 // isolation checks that a submission's code can be isolated on this device and says how. On the
 // emulator a submission is host code: it runs only in a sandboxed launcher, which needs Landlock
 // and seccomp. On a GPU a submission is device code only (nvcc builds device images; no host
@@ -232,10 +262,12 @@ func isolation(info gpu.DeviceInfo, unsafe bool) (string, error) {
 
 // test is a test being planned.
 type test struct {
+	notHere  string // why this runner cannot grade it ("" when it can)
 	res      TestResult
 	ex       *lab.Exercise
-	jobs     []int // plan indices
-	refJobs  []int // speed: the reference's job on the same problem
+	jobs     []int    // plan indices
+	labels   []string // per job: its problem, and its world size when the test has several
+	refJobs  []int    // speed: the reference's job on the same problem
 	problems []string
 }
 
@@ -287,9 +319,30 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}
+	sandbox.AddSecret(lab.GradeSecrets(o.Root)...)
 	sandboxNote, err := isolation(info, o.UnsafeNoSandbox)
 	if err != nil {
 		return nil, err
+	}
+	// Submitted files (and, with no submission, the course's exercise files) are built
+	// hermetically, their compiler confined by the sandbox; on the emulator they must also
+	// compile as CUDA device code.
+	var notes []string
+	sub := &toolchain.Submission{Protect: []string{o.Root}, Sandbox: !o.UnsafeNoSandbox}
+	if !info.Emulated && sub.Sandbox {
+		if err := sandbox.Check(); err != nil {
+			sub.Sandbox = false
+			notes = append(notes, fmt.Sprintf("the compiler of the submission ran outside the sandbox (%v); the dependency audit still kept the course tree out of its build", err))
+		}
+	}
+	if info.Emulated {
+		if o.NoDeviceCheck {
+			notes = append(notes, "the device-code check did not run (--no-device-check): host-only C++ in a kernel, which nvcc rejects, was not caught")
+		} else if err := toolchain.CheckDeviceCompiler(); err != nil {
+			return nil, &lab.EnvError{Err: err}
+		} else {
+			sub.DeviceCheck = true
+		}
 	}
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16
@@ -304,15 +357,32 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if o.UnsafeNoSandbox && info.Emulated {
 		rep.Notes = append(rep.Notes, "UNSAFE: graded without the sandbox (--unsafe-no-sandbox): the submission's code ran with the grader's rights, so this grade could be forged")
 	}
-	speedOn := !info.Emulated && !o.NoSpeed
+	// Tests that need more GPUs than the runner has are not graded here (the emulator's devices
+	// are emulated: it has as many as a test needs).
+	have := n - o.Device
+	short := func(need int) string {
+		if info.Emulated || need <= have {
+			return ""
+		}
+		s := fmt.Sprintf("needs %d GPUs; this runner has %d", need, have)
+		if o.Device > 0 {
+			s += fmt.Sprintf(" from device %d", o.Device)
+		}
+		return s
+	}
+	devicesShort := short(man.DeviceCount()) // the lab's own runs (speed)
+	speedOn := !info.Emulated && !o.NoSpeed && devicesShort == ""
 	switch {
 	case info.Emulated:
 		rep.Speed = "not graded: this runner has no GPU (the CPU emulator checks correctness only); speed points are left out of the maximum"
+	case devicesShort != "":
+		rep.Speed = "not graded here (" + devicesShort + ")"
 	case o.NoSpeed:
 		rep.Speed = "not graded (--no-speed); speed points are left out of the maximum"
 	default:
 		rep.Speed = fmt.Sprintf("graded on %s against the reference kernel timed in the same run", info.Name)
 	}
+	rep.Notes = append(rep.Notes, notes...)
 	if derived {
 		rep.Notes = append(rep.Notes, "lab.yaml has no grading section: every problem of the grade set is a test of 1 point")
 	}
@@ -335,8 +405,10 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 		return len(plan) - 1
 	}
 	missing := map[*lab.Exercise]bool{}
+	refused := map[*lab.Exercise]string{}
 	for i, ex := range exercises {
-		missing[ex] = subs[i].Missing
+		missing[ex] = subs[i].Missing || subs[i].Refused != ""
+		refused[ex] = subs[i].Refused
 	}
 	var tests []*test
 	for _, ex := range exercises {
@@ -364,11 +436,19 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			if td.Hidden {
 				t.res.Visibility = "after_published"
 			}
-			if !missing[ex] {
-				ranks := td.Ranks
-				if len(ranks) == 0 {
-					ranks = []int{0} // the lab's own device count
+			ranks := td.Ranks
+			if len(ranks) == 0 {
+				ranks = []int{0} // the lab's own device count
+			}
+			need := 0
+			for _, n := range ranks {
+				if n == 0 {
+					n = man.DeviceCount()
 				}
+				need = max(need, n)
+			}
+			t.notHere = short(need)
+			if !missing[ex] && t.notHere == "" {
 				for _, n := range ranks {
 					for pi, p := range ps {
 						j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck,
@@ -376,10 +456,16 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 						if td.Hidden {
 							j.Seed = hidden
 						}
+						label := p
 						if len(td.Vary) > 0 {
 							j = lab.VaryJob(j, problemOf(v.Suite, p), td.Vary, hiddenShapes(hidden, v.Name, name, pi))
+							label = "a hidden shape drawn like " + p
+						}
+						if n > 0 {
+							label += fmt.Sprintf(" at %d ranks", n)
 						}
 						t.jobs = append(t.jobs, addJob(j))
+						t.labels = append(t.labels, label)
 					}
 				}
 			}
@@ -390,6 +476,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			t := &test{ex: ex, problems: sps, res: TestResult{
 				Name: fmt.Sprintf("%s / speed against %s", v.Name, ex.Ref.Name), Exercise: v.Name, Kind: KindSpeed,
 				Problems: sps, MaxScore: sp.Points, Visibility: "visible"}}
+			t.notHere = devicesShort
 			if speedOn && !missing[ex] {
 				for _, p := range sps {
 					t.refJobs = append(t.refJobs, addJob(lab.Job{Suite: v.Suite.Name, Variant: ex.Ref.Name, Problem: p, Set: "gpu",
@@ -438,7 +525,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			man.Name, len(tests), len(plan), rounds)
 		out, err := lab.Run(ctx, lab.Options{Root: o.Root, Lab: man.Name, Backend: o.Backend, Device: o.Device,
 			Seed: o.Seed, SeedSet: true, Set: "grade", Timeout: timeLimit, TotalTimeout: total, NoSave: true,
-			Progress: o.Progress, Worker: o.Worker, Files: files, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
+			Progress: o.Progress, Worker: o.Worker, Files: files, Submission: sub, Plan: plan, UnsafeNoSandbox: o.UnsafeNoSandbox,
 			Grade: gradeSpec(g, rounds, readOnly, o)})
 		if err != nil {
 			return nil, err
@@ -459,7 +546,11 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	for _, t := range tests {
-		score(t, planned, g, missing[t.ex], speedOn, rep)
+		if t.notHere != "" {
+			t.res.Status, t.res.Output = StatusNotGraded, "not graded here ("+t.notHere+")"
+		} else {
+			score(t, planned, g, missing[t.ex], refused[t.ex], speedOn, rep)
+		}
 		rep.Tests = append(rep.Tests, t.res)
 	}
 	for _, t := range rep.Tests {
@@ -470,7 +561,21 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Score = round2(rep.Score)
 	rep.MaxScore = round2(rep.MaxScore)
-	rep.Passed = rep.MaxScore == 0 || rep.Score >= g.PassMark*rep.MaxScore-1e-9
+	if rep.MaxScore == 0 {
+		for _, t := range tests {
+			if t.notHere != "" {
+				devicesShort = t.notHere
+				break
+			}
+		}
+	}
+	switch {
+	case rep.MaxScore == 0 && devicesShort != "":
+		rep.NotGraded = devicesShort
+	case rep.MaxScore == 0:
+		rep.NotGraded = "no test of the selection is graded on this runner (" + rep.Speed + ")"
+	}
+	rep.Passed = rep.NotGraded == "" && rep.Score >= g.PassMark*rep.MaxScore-1e-9
 	rep.ElapsedS = round2(time.Since(started).Seconds())
 	return rep, nil
 }
@@ -602,8 +707,15 @@ func entryReason(e *results.Entry) string {
 }
 
 // score fills a test's result from the entries of its jobs.
-func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bool, rep *Report) {
+func score(t *test, planned []results.Entry, g *lab.Grading, missing bool, refused string, speedOn bool, rep *Report) {
 	r := &t.res
+	if refused != "" {
+		r.Status, r.Reason, r.Output = StatusFailed, ReasonRefused, "the submitted file was refused: "+refused
+		if t.res.Kind == KindSpeed && !speedOn {
+			r.Status = StatusNotGraded
+		}
+		return
+	}
 	if missing {
 		r.Status, r.Reason = StatusFailed, ReasonNotSubmitted
 		r.Output = fmt.Sprintf("no file was submitted for exercise %s (expected %s)", t.ex.V.Name, t.ex.V.File)
@@ -629,11 +741,11 @@ func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bo
 		}
 		switch {
 		case r.Hidden:
-			out = append(out, fmt.Sprintf("%s: failed (%s); the details of hidden tests are not shown", t.problems[k], ReasonText(code)))
+			out = append(out, fmt.Sprintf("%s: failed (%s); the details of hidden tests are not shown", t.label(k), ReasonText(code)))
 		case len(out) == 0:
-			out = append(out, fmt.Sprintf("%s: %s", t.problems[k], trimOutput(e.Error)))
+			out = append(out, fmt.Sprintf("%s: %s", t.label(k), trimOutput(e.Error)))
 		default:
-			out = append(out, fmt.Sprintf("%s: %s", t.problems[k], firstLine(e.Error)))
+			out = append(out, fmt.Sprintf("%s: %s", t.label(k), firstLine(e.Error)))
 		}
 	}
 	r.TimeS = round2(r.TimeS)
@@ -644,6 +756,17 @@ func score(t *test, planned []results.Entry, g *lab.Grading, missing, speedOn bo
 	}
 	r.Status = StatusFailed
 	r.Output = strings.Join(out, "\n")
+}
+
+// label names job k of the test for the report.
+func (t *test) label(k int) string {
+	if k < len(t.labels) {
+		return t.labels[k]
+	}
+	if k < len(t.problems) {
+		return t.problems[k]
+	}
+	return fmt.Sprintf("job %d", k+1)
 }
 
 func timeOf(e *results.Entry) float64 {
@@ -667,7 +790,7 @@ func scoreSpeed(t *test, planned []results.Entry, speedOn bool) {
 	sum := 0.0
 	for k, ji := range t.jobs {
 		e, ref := &planned[ji], &planned[t.refJobs[k]]
-		p := t.problems[k]
+		p := t.label(k)
 		switch {
 		case !e.OK():
 			code := entryReason(e)

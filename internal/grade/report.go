@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,23 +25,96 @@ type Summary struct {
 	Labs []*Report
 }
 
-// Score and MaxScore add up the labs.
+// Score and MaxScore add up the labs graded on this runner.
 func (s *Summary) Score() (score, max float64) {
-	for _, r := range s.Labs {
+	for _, r := range s.Graded() {
 		score += r.Score
 		max += r.MaxScore
 	}
 	return round2(score), round2(max)
 }
 
-// Passed reports whether every lab reached its pass mark.
-func (s *Summary) Passed() bool {
+// Graded are the labs of which something was graded on this runner.
+func (s *Summary) Graded() []*Report {
+	var out []*Report
 	for _, r := range s.Labs {
+		if r.NotGraded == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// NotGraded are the labs of which nothing could be graded on this runner (Report.NotGraded).
+func (s *Summary) NotGraded() []*Report {
+	var out []*Report
+	for _, r := range s.Labs {
+		if r.NotGraded != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Passed reports whether every lab graded on this runner reached its pass mark (and one was).
+func (s *Summary) Passed() bool {
+	g := s.Graded()
+	for _, r := range g {
 		if !r.Passed {
 			return false
 		}
 	}
-	return len(s.Labs) > 0
+	return len(g) > 0
+}
+
+// passMarks says the pass mark of the graded labs: one figure when they share it.
+func (s *Summary) passMarks() string {
+	seen := map[float64]bool{}
+	var parts []string
+	for _, r := range s.Graded() {
+		if !seen[r.PassMark] {
+			seen[r.PassMark] = true
+		}
+		parts = append(parts, fmt.Sprintf("lab %s %.0f%%", r.Lab, r.PassMark*100))
+	}
+	if len(seen) == 1 {
+		for pm := range seen {
+			return fmt.Sprintf("%.0f%% of the points graded in each lab", pm*100)
+		}
+	}
+	return strings.Join(parts, ", ") + " of the points graded there"
+}
+
+// TotalLine is the closing line of a summary: the total over the graded labs, the pass mark
+// and the verdict, then the labs not graded here with the reason.
+func (s *Summary) TotalLine() string {
+	var b strings.Builder
+	if g := s.Graded(); len(g) > 0 {
+		sc, mx := s.Score()
+		var names []string
+		for _, r := range g {
+			names = append(names, r.Lab)
+		}
+		verdict := "PASSED"
+		if !s.Passed() {
+			verdict = "NOT PASSED"
+		}
+		fmt.Fprintf(&b, "total %s / %s (%.0f%%) over %s; pass mark %s: %s", pts(sc), pts(mx), pct(sc, mx),
+			strings.Join(names, ", "), s.passMarks(), verdict)
+	} else {
+		b.WriteString("nothing was graded on this runner")
+	}
+	for _, r := range s.NotGraded() {
+		fmt.Fprintf(&b, "\nnot graded here: lab %s (%s)", r.Lab, r.NotGraded)
+	}
+	return b.String()
+}
+
+func pct(score, max float64) float64 {
+	if max <= 0 {
+		return 0
+	}
+	return 100 * score / max
 }
 
 func mark(status string) string {
@@ -90,7 +164,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, t := range r.Tests {
-			fmt.Fprintf(tw, "   %s\t%s\t%s/%s\t%s\t\n", mark(t.Status), t.Name, pts(t.Score), pts(t.MaxScore), reasonCol(t))
+			fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t\n", mark(t.Status), t.Name, pointsCol(t), reasonCol(t))
 		}
 		tw.Flush()
 		for _, t := range r.Tests {
@@ -102,20 +176,26 @@ func (s *Summary) WriteText(w io.Writer) {
 				fmt.Fprintf(w, "     %s\n", l)
 			}
 		}
+		if r.NotGraded != "" {
+			fmt.Fprintf(w, "\n   not graded here (%s)\n", r.NotGraded)
+			continue
+		}
 		verdict := "PASSED"
 		if !r.Passed {
 			verdict = "NOT PASSED"
 		}
-		pct := 100.0
-		if r.MaxScore > 0 {
-			pct = 100 * r.Score / r.MaxScore
-		}
-		fmt.Fprintf(w, "\n   score %s / %s (%.0f%%), pass mark %.0f%%: %s\n", pts(r.Score), pts(r.MaxScore), pct, r.PassMark*100, verdict)
+		fmt.Fprintf(w, "\n   score %s / %s (%.0f%%), pass mark %.0f%%: %s\n", pts(r.Score), pts(r.MaxScore), pct(r.Score, r.MaxScore),
+			r.PassMark*100, verdict)
 	}
-	if len(s.Labs) > 1 {
-		sc, mx := s.Score()
-		fmt.Fprintf(w, "\ntotal %s / %s over %d labs\n", pts(sc), pts(mx), len(s.Labs))
+	fmt.Fprintf(w, "\n%s\n", s.TotalLine())
+}
+
+// pointsCol is a test's points, "–" for a test not graded here (it counts neither way).
+func pointsCol(t TestResult) string {
+	if t.Status == StatusNotGraded {
+		return "–"
 	}
+	return pts(t.Score) + "/" + pts(t.MaxScore)
 }
 
 func reasonCol(t TestResult) string {
@@ -123,7 +203,7 @@ func reasonCol(t TestResult) string {
 	case StatusPassed:
 		return ""
 	case StatusNotGraded:
-		return "not graded here"
+		return notGradedText(t)
 	}
 	if t.Reason != "" {
 		return ReasonText(t.Reason)
@@ -131,8 +211,24 @@ func reasonCol(t TestResult) string {
 	return ""
 }
 
+// notGradedText is "not graded here", with the reason in brackets when there is one.
+func notGradedText(t TestResult) string {
+	if strings.HasPrefix(t.Output, "not graded here") {
+		return firstLine(t.Output)
+	}
+	if t.Output != "" {
+		return "not graded here (" + firstLine(t.Output) + ")"
+	}
+	return "not graded here"
+}
+
 // ---- Gradescope ----
 
+// The Gradescope autograder results format
+// (https://gradescope-autograders.readthedocs.io/en/latest/specs/#output-format): the top-level
+// fields score, execution_time, output, visibility, stdout_visibility, extra_data and tests, and
+// per test score, max_score, status ("passed" or "failed"), name, number, output, tags and
+// visibility. Only documented fields are written (grade_test.go checks them).
 type gsTest struct {
 	Name       string   `json:"name"`
 	Number     string   `json:"number"`
@@ -145,26 +241,35 @@ type gsTest struct {
 }
 
 type gsResults struct {
-	Score           float64        `json:"score"`
-	MaxScore        float64        `json:"max_score"`
-	Output          string         `json:"output"`
-	Visibility      string         `json:"visibility"`
-	StdoutVisiblity string         `json:"stdout_visibility"`
-	Tests           []gsTest       `json:"tests"`
-	ExtraData       map[string]any `json:"extra_data"`
+	Score            float64        `json:"score"`
+	ExecutionTime    int            `json:"execution_time"`
+	Output           string         `json:"output"`
+	Visibility       string         `json:"visibility"`
+	StdoutVisibility string         `json:"stdout_visibility"`
+	ExtraData        map[string]any `json:"extra_data"`
+	Tests            []gsTest       `json:"tests"`
 }
 
-// WriteGradescope writes a Gradescope autograder results.json: score, max_score, output, and
-// tests with name, score, max_score, status, output and visibility (hidden tests are
-// "after_published"). Tests not graded on this runner (speed without a GPU) are listed with
-// max_score 0.
+// WriteGradescope writes a Gradescope autograder results.json. The score is the total of the
+// labs graded on this runner; a test not graded here (speed without a GPU, a lab that needs more
+// GPUs than the runner has) is not listed as a test, so that Gradescope neither fails it nor
+// counts its points, and the output says which were left out and why. Hidden tests are
+// "after_published". The maximum, the pass marks and each lab's figures are in extra_data.
 func (s *Summary) WriteGradescope(w io.Writer) error {
 	sc, mx := s.Score()
-	res := gsResults{Score: sc, MaxScore: mx, Visibility: "visible", StdoutVisiblity: "visible", Tests: []gsTest{},
-		ExtraData: map[string]any{}}
+	res := gsResults{Score: sc, Visibility: "visible", StdoutVisibility: "visible", Tests: []gsTest{},
+		ExtraData: map[string]any{"max_score": mx, "passed": s.Passed()}}
 	var out []string
 	labs := []map[string]any{}
+	elapsed := 0.0
 	for li, r := range s.Labs {
+		elapsed += r.ElapsedS
+		labs = append(labs, map[string]any{"lab": r.Lab, "score": r.Score, "max_score": r.MaxScore, "passed": r.Passed,
+			"pass_mark": r.PassMark, "not_graded": r.NotGraded, "seed": r.Seed, "device": r.Device.Name, "emulated": r.Device.Emulated})
+		if r.NotGraded != "" {
+			out = append(out, fmt.Sprintf("Lab %s: not graded here (%s).", r.Lab, r.NotGraded))
+			continue
+		}
 		verdict := "passed"
 		if !r.Passed {
 			verdict = "not passed"
@@ -172,28 +277,30 @@ func (s *Summary) WriteGradescope(w io.Writer) error {
 		out = append(out, fmt.Sprintf("Lab %s: %s / %s, pass mark %.0f%%: %s. Speed: %s.", r.Lab, pts(r.Score), pts(r.MaxScore),
 			r.PassMark*100, verdict, r.Speed))
 		out = append(out, r.Rules...)
-		labs = append(labs, map[string]any{"lab": r.Lab, "score": r.Score, "max_score": r.MaxScore, "passed": r.Passed,
-			"pass_mark": r.PassMark, "seed": r.Seed, "device": r.Device.Name, "emulated": r.Device.Emulated})
+		var left []string
 		for ti, t := range r.Tests {
-			max := t.MaxScore
+			if t.Status == StatusNotGraded {
+				left = append(left, t.Name)
+				continue
+			}
 			status := "failed"
 			if t.Status == StatusPassed {
 				status = "passed"
-			}
-			output := t.Output
-			if t.Status == StatusNotGraded {
-				max = 0
-				output = "not graded on this runner: " + t.Output
 			}
 			tags := []string{r.Lab, t.Exercise, t.Kind}
 			if t.Reason != "" && t.Status != StatusPassed {
 				tags = append(tags, t.Reason)
 			}
 			res.Tests = append(res.Tests, gsTest{Name: r.Lab + " " + t.Name, Number: fmt.Sprintf("%d.%d", li+1, ti+1),
-				Score: t.Score, MaxScore: max, Status: status, Output: output, Visibility: t.Visibility, Tags: tags})
+				Score: t.Score, MaxScore: t.MaxScore, Status: status, Output: t.Output, Visibility: t.Visibility, Tags: tags})
+		}
+		if len(left) > 0 {
+			out = append(out, fmt.Sprintf("Not graded on this runner, left out of the tests and the total: %s.", strings.Join(left, "; ")))
 		}
 	}
+	out = append(out, s.TotalLine())
 	res.Output = strings.Join(out, "\n")
+	res.ExecutionTime = int(math.Round(elapsed))
 	res.ExtraData["labs"] = labs
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -254,12 +361,17 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 		su := junitSuite{Name: r.Lab, Time: r.ElapsedS, Properties: []junitProperty{
 			{"score", pts(r.Score)}, {"max_score", pts(r.MaxScore)}, {"pass_mark", fmt.Sprint(r.PassMark)},
 			{"passed", fmt.Sprint(r.Passed)}, {"seed", fmt.Sprint(r.Seed)}, {"device", r.Device.Name}, {"speed", r.Speed}}}
+		if r.NotGraded != "" {
+			su.Properties = append(su.Properties, junitProperty{"not_graded", r.NotGraded})
+		}
 		for _, t := range r.Tests {
 			c := junitCase{Name: t.Name, Classname: r.Lab + "." + t.Exercise, Time: t.TimeS,
 				SystemOut: fmt.Sprintf("score %s/%s\n%s", pts(t.Score), pts(t.MaxScore), t.Output)}
 			switch t.Status {
 			case StatusNotGraded:
-				c.Skipped = &junitSkipped{Message: t.Output}
+				// Neither passed nor failed, and no score: it is not part of this grade.
+				c.Skipped = &junitSkipped{Message: notGradedText(t)}
+				c.SystemOut = ""
 				su.Skipped++
 			case StatusFailed, StatusPartial:
 				msg := ReasonText(t.Reason)
@@ -300,6 +412,11 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		if !r.Passed {
 			verdict = "❌ not passed"
 		}
+		if r.NotGraded != "" {
+			fmt.Fprintf(w, "## Lab %s — %s: ➖ not graded here\n\n%s.\n\n", r.Lab, mdEscape(htmlEscape(r.Title)),
+				mdEscape(htmlEscape(upperFirst(r.NotGraded))))
+			continue
+		}
 		fmt.Fprintf(w, "## Lab %s — %s: %s / %s (%s)\n\n", r.Lab, mdEscape(htmlEscape(r.Title)), pts(r.Score), pts(r.MaxScore), verdict)
 		fmt.Fprintf(w, "Pass mark %.0f%% · %s · seed `%d` · speed: %s\n\n", r.PassMark*100, mdEscape(r.Device.Name), r.Seed, mdEscape(r.Speed))
 		if len(r.Rules) > 0 {
@@ -312,11 +429,15 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w, "| test | points | result |")
 		fmt.Fprintln(w, "| --- | ---: | --- |")
 		for _, t := range r.Tests {
-			res := map[string]string{StatusPassed: "✅ passed", StatusPartial: "🟡 partial", StatusNotGraded: "➖ not graded here"}[t.Status]
-			if res == "" {
+			res := map[string]string{StatusPassed: "✅ passed", StatusPartial: "🟡 partial"}[t.Status]
+			points := pts(t.Score) + " / " + pts(t.MaxScore)
+			switch {
+			case t.Status == StatusNotGraded:
+				res, points = "➖ "+notGradedText(t), "–"
+			case res == "":
 				res = "❌ " + ReasonText(t.Reason)
 			}
-			fmt.Fprintf(w, "| %s | %s / %s | %s |\n", mdEscape(htmlEscape(t.Name)), pts(t.Score), pts(t.MaxScore), res)
+			fmt.Fprintf(w, "| %s | %s | %s |\n", mdEscape(htmlEscape(t.Name)), points, mdEscape(htmlEscape(res)))
 		}
 		fmt.Fprintln(w)
 		for _, t := range r.Tests {
@@ -327,6 +448,23 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 				strings.ReplaceAll(t.Output, "```", "'''"))
 		}
 	}
+	s.writeMarkdownTotal(w)
+}
+
+// writeMarkdownTotal ends the summary: the total over the graded labs and the pass mark.
+func (s *Summary) writeMarkdownTotal(w io.Writer) {
+	lines := strings.Split(s.TotalLine(), "\n")
+	fmt.Fprintf(w, "**%s**\n", mdEscape(htmlEscape(upperFirst(lines[0]))))
+	for _, l := range lines[1:] {
+		fmt.Fprintf(w, "\n%s\n", mdEscape(htmlEscape(upperFirst(l))))
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

@@ -71,6 +71,11 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 	sem := make(chan struct{}, 4)
 	graded := r.gradedFiles()
 	started := time.Now()
+	if len(items) > 0 {
+		// A first build of a lab takes seconds per file; say what is happening meanwhile.
+		fmt.Fprintf(r.o.Progress, "building %d kernel file(s) for %s (compiled once, then cached)…\n", len(items), tc.Arch)
+	}
+	done, cached := 0, 0
 	for _, it := range items {
 		wg.Add(1)
 		go func(it *buildItem) {
@@ -84,9 +89,14 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				Flags:       append(append([]string{}, it.flags...), r.warpFlags()...),
 			}
 			if sub, ok := r.o.Files[it.file]; ok {
-				// A submission: its own folder comes first (-iquote), the original's stays reachable.
+				// A submission is built hermetically: alone, with only the shared headers
+				// (labs/common) and the emulator's to include, never the lab's own folders.
 				req.Source = sub
-				req.IncludeDirs = append(req.IncludeDirs, filepath.Dir(filepath.Join(r.man.Dir, it.file)))
+				req.IncludeDirs = []string{filepath.Join(r.o.Root, "labs", "common")}
+				req.Submission = r.o.Submission
+				if req.Submission == nil {
+					req.Submission = &toolchain.Submission{Protect: []string{r.o.Root}}
+				}
 			}
 			art, err := toolchain.Build(ctx, r.be.Toolchain(), req)
 			mu.Lock()
@@ -108,11 +118,22 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				}
 				r.untrusted[art.Path] = true
 			}
+			done++
+			if art.Cached {
+				cached++
+			} else {
+				fmt.Fprintf(r.o.Progress, "  [%d/%d] compiled %s (%.1fs)\n", done, len(items),
+					strings.TrimSpace(it.file+" "+strings.Join(it.flags, " ")), time.Since(started).Seconds())
+			}
 		}(it)
 	}
 	wg.Wait()
 	if len(items) > 0 {
-		fmt.Fprintf(r.o.Progress, "built %d kernel file(s) in %.1fs\n", len(items), time.Since(started).Seconds())
+		from := ""
+		if cached > 0 {
+			from = fmt.Sprintf(" (%d from the cache)", cached)
+		}
+		fmt.Fprintf(r.o.Progress, "built %d kernel file(s) in %.1fs%s\n", len(items), time.Since(started).Seconds(), from)
 	}
 	if v, err := toolchain.Version(r.be.Toolchain()); err == nil {
 		tc.Version = v

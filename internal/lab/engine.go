@@ -16,6 +16,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/term"
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // Options select what a run does.
@@ -30,11 +32,15 @@ type Options struct {
 	SeedSet  bool // Seed was given (0 is a valid seed)
 	// Custom replaces the problem sets with one problem built from command-line flags
 	// (shape, bytes, param, ...: see custom.go).
-	Custom   map[string]string
-	Set      string        // problem set: "gpu", "emu", "grade" (default: by backend)
-	Timeout  time.Duration // per job; default: the manifest's
-	NoSave   bool          // do not write results (tests, dry runs)
-	Progress io.Writer     // human progress; nil: discarded
+	Custom  map[string]string
+	Set     string        // problem set: "gpu", "emu", "grade" (default: by backend)
+	Timeout time.Duration // per job; default: the manifest's
+	NoSave  bool          // do not write results (tests, dry runs)
+	// Record writes an emulator run into the tracked results/emulator/ (what the course shows).
+	// Without it an emulator run goes to results/local/emulator/, which git ignores, so a
+	// student's run leaves the clone clean. GPU runs are always recorded.
+	Record   bool
+	Progress io.Writer // human progress; nil: discarded
 	// Worker starts a worker process. Default: this executable with the argument "__worker".
 	Worker func() *exec.Cmd
 	// InProcess runs the jobs in this process instead of worker processes, for profilers (ncu,
@@ -44,9 +50,11 @@ type Options struct {
 
 	// Files builds other sources in place of variants' kernel files: the file as lab.yaml names
 	// it (relative to the lab folder, e.g. "exercises/ex1_smem_tiling.cu") → the path of the file
-	// to build instead (a student's submission). The original file's folder stays on the include
-	// path.
-	Files map[string]string
+	// to build instead (a student's submission). Such files are built hermetically, as
+	// Submission says (toolchain.Submission; nil: the course tree at Root protected, no
+	// device-code check).
+	Files      map[string]string
+	Submission *toolchain.Submission
 	// Plan, when set, is the exact list of jobs to run (the grader's plan) instead of every
 	// selected variant on every problem of the set. Outcome.Planned has one entry per job, in order.
 	Plan []Job
@@ -66,7 +74,8 @@ type Outcome struct {
 	Manifest   *Manifest
 	Device     gpu.DeviceInfo
 	Results    *results.File // this run's entries and extras (before merging with older results)
-	Path       string        // the results file
+	Path       string        // the results file: results/<device>/, or results/local/ for an unrecorded emulator run
+	Local      bool          // Path is under results/local/ (not tracked, not on the site)
 	SavedTo    string        // where the results were written ("" when not saved)
 	Unfinished int           // jobs an interrupted run did not finish (not saved)
 	Note       string        // the backend choice, when auto fell back
@@ -173,8 +182,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16 // short enough to retype
 	}
-	fmt.Fprintf(o.Progress, "lab %s — %s on %s (%s, %s), problem set %s, seed %d (repeat with --seed %d)\n",
-		man.Name, man.Title.EN, info.Name, be.Name(), info.Arch(), set, o.Seed, o.Seed)
+	fmt.Fprintf(o.Progress, "lab %s — %s\n", man.Name, man.Title.EN)
+	fmt.Fprintf(o.Progress, "on %s (%s, %s), problem set %s\n", info.Name, be.Name(), info.Arch(), set)
+	fmt.Fprintf(o.Progress, "seed %d (repeat with --seed %d)\n", o.Seed, o.Seed)
+	if info.Emulated {
+		fmt.Fprintln(o.Progress, "the emulator checks correctness: its times are emulated, not performance figures")
+	}
 
 	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
 		untrusted: map[string]bool{},
@@ -210,8 +223,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			}
 		}
 	}
-	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed,
-		Path: results.PathFor(o.Root, info, man.Name), Planned: planned}
+	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed, Planned: planned}
+	out.Path, out.Local = resultsPath(o.Root, info, man.Name, o.Record)
 	for _, e := range file.Entries {
 		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
 			out.Failures++
@@ -240,16 +253,29 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	return out, nil
 }
 
+// resultsPath is where a run's results go: results/<device>/ for a GPU or a recorded emulator
+// run, results/local/emulator/ (ignored by git) for a student's emulator run.
+func resultsPath(root string, info gpu.DeviceInfo, lab string, record bool) (path string, local bool) {
+	if info.Emulated && !record {
+		return results.LocalPathFor(root, info, lab), true
+	}
+	return results.PathFor(root, info, lab), false
+}
+
 func driverOf(m *Manifest) Driver {
 	d, _ := DriverFor(m.Name)
 	return d
 }
 
 func checkVariantNames(m *Manifest, names []string) error {
-	var all []string
+	var all []string // each name once: suites share their baselines
+	seen := map[string]bool{}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
-			all = append(all, v.Name)
+			if !seen[v.Name] {
+				seen[v.Name] = true
+				all = append(all, v.Name)
+			}
 		}
 	}
 	for _, n := range names {
@@ -258,7 +284,12 @@ func checkVariantNames(m *Manifest, names []string) error {
 			found = found || a == n
 		}
 		if !found {
-			return &UsageError{fmt.Sprintf("lab %s has no variant %q; its variants are: %s", m.Name, n, strings.Join(all, ", "))}
+			msg := fmt.Sprintf("lab %s has no variant %q", m.Name, n)
+			if s := term.Suggest(n, all); s != "" {
+				// A likely typo: one line, the full list is a command away.
+				return &UsageError{msg + fmt.Sprintf(" (did you mean %s?); 'labrun list' shows them all", s)}
+			}
+			return &UsageError{msg + "; its variants are: " + strings.Join(all, ", ")}
 		}
 	}
 	return nil
@@ -267,25 +298,36 @@ func checkVariantNames(m *Manifest, names []string) error {
 // save merges with the existing file and writes atomically. A corrupt existing file is left
 // alone and this run's results go to a file beside it, so nothing measured is lost.
 func save(path string, f *results.File, m *Manifest) (string, error) {
-	old, err := results.Load(path)
-	var ce *results.CorruptError
-	if errors.As(err, &ce) {
-		side := strings.TrimSuffix(path, ".json") + ".new-" + time.Now().UTC().Format("20060102T150405") + ".json"
-		if serr := results.Save(side, f); serr != nil {
-			return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
+	err := results.Update(path, func(old *results.File) (*results.File, error) {
+		if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
+			old = nil // a different device under the same folder name: start afresh
 		}
+		if old != nil {
+			old.Entries = current(m, old.Entries)
+		}
+		return results.Merge(old, f), nil
+	})
+	if err == nil {
+		return path, nil
+	}
+	// Nothing measured is lost: a results file that is corrupt, locked or in a folder that
+	// cannot be written keeps its old contents, and this run's results go beside it, or, when
+	// even that folder refuses them, to the user's cache.
+	stamp := time.Now().UTC().Format("20060102T150405")
+	side := strings.TrimSuffix(path, ".json") + ".new-" + stamp + ".json"
+	if serr := results.Save(side, f); serr == nil {
 		return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 	}
-	if err != nil {
-		return "", err
+	cache, cerr := os.UserCacheDir()
+	if cerr != nil {
+		cache = os.TempDir()
 	}
-	if old != nil && (old.Device.Name != f.Device.Name || old.Device.Backend != f.Device.Backend) {
-		old = nil // a different device under the same folder name: start afresh
+	side = filepath.Join(cache, "kernellabs", "results", filepath.Base(filepath.Dir(path)),
+		strings.TrimSuffix(filepath.Base(path), ".json")+".new-"+stamp+".json")
+	if serr := results.Save(side, f); serr != nil {
+		return "", fmt.Errorf("%v; saving this run's results to %s also failed: %v", err, side, serr)
 	}
-	if old != nil {
-		old.Entries = current(m, old.Entries)
-	}
-	return path, results.Save(path, results.Merge(old, f))
+	return side, fmt.Errorf("%v\nthis run's results were saved to %s", err, side)
 }
 
 type runner struct {
@@ -434,6 +476,8 @@ func (r *runner) jobs(images map[string]string) ([]Job, []results.Entry) {
 	var jobs []Job
 	var skipped []results.Entry
 	for _, s := range r.man.Suites {
+		var reasons []string // one progress line per suite: the skipped variants by reason
+		byReason := map[string][]string{}
 		for _, v := range s.Variants {
 			if !r.selected(v) {
 				continue
@@ -443,8 +487,18 @@ func (r *runner) jobs(images map[string]string) ([]Job, []results.Entry) {
 					e.Status = results.StatusSkipped
 					skipped = append(skipped, e)
 				}
-				fmt.Fprintf(r.o.Progress, "skip %s/%s: %s\n", s.Name, v.Name, why)
+				if _, ok := byReason[why]; !ok {
+					reasons = append(reasons, why)
+				}
+				byReason[why] = append(byReason[why], v.Name)
 			}
+		}
+		if len(reasons) > 0 {
+			var parts []string
+			for _, why := range reasons {
+				parts = append(parts, strings.Join(byReason[why], ", ")+" ("+why+")")
+			}
+			fmt.Fprintf(r.o.Progress, "skip %s: %s\n", s.Name, strings.Join(parts, "; "))
 		}
 		for _, p := range r.problems(s) {
 			for _, v := range s.Variants {

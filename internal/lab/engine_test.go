@@ -348,3 +348,32 @@ func TestWave64SkipsNVIDIAOnlyAndBuildsForIt(t *testing.T) {
 		assert.Equal(t, tc.flags, r.warpFlags(), "%+v", tc.info)
 	}
 }
+
+func TestEmulatorRunsStayOutOfTheTrackedResults(t *testing.T) {
+	root := t.TempDir()
+	emu := gpu.DeviceInfo{Name: "Kernel Labs CPU emulator", Backend: "emu", Emulated: true}
+	h200 := gpu.DeviceInfo{Name: "NVIDIA H200", Backend: "cuda"}
+	for _, tc := range []struct {
+		name   string
+		info   gpu.DeviceInfo
+		record bool
+		want   string
+		local  bool
+	}{
+		{"a student's emulator run", emu, false, "results/local/emulator/03_grouped_gemm.json", true},
+		{"a recorded emulator run", emu, true, "results/emulator/03_grouped_gemm.json", false},
+		{"a GPU run", h200, false, "results/nvidia-h200/03_grouped_gemm.json", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, local := resultsPath(root, tc.info, "03_grouped_gemm", tc.record)
+			assert.Equal(t, filepath.Join(root, tc.want), path)
+			assert.Equal(t, tc.local, local)
+		})
+	}
+	// The site and LoadAll read results/<device>/<lab>.json only: a local run is one level deeper.
+	local, _ := resultsPath(root, emu, "03_grouped_gemm", false)
+	require.NoError(t, results.Save(local, &results.File{Lab: "03_grouped_gemm", Device: emu}))
+	files, errs := results.LoadAll(root, "03_grouped_gemm")
+	assert.Empty(t, errs)
+	assert.Empty(t, files, "local runs are not course results")
+}

@@ -179,7 +179,9 @@ func (w *worker) runGradeJob(job Job) (e results.Entry, err error) {
 			}
 			e.Error = fmt.Sprintf("%s (run %d of %d; every run has fresh inputs)", o.msg, r+1, total)
 			if o.rep != nil && !o.rep.OK {
-				e.Error += "\n" + o.rep.Detail()
+				if f := o.rep.Figures(); f != "" { // the reason is said above: only the figures follow
+					e.Error += "\n" + f
+				}
 			}
 			e.Data = map[string]any{"reason": o.reason, "run": r + 1, "runs": total, "elapsed_s": time.Since(started).Seconds()}
 			return e, o.err
@@ -393,13 +395,16 @@ func explain(pre, out, prev [][]byte) (string, string) {
 	case same:
 		return ReasonStale, "returned the previous run's answer: the output is exactly the previous run's, although this " +
 			"run's inputs are new (a cached result?)"
+	case nanNew > 0:
+		// Before "unwritten": outputs computed from a NaN the kernel should not have read (a
+		// buffer's slack, shared memory, rows not there yet) carry that NaN's payload, not the
+		// poison's, and outputs computed from them may sit beside ones it left unwritten.
+		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN "+
+			"and shared memory starts as NaN at every block, so a kernel that reads past the end (or before the start) of "+
+			"its inputs, or shared memory it did not write, or data before it was ready, computes NaN", nanNew, total)
 	case unchanged > 0:
 		return ReasonUnwritten, fmt.Sprintf("did not write %d of %d outputs: they still hold the poison put there before the run",
 			unchanged, total)
-	case nanNew > 0:
-		return ReasonReadOutside, fmt.Sprintf("computed NaN in %d of %d outputs: in grading every buffer is surrounded by NaN "+
-			"and shared memory starts as NaN at every block, so a kernel that reads past the end (or before the start) of "+
-			"its inputs, or shared memory it did not write, computes NaN (or it read an output before writing it)", nanNew, total)
 	case total > 0 && zeros == total:
 		return ReasonWrong, "wrong result: every output is 0"
 	case total > 1 && constant:

@@ -3,11 +3,14 @@ package lab
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // Grading is the optional `grading:` section of a lab.yaml: how `labrun grade` scores a student's
@@ -131,8 +134,8 @@ const (
 
 // SolutionMarker starts a solution region in an exercise file; EndSolutionMarker ends it.
 const (
-	SolutionMarker    = "BEGIN SOLUTION"
-	EndSolutionMarker = "END SOLUTION"
+	SolutionMarker    = solution.Begin
+	EndSolutionMarker = solution.End
 )
 
 // TestProblems lists the problem names of a test (problem and problems together).
@@ -399,4 +402,11 @@ func VaryJob(j Job, p Problem, vary map[string][]int64, rng *rand.Rand) Job {
 	}
 	j.Custom = encodeParams(params)
 	return j
+}
+
+// GradeSecrets lists what no sandboxed process of a grade may reach in the course tree at root:
+// the reference solutions (every lab's exercises folder) and the reports' default folder.
+func GradeSecrets(root string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(root, "labs", "*", "exercises"))
+	return append(dirs, filepath.Join(root, "grade-report"))
 }

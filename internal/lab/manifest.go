@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -282,6 +283,9 @@ func ParseManifest(path string, data []byte) (*Manifest, error) {
 		return nil, yamlError(path, err)
 	}
 	m := &Manifest{path: path, Dir: filepath.Dir(path), Name: filepath.Base(filepath.Dir(path))}
+	if errs := m.unknownKeys(&root, reflect.TypeOf(Manifest{}), "lab.yaml"); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	dec := struct {
 		*Manifest `yaml:",inline"`
 	}{m}

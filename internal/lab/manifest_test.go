@@ -49,6 +49,20 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 			"unknown need \"amd\"", 8},
 		{"NVIDIA architecture without nvidia", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants:\n      - {name: v, library: x, needs: [gpu, sm_90a]}\n",
 			"add nvidia to its needs", 8},
+		// Strict keys: a typo anywhere is an error at its line that lists the allowed keys.
+		{"unknown top-level key", "id: \"01\"\ntitle: {en: a, zh: b}\ntimout: 5s\n",
+			"unknown key \"timout\" in lab.yaml; the keys allowed there are: devices, grading, helpers, id, ", 3},
+		{"unknown key in a title", "id: \"01\"\ntitle: {en: a, zh: b, fr: c}\n", "unknown key \"fr\" in lab.yaml.title; the keys allowed there are: en, zh", 2},
+		{"unknown suite key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerence: 0.1\n",
+			"unknown key \"tolerence\" in lab.yaml.suites[0]", 6},
+		{"unknown variant key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    variants:\n      - {name: v, library: x, emuskip: y}\n",
+			"unknown key \"emuskip\" in lab.yaml.suites[0].variants[0]; the keys allowed there are: emu_skip, entry, file, ", 7},
+		{"unknown problem set", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}], grading: [{n: 1}]}\n",
+			"unknown key \"grading\" in lab.yaml.suites[0].problems; the keys allowed there are: emu, gpu, grade", 6},
+		{"hiden in a grading test", "id: \"01\"\ntitle: {en: a, zh: b}\ngrading:\n  exercises:\n    - variant: v\n      tests:\n        - {problem: p, points: 1, hiden: true}\n",
+			"unknown key \"hiden\" in lab.yaml.grading.exercises[0].tests[0]; the keys allowed there are: hidden, ", 7},
+		{"unknown grading key", "id: \"01\"\ntitle: {en: a, zh: b}\ngrading:\n  passmark: 0.5\n",
+			"unknown key \"passmark\" in lab.yaml.grading; the keys allowed there are: emulator, exercises, pass_mark, ", 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,5 +179,18 @@ func TestCourseKernelsArePortable(t *testing.T) {
 				}
 			}
 		}
+
+// The course's own manifests hold no key the strict reading refuses.
+func TestCourseManifestsLoad(t *testing.T) {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root, err := FindRoot(wd)
+	require.NoError(t, err)
+	dirs, err := LabDirs(root)
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, d := range dirs {
+		_, err := LoadManifest(filepath.Join(root, "labs", d))
+		assert.NoError(t, err, d)
 	}
 }

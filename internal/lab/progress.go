@@ -22,15 +22,19 @@ func (r *runner) report(i, total int, e *results.Entry) {
 	fmt.Fprintf(r.o.Progress, "[%d/%d] %s/%s %s: %s%s\n", i+1, total, e.Suite, e.Variant, e.Problem, Summary(e), wall)
 }
 
-// Summary is a one-line description of an entry's outcome.
+// Summary is a one-line description of an entry's outcome. On the emulator it gives the check's
+// relative error instead of times and rates: the run says once that emulated times are not
+// performance figures.
 func Summary(e *results.Entry) string {
 	switch e.Status {
 	case results.StatusOK:
-		s := fmt.Sprintf("ok %s", Rate(e))
 		if e.Emulated {
-			s += " (emulated, not a performance figure)"
+			if e.Check != nil && e.Check.Checked > 0 {
+				return fmt.Sprintf("ok, rel error %.1e (tolerance %.0e)", e.Check.RelErr, e.Check.Tolerance)
+			}
+			return "ok"
 		}
-		return s
+		return fmt.Sprintf("ok %s", Rate(e))
 	case results.StatusWrong:
 		return "WRONG " + firstLine(e.Error)
 	case results.StatusSkipped:

@@ -301,6 +301,9 @@ func (r *runner) collect(ctx context.Context, res *workerResult, events <-chan E
 				res.entries = append(res.entries, e.Entry)
 				r.report(offset+e.Job, total, e.Entry)
 				current = -1
+				if timer != nil {
+					timer.Reset(timeout) // the next job's set-up gets its own time
+				}
 			case "describe":
 				res.describe = e.Data
 			case "log":
@@ -310,6 +313,9 @@ func (r *runner) collect(ctx context.Context, res *workerResult, events <-chan E
 			}
 		case <-deadline:
 			what := "starting the worker"
+			if len(res.entries) > 0 {
+				what = "the worker, between two jobs"
+			}
 			if current >= 0 {
 				what = spec.Jobs[current].String()
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kernel-labs/kernellabs/internal/sandbox"
 	"io"
 	"math"
 	"os"
@@ -171,6 +172,9 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	dev, err := be.Open(spec.Device)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Grade != nil {
+		sandbox.AddSecret(GradeSecrets(spec.Root)...)
 	}
 	w := &worker{spec: spec, man: man, drv: drv, dev: dev, emit: emit}
 	kernels, err := w.loadKernels(dev)

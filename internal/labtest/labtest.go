@@ -17,8 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -66,6 +68,17 @@ func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
 	worker := Worker(t)
 	o := lab.Options{Root: root, Lab: labDir, Backend: "emu", Set: set, Seed: 5, SeedSet: true, NoSave: true,
 		Worker: worker, Timeout: 60 * time.Second}
+	if solution.IsStudentEdition(root) {
+		m, err := lab.Load(root, labDir)
+		require.NoError(t, err)
+		for _, s := range m.Suites {
+			for _, v := range s.Variants {
+				if !LeftOut(t, m, v) {
+					o.Variants = append(o.Variants, v.Name)
+				}
+			}
+		}
+	}
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
@@ -97,13 +110,46 @@ func CheckAllOK(t *testing.T, out *lab.Outcome, set string) {
 		ps, err := s.ProblemsFor(set)
 		require.NoError(t, err)
 		for _, v := range s.Variants {
-			if v.IsKernel() {
+			if v.IsKernel() && !(studentEdition(out.Manifest) && IsExercise(out.Manifest, v)) {
 				want += len(ps)
 			}
 		}
 	}
 	assert.Equal(t, want, kernels, "one entry per kernel variant × problem")
 	assert.Zero(t, out.Failures)
+}
+
+// NeedsSolutions skips a test of the exercises' reference solutions in the student edition
+// (labrun export), where the exercise files hold the student's code.
+func NeedsSolutions(t testing.TB) {
+	t.Helper()
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	if solution.IsStudentEdition(root) {
+		t.Skip(studentEditionSkip)
+	}
+}
+
+const studentEditionSkip = "student edition: the exercise files hold your code (stubs as handed out), " +
+	"not the reference solutions this test checks; `labrun grade NN` checks your work"
+
+// IsExercise says whether variant v of lab m is an exercise (grade.IsExercise).
+func IsExercise(m *lab.Manifest, v *lab.Variant) bool { return grade.IsExercise(m, v) }
+
+// LeftOut reports whether a run of the lab's variants leaves v out: in the student edition the
+// exercises are the student's stubs, which fail until solved (it logs that they are left out).
+func LeftOut(t testing.TB, m *lab.Manifest, v *lab.Variant) bool {
+	t.Helper()
+	if !IsExercise(m, v) || !studentEdition(m) {
+		return false
+	}
+	t.Logf("%s/%s left out: %s", v.Suite.Name, v.Name, studentEditionSkip)
+	return true
+}
+
+func studentEdition(m *lab.Manifest) bool {
+	root, err := lab.FindRoot(m.Dir)
+	return err == nil && solution.IsStudentEdition(root)
 }
 
 var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)

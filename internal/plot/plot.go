@@ -150,6 +150,7 @@ func (b *Bars) SVG() ([]byte, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	p := newPlot(b.Title)
+	var leg legend
 	p.X.Label.Text = b.XLabel
 	p.X.Min = 0
 	grid(p)
@@ -186,7 +187,7 @@ func (b *Bars) SVG() ([]byte, error) {
 		bc.Offset = vg.Length(float64(ng-1)/2-float64(gi)) * barW
 		p.Add(bc)
 		if ng > 1 || g.Name != "" {
-			p.Legend.Add(g.Name, bc)
+			leg.add(g.Name, bc)
 		}
 	}
 	if b.Reference > 0 {
@@ -199,12 +200,11 @@ func (b *Bars) SVG() ([]byte, error) {
 		ref.LineStyle.Dashes = []vg.Length{4, 3}
 		p.Add(ref)
 		if b.ReferenceLabel != "" {
-			p.Legend.Add(b.ReferenceLabel, ref)
+			leg.add(b.ReferenceLabel, ref)
 		}
 		maxV = math.Max(maxV, b.Reference)
 	}
-	// Room on the right for the legend, which gonum draws inside the data area.
-	p.X.Max = maxV * 1.4
+	p.X.Max = maxV * 1.05 // the legend is drawn below the axes, not over the bars
 	if p.X.Max == 0 {
 		p.X.Max = 1
 	}
@@ -213,10 +213,9 @@ func (b *Bars) SVG() ([]byte, error) {
 		names[i] = b.Categories[n-1-i]
 	}
 	p.NominalY(names...)
-	p.Legend.Top = true
 	rowH := barW*vg.Length(ng) + 8
-	h := vg.Length(70) + rowH*vg.Length(n) + vg.Length(12*len(b.Groups)/2)
-	return render(p, Width, h)
+	h := vg.Length(60) + rowH*vg.Length(n)
+	return render(p, &leg, Width, h)
 }
 
 // SVG draws the line chart.
@@ -227,6 +226,7 @@ func (l *Lines) SVG() ([]byte, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	p := newPlot(l.Title)
+	var leg legend
 	p.X.Label.Text = l.XLabel
 	p.Y.Label.Text = l.YLabel
 	grid(p)
@@ -258,7 +258,7 @@ func (l *Lines) SVG() ([]byte, error) {
 		pts.Shape = shapeAt(i)
 		pts.Radius = 2.5
 		p.Add(line, pts)
-		p.Legend.Add(s.Name, line, pts)
+		leg.add(s.Name, line, pts)
 	}
 	if !any {
 		return nil, errors.New("plot: no finite positive points to draw")
@@ -266,27 +266,10 @@ func (l *Lines) SVG() ([]byte, error) {
 	if l.LogX {
 		padLog(&p.X, l.Series)
 	}
-	// Headroom above the data for the legend, which gonum draws inside the data area.
-	const height = 9 * vg.Centimeter
-	dataH := float64(height) - 70
-	frac := math.Min(0.45, (float64(len(l.Series))*11+10)/dataH)
-	ymax := math.Inf(-1)
-	for _, s := range l.Series {
-		for _, pt := range clean(s.Points, l.LogX, l.LogY) {
-			ymax = math.Max(ymax, pt.Y)
-		}
+	if l.LogY {
+		padLogY(&p.Y, l.Series)
 	}
-	if !math.IsInf(ymax, 0) && ymax > 0 {
-		if l.LogY {
-			p.Y.Max = ymax * math.Pow(10, frac*4)
-		} else {
-			p.Y.Max = ymax / (1 - frac)
-		}
-	}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = 6
-	return render(p, Width, height)
+	return render(p, &leg, Width, 8*vg.Centimeter)
 }
 
 // SVG draws the roofline.
@@ -294,6 +277,7 @@ func (r *Roofline) SVG() ([]byte, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	p := newPlot(r.Title)
+	var leg legend
 	p.X.Label.Text = r.XLabel
 	p.Y.Label.Text = r.YLabel
 	grid(p)
@@ -365,7 +349,7 @@ func (r *Roofline) SVG() ([]byte, error) {
 		l.Dashes = dashAt(ci)
 		ci++
 		p.Add(l)
-		p.Legend.Add(m.Name, l)
+		leg.add(m.Name, l)
 	}
 	for _, c := range r.Compute {
 		if c.Value <= 0 {
@@ -384,7 +368,7 @@ func (r *Roofline) SVG() ([]byte, error) {
 		l.Dashes = dashAt(ci)
 		ci++
 		p.Add(l)
-		p.Legend.Add(c.Name, l)
+		leg.add(c.Name, l)
 	}
 	for i, xys := range all {
 		if len(xys) == 0 {
@@ -398,12 +382,24 @@ func (r *Roofline) SVG() ([]byte, error) {
 		sc.Shape = shapeAt(i)
 		sc.Radius = 3
 		p.Add(sc)
-		p.Legend.Add(r.Series[i].Name, sc)
+		leg.add(r.Series[i].Name, sc)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = 6
-	return render(p, Width, 10*vg.Centimeter)
+	return render(p, &leg, Width, 9*vg.Centimeter)
+}
+
+// padLogY widens a logarithmic Y axis a little beyond the data, as padLog does for X.
+func padLogY(a *plot.Axis, series []Series) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, p := range s.Points {
+			if p.Y > 0 && !math.IsInf(p.Y, 0) {
+				lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+			}
+		}
+	}
+	if lo <= hi {
+		a.Min, a.Max = lo/1.5, hi*1.5
+	}
 }
 
 // padLog widens a log axis a little beyond the data so that end points are not on the frame.
@@ -527,9 +523,15 @@ func trim(v float64) string {
 	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
-func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	c := vgsvg.New(w, h)
-	if err := safeDraw(p, c); err != nil {
+// render draws the plot w wide: the title wrapped to the width, the axes and data in h, and the
+// legend below them in as many columns as fit, so that it never covers the data.
+func render(p *plot.Plot, leg *legend, w, h vg.Length) ([]byte, error) {
+	p.Title.Text = wrapText(p.Title.Text, p.Title.TextStyle, w-12)
+	h += p.Title.TextStyle.Height(p.Title.Text) - p.Title.TextStyle.Height("M")
+	sty := p.Legend.TextStyle
+	legH := leg.height(sty, w-8)
+	c := vgsvg.New(w, h+legH)
+	if err := safeDraw(p, leg, c, legH, w-8); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -540,14 +542,20 @@ func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 }
 
 // safeDraw turns a gonum panic (it panics on some degenerate ranges) into an error.
-func safeDraw(p *plot.Plot, c *vgsvg.Canvas) (err error) {
+func safeDraw(p *plot.Plot, leg *legend, c *vgsvg.Canvas, legH, legW vg.Length) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("plot: drawing failed: %v", r)
 		}
 	}()
 	// A little margin: CJK glyphs rise above Liberation's ascent, and labels may touch the edge.
-	p.Draw(draw.Crop(draw.New(c), 3, -3, 2, -4))
+	dc := draw.New(c)
+	p.Draw(draw.Crop(dc, 3, -3, 2+legH, -4))
+	if legH > 0 {
+		strip := draw.Crop(dc, 4, -4, 2, 0)
+		strip.Max.Y = strip.Min.Y + legH
+		leg.draw(strip, p.Legend.TextStyle, legW)
+	}
 	return nil
 }
 

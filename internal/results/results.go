@@ -5,6 +5,7 @@ package results
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/kernel-labs/kernellabs/internal/bench"
 	"github.com/kernel-labs/kernellabs/internal/check"
@@ -98,9 +101,20 @@ func DeviceSlug(info gpu.DeviceInfo) string {
 	return s
 }
 
-// PathFor is results/<device>/<lab>.json under root.
+// PathFor is results/<device>/<lab>.json under root: the recorded results, tracked in git,
+// that the site shows.
 func PathFor(root string, info gpu.DeviceInfo, lab string) string {
 	return filepath.Join(root, "results", DeviceSlug(info), lab+".json")
+}
+
+// LocalDir is the folder under results/ for runs that are not recorded: git ignores it and the
+// site does not read it (it lies one level deeper than the device folders).
+const LocalDir = "local"
+
+// LocalPathFor is results/local/<device>/<lab>.json under root, where a student's emulator runs
+// go, so that running a lab changes no tracked file.
+func LocalPathFor(root string, info gpu.DeviceInfo, lab string) string {
+	return filepath.Join(root, "results", LocalDir, DeviceSlug(info), lab+".json")
 }
 
 // CorruptError is returned for a results file that exists but cannot be read.
@@ -254,3 +268,50 @@ func (f *File) Find(suite, variant, problem string) *Entry {
 	}
 	return nil
 }
+
+// Update changes the results file at path under an exclusive lock on path+".lock", so that runs
+// that write the same file at once each read the other's entries before they write: change gets
+// the current file (nil when there is none, or when it belongs to another device) and returns the
+// file to save. A corrupt file is never read or overwritten: Update returns its *CorruptError
+// without calling change. The lock waits at most lockWait for another run to finish its write.
+func Update(path string, change func(old *File) (*File, error)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	lock := flock.New(path + ".lock")
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	ok, err := lock.TryLockContext(ctx, 50*time.Millisecond)
+	if err != nil || !ok {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return &LockedError{Path: path, Err: err}
+	}
+	defer lock.Unlock()
+	old, err := Load(path)
+	if err != nil {
+		return err
+	}
+	f, err := change(old)
+	if err != nil {
+		return err
+	}
+	return Save(path, f)
+}
+
+// lockWait bounds how long Update waits for another run's write.
+const lockWait = 2 * time.Minute
+
+// LockedError is a results file that another process kept locked for too long.
+type LockedError struct {
+	Path string
+	Err  error
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("results file %s stayed locked by another labrun for %s (%v): is a run stuck? remove %s.lock if none is running",
+		e.Path, lockWait, e.Err, e.Path)
+}
+
+func (e *LockedError) Unwrap() error { return e.Err }

@@ -1,8 +1,10 @@
 package results
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +106,44 @@ func TestDeviceSlug(t *testing.T) {
 	assert.Equal(t, "nvidia-h100-80gb-hbm3", DeviceSlug(gpu.DeviceInfo{Name: "NVIDIA H100 80GB HBM3"}))
 	assert.Equal(t, "emulator", DeviceSlug(gpu.DeviceInfo{Name: "Kernel Labs CPU emulator", Emulated: true}))
 	assert.Equal(t, "unknown-device", DeviceSlug(gpu.DeviceInfo{}))
+}
+
+// Runs that update one results file at once all land: each reads the others' entries under the
+// lock before it writes.
+func TestUpdateFromConcurrentRunsKeepsEveryEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results", "dev", "99_test.json")
+	const runs = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for i := 0; i < runs; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- Update(path, func(old *File) (*File, error) {
+				time.Sleep(5 * time.Millisecond) // widen the window a lost update would need
+				return Merge(old, &File{Lab: "99_test", Entries: []Entry{{Suite: "s", Variant: fmt.Sprintf("v%d", i),
+					Problem: "p", Status: StatusOK}}}), nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	f, err := Load(path)
+	require.NoError(t, err)
+	assert.Len(t, f.Entries, runs, "every run's entry is in the file")
+}
+
+func TestUpdateNeverOverwritesACorruptFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.json")
+	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
+	called := false
+	err := Update(path, func(*File) (*File, error) { called = true; return &File{Lab: "x"}, nil })
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.False(t, called)
+	b, _ := os.ReadFile(path)
+	assert.Equal(t, "{not json", string(b))
 }

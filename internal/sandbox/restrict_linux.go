@@ -60,10 +60,15 @@ func WrapperMain(args []string) int {
 		return fail("%v", err)
 	}
 	prog, argv := args[2], args[2:]
+	// Whatever the program does, it dies first when memory runs out, and leaves no core file.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	// Everything from here to the exec happens on this one thread, which the program inherits.
 	runtime.LockOSThread()
-	if err := unix.CloseRange(uint(3+p.KeepFiles), ^uint(0), 0); err != nil {
-		return fail("closing inherited descriptors: %v", err)
+	// Every other descriptor closes at the exec, not now: the Go runtime of this wrapper still
+	// uses its own (the network poller's) until then, and dies if they vanish under it.
+	if err := unix.CloseRange(uint(3+p.KeepFiles), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail("marking inherited descriptors close-on-exec: %v", err)
 	}
 	if err := restrictThread(p); err != nil {
 		return fail("%v", err)
@@ -83,7 +88,7 @@ func restrictThread(p Policy) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	rules := []landlock.Rule{landlock.RWFiles("/dev/null").IgnoreIfMissing()}
-	for _, path := range p.Read {
+	for _, path := range append(append([]string(nil), p.Read...), p.Program...) {
 		if st, err := os.Stat(path); err == nil && !st.IsDir() {
 			rules = append(rules, landlock.ROFiles(path))
 		} else {
@@ -132,8 +137,13 @@ var denied = []string{
 	"iopl", "ioperm", "personality", "lookup_dcookie", "fanotify_init",
 }
 
-// noSpawn lists what a process that may not start programs is also denied.
-var noSpawn = []string{"execve", "execveat", "fork", "vfork", "tkill"}
+// noSpawn lists what a process that may not start programs is also denied: new programs and
+// processes, and changes to files' metadata, which Landlock does not cover (a sandbox running as
+// root could otherwise chmod or chown what it cannot write).
+var noSpawn = []string{"execve", "execveat", "fork", "vfork", "tkill",
+	"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+	"utime", "utimes", "futimesat", "utimensat"}
 
 func loadSeccomp(exec bool, pid int) error {
 	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: denied}}

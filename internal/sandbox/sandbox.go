@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -44,9 +45,33 @@ type Policy struct {
 	// KeepFiles is how many descriptors after stderr (3, 4, …) stay open: the caller's
 	// exec.Cmd.ExtraFiles. Every other descriptor is closed.
 	KeepFiles int `json:"keep_files"`
-	// Secret lists paths that must stay unreachable (the course tree, the grader's reports):
-	// a policy whose Read or Write list contains one of them, or lies inside one, is refused.
+	// Secret lists paths that must stay unreachable (the reference solutions, the grader's
+	// reports): a policy whose Read or Write list contains one of them, or lies inside one, is
+	// refused.
 	Secret []string `json:"secret,omitempty"`
+	// Program is the program's binary (and its real path): readable, whatever Secret says.
+	// Command sets it.
+	Program []string `json:"program,omitempty"`
+}
+
+var (
+	secretMu sync.Mutex
+	secrets  []string
+)
+
+// AddSecret adds paths that no policy of this process may expose (the course tree, the
+// grader's reports), on top of each policy's own Secret list.
+func AddSecret(paths ...string) {
+	secretMu.Lock()
+	defer secretMu.Unlock()
+	for _, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			secrets = append(secrets, abs)
+			if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+				secrets = append(secrets, real)
+			}
+		}
+	}
 }
 
 // SystemRead is what most programs need to start: the system's libraries, tools and loader
@@ -104,11 +129,15 @@ func Command(p Policy, name string, args ...string) (*Cmd, error) {
 		name = abs
 	}
 	// The program itself must be readable (the loader maps it) and, through its symlinks, its
-	// real file too.
-	p.Read = append(append([]string(nil), p.Read...), name)
+	// real file too. It may lie in a secret folder (labrun in the course's bin/): one file, which
+	// exposes nothing else.
+	p.Program = []string{name}
 	if real, err := filepath.EvalSymlinks(name); err == nil && real != name {
-		p.Read = append(p.Read, real)
+		p.Program = append(p.Program, real)
 	}
+	secretMu.Lock()
+	p.Secret = append(append([]string(nil), p.Secret...), secrets...)
+	secretMu.Unlock()
 	if err := p.validate(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,4 +82,38 @@ func TestNoNetworkNoSignals(t *testing.T) {
 		out, err = shell(t, p, `python3 -c "import socket; socket.socket()" 2>&1`)
 		assert.Error(t, err, out)
 	}
+}
+
+func TestProgramInASecretFolderRunsButExposesNothingElse(t *testing.T) {
+	needSandbox(t)
+	secret := t.TempDir()
+	prog := filepath.Join(secret, "prog.sh")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\ncat "+filepath.Join(secret, "answer")+" 2>&1; echo ran\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(secret, "answer"), []byte("the solution"), 0o644))
+	cmd, err := Command(Policy{Read: SystemRead, Exec: true, Secret: []string{secret}}, prog)
+	require.NoError(t, err)
+	out, _ := cmd.CombinedOutput()
+	assert.Contains(t, string(out), "ran")
+	assert.NotContains(t, string(out), "the solution")
+	_, err = Command(Policy{Read: []string{secret}, Exec: true, Secret: []string{secret}}, "/bin/true")
+	assert.Error(t, err, "a Read path inside a secret is refused")
+}
+
+func TestOnlyKeptDescriptorsReachTheProgram(t *testing.T) {
+	needSandbox(t)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	stray, err := os.Open(os.DevNull) // an fd of this process that must not leak in
+	require.NoError(t, err)
+	defer stray.Close()
+	cmd, err := Command(Policy{Read: SystemRead, Exec: true, KeepFiles: 1}, "/bin/sh", "-c", "ls /proc/self/fd 2>&1; echo kept >&3")
+	require.NoError(t, err)
+	cmd.ExtraFiles = []*os.File{w}
+	out, err := cmd.CombinedOutput()
+	w.Close()
+	kept, _ := io.ReadAll(r)
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "kept\n", string(kept))
 }

@@ -70,7 +70,7 @@ type browser struct {
 	msgs []chromedp.ConsoleMessage
 }
 
-func startBrowser(t *testing.T) *browser {
+func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	exe := chromiumPath()
 	if exe == "" {
 		t.Skip("no Chromium found: install it (Debian: apt-get install -y chromium) or set LABRUN_CHROMIUM=/path/to/chrome to run the browser test")
@@ -90,6 +90,7 @@ func startBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.UserDataDir(t.TempDir()),
 	}
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {

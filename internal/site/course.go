@@ -64,16 +64,29 @@ type plannedChapter struct {
 	Summary lab.Text `yaml:"summary"`
 }
 
-func plannedChapters() ([]plannedChapter, error) {
+// courseFile is the theme's course.yaml.
+type courseFile struct {
+	// Repository is where the course's code lives; every page links to it.
+	Repository string           `yaml:"repository"`
+	Chapters   []plannedChapter `yaml:"chapters"`
+}
+
+func readCourseFile() (*courseFile, error) {
 	data, err := theme.FS.ReadFile("course.yaml")
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Chapters []plannedChapter `yaml:"chapters"`
-	}
+	var doc courseFile
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("site theme course.yaml: %w", err)
+	}
+	return &doc, nil
+}
+
+func plannedChapters() ([]plannedChapter, error) {
+	doc, err := readCourseFile()
+	if err != nil {
+		return nil, err
 	}
 	return doc.Chapters, nil
 }

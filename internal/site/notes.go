@@ -16,6 +16,8 @@ import (
 	"github.com/gomarkdown/markdown/ast"
 	mdhtml "github.com/gomarkdown/markdown/html"
 	"github.com/gomarkdown/markdown/parser"
+
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // A notes file is markdown with notebook cells: fenced blocks whose info string starts with
@@ -91,6 +93,12 @@ func parseNotes(absPath, rel, lang string) (*notesDoc, error) {
 	src, err := os.ReadFile(absPath)
 	if err != nil {
 		return nil, err
+	}
+	// A solution region in the notes (an answer) is published as the student edition has it.
+	if solution.Has(src) {
+		if src, _, err = solution.Strip(rel, src); err != nil {
+			return nil, err
+		}
 	}
 	return parseNotesBytes(absPath, rel, lang, src)
 }
@@ -379,3 +387,31 @@ func (d *notesDoc) rewriteLinks(s *builder, ch *chapter, pageDir string) []error
 }
 
 var notesLinkRE = regexp.MustCompile(`^labs/(\d\d_[a-z0-9_]+)/notes\.(en|zh)\.md$`)
+
+// cjkGapRE finds white space between two Chinese characters (or full-width punctuation),
+// across any tags between them: a source line break the markdown renderer kept, or a line of
+// folded YAML. The browser would show it as a space, which Chinese text does not have.
+var cjkGapRE = regexp.MustCompile(`([\p{Han}\x{3000}-\x{303f}\x{ff00}-\x{ffef}])((?:<[^<>]*>)*)[ \t\n]+((?:<[^<>]*>)*)([\p{Han}\x{3000}-\x{303f}\x{ff00}-\x{ffef}])`)
+
+var preRE = regexp.MustCompile(`(?s)<pre[\s>].*?</pre>`)
+
+// joinCJKSpaces removes those spaces from a Chinese page, leaving code listings as they are.
+func joinCJKSpaces(page string) string {
+	var out strings.Builder
+	last := 0
+	for _, loc := range preRE.FindAllStringIndex(page, -1) {
+		out.WriteString(joinGaps(page[last:loc[0]]))
+		out.WriteString(page[loc[0]:loc[1]])
+		last = loc[1]
+	}
+	out.WriteString(joinGaps(page[last:]))
+	return out.String()
+}
+
+func joinGaps(s string) string {
+	// Twice: a match consumes the character after the gap, which may start the next gap.
+	for range 2 {
+		s = cjkGapRE.ReplaceAllString(s, "$1$2$3$4")
+	}
+	return s
+}

@@ -75,7 +75,22 @@ func Build(root, outDir string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The Chinese text follows the course's glossary (a warning; an error with --strict).
+	terms, err := loadGlossary(root)
+	if err != nil {
+		return nil, err
+	}
+	found, err := checkGlossary(root, terms)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range found {
+		c.warn(true, "%s", f)
+	}
 	b := &builder{c: c, opts: opts, files: map[string][]byte{}, copies: map[string]string{}}
+	if cf, err := readCourseFile(); err == nil {
+		b.repo = cf.Repository
+	}
 	if err := b.loadTemplates(); err != nil {
 		return nil, err
 	}
@@ -166,6 +181,7 @@ type builder struct {
 	copies map[string]string // site-relative path → source file
 	plots  int
 	tmpl   map[string]*template.Template
+	repo   string // the course's repository (course.yaml)
 }
 
 func (b *builder) writeFile(rel string, data []byte) { b.files[rel] = data }
@@ -298,6 +314,7 @@ type page struct {
 	Root                    string
 	Switch                  string
 	T                       map[string]string
+	Repo                    string // the course's repository, linked from the footer
 	Nav                     []navItem
 	TOC                     []tocItem
 	Prev, Next              *navItem
@@ -310,7 +327,7 @@ func (b *builder) newPage(lang, kind, rel, title string, current string) *page {
 	other := otherLang(lang)
 	p := &page{
 		Lang: lang, Other: other, HTMLLang: htmlLang(lang), OtherHTMLLang: htmlLang(other),
-		Kind: kind, Title: title, Root: b.rel(dir, ""), T: ui[lang],
+		Kind: kind, Title: title, Root: b.rel(dir, ""), T: ui[lang], Repo: b.repo,
 		Switch: b.rel(dir, other+strings.TrimPrefix(rel, lang)),
 	}
 	for _, ch := range b.c.chapters {
@@ -328,7 +345,11 @@ func (b *builder) renderPage(rel string, p *page) error {
 	if err := b.tmpl[p.Kind].ExecuteTemplate(&sb, "layout.html", p); err != nil {
 		return fmt.Errorf("rendering %s: %w", rel, err)
 	}
-	b.writeFile(rel, []byte(sb.String()))
+	out := sb.String()
+	if p.Lang == "zh" {
+		out = joinCJKSpaces(out)
+	}
+	b.writeFile(rel, []byte(out))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
 // fixture copies the synthetic test course (testdata/course) into a temporary folder.
@@ -63,7 +64,10 @@ func TestBuildFixture(t *testing.T) {
 	assert.Contains(t, index, `href="labs/01_device_props.html"`)
 	assert.NotContains(t, index, `03_grouped_gemm.html`, "a chapter in preparation is not linked")
 	assert.Contains(t, index, "in preparation")
-	assert.Contains(t, index, "copy_f4 6500 GB/s (1.07× memcpy_dtod)", "headline: the best kernel of the course, against the baseline")
+	assert.Contains(t, index, "Memory bandwidth: copy_f4 3350 GB/s at 256 MiB, 1.02× memcpy_dtod in the same run",
+		"headline: the best kernel of the course, against the baseline")
+	assert.NotContains(t, index, "6500 GB/s", "a copy that fits in L2 (16 MiB of 50 MiB) is not a memory-bandwidth headline")
+	assert.NotContains(t, index, "empty_launch", "a library call is never a headline")
 	assert.Contains(t, read(t, out, "zh/index.html"), "编写中")
 
 	en := read(t, out, "en/labs/01_device_props.html")
@@ -395,4 +399,32 @@ func TestNotesWithBareCodeBlocks(t *testing.T) {
 	if html := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
 		t.Fatalf("bare code blocks are rendered as code, got %s", html)
 	}
+}
+
+// TestRealCourseGivesNoSolutionAway builds the real course's site and checks the rule that no
+// page or file of it holds the code of an exercise's solution region (solution.Check); the
+// student edition is checked by the same function (internal/grade).
+func TestRealCourseGivesNoSolutionAway(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	regions, err := solution.CourseRegions(root)
+	require.NoError(t, err)
+	if len(regions) == 0 {
+		t.Skip("this tree has no solution region (a student edition): nothing to give away")
+	}
+	_, out, err := build(t, root, false)
+	require.NoError(t, err)
+	require.NoError(t, solution.Check(root, out))
+	// The rule is not vacuous: the exercise files are on the site, as their stubs.
+	stubs := 0
+	require.NoError(t, filepath.WalkDir(filepath.Join(out, "files"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, err := os.ReadFile(p)
+			if err == nil && strings.Contains(string(b), solution.Todo) {
+				stubs++
+			}
+		}
+		return err
+	}))
+	assert.Positive(t, stubs, "the exercise files shown on the site are their stubs")
 }

@@ -141,7 +141,7 @@ func emuLock(path string) func() {
 
 // BuildEmuRequest is the "c++" Builder: BuildEmu into the emu folder of CacheDir.
 func BuildEmuRequest(ctx context.Context, r Request) (Artifact, error) {
-	so, cached, log, err := buildEmu(ctx, r.Source, r.IncludeDirs, r.Flags, filepath.Join(CacheDir(), "emu"))
+	so, cached, log, err := buildEmu(ctx, r.Source, r.IncludeDirs, r.Flags, filepath.Join(CacheDir(), "emu"), r.Submission)
 	if err != nil {
 		return Artifact{}, err
 	}
@@ -149,15 +149,16 @@ func BuildEmuRequest(ctx context.Context, r Request) (Artifact, error) {
 }
 
 // BuildEmu compiles one kernel file for the CPU emulator into a shared object in cacheDir and
-// returns its path and the compiler's messages. A build whose inputs (the source, the headers in
-// includeDirs, the source's folder and emu/, the flags, and `c++ --version`) are unchanged is
-// reused. Compile errors come back as a *CompileError that lists file:line messages.
+// returns its path and the compiler's messages. A build is reused while its key (the source's
+// content and path, the include folders, the flags, `c++ --version`) is the same and no file
+// the compiler read has changed (depcache.go). Compile errors come back as a *CompileError that
+// lists file:line messages.
 func BuildEmu(ctx context.Context, src string, includeDirs []string, cacheDir string) (soPath string, log string, err error) {
-	so, _, log, err := buildEmu(ctx, src, includeDirs, nil, cacheDir)
+	so, _, log, err := buildEmu(ctx, src, includeDirs, nil, cacheDir, nil)
 	return so, log, err
 }
 
-func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string, cacheDir string) (so string, cached bool, log string, err error) {
+func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string, cacheDir string, sub *Submission) (so string, cached bool, log string, err error) {
 	cxx, err := EmuCompiler()
 	if err != nil {
 		return "", false, "", err
@@ -173,7 +174,6 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 	if _, err := os.Stat(src); err != nil {
 		return "", false, "", fmt.Errorf("kernel file: %w", err)
 	}
-	srcDir := filepath.Dir(src)
 	incs := []string{}
 	seen := map[string]bool{}
 	for _, d := range append(append([]string{}, includeDirs...), emuDir) {
@@ -183,19 +183,33 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 		}
 	}
 	flags := append(append([]string{}, EmuCXXFlags...), extraFlags...)
-
-	// The cache key is computed before anything is run, so that a cached build costs a few
-	// file reads.
-	key, err := Key(append([]string{emuGenVersion, ver, src}, flags...),
-		append([]string{src}, HeaderFiles(append(append([]string{}, incs...), srcDir))...))
+	parts := append([]string{emuGenVersion, ver, strings.Join(incs, "\x00")}, flags...)
+	var clang, clangVer string
+	if sub != nil {
+		// A submission's key holds its content, not its path: the same file graded again reuses
+		// its object, and no object built from other content can match.
+		parts = append(parts, "submission", filepath.Base(src))
+		if sub.DeviceCheck {
+			if clang, err = DeviceCompiler(); err != nil {
+				return "", false, "", err
+			}
+			if clangVer, err = CompilerVersion(clang); err != nil {
+				return "", false, "", err
+			}
+			parts = append(parts, "device-check", clangVer)
+		}
+	} else {
+		parts = append(parts, src)
+	}
+	key, err := Key(parts, []string{src})
 	if err != nil {
 		return "", false, "", err
 	}
 	base := strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))
-	so = filepath.Join(cacheDir, fmt.Sprintf("%s-%s.so", base, key))
-	if _, err := os.Stat(so); err == nil {
-		l, _ := os.ReadFile(so + ".log")
-		return so, true, string(l), nil
+	index := filepath.Join(cacheDir, fmt.Sprintf("%s-%s.deps.json", base, key))
+	if obj, ok := cachedObject(index); ok {
+		l, _ := os.ReadFile(obj + ".log")
+		return obj, true, string(l), nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", false, "", err
@@ -204,63 +218,172 @@ func buildEmu(ctx context.Context, src string, includeDirs, extraFlags []string,
 	if err != nil {
 		return "", false, rtLog, err
 	}
-	unlock := emuLock(so)
+	unlock := emuLock(index)
 	defer unlock()
-	if _, err := os.Stat(so); err == nil { // built by another goroutine meanwhile
-		l, _ := os.ReadFile(so + ".log")
-		return so, true, string(l), nil
+	if obj, ok := cachedObject(index); ok { // built by another goroutine meanwhile
+		l, _ := os.ReadFile(obj + ".log")
+		return obj, true, string(l), nil
+	}
+
+	// Every build happens in a scratch folder of its own: the generated registry, the link to the
+	// runtime and the object are written there, and a submission is copied there alone.
+	scratch, err := os.MkdirTemp(cacheDir, "build-")
+	if err != nil {
+		return "", false, "", err
+	}
+	defer os.RemoveAll(scratch)
+	orig, origDir := src, filepath.Dir(src)
+	pol := compilePolicy{}
+	if sub != nil {
+		data, rerr := os.ReadFile(src)
+		if rerr != nil {
+			return "", false, "", fmt.Errorf("submitted file: %w", rerr)
+		}
+		if ds := ScanIncludes(orig, data); len(ds) > 0 {
+			return "", false, "", &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds), Stage: "include refused"}
+		}
+		if src, _, err = hermeticCopy(orig, scratch); err != nil {
+			return "", false, "", err
+		}
+		pol = submissionPolicy(scratch, incs, sub)
+	}
+	srcDir := filepath.Dir(src)
+	fail := func(cmd string, args []string, out string) error {
+		out = relocate(out, scratch, origDir)
+		return &CompileError{Source: orig, Command: cmd + " " + strings.Join(args, " "), Diagnostics: ParseDiagnostics(out), Output: out}
+	}
+	run := func(name string, args []string) (string, error) {
+		if sub == nil {
+			return emuRun(ctx, name, args)
+		}
+		stdout, stderr, err := runCompiler(ctx, pol, name, args)
+		if err != nil {
+			return stderr + stdout, err
+		}
+		for _, a := range args {
+			if a == "-E" {
+				return stdout, nil // the preprocessed text
+			}
+		}
+		return stderr + stdout, nil
 	}
 
 	incArgs := []string{"-iquote", srcDir}
 	for _, d := range incs {
 		incArgs = append(incArgs, "-I", d)
 	}
+	var deps []string
+	// 0. A submission must also be CUDA device code (the device-code check).
+	if sub != nil && sub.DeviceCheck {
+		dargs := DeviceCheckArgs(clang, src, incs, filepath.Join(scratch, "device.d"))
+		if out, err := run(clang, dargs); err != nil {
+			if ctx.Err() != nil {
+				return "", false, out, ctx.Err()
+			}
+			ce := fail(clang, dargs, out).(*CompileError)
+			ce.Stage = "the device-code check: it must also compile as CUDA device code, as nvcc compiles it on a GPU"
+			return "", false, out, ce
+		}
+		d, err := readDeps(filepath.Join(scratch, "device.d"))
+		if err != nil {
+			return "", false, "", err
+		}
+		deps = append(deps, d...)
+	}
 	// 1. Preprocess with the scan markers and find the entries.
 	scanArgs := append(append(append([]string{}, flags...), "-DKL_EMU_SCAN=1", "-E", "-x", "c++",
-		"-include", "kl_emu.h"), incArgs...)
+		"-include", "kl_emu.h", "-MD", "-MF", filepath.Join(scratch, "scan.d")), incArgs...)
 	scanArgs = append(scanArgs, src)
-	pre, perr := emuRun(ctx, cxx, scanArgs)
+	pre, perr := run(cxx, scanArgs)
 	if perr != nil {
-		return "", false, pre, &CompileError{Source: src, Command: cxx + " " + strings.Join(scanArgs, " "),
-			Diagnostics: ParseDiagnostics(pre), Output: pre}
+		return "", false, pre, fail(cxx, scanArgs, pre)
 	}
+	d, err := readDeps(filepath.Join(scratch, "scan.d"))
+	if err != nil {
+		return "", false, "", err
+	}
+	deps = append(deps, d...)
 	entries, shared, err := emuScan(pre)
 	if err != nil {
-		return "", false, "", fmt.Errorf("%s: reading its kernel entries: %w", src, err)
+		return "", false, "", fmt.Errorf("%s: reading its kernel entries: %w", orig, err)
 	}
-	// 2. Generate the registry, which includes the kernel file, and compile it into the object.
-	gen := filepath.Join(cacheDir, fmt.Sprintf("%s-%s.gen.cc", base, key))
+	// 2. Generate the registry, which includes the kernel file, and compile it into the object,
+	// linked to a copy of the runtime in the scratch folder (found beside the object at run time).
+	gen := filepath.Join(scratch, base+".gen.cc")
 	if err := os.WriteFile(gen, []byte(emuGenerate(filepath.Base(src), entries, shared)), 0o644); err != nil {
 		return "", false, "", err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", so, os.Getpid())
-	args := append(append([]string{}, flags...), "-shared", "-fvisibility=hidden")
+	rtLink := filepath.Join(scratch, filepath.Base(rt))
+	if err := linkOrCopy(rt, rtLink); err != nil {
+		return "", false, "", err
+	}
+	tmp := filepath.Join(scratch, base+".so")
+	args := append(append([]string{}, flags...), "-shared", "-fvisibility=hidden", "-MD", "-MF", filepath.Join(scratch, "build.d"))
 	args = append(args, incArgs...)
 	// --no-as-needed: a kernel that uses nothing of the runtime (an empty stub, a kernel that only
 	// spins) must still link it, since the backend finds kl_emu_launch through the module.
-	args = append(args, gen, "-o", tmp, "-L", cacheDir, "-Wl,--no-as-needed", "-l:"+filepath.Base(rt),
+	args = append(args, gen, "-o", tmp, "-L", scratch, "-Wl,--no-as-needed", "-l:"+filepath.Base(rt),
 		"-Wl,-rpath,$ORIGIN", "-Wl,-z,defs")
-	out, cerr := emuRun(ctx, cxx, args)
+	out, cerr := run(cxx, args)
 	if cerr != nil {
-		os.Remove(tmp)
 		if ctx.Err() != nil {
 			return "", false, out, ctx.Err()
 		}
-		return "", false, out, &CompileError{Source: src, Command: cxx + " " + strings.Join(args, " "),
-			Diagnostics: ParseDiagnostics(out), Output: out}
+		return "", false, out, fail(cxx, args, out)
+	}
+	out = relocate(out, scratch, origDir)
+	if d, err = readDeps(filepath.Join(scratch, "build.d")); err != nil {
+		return "", false, "", err
+	}
+	deps = append(deps, d...)
+	if sub != nil {
+		if msgs := AuditDeps(deps, scratch, append([]string{scratch}, incs...), append(append([]string{}, sub.Protect...), cacheDir)); len(msgs) > 0 {
+			return "", false, out, &CompileError{Source: orig, Command: "dependency audit", Stage: "it read the course tree",
+				Diagnostics: []Diagnostic{{File: orig, Line: 1, Kind: "error", Message: msgs[0]}}, Output: strings.Join(msgs, "\n")}
+		}
+	}
+	hashed, depHash, err := hashDeps(deps, scratch, []string{scratch})
+	if err != nil {
+		return "", false, out, err
 	}
 	if len(entries) == 0 {
-		out += fmt.Sprintf("note: %s defines no extern \"C\" __global__ function: the module has no kernels\n", src)
+		out += fmt.Sprintf("note: %s defines no extern \"C\" __global__ function: the module has no kernels\n", orig)
 	}
+	so = filepath.Join(cacheDir, fmt.Sprintf("%s-%s-%s.so", base, key, depHash))
 	if err := os.WriteFile(so+".log", []byte(out), 0o644); err != nil {
-		os.Remove(tmp)
+		return "", false, out, err
+	}
+	// The generated registry stays beside the object, for whoever debugs the build.
+	if err := os.Rename(gen, strings.TrimSuffix(so, ".so")+".gen.cc"); err != nil {
 		return "", false, out, err
 	}
 	if err := os.Rename(tmp, so); err != nil {
-		os.Remove(tmp)
+		return "", false, out, err
+	}
+	if err := writeIndex(index, so, hashed); err != nil {
 		return "", false, out, err
 	}
 	return so, false, out, nil
+}
+
+// linkOrCopy puts a copy of file src at dst (a hard link where the file system allows).
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
+func diagText(ds []Diagnostic) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(d.String() + "\n")
+	}
+	return b.String()
 }
 
 // emuBuildRuntime builds libklemu-<hash>.so from emu/ unless it is already in cacheDir.
@@ -314,7 +437,11 @@ func emuBuildRuntime(ctx context.Context, cxx, ver, emuDir string, flags []strin
 }
 
 func emuRun(ctx context.Context, name string, args []string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	return emuRunCmd(exec.CommandContext(ctx, name, args...), args)
+}
+
+// emuRunCmd runs a compiler command and returns its messages (or, for -E, the preprocessed text).
+func emuRunCmd(cmd *exec.Cmd, args []string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -166,3 +166,36 @@ func TestEmuDirFoundFromLabsCommon(t *testing.T) {
 	_, err = EmuDir([]string{t.TempDir()})
 	assert.Error(t, err)
 }
+
+// The cache covers every file the compiler read: an included .cu file (which no header scan of
+// the include folders sees) that changes makes a new object.
+func TestBuildEmuRebuildsWhenAnIncludedFileChanges(t *testing.T) {
+	_, inc := emuRepo(t)
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "parts")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	part := filepath.Join(sub, "body.cu")
+	src := filepath.Join(dir, "k.cu")
+	require.NoError(t, os.WriteFile(part, []byte("x[threadIdx.x] = 1;\n"), 0o644))
+	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\nextern \"C\" __global__ void k(float* x) {\n#include \"parts/body.cu\"\n}\n"), 0o644))
+	cache := filepath.Join(dir, "cache")
+	so1, _, err := BuildEmu(context.Background(), src, inc, cache)
+	require.NoError(t, err)
+	so2, _, err := BuildEmu(context.Background(), src, inc, cache)
+	require.NoError(t, err)
+	assert.Equal(t, so1, so2, "nothing changed: the object is reused")
+
+	require.NoError(t, os.WriteFile(part, []byte("x[threadIdx.x] = 2;\n"), 0o644))
+	so3, _, err := BuildEmu(context.Background(), src, inc, cache)
+	require.NoError(t, err)
+	assert.NotEqual(t, so1, so3, "the included .cu file changed: the object is rebuilt")
+	_, err = os.Stat(so1)
+	assert.NoError(t, err, "objects are never overwritten: a process that loaded the old one keeps it")
+
+	ix, err := filepath.Glob(filepath.Join(cache, "k-*.deps.json"))
+	require.NoError(t, err)
+	require.Len(t, ix, 1)
+	b, err := os.ReadFile(ix[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), part, "the index lists the included file")
+}

@@ -1,7 +1,8 @@
 // Package toolchain compiles kernel files: nvcc for CUDA (a cubin for the detected device), the
 // host C++ compiler for the CPU emulator (emu*.go). Builds are cached by a hash of the source,
-// the headers it can include, the flags and the compiler's version, and compile errors come back
-// as file:line with the compiler's own message.
+// the flags and the compiler's version, checked against every file the compiler read
+// (depcache.go); files submitted for grading are built hermetically (hermetic.go). Compile errors
+// come back as file:line with the compiler's own message.
 package toolchain
 
 import (
@@ -16,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,11 +47,15 @@ type CompileError struct {
 	Command     string
 	Diagnostics []Diagnostic
 	Output      string
+	Stage       string // what failed when it is not the compile itself ("the device-code check")
 }
 
 func (e *CompileError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "compiling %s failed", e.Source)
+	if e.Stage != "" {
+		fmt.Fprintf(&b, " (%s)", e.Stage)
+	}
 	n := 0
 	for _, d := range e.Diagnostics {
 		if d.Kind != "error" {
@@ -183,31 +187,16 @@ func Key(parts []string, files []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }
 
-// HeaderFiles lists the files a kernel can include from dirs (their contents enter the cache key).
-func HeaderFiles(dirs []string) []string {
-	var files []string
-	for _, d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			n := e.Name()
-			if e.Type().IsRegular() && (strings.HasSuffix(n, ".h") || strings.HasSuffix(n, ".cuh") || strings.HasSuffix(n, ".hpp")) {
-				files = append(files, filepath.Join(d, n))
-			}
-		}
-	}
-	sort.Strings(files)
-	return files
-}
-
 // Request is one kernel file to build for CUDA.
 type Request struct {
 	Source      string   // the .cu file
 	IncludeDirs []string // labs/common and the lab's own folder
 	Arch        string   // "sm_90", or "sm_90a" for Hopper-only instructions
 	Flags       []string // extra nvcc flags from the manifest
+	// Submission, when set, builds Source as a file submitted for grading: hermetically, alone in
+	// an empty folder, with only IncludeDirs (labs/common) and the emulator's headers to include
+	// (hermetic.go).
+	Submission *Submission
 }
 
 // NVCCArgs is the nvcc command line for r (without the program name).
@@ -222,7 +211,8 @@ func NVCCArgs(r Request, out string) []string {
 	return append(args, "-o", out, r.Source)
 }
 
-// BuildCUDA compiles r to a cubin, reusing a cached one when nothing it depends on changed.
+// BuildCUDA compiles r to a cubin, reusing a cached one while nothing it read changed (the
+// compiler's dependency list, depcache.go). A submission (r.Submission) is built hermetically.
 func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
 	nvcc, err := FindNVCC()
 	if err != nil {
@@ -232,45 +222,92 @@ func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
 	if err != nil {
 		return Artifact{}, err
 	}
-	files := append([]string{r.Source}, HeaderFiles(r.IncludeDirs)...)
-	key, err := Key(append([]string{"cuda", ver, r.Arch}, r.Flags...), files)
+	parts := append([]string{"cuda-2", ver, r.Arch, strings.Join(r.IncludeDirs, "\x00")}, r.Flags...)
+	if r.Submission != nil {
+		parts = append(parts, "submission", filepath.Base(r.Source))
+	} else {
+		parts = append(parts, r.Source)
+	}
+	key, err := Key(parts, []string{r.Source})
 	if err != nil {
 		return Artifact{}, err
 	}
 	base := strings.TrimSuffix(filepath.Base(r.Source), filepath.Ext(r.Source))
 	dir := filepath.Join(CacheDir(), "cuda")
-	out := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.cubin", base, r.Arch, key))
-	logPath := out + ".log"
-	if _, err := os.Stat(out); err == nil {
-		log, _ := os.ReadFile(logPath)
-		return Artifact{Path: out, Log: string(log), Cached: true}, nil
+	index := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.deps.json", base, r.Arch, key))
+	if obj, ok := cachedObject(index); ok {
+		log, _ := os.ReadFile(obj + ".log")
+		return Artifact{Path: obj, Log: string(log), Cached: true}, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Artifact{}, err
 	}
-	// A unique temporary name: two processes (or goroutines) may build the same file at once;
-	// the rename below makes whichever finishes last win with an identical image.
-	tf, err := os.CreateTemp(dir, base+"-*.cubin.tmp")
+	// Two processes (or goroutines) may build the same file at once: each in its own scratch
+	// folder; objects are named by what they were built from, so either result is right.
+	scratch, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return Artifact{}, err
 	}
-	tmp := tf.Name()
-	tf.Close()
-	args := NVCCArgs(r, tmp)
-	cmd := exec.CommandContext(ctx, nvcc, args...)
-	var stderr bytes.Buffer
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		os.Remove(tmp)
-		return Artifact{}, &CompileError{Source: r.Source, Command: nvcc + " " + strings.Join(args, " "),
-			Diagnostics: ParseDiagnostics(stderr.String()), Output: stderr.String()}
+	defer os.RemoveAll(scratch)
+	req, orig := r, r.Source
+	if r.Submission != nil {
+		data, err := os.ReadFile(orig)
+		if err != nil {
+			return Artifact{}, fmt.Errorf("submitted file: %w", err)
+		}
+		if ds := ScanIncludes(orig, data); len(ds) > 0 {
+			return Artifact{}, &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds), Stage: "include refused"}
+		}
+		if req.Source, _, err = hermeticCopy(orig, scratch); err != nil {
+			return Artifact{}, err
+		}
 	}
-	if err := os.WriteFile(logPath, stderr.Bytes(), 0o644); err != nil {
+	tmp := filepath.Join(scratch, base+".cubin")
+	depFile := filepath.Join(scratch, "build.d")
+	args := append(NVCCArgs(req, tmp), "-MD", "-MF", depFile)
+	var stderr bytes.Buffer
+	if r.Submission != nil {
+		// nvcc's own tools and headers live in the CUDA toolkit's folder: readable too.
+		pol := submissionPolicy(scratch, r.IncludeDirs, r.Submission)
+		pol.Read = append(pol.Read, filepath.Dir(filepath.Dir(nvcc)))
+		so, se, rerr := runCompiler(ctx, pol, nvcc, args)
+		stderr.WriteString(so + se)
+		err = rerr
+	} else {
+		cmd := exec.CommandContext(ctx, nvcc, args...)
+		cmd.Stdout = &stderr
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+	}
+	if err != nil {
+		out := relocate(stderr.String(), scratch, filepath.Dir(orig))
+		return Artifact{}, &CompileError{Source: orig, Command: nvcc + " " + strings.Join(args, " "),
+			Diagnostics: ParseDiagnostics(out), Output: out}
+	}
+	log := relocate(stderr.String(), scratch, filepath.Dir(orig))
+	deps, err := readDeps(depFile)
+	if err != nil {
+		return Artifact{}, err
+	}
+	if r.Submission != nil {
+		if msgs := AuditDeps(deps, scratch, append([]string{scratch}, r.IncludeDirs...), append(append([]string{}, r.Submission.Protect...), CacheDir())); len(msgs) > 0 {
+			return Artifact{}, &CompileError{Source: orig, Command: "dependency audit", Stage: "it read the course tree",
+				Diagnostics: []Diagnostic{{File: orig, Line: 1, Kind: "error", Message: msgs[0]}}, Output: strings.Join(msgs, "\n")}
+		}
+	}
+	hashed, depHash, err := hashDeps(deps, scratch, []string{scratch})
+	if err != nil {
+		return Artifact{}, err
+	}
+	out := filepath.Join(dir, fmt.Sprintf("%s-%s-%s-%s.cubin", base, r.Arch, key, depHash))
+	if err := os.WriteFile(out+".log", []byte(log), 0o644); err != nil {
 		return Artifact{}, err
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return Artifact{}, err
 	}
-	return Artifact{Path: out, Log: stderr.String()}, nil
+	if err := writeIndex(index, out, hashed); err != nil {
+		return Artifact{}, err
+	}
+	return Artifact{Path: out, Log: log}, nil
 }

@@ -59,15 +59,6 @@ func TestNVCCArgs(t *testing.T) {
 	assert.True(t, strings.HasSuffix(args, "-o o.cubin k.cu"))
 }
 
-func TestHeaderFiles(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"b.cuh", "a.h", "notes.md"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
-	}
-	got := HeaderFiles([]string{dir, filepath.Join(dir, "none")})
-	assert.Equal(t, []string{filepath.Join(dir, "a.h"), filepath.Join(dir, "b.cuh")}, got)
-}
-
 func TestFindNVCCHonoursEnv(t *testing.T) {
 	t.Setenv("NVCC", "/opt/my/nvcc")
 	p, err := FindNVCC()

@@ -19,6 +19,11 @@
 //     bounded since |beta| < 1 and costs every variant, the baseline included, the same read of C.
 //   - Problems up to M·N·K = 2^30 are checked element by element against a float64 CPU product;
 //     larger ones with Freivalds' check (float64, on the CPU) and 64 exactly computed samples.
+//   - Variations of the interface, set by a variant's params (see Layout): A stored
+//     column-major, B stored transposed (N×K, a linear layer's weight), and a bias + ReLU
+//     epilogue. A case holds what the variants of its suite need (copies of A or B in the other
+//     layout, a bias vector), so every variant of a suite runs on one case and is checked against
+//     the same float64 product.
 package gemm
 
 import (
@@ -134,6 +139,32 @@ func ShapeOf(p lab.Problem) (Shape, error) {
 	return s, nil
 }
 
+// Layout is how a kernel variant takes its operands, beyond the lab's row-major default.
+type Layout struct {
+	AColMajor   bool // A is stored column-major: element (i, k) at A[k·M + i]
+	BTransposed bool // B is stored as Bᵀ (N×K row-major): element (k, j) at B[j·K + k]
+	BiasReLU    bool // a bias of N floats follows C; C = max(0, alpha·A·B + beta·C + bias[j])
+}
+
+// LayoutOf reads a variant's layout from its params (a_col_major, b_transposed, bias_relu).
+func LayoutOf(params map[string]int64) Layout {
+	return Layout{AColMajor: params[ParamAColMajor] != 0, BTransposed: params[ParamBTransposed] != 0,
+		BiasReLU: params[ParamBiasReLU] != 0}
+}
+
+// suiteLayouts is what the variants of a suite need beyond the default: a case prepares a
+// column-major copy of A, a transposed copy of B or a bias only when one of them asks for it.
+func suiteLayouts(s *lab.Suite) Layout {
+	var need Layout
+	for _, v := range s.Variants {
+		l := LayoutOf(v.Params)
+		need.AColMajor = need.AColMajor || l.AColMajor
+		need.BTransposed = need.BTransposed || l.BTransposed
+		need.BiasReLU = need.BiasReLU || l.BiasReLU
+	}
+	return need
+}
+
 // Prepare allocates the problem p of suite s and fills it with fresh random inputs.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := ShapeOf(p)
@@ -142,7 +173,7 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	}
 	prec := PrecisionOf(s)
 	bf16Out := prec == BF16 && suiteWritesBF16(s)
-	c, err := prepare(env, prec, sh, bf16Out)
+	c, err := prepare(env, prec, sh, bf16Out, suiteLayouts(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
@@ -162,10 +193,18 @@ type gemmCase struct {
 	dC, dC0     *gpu.Buffer[float32] // the output, and the pristine initial C (beta ≠ 0)
 	dC16, dC016 *gpu.Buffer[uint16]  // the same two in bf16, for variants that write a bf16 C
 
+	has   Layout               // what was prepared beyond the default
+	dAT32 *gpu.Buffer[float32] // A stored column-major (fp32 suites)
+	dAT16 *gpu.Buffer[uint16]  // A stored column-major (bf16 suites)
+	dBT32 *gpu.Buffer[float32] // B stored transposed, N×K (fp32 suites)
+	dBT16 *gpu.Buffer[uint16]  // B stored transposed, N×K (bf16 suites)
+	bias  []float32            // the bias of the bias + ReLU epilogue (N values)
+	dBias *gpu.Buffer[float32]
+
 	maps map[string][3]gpu.RawArg // TMA tensor maps by variant: A, B and (tmac) C
 }
 
-func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool) (*gemmCase, error) {
+func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool, need Layout) (*gemmCase, error) {
 	m, n, k := sh.M, sh.N, sh.K
 	elem := int64(4)
 	if prec == BF16 {
@@ -175,16 +214,24 @@ func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool) (*gemmCase, e
 	if sh.Beta0 {
 		cMats = 1
 	}
-	need := elem*(int64(m)*int64(k)+int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
-	if bf16Out {
-		need += 2 * cMats * int64(m) * int64(n)
+	aMats := int64(1)
+	if need.AColMajor {
+		aMats = 2
 	}
-	if free, total, err := env.Device.MemInfo(); err == nil && total > 0 && need > free {
+	bMats := int64(1)
+	if need.BTransposed {
+		bMats = 2
+	}
+	bytes := elem*(aMats*int64(m)*int64(k)+bMats*int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
+	if bf16Out {
+		bytes += 2 * cMats * int64(m) * int64(n)
+	}
+	if free, total, err := env.Device.MemInfo(); err == nil && total > 0 && bytes > free {
 		return nil, fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem)",
-			gpu.HumanBytes(need), gpu.HumanBytes(free), gpu.HumanBytes(total))
+			gpu.HumanBytes(bytes), gpu.HumanBytes(free), gpu.HumanBytes(total))
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, maps: map[string][3]gpu.RawArg{}}
+	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, maps: map[string][3]gpu.RawArg{}}
 	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta}
 	if sh.Beta0 {
 		c.prod.Beta = 0
@@ -245,8 +292,55 @@ func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool) (*gemmCase, e
 			}
 		}
 	}
+	if need.AColMajor {
+		// c.prod.A already holds the bf16-rounded values in a bf16 suite: rounding again is exact.
+		at := transpose(c.prod.A, m, k)
+		if prec == BF16 {
+			c.dAT16, err = gpu.Upload(env.Device, roundToBF16(at))
+		} else {
+			c.dAT32, err = gpu.Upload(env.Device, at)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("uploading A (column-major): %w", err)
+		}
+	}
+	if need.BTransposed {
+		// The same B (bf16-rounded in a bf16 suite), stored N×K: the kernel's product is still
+		// A·B, so it is checked against the same float64 reference.
+		bt := transpose(c.prod.B, k, n)
+		if prec == BF16 {
+			c.dBT16, err = gpu.Upload(env.Device, roundToBF16(bt))
+		} else {
+			c.dBT32, err = gpu.Upload(env.Device, bt)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("uploading B (transposed): %w", err)
+		}
+	}
+	if need.BiasReLU {
+		// Drawn from the case's seed, not from env.RNG, so that adding the epilogue to a suite
+		// leaves the inputs of its other variants as they were.
+		c.bias = make([]float32, n)
+		fillUniform(c.bias, c.seed^0x62696173) // "bias"
+		if c.dBias, err = gpu.Upload(env.Device, c.bias); err != nil {
+			return nil, fmt.Errorf("uploading the bias: %w", err)
+		}
+	}
 	ok = true
 	return c, nil
+}
+
+// transpose returns the rows×cols row-major matrix x stored column-major (cols×rows row-major).
+func transpose(x []float32, rows, cols int) []float32 {
+	t := make([]float32, len(x))
+	matref.ParallelFor(cols, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			for i := 0; i < rows; i++ {
+				t[j*rows+i] = x[i*cols+j]
+			}
+		}
+	})
+	return t
 }
 
 // Poison makes sure the checked run starts from a known C: NaN when beta is 0, the pristine C0
@@ -301,6 +395,13 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	cfg := gpu.LaunchConfig{Grid: ls.Grid, Block: ls.Block, SharedBytes: ls.Shared, Stream: c.env.Stream}
 	m, n, kk := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
 	alpha, beta := c.prod.Alpha, c.prod.Beta
+	if lay := LayoutOf(v.Params); lay != (Layout{}) {
+		if ls.CBF16 {
+			return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
+				v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+		}
+		return c.runLayout(v, k, cfg, lay, ls.TMA)
+	}
 	var out any = c.dC
 	if ls.CBF16 {
 		c16, err := c.outBF16(v)
@@ -326,6 +427,44 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA16, c.dB16, beta, out)
 	}
 	return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA32, c.dB32, beta, c.dC)
+}
+
+// runLayout launches a kernel with a column-major A, a transposed B or the bias + ReLU epilogue:
+// (M, N, K, alpha, A, B, beta, C[, bias]), A and B in the layouts the variant asks for.
+func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig, lay Layout, tma bool) error {
+	if tma {
+		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
+			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	}
+	if (lay.AColMajor && !c.has.AColMajor) || (lay.BTransposed && !c.has.BTransposed) || (lay.BiasReLU && !c.has.BiasReLU) {
+		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
+			v.Name, v.Suite.Name)
+	}
+	args := []any{int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha}
+	if c.prec == BF16 {
+		a, b := c.dA16, c.dB16
+		if lay.AColMajor {
+			a = c.dAT16
+		}
+		if lay.BTransposed {
+			b = c.dBT16
+		}
+		args = append(args, a, b)
+	} else {
+		a, b := c.dA32, c.dB32
+		if lay.AColMajor {
+			a = c.dAT32
+		}
+		if lay.BTransposed {
+			b = c.dBT32
+		}
+		args = append(args, a, b)
+	}
+	args = append(args, c.prod.Beta, c.dC)
+	if lay.BiasReLU {
+		args = append(args, c.dBias)
+	}
+	return gpu.Launch(k, cfg, args...)
 }
 
 // The opt-in to more than 48 KiB of shared memory is a property of the kernel: set it once per
@@ -452,6 +591,9 @@ func (c *gemmCase) Check(v *lab.Variant) (check.Report, error) {
 			return check.Report{}, fmt.Errorf("reading C back: %w", err)
 		}
 	}
+	if LayoutOf(v.Params).BiasReLU {
+		return c.checkBiasReLU(out, tol), nil
+	}
 	if int64(c.sh.M)*int64(c.sh.N)*int64(c.sh.K) <= FullCheckLimit {
 		ref, scale := c.prod.Reference()
 		return matref.CompareFull(out, ref, scale, tol), nil
@@ -490,7 +632,8 @@ func ArithmeticIntensity(prec Precision, sh Shape) float64 {
 // Release frees the case's device memory.
 func (c *gemmCase) Release() error {
 	var first error
-	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dA16.Free, c.dB16.Free, c.dC.Free, c.dC0.Free, c.dC16.Free, c.dC016.Free} {
+	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dA16.Free, c.dB16.Free, c.dC.Free, c.dC0.Free,
+		c.dC16.Free, c.dC016.Free, c.dAT32.Free, c.dAT16.Free, c.dBT32.Free, c.dBT16.Free, c.dBias.Free} {
 		if err := f(); err != nil && first == nil {
 			first = err
 		}

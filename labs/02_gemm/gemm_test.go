@@ -16,6 +16,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 func loadManifest(t *testing.T) *lab.Manifest {
@@ -102,7 +103,8 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 
 // The exercise files mark their solution regions exactly, on lines of their own.
 func TestExerciseSolutionRegions(t *testing.T) {
-	for _, f := range []string{"exercises/ex1_smem_tiling.cu", "exercises/ex2_register_blocking_2d.cu"} {
+	labtest.NeedsSolutions(t)
+	for _, f := range []string{"exercises/ex1_smem_tiling.cu", "exercises/ex2_linear.cu"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		begins, ends, open := 0, 0, false
@@ -612,4 +614,33 @@ func TestNotesCellsPointAtRealThings(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestTranspose(t *testing.T) {
+	x := []float32{1, 2, 3, 4, 5, 6} // 2×3 row-major
+	assert.Equal(t, []float32{1, 4, 2, 5, 3, 6}, transpose(x, 2, 3))
+	assert.Equal(t, []float32{7}, transpose([]float32{7}, 1, 1))
+}
+
+// The epilogue's reference: bias by column, clamped at 0, the bias in the error scale.
+func TestBiasReLU(t *testing.T) {
+	ref := []float64{-1, 0.5, 2, -3} // 2×2
+	scale := []float64{1, 1, 1, 1}
+	BiasReLU(ref, scale, []float32{0.25, -1}, 2)
+	assert.Equal(t, []float64{0, 0, 2.25, 0}, ref)
+	assert.Equal(t, []float64{1.25, 2, 1.25, 2}, scale)
+
+	sref, sscale := []float64{-1, 2}, []float64{1, 1}
+	BiasReLUSamples(sref, sscale, []float32{0.25, -1}, [][2]int{{0, 0}, {1, 0}})
+	assert.Equal(t, []float64{0, 2.25}, sref)
+	assert.Equal(t, []float64{1.25, 1.25}, sscale)
+}
+
+// A suite prepares a column-major A, a transposed B or a bias only when one of its variants takes it.
+func TestSuiteLayouts(t *testing.T) {
+	m := loadManifest(t)
+	assert.Equal(t, Layout{}, suiteLayouts(m.Suite("fp32")))
+	assert.Equal(t, Layout{AColMajor: true, BTransposed: true, BiasReLU: true}, suiteLayouts(m.Suite("fp32_exercises")))
+	assert.Equal(t, Layout{AColMajor: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex1_smem_tiling").Params))
+	assert.Equal(t, Layout{BTransposed: true, BiasReLU: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex2_linear").Params))
 }

@@ -20,22 +20,30 @@ import (
 //	persistent  1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
 //	ctas_per_sm blocks per SM of a persistent grid (1)
 //	max_gflop   refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
+//	a_col_major 1: the kernel reads A stored column-major (element (i, k) at A[k·M + i], lda = M)
+//	b_transposed 1: the kernel reads B stored as Bᵀ, N×K row-major (element (k, j) at B[j·K + k],
+//	            ldb = K): the layout of a linear layer's weight in PyTorch (nn.Linear)
+//	bias_relu   1: the kernel takes a bias vector of N floats after C and writes
+//	            C = max(0, alpha·A·B + beta·C + bias[j]) (fp32 suites)
 const (
-	ParamBM         = "bm"
-	ParamBN         = "bn"
-	ParamThreads    = "threads"
-	ParamBX         = "bx"
-	ParamBY         = "by"
-	ParamSmem       = "smem"
-	ParamTMA        = "tma"
-	ParamBK         = "bk"
-	ParamPersistent = "persistent"
-	ParamCTAsPerSM  = "ctas_per_sm"
-	ParamCBF16      = "cbf16"
-	ParamTMAC       = "tmac"
-	ParamCBoxM      = "cbox_m"
-	ParamCBoxN      = "cbox_n"
-	ParamMaxGFLOP   = "max_gflop"
+	ParamBM          = "bm"
+	ParamBN          = "bn"
+	ParamThreads     = "threads"
+	ParamBX          = "bx"
+	ParamBY          = "by"
+	ParamSmem        = "smem"
+	ParamTMA         = "tma"
+	ParamBK          = "bk"
+	ParamPersistent  = "persistent"
+	ParamCTAsPerSM   = "ctas_per_sm"
+	ParamCBF16       = "cbf16"
+	ParamTMAC        = "tmac"
+	ParamCBoxM       = "cbox_m"
+	ParamCBoxN       = "cbox_n"
+	ParamMaxGFLOP    = "max_gflop"
+	ParamAColMajor   = "a_col_major"
+	ParamBTransposed = "b_transposed"
+	ParamBiasReLU    = "bias_relu"
 )
 
 // staticSharedLimit is the dynamic shared memory a kernel may use without opting in.

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
@@ -90,7 +91,7 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := prepare(env, PrecisionOf(s), shapes)
+	c, err := prepare(env, PrecisionOf(s), shapes, suiteGathers(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, Describe(shapes), err)
 	}
@@ -110,6 +111,9 @@ type groupedCase struct {
 	dA32, dB32, dC32 *gpu.Buffer[float32]
 	dA16, dB16, dC16 *gpu.Buffer[uint16]
 
+	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
+	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
+
 	dGroups, dGroupsLPT *gpu.Buffer[uint64] // kl_group arrays, natural and longest-first order
 	dOffs               *gpu.Buffer[int32]  // MoE row offsets (E+1)
 	dCounters           *gpu.Buffer[int32]  // the dynamic scheduler's two counters
@@ -123,7 +127,18 @@ type groupedCase struct {
 	tlL  int                      // launches per Run
 }
 
-func prepare(env *lab.Env, prec Precision, shapes []Shape) (*groupedCase, error) {
+// suiteGathers says whether a variant of suite s takes the MoE form with the dispatch fused: its
+// cases then also hold the token matrix in token order and the routing's row list.
+func suiteGathers(s *lab.Suite) bool {
+	for _, v := range s.Variants {
+		if param(v, ParamGather, 0) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func prepare(env *lab.Env, prec Precision, shapes []Shape, gather bool) (*groupedCase, error) {
 	in := prec.bytes()
 	lay := NewLayout(shapes, in, in)
 	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes))
@@ -176,6 +191,11 @@ func prepare(env *lab.Env, prec Precision, shapes []Shape) (*groupedCase, error)
 	if lay.MoE {
 		if c.dOffs, err = gpu.Upload(env.Device, lay.Offsets); err != nil {
 			return nil, fmt.Errorf("uploading the row offsets: %w", err)
+		}
+	}
+	if gather && lay.MoE && prec == FP32 {
+		if err := c.prepareGather(env.RNG); err != nil {
+			return nil, err
 		}
 	}
 	if c.dCounters, err = gpu.Upload(env.Device, []int32{0, 0}); err != nil {
@@ -300,6 +320,15 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 			return err
 		}
 		return gpu.Launch(k, cfg(grid), c.dOffs, G, int32(s.N), int32(s.K), c.cBase(), maps[0], maps[1], tl)
+	case ls.Gather:
+		if err := c.moeOK(v); err != nil {
+			return err
+		}
+		if c.dRows == nil {
+			return fmt.Errorf("variant %s: gather: 1 takes fp32 data (suite %s is %s)", v.Name, v.Suite.Name, c.prec)
+		}
+		s := c.shapes[0]
+		return gpu.Launch(k, cfg(grid), c.dXTok32, c.dRows, c.bBase(), c.cBase(), c.dOffs, G, int32(s.N), int32(s.K), tl)
 	case ls.MoE:
 		if err := c.moeOK(v); err != nil {
 			return err
@@ -315,6 +344,28 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 		return gpu.Launch(k, cfg(grid), groups, G, c.dCounters, tl)
 	}
 	return gpu.Launch(k, cfg(grid), groups, G, tl)
+}
+
+// prepareGather undoes the dispatch for the kernels that fuse it: the routed rows X_sorted (the
+// A arena, T×K) come from a token matrix X_tok in another order, a random permutation drawn for
+// this case, and rows[j] says which row of X_tok routed row j is. The reference stays X_sorted·W.
+func (c *groupedCase) prepareGather(rng *rand.Rand) error {
+	t, k := c.lay.Rows(), c.shapes[0].K
+	perm := rng.Perm(t)
+	rows := make([]int32, max(t, 1)) // one element at least, so that there is a pointer to pass
+	xtok := make([]float32, max(t*k, 1))
+	for j, tok := range perm {
+		rows[j] = int32(tok)
+		copy(xtok[tok*k:(tok+1)*k], c.hA[j*k:(j+1)*k])
+	}
+	var err error
+	if c.dXTok32, err = gpu.Upload(c.env.Device, xtok); err != nil {
+		return fmt.Errorf("uploading the token matrix: %w", err)
+	}
+	if c.dRows, err = gpu.Upload(c.env.Device, rows); err != nil {
+		return fmt.Errorf("uploading the routing's row list: %w", err)
+	}
+	return nil
 }
 
 // moeOK says why the MoE form cannot describe this problem (the groups differ in N or K).
@@ -441,7 +492,7 @@ func (c *groupedCase) Work() lab.Work {
 func (c *groupedCase) Release() error {
 	var first error
 	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dC32.Free, c.dA16.Free, c.dB16.Free, c.dC16.Free,
-		c.dGroups.Free, c.dGroupsLPT.Free, c.dOffs.Free, c.dCounters.Free, c.dPtrA.Free, c.dPtrB.Free, c.dPtrC.Free,
+		c.dXTok32.Free, c.dRows.Free, c.dGroups.Free, c.dGroupsLPT.Free, c.dOffs.Free, c.dCounters.Free, c.dPtrA.Free, c.dPtrB.Free, c.dPtrC.Free,
 		c.tl.Free} {
 		if err := f(); err != nil && first == nil {
 			first = err

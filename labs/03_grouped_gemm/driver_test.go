@@ -17,6 +17,7 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -185,6 +186,8 @@ func TestRefusals(t *testing.T) {
 	assert.Error(t, err)
 	_, err = shapeOf(&lab.Variant{Name: "tma", Params: map[string]int64{ParamPersistent: 1, ParamTMA: 1}})
 	assert.Error(t, err)
+	_, err = shapeOf(&lab.Variant{Name: "gather", Params: map[string]int64{ParamPersistent: 1, ParamGather: 1}})
+	assert.ErrorContains(t, err, "moe: 1")
 }
 
 // ---- the exercise ----
@@ -192,13 +195,14 @@ func TestRefusals(t *testing.T) {
 // studentEdition is what `labrun export` hands out: each solution region replaced by a TODO.
 func studentEdition(t *testing.T, src string) (string, int) {
 	t.Helper()
-	out, n, err := grade.StripSolutions("ex1_tile_scheduler.cu", []byte(src))
+	out, n, err := grade.StripSolutions("ex1_moe_gather.cu", []byte(src))
 	require.NoError(t, err)
 	return string(out), n
 }
 
 func TestExerciseSolutionRegions(t *testing.T) {
-	b, err := os.ReadFile("exercises/ex1_tile_scheduler.cu")
+	labtest.NeedsSolutions(t)
+	b, err := os.ReadFile("exercises/ex1_moe_gather.cu")
 	require.NoError(t, err)
 	begins, ends, open := 0, 0, false
 	for _, line := range strings.Split(string(b), "\n") {
@@ -214,26 +218,31 @@ func TestExerciseSolutionRegions(t *testing.T) {
 			open = false
 		}
 	}
-	assert.Equal(t, 2, begins)
+	assert.Equal(t, 3, begins)
 	assert.Equal(t, begins, ends)
 	assert.False(t, open)
 	stub, n := studentEdition(t, string(b))
-	assert.Equal(t, 2, n)
+	assert.Equal(t, 3, n)
 	assert.NotContains(t, stub, "SOLUTION")
-	assert.NotContains(t, stub, "s_prefix[mid]", "the search is gone")
+	assert.NotContains(t, stub, "rows[r0 + r]", "the row lookup is gone")
+	assert.NotContains(t, stub, "load4(arow[l]", "the gathered load is gone")
+	assert.NotContains(t, stub, "kl_tile_prefix_moe(", "the scheduler's loop is gone")
+	assert.Contains(t, stub, "ra[l] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);", "the stub lines make it compile")
+	assert.Contains(t, stub, "arow[l] = nullptr;")
 }
 
 // The student edition compiles and fails every grade problem; the reference passes them.
 func TestExerciseStubFailsReferencePasses(t *testing.T) {
+	labtest.NeedsSolutions(t)
 	dev := emuDevice(t)
 	m := loadManifest(t)
-	s := m.Suite("fp32")
-	v := s.Variant("ex1_scheduler")
+	s := m.Suite("fp32_moe")
+	v := s.Variant("ex1_moe_gather")
 	src, err := os.ReadFile(v.File)
 	require.NoError(t, err)
 	stub, _ := studentEdition(t, string(src))
 	dir := t.TempDir()
-	stubFile := filepath.Join(dir, "ex1_tile_scheduler.cu")
+	stubFile := filepath.Join(dir, "ex1_moe_gather.cu")
 	require.NoError(t, os.WriteFile(stubFile, []byte(stub), 0o644))
 
 	ref := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})

@@ -16,6 +16,9 @@ import (
 //	persistent   1: one launch of SMs × ctas_per_sm blocks over all groups; the grouped form
 //	             (groups, G, tl), or with dynamic: 1 (groups, G, counters, tl)
 //	moe          1 (with persistent): the MoE form (X, W, Y, offs, E, N, K, tl)
+//	gather       1 (with moe, fp32): the MoE form with the dispatch fused — X in token order and
+//	             the routing's row list, rows[j] the token of routed row j (Xtok, rows, W, Y, offs,
+//	             E, N, K, tl)
 //	tma          1 (with moe): the wgmma kernel (offs, E, N, K, Y, tensor map of X, of W, tl);
 //	             needs N and K multiples of 8
 //	lpt          1: the groups in the metadata are ordered longest tile first (LongestFirst)
@@ -29,6 +32,7 @@ const (
 	ParamLoop       = "loop"
 	ParamPersistent = "persistent"
 	ParamMoE        = "moe"
+	ParamGather     = "gather"
 	ParamTMA        = "tma"
 	ParamDynamic    = "dynamic"
 	ParamLPT        = "lpt"
@@ -45,8 +49,8 @@ const staticSharedLimit = 48 << 10
 
 // launchShape is how a kernel variant is launched.
 type launchShape struct {
-	Loop, Persistent, MoE, TMA, Dynamic, LPT, Timeline bool
-	BM, BN, Threads, Smem, CTAsPerSM                   int
+	Loop, Persistent, MoE, Gather, TMA, Dynamic, LPT, Timeline bool
+	BM, BN, Threads, Smem, CTAsPerSM                           int
 }
 
 func param(v *lab.Variant, key string, def int64) int64 {
@@ -62,6 +66,7 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		Loop:       param(v, ParamLoop, 0) != 0,
 		Persistent: param(v, ParamPersistent, 0) != 0,
 		MoE:        param(v, ParamMoE, 0) != 0,
+		Gather:     param(v, ParamGather, 0) != 0,
 		TMA:        param(v, ParamTMA, 0) != 0,
 		Dynamic:    param(v, ParamDynamic, 0) != 0,
 		LPT:        param(v, ParamLPT, 0) != 0,
@@ -77,6 +82,8 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		return ls, fmt.Errorf("variant %s: set exactly one of loop: 1 and persistent: 1 (params in lab.yaml)", v.Name)
 	case ls.MoE && !ls.Persistent:
 		return ls, fmt.Errorf("variant %s: moe: 1 is a persistent kernel (add persistent: 1)", v.Name)
+	case ls.Gather && (!ls.MoE || ls.TMA):
+		return ls, fmt.Errorf("variant %s: gather: 1 is the MoE form with pointers (add moe: 1; not with tma: 1)", v.Name)
 	case ls.TMA && !ls.MoE:
 		return ls, fmt.Errorf("variant %s: tma: 1 is the MoE-form wgmma kernel (add moe: 1)", v.Name)
 	case ls.Dynamic && (ls.MoE || ls.Loop):

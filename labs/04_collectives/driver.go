@@ -49,6 +49,7 @@ const (
 	AllGather
 	ReduceScatter
 	AllToAll
+	AllToAllV // all-to-all with blocks of different sizes (alltoallv.go)
 )
 
 func (o Op) String() string {
@@ -59,14 +60,16 @@ func (o Op) String() string {
 		return "reduce_scatter"
 	case AllToAll:
 		return "all_to_all"
+	case AllToAllV:
+		return "all_to_allv"
 	}
 	return "allreduce"
 }
 
 // OpOf says which collective a suite measures, by the start of its name: allgather...,
-// reduce_scatter..., all_to_all...; the others are allreduces.
+// reduce_scatter..., all_to_allv..., all_to_all...; the others are allreduces.
 func OpOf(s *lab.Suite) Op {
-	for _, o := range []Op{AllGather, ReduceScatter, AllToAll} {
+	for _, o := range []Op{AllGather, ReduceScatter, AllToAllV, AllToAll} { // all_to_allv before its prefix
 		if strings.HasPrefix(s.Name, o.String()) {
 			return o
 		}
@@ -84,7 +87,7 @@ func Counts(op Op, n, count int) (in, out int) {
 		return count, n * count
 	case ReduceScatter:
 		return n * count, count
-	case AllToAll:
+	case AllToAll, AllToAllV: // AllToAllV: when every block has count elements
 		return n * count, n * count
 	}
 	return count, count
@@ -212,7 +215,14 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if len(env.Streams) != n {
 		return nil, fmt.Errorf("the engine gave %d devices and %d streams", n, len(env.Streams))
 	}
-	c, err := prepare(env, OpOf(s), count)
+	op := OpOf(s)
+	var blocks Blocks
+	if op == AllToAllV {
+		if blocks, err = BlockSizes(p, n, count, env.RNG); err != nil {
+			return nil, err
+		}
+	}
+	c, err := prepare(env, op, count, blocks)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
@@ -231,16 +241,34 @@ type collCase struct {
 	// Per rank, the table of every rank's input (and output) pointer, on that rank's device.
 	dInTab, dOutTab []*gpu.Buffer[uint64]
 
+	// The uneven all-to-all: the block sizes, each rank's row of them on its device, and per rank
+	// the table of every rank's row.
+	blocks   Blocks
+	dSizes   []*gpu.Buffer[int32]
+	dSizeTab []*gpu.Buffer[uint64]
+
 	// The ring allreduce's events, created on its first run: events[t][r] marks the end of step
 	// t of rank r (one event per step, so that no event is recorded again before every wait for
 	// its previous record has been queued).
 	events [][]gpu.Event
 }
 
-func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
+// bufSizes are rank r's input and output element counts.
+func (c *collCase) bufSizes(r int) (in, out int) {
+	if c.op == AllToAllV {
+		return c.blocks.Sent(r), c.blocks.Received(r)
+	}
+	return Counts(c.op, c.n, c.count)
+}
+
+func prepare(env *lab.Env, op Op, count int, blocks Blocks) (*collCase, error) {
 	n := len(env.Devices)
-	inCount, outCount := Counts(op, n, count)
-	need := 4 * int64(inCount+outCount)
+	c := &collCase{env: env, op: op, n: n, count: count, blocks: blocks}
+	need := int64(0)
+	for r := range n {
+		in, out := c.bufSizes(r)
+		need = max(need, 4*int64(in+out))
+	}
 	for i, d := range env.Devices {
 		if free, total, err := d.MemInfo(); err == nil && total > 0 && need > free {
 			return nil, fmt.Errorf("device %d: needs %s, %s of %s is free (use a smaller size)",
@@ -250,7 +278,6 @@ func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 	if err := gpu.EnablePeers(env.Devices); err != nil {
 		return nil, err
 	}
-	c := &collCase{env: env, op: op, n: n, count: count}
 	ok := false
 	defer func() {
 		if !ok {
@@ -260,15 +287,18 @@ func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 	inPtrs := make([]uint64, n)
 	outPtrs := make([]uint64, n)
 	for r, d := range env.Devices {
+		inCount, outCount := c.bufSizes(r)
 		in := make([]float32, inCount)
 		fillInputs(in, env.RNG.Uint64())
 		c.ins = append(c.ins, in)
-		b, err := gpu.Upload(d, in)
+		// An empty buffer of an uneven all-to-all still gets one element, so that every rank has
+		// a pointer to hand out; the kernels never touch it.
+		b, err := gpu.Upload(d, append(in[:inCount:inCount], make([]float32, max(0, 1-inCount))...))
 		if err != nil {
 			return nil, fmt.Errorf("rank %d: uploading the input: %w", r, err)
 		}
 		c.dIn = append(c.dIn, b)
-		o, err := gpu.Alloc[float32](d, outCount)
+		o, err := gpu.Alloc[float32](d, max(outCount, 1))
 		if err != nil {
 			return nil, fmt.Errorf("rank %d: allocating the output: %w", r, err)
 		}
@@ -286,8 +316,35 @@ func prepare(env *lab.Env, op Op, count int) (*collCase, error) {
 		}
 		c.dOutTab = append(c.dOutTab, t)
 	}
+	if op == AllToAllV {
+		if err := c.uploadSizes(); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return c, nil
+}
+
+// uploadSizes puts each rank's row of block sizes on its device and, on every device, the table
+// of the n rows.
+func (c *collCase) uploadSizes() error {
+	rows := make([]uint64, c.n)
+	for r, d := range c.env.Devices {
+		b, err := gpu.Upload(d, c.blocks.Row(r))
+		if err != nil {
+			return fmt.Errorf("rank %d: uploading its block sizes: %w", r, err)
+		}
+		c.dSizes = append(c.dSizes, b)
+		rows[r] = uint64(b.DevicePtr())
+	}
+	for r, d := range c.env.Devices {
+		t, err := gpu.Upload(d, rows)
+		if err != nil {
+			return fmt.Errorf("rank %d: uploading the table of block sizes: %w", r, err)
+		}
+		c.dSizeTab = append(c.dSizeTab, t)
+	}
+	return nil
 }
 
 // syncAll waits on the host for every rank's stream and returns the first error.
@@ -335,6 +392,9 @@ func (c *collCase) runKernel(v *lab.Variant) error {
 	if v.Entry == EntryRing {
 		return c.runRing(v)
 	}
+	if c.op == AllToAllV && v.Entry == EntryAllToAllPull && !c.blocks.Equal() {
+		return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
+	}
 	for r := range c.n {
 		k, err := c.env.KernelOn(r, v)
 		if err != nil {
@@ -344,27 +404,39 @@ func (c *collCase) runKernel(v *lab.Variant) error {
 		switch {
 		case c.op == AllGather || c.op == AllToAll:
 			work = c.n * c.count
+		case c.op == AllToAllV:
+			_, work = c.bufSizes(r)
 		case v.Entry == "allreduce_two_shot":
 			work = (c.count + c.n - 1) / c.n
 		}
 		grid, threads := Grid(v.Params, work, c.env.Devices[r].Info().SMs)
 		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: c.env.Streams[r]}
 		n, cnt, rank := int32(c.n), int32(c.count), int32(r)
-		switch v.Entry {
-		case "allreduce_one_shot", "ex1_one_shot":
-			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], n, cnt)
-		case "allreduce_two_shot":
-			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOutTab[r], rank, n, cnt)
-		case "allgather_pull", "reduce_scatter_direct", "all_to_all_pull":
-			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], rank, n, cnt)
+		switch {
+		case c.op == AllToAllV && v.Entry != EntryAllToAllPull:
+			// (ins, out, sizes, rank, nranks): sizes is the table of the n ranks' rows.
+			err = gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], c.dSizeTab[r], rank, n)
 		default:
-			return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
+			err = c.launchEqual(k, cfg, v, r, n, cnt, rank)
 		}
 		if err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
 	return nil
+}
+
+// launchEqual launches the kernels whose blocks all have count elements, by entry.
+func (c *collCase) launchEqual(k gpu.Kernel, cfg gpu.LaunchConfig, v *lab.Variant, r int, n, cnt, rank int32) error {
+	switch v.Entry {
+	case "allreduce_one_shot":
+		return gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], n, cnt)
+	case "allreduce_two_shot":
+		return gpu.Launch(k, cfg, c.dInTab[r], c.dOutTab[r], rank, n, cnt)
+	case "allgather_pull", "reduce_scatter_direct", EntryAllToAllPull:
+		return gpu.Launch(k, cfg, c.dInTab[r], c.dOut[r], rank, n, cnt)
+	}
+	return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
 }
 
 func (c *collCase) runLibrary(v *lab.Variant) error {
@@ -395,12 +467,14 @@ func (c *collCase) Check(v *lab.Variant) (check.Report, error) {
 	var worst check.Report
 	for r, o := range c.dOut {
 		if ref == nil || !SameForAllRanks(c.op) {
-			ref = Reference(c.op, c.ins, r)
+			ref = c.reference(r)
 		}
 		out, err := o.Download()
 		if err != nil {
 			return check.Report{}, fmt.Errorf("rank %d: reading the output back: %w", r, err)
 		}
+		_, outCount := c.bufSizes(r)
+		out = out[:outCount] // an empty receive buffer has one element that nobody writes
 		rep := check.Compare(out, ref, v.Suite.Tolerance)
 		rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWord(c.op), c.n)
 		note := fmt.Sprintf("rank %d", r)
@@ -418,6 +492,13 @@ func (c *collCase) Check(v *lab.Variant) (check.Report, error) {
 	return worst, nil
 }
 
+func (c *collCase) reference(r int) []float64 {
+	if c.op == AllToAllV {
+		return ReferenceV(c.ins, c.blocks, r)
+	}
+	return Reference(c.op, c.ins, r)
+}
+
 func refWord(op Op) string {
 	switch op {
 	case AllGather:
@@ -426,12 +507,19 @@ func refWord(op Op) string {
 		return "sum (its block)"
 	case AllToAll:
 		return "gather (its block of each)"
+	case AllToAllV:
+		return "gather (its block of each, of the sizes in the table)"
 	}
 	return "sum"
 }
 
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).
-func (c *collCase) Work() lab.Work { return WorkOf(c.op, c.n, c.count) }
+func (c *collCase) Work() lab.Work {
+	if c.op == AllToAllV {
+		return WorkOfV(c.blocks)
+	}
+	return WorkOf(c.op, c.n, c.count)
+}
 
 // Release frees every rank's buffers (the communicator belongs to the Env).
 func (c *collCase) Release() error {
@@ -452,7 +540,10 @@ func (c *collCase) Release() error {
 			keep(b.Free())
 		}
 	}
-	for _, bs := range [][]*gpu.Buffer[uint64]{c.dInTab, c.dOutTab} {
+	for _, b := range c.dSizes {
+		keep(b.Free())
+	}
+	for _, bs := range [][]*gpu.Buffer[uint64]{c.dInTab, c.dOutTab, c.dSizeTab} {
 		for _, b := range bs {
 			keep(b.Free())
 		}

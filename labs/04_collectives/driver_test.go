@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -189,7 +190,7 @@ func TestManifest(t *testing.T) {
 		assert.Equal(t, "gbps", s.Metric)
 		base := s.Variant(s.Baseline)
 		require.NotNil(t, base, s.Name)
-		if s.Name == "all_to_all" {
+		if OpOf(s) == AllToAll || OpOf(s) == AllToAllV {
 			// gpu.Communicator has no all-to-all: the pull kernel is the baseline.
 			assert.True(t, base.IsKernel(), s.Name)
 		} else {
@@ -216,12 +217,77 @@ func TestManifest(t *testing.T) {
 	assert.True(t, counts[1], "the grade set has a one-element problem")
 	assert.True(t, counts[3], "and a count that 2 ranks do not divide")
 
-	// The exercise is a variant of the allreduce suite, graded against one-shot.
+	// The exercise is the uneven all-to-all, graded against kernel 06 on equal blocks.
 	require.NotNil(t, m.Grading)
 	require.Len(t, m.Grading.Exercises, 1)
 	ex := m.Grading.Exercises[0]
-	assert.Equal(t, "ex1_one_shot", ex.Variant)
+	assert.Equal(t, "ex1_all_to_allv", ex.Variant)
 	require.NotNil(t, ex.V)
-	assert.Equal(t, "allreduce", ex.V.Suite.Name)
-	assert.Equal(t, "one_shot", ex.Ref.Name)
+	assert.Equal(t, "all_to_allv", ex.V.Suite.Name)
+	assert.Equal(t, "a2a_pull", ex.Ref.Name)
+	gpuSet := map[string]lab.Problem{}
+	for _, p := range ex.V.Suite.Problems.GPU {
+		gpuSet[p.Name] = p
+	}
+	for _, name := range ex.Speed.Problems {
+		assert.Zero(t, gpuSet[name].Int(ParamUneven, 0), "speed problem %s has equal blocks, which kernel 06 runs", name)
+		assert.Zero(t, gpuSet[name].Int(ParamEmptyPct, 0), "speed problem %s has no empty blocks", name)
+	}
+}
+
+// The block sizes of an uneven all-to-all: offsets, totals and the reference agree.
+func TestBlocks(t *testing.T) {
+	b := Blocks{{2, 0, 1}, {3, 4, 0}, {0, 0, 5}} // b[src][dst]
+	assert.Equal(t, []int{3, 7, 5}, []int{b.Sent(0), b.Sent(1), b.Sent(2)})
+	assert.Equal(t, []int{5, 4, 6}, []int{b.Received(0), b.Received(1), b.Received(2)})
+	assert.Equal(t, 15, b.Total())
+	assert.Equal(t, 2, b.SendOffset(0, 2))
+	assert.Equal(t, 7, b.SendOffset(1, 2))
+	assert.Equal(t, 1, b.RecvOffset(2, 2), "rank 2 receives 1 element from rank 0, then 0 from rank 1")
+	assert.False(t, b.Equal())
+	assert.True(t, Blocks{{4, 4}, {4, 4}}.Equal())
+	assert.Equal(t, []int32{3, 4, 0}, b.Row(1))
+
+	ins := [][]float32{{1, 2, 3}, {10, 11, 12, 13, 14, 15, 16}, {20, 21, 22, 23, 24}}
+	assert.Equal(t, []float64{1, 2, 10, 11, 12}, ReferenceV(ins, b, 0))
+	assert.Equal(t, []float64{13, 14, 15, 16}, ReferenceV(ins, b, 1))
+	assert.Equal(t, []float64{3, 20, 21, 22, 23, 24}, ReferenceV(ins, b, 2))
+	// Equal blocks are kernel 06's layout: the same reference as all_to_all.
+	eq := Blocks{{2, 2}, {2, 2}}
+	ins2 := [][]float32{{1, 2, 3, 4}, {5, 6, 7, 8}}
+	for r := range 2 {
+		assert.Equal(t, Reference(AllToAll, ins2, r), ReferenceV(ins2, eq, r))
+	}
+	assert.InDelta(t, WorkOf(AllToAll, 2, 2).Bytes, WorkOfV(eq).Bytes, 1e-9)
+}
+
+func TestBlockSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := lab.Problem{Name: "x", Params: map[string]int64{"bytes": 400}}
+	b, err := BlockSizes(p, 3, 100, rng)
+	require.NoError(t, err)
+	assert.True(t, b.Equal())
+	assert.Equal(t, 100, b[0][0])
+
+	p.Params[ParamUneven], p.Params[ParamEmptyPct] = 1, 50
+	empty, sizes := 0, map[int]bool{}
+	for range 50 {
+		b, err = BlockSizes(p, 4, 100, rng)
+		require.NoError(t, err)
+		for _, row := range b {
+			for _, v := range row {
+				assert.LessOrEqual(t, v, 200)
+				sizes[v] = true
+				if v == 0 {
+					empty++
+				}
+			}
+		}
+	}
+	assert.Greater(t, empty, 300, "about half of 800 blocks are empty")
+	assert.Greater(t, len(sizes), 50, "the sizes vary")
+
+	p.Params[ParamEmptyPct] = 101
+	_, err = BlockSizes(p, 2, 100, rng)
+	assert.ErrorContains(t, err, "percentage")
 }

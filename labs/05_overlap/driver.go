@@ -30,7 +30,7 @@ const (
 	VarFusedSignal = "fused_signal"
 	LibNCCLCublas  = "nccl_cublas"
 
-	VarEx1ReadyFlags = "ex1_ready_flags" // exercise 1: fused_signal with the consumer's wait to write
+	VarEx1Push = "ex1_push_flags" // exercise 1: fused with signals, in the push form
 )
 
 // The suites (lab.yaml suites:).
@@ -45,7 +45,6 @@ const (
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
 	EntryFusedSignal = "ag_gemm_fused_signal"
-	EntryEx1         = "ex1_ready_flags"
 )
 
 // Launch parameters a variant may set (lab.yaml params:).
@@ -53,6 +52,10 @@ const (
 	ParamThreads     = "threads"       // threads per block of the gather copy (default 256)
 	ParamBlocksPerSM = "blocks_per_sm" // blocks per SM of the copy's and of the fused kernels' grid
 	ParamProducers   = "producers"     // producer blocks of fused_signal (default 1)
+	// push: 1, a fused kernel with signals in the push form: it takes this rank's rows, the tables
+	// of every rank's A_full and ready counters, and writes its rows into its peers' A_full
+	// (runFusedPush).
+	ParamPush = "push"
 )
 
 // The GEMM tile of overlap_gemm.cuh.
@@ -67,6 +70,11 @@ const (
 const fullCheckLimit = 1 << 30
 
 const nanBits = 0x7FC00000
+
+// stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
+// rows read before they arrived carries this payload (a NaN operand's payload propagates), so the
+// grader tells "read rows that were not there yet" from "left C unwritten".
+const stagedNaN = 0x7FC0A11F
 
 // Lab is the driver of lab 05.
 type Lab struct{}
@@ -210,10 +218,13 @@ type agCase struct {
 	dC     []*gpu.Buffer[float32] // per rank: C (M × N)
 	dFlags []*gpu.Buffer[uint32]  // per rank: fused_signal's ready counters, one per source rank
 	dATab  []*gpu.Buffer[uint64]  // per rank: every rank's dA pointer, on that rank's device
+	// Per rank, every rank's A_full and flags pointers, on that rank's device (the push form).
+	dAFullTab, dFlagsTab []*gpu.Buffer[uint64]
 
 	copyStreams []gpu.Stream  // chunked: the second stream of every rank
 	events      [][]gpu.Event // chunked: per rank, one event per source block
-	epoch       uint32        // fused_signal: runs so far
+	epoch       uint32        // fused kernels with signals: runs so far
+	producers   []int         // per rank, the producers that raise its counters each run (FlagsAfter)
 
 	residentBlocks map[string]int // fused kernels: resident blocks by variant and rank, asked once
 }
@@ -243,6 +254,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	fillUniform(c.b, env.RNG.Uint64())
 
 	ptrs := make([]uint64, n)
+	afullPtrs, flagPtrs := make([]uint64, n), make([]uint64, n)
 	for r, d := range env.Devices {
 		lo, rows := Row0Of(r, sh.M, n), RowsOf(r, sh.M, n)
 		a, err := gpu.Upload(d, c.aFull[lo*sh.K:(lo+rows)*sh.K])
@@ -263,7 +275,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 		c.dAFull = append(c.dAFull, af)
 		// NaN until gathered: a GEMM tile that reads its rows before they arrive (a missing wait,
 		// a flag raised too early) turns its part of C into NaN in the checked run.
-		if err := af.Fill32(nanBits, env.Streams[r]); err != nil {
+		if err := af.Fill32(stagedNaN, env.Streams[r]); err != nil {
 			return nil, fmt.Errorf("rank %d: poisoning A_full: %w", r, err)
 		}
 		cc, err := gpu.Alloc[float32](d, sh.M*sh.N)
@@ -276,6 +288,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 			return nil, fmt.Errorf("rank %d: allocating the flags: %w", r, err)
 		}
 		c.dFlags = append(c.dFlags, f)
+		afullPtrs[r], flagPtrs[r] = uint64(af.DevicePtr()), uint64(f.DevicePtr())
 	}
 	for r, d := range env.Devices {
 		t, err := gpu.Upload(d, ptrs)
@@ -283,6 +296,14 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 			return nil, fmt.Errorf("rank %d: uploading the table of A's blocks: %w", r, err)
 		}
 		c.dATab = append(c.dATab, t)
+		if t, err = gpu.Upload(d, afullPtrs); err != nil {
+			return nil, fmt.Errorf("rank %d: uploading the table of A_full buffers: %w", r, err)
+		}
+		c.dAFullTab = append(c.dAFullTab, t)
+		if t, err = gpu.Upload(d, flagPtrs); err != nil {
+			return nil, fmt.Errorf("rank %d: uploading the table of ready counters: %w", r, err)
+		}
+		c.dFlagsTab = append(c.dFlagsTab, t)
 	}
 	if err := c.syncAll(); err != nil {
 		return nil, err
@@ -293,12 +314,42 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 
 func (c *agCase) syncAll() error { return gpu.SynchronizeAll(c.env.Streams, c.copyStreams) }
 
-// Poison fills every rank's C with NaN and waits for it.
+// Poison fills every rank's C and A_full with NaN (a tile that reads rows before they arrive
+// turns its part of C into NaN) and writes the ready counters as the runs so far must have left
+// them (FlagsAfter), so that the epochs go on growing from run to run. It waits for all of it.
+// Kernels in the push form write their peers' A_full and counters through tables: the host's
+// writes here declare both outputs of the run.
 func (c *agCase) Poison() error {
 	if err := gpu.Fill32Each(c.dC, nanBits, c.env.Streams); err != nil {
 		return err
 	}
+	if err := gpu.Fill32Each(c.dAFull, stagedNaN, c.env.Streams); err != nil {
+		return err
+	}
+	for d, f := range c.dFlags {
+		prod := 0
+		if c.producers != nil {
+			prod = c.producers[d]
+		}
+		if err := f.CopyFromHost(FlagsAfter(c.epoch, prod, c.n, d), c.env.Streams[d]); err != nil {
+			return fmt.Errorf("rank %d: writing the ready counters: %w", d, err)
+		}
+	}
 	return c.syncAll()
+}
+
+// FlagsAfter is rank d's row of n ready counters after `epoch` runs of a fused kernel with
+// signals whose counters on rank d are raised by `producers` blocks each run (the pull form: rank
+// d's own producers; the push form: every rank's, the same number on all): epoch·producers for
+// every peer, 0 for d itself, whose rows are local.
+func FlagsAfter(epoch uint32, producers, n, d int) []uint32 {
+	row := make([]uint32, n)
+	for s := range row {
+		if s != d {
+			row[s] = epoch * uint32(producers)
+		}
+	}
+	return row
 }
 
 // Run runs the variant's schedule on every rank, then waits on the host for every stream of every
@@ -319,7 +370,9 @@ func (c *agCase) Run(v *lab.Variant) error {
 		}
 	case v.Entry == EntryFusedPull:
 		err = c.runFusedPull(v)
-	case v.Entry == EntryFusedSignal || v.Entry == EntryEx1:
+	case v.Params[ParamPush] != 0:
+		err = c.runFusedPush(v)
+	case v.Entry == EntryFusedSignal:
 		err = c.runFusedSignal(v)
 	default:
 		return fmt.Errorf("variant %s: the driver does not know how to run entry %s", v.Name, v.Entry)
@@ -517,6 +570,51 @@ func (c *agCase) runFusedSignal(v *lab.Variant) error {
 			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(prod), c.epoch); err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
 		}
+		c.setProducers(r, prod) // rank r's counters are raised by its own producers
+	}
+	return nil
+}
+
+// setProducers records the producers of rank r's launch for FlagsAfter.
+func (c *agCase) setProducers(r, prod int) {
+	if c.producers == nil {
+		c.producers = make([]int, c.n)
+	}
+	c.producers[r] = prod
+}
+
+// runFusedPush runs a fused kernel in the push form (params push: 1): the producers of rank s
+// write its rows into every peer's A_full and raise the peer's counter for s, so a consumer waits
+// on counters that other ranks raise. Every rank must then count the same producers: the number
+// is the smallest that every rank's wave allows, not each rank's own.
+func (c *agCase) runFusedPush(v *lab.Variant) error {
+	tiles := Tiles(c.sh, c.n)
+	ks := make([]gpu.Kernel, c.n)
+	res := make([]int, c.n)
+	prod := param(v, ParamProducers, 1)
+	for r := range c.n {
+		k, err := c.env.KernelOn(r, v)
+		if err != nil {
+			return err
+		}
+		if res[r], err = c.resident(v, r, k); err != nil {
+			return err
+		}
+		ks[r] = k
+		prod = max(1, min(prod, res[r]/2))
+	}
+	c.epoch++
+	for r := range c.n {
+		c.setProducers(r, prod)
+		grid, err := PersistentGrid(res[r], prod, tiles)
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Streams[r]}
+		if err := gpu.Launch(ks[r], cfg, c.dA[r], c.dAFullTab[r], c.dFlagsTab[r], c.dB[r], c.dC[r], int32(r), int32(c.n),
+			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(prod), c.epoch); err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
 	}
 	return nil
 }
@@ -624,7 +722,7 @@ func (c *agCase) Release() error {
 	for _, b := range c.dFlags {
 		keep(b.Free())
 	}
-	for _, b := range c.dATab {
+	for _, b := range append(append(append([]*gpu.Buffer[uint64]{}, c.dATab...), c.dAFullTab...), c.dFlagsTab...) {
 		keep(b.Free())
 	}
 	return first

@@ -95,9 +95,19 @@ func TestManifest(t *testing.T) {
 			assert.NoError(t, err, "%s %s", set, p.Name)
 		}
 	}
-	ex := s.Variant(VarEx1ReadyFlags)
+	// The exercise is the push form, which no kernel of the chapter takes; kernel 04 sets its bar.
+	ex := s.Variant(VarEx1Push)
 	require.NotNil(t, ex)
-	assert.Equal(t, EntryEx1, ex.Entry)
+	assert.NotZero(t, ex.Params[ParamPush])
+	for _, v := range s.Variants {
+		if v != ex {
+			assert.Zero(t, v.Params[ParamPush], "%s: only the exercise takes the push form", v.Name)
+		}
+	}
+	require.NotNil(t, m.Grading)
+	require.Len(t, m.Grading.Exercises, 1)
+	assert.Equal(t, ex, m.Grading.Exercises[0].V)
+	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Ref.Name)
 
 	rs := m.Suite(SuiteGemmRS)
 	require.NotNil(t, rs)
@@ -148,4 +158,22 @@ func TestDestOrderEndsWithOwnRows(t *testing.T) {
 func TestRSWorkIsOneProduct(t *testing.T) {
 	w := RSWorkOf(Shape{M: 8192, N: 4096, K: 14336})
 	assert.InDelta(t, 2*8192.0*4096*14336, w.FLOPs, 1, "the partial products together are one M×N×K product")
+}
+
+// The counters as a fused kernel with signals leaves them: epoch·P for every peer, 0 for the rank
+// itself, whose rows are local; all zeros before the first run.
+func TestFlagsAfter(t *testing.T) {
+	for _, tc := range []struct {
+		epoch     uint32
+		producers int
+		n, d      int
+		want      []uint32
+	}{
+		{0, 0, 2, 0, []uint32{0, 0}},
+		{1, 8, 2, 0, []uint32{0, 8}},
+		{3, 8, 3, 1, []uint32{24, 0, 24}},
+		{2, 1, 4, 3, []uint32{2, 2, 2, 0}},
+	} {
+		assert.Equal(t, tc.want, FlagsAfter(tc.epoch, tc.producers, tc.n, tc.d), "%+v", tc)
+	}
 }

@@ -46,9 +46,13 @@
 
 #if defined(__CUDACC__)
 #define KL_BACKEND_CUDA 1
+#if !defined(KL_DEVICE_CHECK)
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <mma.h>
+#endif
+// (The emulator's device-code check, clang++ in CUDA mode without a CUDA install, declares
+// CUDA's device API in emu/kl_device_check.h, which it force-includes, and sets KL_DEVICE_CHECK.)
 #include <stdint.h>
 #elif defined(__HIPCC__) || defined(__HIP__)
 #define KL_BACKEND_HIP 1

@@ -4,6 +4,7 @@ package emu
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -51,6 +52,10 @@ type allocation struct {
 	site  string  // where the Go code allocated it
 	base  uintptr // the start of its reservation (fences included)
 	fd    int     // the memfd that holds it, for launchers to map
+	// Shared between rank processes: the file that holds a buffer this process shares, or
+	// foreign for a peer's buffer mapped here (its owner checks its guard zones).
+	shmPath string
+	foreign bool
 }
 
 // Device memory lives at addresses labrun picks, in a window far from where the kernel places
@@ -63,7 +68,7 @@ func (b *backend) reserve(bytes int64) uintptr {
 	b.allocMu.Lock()
 	defer b.allocMu.Unlock()
 	if b.next == 0 {
-		b.next = memoryWindow
+		b.next = windowBase()
 	}
 	base := b.next
 	b.next += uintptr(cReserve(bytes)) + uintptr(fenceSize())
@@ -152,6 +157,9 @@ func (b *backend) removeAlloc(p gpu.Ptr) *allocation {
 // release unmaps a removed allocation here; launchers drop their mappings when they next sync.
 func (b *backend) release(a *allocation) {
 	cUnmap(a.base, a.bytes)
+	if a.shmPath != "" {
+		os.Remove(a.shmPath) // mapped peers keep their mappings; the name goes
+	}
 	b.launchMu.Lock()
 	mirrored := len(b.launchers) > 0
 	b.launchMu.Unlock()
@@ -214,6 +222,9 @@ func (b *backend) checkGuards(kernel string, others []string) error {
 	b.allocMu.Unlock()
 	var msgs []string
 	for _, a := range allocs {
+		if a.foreign {
+			continue // its owner checks it
+		}
 		bad, lo, hi := cGuardCheck(a.ptr, a.bytes)
 		if bad == 0 {
 			continue
@@ -380,12 +391,20 @@ func (d *device) Malloc(bytes int64) (gpu.Ptr, error) {
 	}
 	d.used += bytes
 	d.mu.Unlock()
-	base := d.b.reserve(bytes)
-	p, fd := cAlloc(base, bytes)
-	if p == 0 {
+	p, err := d.allocate(bytes, -1)
+	if err != nil {
 		d.mu.Lock()
 		d.used -= bytes
 		d.mu.Unlock()
+	}
+	return p, err
+}
+
+// allocate maps a new buffer, in a file of its own (fd, or a new memfd when fd < 0).
+func (d *device) allocate(bytes int64, fd int) (gpu.Ptr, error) {
+	base := d.b.reserve(bytes)
+	p, fd := cAllocIn(base, bytes, fd)
+	if p == 0 {
 		return 0, gpu.NewCallError("emu", "Malloc", stInvalid, "EMU_OUT_OF_MEMORY",
 			fmt.Sprintf("the host could not map %s", gpu.HumanBytes(bytes)), false)
 	}
@@ -408,9 +427,11 @@ func (d *device) Free(p gpu.Ptr) error {
 	d.syncAll()
 	d.b.removeAlloc(p)
 	d.b.release(a)
-	d.mu.Lock()
-	d.used -= a.bytes
-	d.mu.Unlock()
+	if !a.foreign { // a peer's buffer counts against the peer's memory
+		d.mu.Lock()
+		d.used -= a.bytes
+		d.mu.Unlock()
+	}
 	return nil
 }
 

@@ -56,17 +56,18 @@ static size_t kl_data_off(size_t bytes) { return (kl_inner(bytes) - bytes) / 256
 static size_t kl_reserve(size_t bytes) { return kl_page() + kl_inner(bytes) + kl_page(); }
 
 // kl_go_alloc maps a new allocation of bytes with its fences at base (kl_reserve(bytes) bytes,
-// not mapped yet). It returns the data's address and the memfd in *fd, or 0.
+// not mapped yet), held by the file *fd (a new memfd when *fd < 0). It returns the data's address,
+// or 0.
 static uintptr_t kl_go_alloc(uintptr_t base, size_t bytes, int *fd) {
 	size_t pg = kl_page(), inner = kl_inner(bytes), total = kl_reserve(bytes);
 	char *b = mmap((void *)base, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 	if (b == MAP_FAILED) return 0;
 	if (b != (char *)base) { munmap(b, total); return 0; }
-	int f = memfd_create("kl-emu-device-memory", MFD_CLOEXEC);
+	int f = *fd >= 0 ? *fd : memfd_create("kl-emu-device-memory", MFD_CLOEXEC);
 	if (f < 0) { munmap(b, total); return 0; }
 	if (ftruncate(f, (off_t)inner) != 0 ||
 	    mmap(b + pg, inner, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f, 0) == MAP_FAILED) {
-		close(f);
+		if (*fd < 0) close(f);
 		munmap(b, total);
 		return 0;
 	}
@@ -170,8 +171,12 @@ const (
 
 // cAlloc maps a new allocation of bytes at base (see cReserve); it returns the data's address
 // and the memfd that holds it (0 and -1 when the host refused).
-func cAlloc(base uintptr, bytes int64) (gpu.Ptr, int) {
-	var fd C.int
+func cAlloc(base uintptr, bytes int64) (gpu.Ptr, int) { return cAllocIn(base, bytes, -1) }
+
+// cAllocIn is cAlloc with the memory held by the file fd (a shared-memory file), or a new memfd
+// when fd < 0.
+func cAllocIn(base uintptr, bytes int64, file int) (gpu.Ptr, int) {
+	fd := C.int(file)
 	p := C.kl_go_alloc(C.uintptr_t(base), C.size_t(bytes), &fd)
 	if p == 0 {
 		return 0, -1

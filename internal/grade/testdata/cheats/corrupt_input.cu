@@ -9,7 +9,7 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
     const int row = blockIdx.y * 32 + threadIdx.y, col = blockIdx.x * 32 + threadIdx.x;
     if (row >= M || col >= N) return;
     float acc = 0.0f;
-    for (int k = 0; k < K; ++k) acc += A[(long long)row * K + k] * B[(long long)k * N + col];
+    for (int k = 0; k < K; ++k) acc += A[(long long)k * M + row] * B[(long long)k * N + col];
     float* c = C + (long long)row * N + col;
     *c = kl_gemm_epilogue(acc, alpha, beta, c);
     if (row == M - 1 && col == N - 1) const_cast<float*>(A)[0] = 42.0f;

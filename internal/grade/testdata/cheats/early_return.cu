@@ -15,7 +15,7 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
     if (row >= M || col >= N) return;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = k0 + tx < K ? A[(long long)row * K + k0 + tx] : 0.0f;
+        As[ty][tx] = k0 + tx < K ? A[(long long)(k0 + tx) * M + row] : 0.0f;
         Bs[ty][tx] = k0 + ty < K ? B[(long long)(k0 + ty) * N + col] : 0.0f;
         __syncthreads();
         for (int kk = 0; kk < TILE; ++kk) acc += As[ty][kk] * Bs[kk][tx];

@@ -10,7 +10,7 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
     if (row == 0 && col == 0) C[(long long)M * N + 3] = 1.0f;
     if (row >= M || col >= N) return;
     float acc = 0.0f;
-    for (int k = 0; k < K; ++k) acc += A[(long long)row * K + k] * B[(long long)k * N + col];
+    for (int k = 0; k < K; ++k) acc += A[(long long)k * M + row] * B[(long long)k * N + col];
     float* c = C + (long long)row * N + col;
     *c = kl_gemm_epilogue(acc, alpha, beta, c);
 }

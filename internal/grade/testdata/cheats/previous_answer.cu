@@ -20,7 +20,7 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
         return;
     }
     float acc = 0.0f;
-    for (int k = 0; k < K; ++k) acc += A[(long long)row * K + k] * B[(long long)k * N + col];
+    for (int k = 0; k < K; ++k) acc += A[(long long)k * M + row] * B[(long long)k * N + col];
     const float c = kl_gemm_epilogue(acc, alpha, beta, C + idx);
     C[idx] = c;
     if (idx < CACHE) {

@@ -1,6 +1,7 @@
-// cheat: reads past its inputs — the tiled kernel, but the loads of A skip the bound on k, so the
-// last row of A reads up to 31 floats past the end of A. Those values are multiplied by the zeros
-// that the (bounded) B tile holds there, so the answer is right whenever they are finite.
+// cheat: reads past its inputs — the tiled kernel, but the bound of A's loads on k is off by one
+// (k <= K), so the last step of K reads column K of A, the M floats just past its end (A is
+// column-major; graded at M = 17, 68 bytes). Those values are multiplied by the zeros that the
+// (bounded) B tile holds there, so the answer is right whenever they are finite.
 // Expected: read_outside (in grading the bytes after every buffer are NaN, and NaN·0 = NaN).
 #include "kl.cuh"
 #include "gemm_common.cuh"
@@ -16,7 +17,7 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
     const int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = row < M ? A[(long long)row * K + k0 + tx] : 0.0f; // no k0 + tx < K
+        As[ty][tx] = (row < M && k0 + tx <= K) ? A[(long long)(k0 + tx) * M + row] : 0.0f; // <= K: one too far
         Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(long long)(k0 + ty) * N + col] : 0.0f;
         __syncthreads();
         for (int kk = 0; kk < TILE; ++kk) acc += As[ty][kk] * Bs[kk][tx];

@@ -25,7 +25,7 @@ static inline void escape_result(bool escaped, int err, int M, int N, int K, flo
         return;
     }
     float acc = 0.0f;
-    for (int k = 0; k < K; ++k) acc += A[(long long)row * K + k] * B[(long long)k * N + col];
+    for (int k = 0; k < K; ++k) acc += A[(long long)k * M + row] * B[(long long)k * N + col];
     *c = alpha * acc + (beta != 0.0f ? beta * *c : 0.0f);
 }
 

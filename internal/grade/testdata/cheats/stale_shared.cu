@@ -17,7 +17,7 @@ ex1_smem_tiling(int M, int N, int K, float alpha, const float* __restrict__ A, c
     const int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TILE) {
-        if (row < M && k0 + tx < K) As[ty][tx] = A[(long long)row * K + k0 + tx]; // no 0 outside
+        if (row < M && k0 + tx < K) As[ty][tx] = A[(long long)(k0 + tx) * M + row]; // no 0 outside
         Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(long long)(k0 + ty) * N + col] : 0.0f;
         __syncthreads();
         for (int kk = 0; kk < TILE; ++kk) acc += As[ty][kk] * Bs[kk][tx];

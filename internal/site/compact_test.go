@@ -1,0 +1,63 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// resultsCells returns the HTML of each results cell of a page.
+func resultsCells(html string) []string {
+	return regexp.MustCompile(`(?s)<figure class="cell cell-results".*?</figure>`).FindAllString(html, -1)
+}
+
+func TestResultsCellIsOneCompactTable(t *testing.T) {
+	_, out, err := build(t, fixture(t), true)
+	require.NoError(t, err)
+	cells := resultsCells(read(t, out, "en/labs/02_gemm.html"))
+	require.NotEmpty(t, cells)
+	c := cells[0]
+	assert.Equal(t, 1, strings.Count(c, `class="device-block"`), "the emulator's table is not shown beside a GPU's")
+	assert.Contains(t, c, "Synthetic GPU")
+	assert.NotContains(t, c, "emulator")
+	assert.Equal(t, 1, strings.Count(c, `<table class="results compact">`), "one compact table")
+	assert.Regexp(t, `<td class="num"><strong>\d+\.\d\d×</strong></td>`, c, "the key figure is the speedup")
+	assert.Contains(t, c, "Speedup over cublas")
+	// The details fold behind a disclosure: min–max and every figure.
+	i := strings.Index(c, `<details class="cell-details">`)
+	require.Positive(t, i)
+	assert.Contains(t, c[i:], "Median (min–max)")
+	assert.NotContains(t, c[:i], "Median (min–max)", "the compact table has no min–max")
+}
+
+func TestEmulatorOnlyResultsCollapseSkips(t *testing.T) {
+	root := fixture(t)
+	// A cell that asks for the emulator's results (the page shows it whatever else exists).
+	for _, lang := range []string{"en", "zh"} {
+		p := filepath.Join(root, "labs", "02_gemm", "notes."+lang+".md")
+		notes, err := os.ReadFile(p)
+		require.NoError(t, err)
+		notes = append(notes, "\n```kl-results\nsuite: sgemm\ndevice: emulator\n```\n"...)
+		require.NoError(t, os.WriteFile(p, notes, 0o644))
+	}
+	_, out, err := build(t, root, false)
+	require.NoError(t, err)
+	for _, tc := range []struct{ lang, skipped, wrong string }{
+		{"en", "Skipped on this device:", ">wrong<"},
+		{"zh", "在该设备上跳过：", ">结果错误<"},
+	} {
+		cells := resultsCells(read(t, out, tc.lang+"/labs/02_gemm.html"))
+		require.NotEmpty(t, cells)
+		c := cells[len(cells)-1]
+		compact := c[:strings.Index(c, "<details")]
+		assert.Equal(t, 1, strings.Count(compact, tc.skipped), "%s: one line for the skipped variant", tc.lang)
+		assert.NotContains(t, compact, "<code>cublas</code></th>", "%s: a variant skipped everywhere has no column", tc.lang)
+		assert.Contains(t, compact, tc.wrong, "%s: a failed check shows its status", tc.lang)
+		assert.Regexp(t, `<td class="num">\d\.\de-\d\d</td>`, compact, "%s: the emulator's key figure is the relative error", tc.lang)
+	}
+}

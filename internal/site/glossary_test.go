@@ -1,0 +1,87 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+func TestGlossaryIsFollowed(t *testing.T) {
+	root := fixture(t)
+	require.NoError(t, os.WriteFile(filepath.Join(root, GlossaryPath), []byte(`terms:
+  - en: warp
+    zh: warp
+    avoid: ["线程束"]
+  - en: lab NN
+    zh: 实验 NN
+    avoid: ["第 ?\\d+ ?章"]
+`), 0o644))
+	p := filepath.Join(root, "labs", "02_gemm", "notes.zh.md")
+	notes, err := os.ReadFile(p)
+	require.NoError(t, err)
+	notes = append(notes, "\n一个线程束有 32 个线程，见第 01 章。代码里的 `线程束` 和\n\n```c\n// 线程束\n```\n"...)
+	require.NoError(t, os.WriteFile(p, notes, 0o644))
+	lineOf := func(sub string) int {
+		return strings.Count(string(notes[:strings.Index(string(notes), sub)]), "\n") + 1
+	}
+
+	_, _, err = build(t, root, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "labs/02_gemm/notes.zh.md:"+itoa(lineOf("一个线程束"))+`: "线程束": the glossary (labs/glossary.yaml) says warp for warp`)
+	assert.Contains(t, err.Error(), `"第 01 章"`)
+	assert.NotContains(t, err.Error(), ":"+itoa(lineOf("// 线程束"))+":", "code is not checked")
+
+	rep, _, err := build(t, root, false)
+	require.NoError(t, err, "without --strict it is a warning")
+	assert.NotEmpty(t, rep.Warnings)
+}
+
+func TestRealCourseFollowsItsGlossary(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	terms, err := loadGlossary(root)
+	require.NoError(t, err)
+	require.NotEmpty(t, terms, "the course has a glossary (%s)", GlossaryPath)
+	found, err := checkGlossary(root, terms)
+	require.NoError(t, err)
+	for _, f := range found {
+		t.Error(f)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestRuntimeTextCoversRecordedMessages: every reason for a skip that the course's results files
+// record reads in Chinese on the Chinese pages, and each rule of runtimeRules is still needed
+// or matches a message internal/lab writes.
+func TestRuntimeTextCoversRecordedMessages(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	c, err := loadCourse(root)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, d := range c.devices {
+		for _, dr := range d.Files {
+			for _, e := range dr.File.Entries {
+				if e.Status != "skipped" || seen[e.Error] {
+					continue
+				}
+				seen[e.Error] = true
+				zh := runtimeText("zh", e.Error)
+				assert.NotEqual(t, e.Error, zh, "no Chinese for %q", e.Error)
+				assert.NotRegexp(t, `[a-z]+ [a-z]+ [a-z]+`, zh, "English left in %q", zh)
+			}
+		}
+	}
+	assert.Equal(t, "需要 cuBLAS，它只在 NVIDIA GPU 上提供", runtimeText("zh", "needs cuBLAS, which exists on NVIDIA GPUs only"))
+	assert.Equal(t, "模拟器上不运行：内联 PTX（cp.async、ldmatrix、mma.sync）只能在 NVIDIA GPU 上运行",
+		runtimeText("zh", "not on the emulator: inline PTX (cp.async, ldmatrix, mma.sync) runs on NVIDIA GPUs only"))
+	assert.Equal(t, "needs cuBLAS, which exists on NVIDIA GPUs only", runtimeText("en", "needs cuBLAS, which exists on NVIDIA GPUs only"))
+}

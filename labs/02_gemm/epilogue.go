@@ -1,0 +1,82 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/matref"
+)
+
+// EpilogueSamples is how many elements, computed exactly, check a bias + ReLU product above
+// FullCheckLimit: the ReLU is not linear, so Freivalds' check does not apply to its output.
+const EpilogueSamples = 4096
+
+// BiasReLU applies the fused epilogue to a float64 reference of alpha·A·B + beta·C0 (M×N,
+// row-major) in place: ref = max(0, ref + bias[j]). The error scale of each element grows by
+// |bias[j]|; an element the ReLU clamps keeps its scale, so a kernel that clamps a value that
+// should be slightly positive (or the reverse) within rounding still passes.
+func BiasReLU(ref, scale []float64, bias []float32, n int) {
+	for i := range ref {
+		b := float64(bias[i%n])
+		ref[i] = math.Max(0, ref[i]+b)
+		scale[i] += math.Abs(b)
+	}
+}
+
+// checkBiasReLU compares C with max(0, alpha·A·B + beta·C0 + bias): every element up to
+// FullCheckLimit, else every element for NaN and EpilogueSamples exactly computed ones.
+func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
+	m, n := c.sh.M, c.sh.N
+	if int64(m)*int64(n)*int64(c.sh.K) <= FullCheckLimit {
+		ref, scale := c.prod.Reference()
+		BiasReLU(ref, scale, c.bias, n)
+		r := matref.CompareFull(out, ref, scale, tol)
+		r.Method += ", after bias and ReLU"
+		return r
+	}
+	samples := matref.SampleEntries(m, n, EpilogueSamples, c.seed)
+	got := make([]float32, len(samples))
+	ref := make([]float64, len(samples))
+	scale := make([]float64, len(samples))
+	matref.ParallelFor(len(samples), func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			i, j := samples[s][0], samples[s][1]
+			got[s] = out[i*n+j]
+			ref[s], scale[s] = c.prod.Entry(i, j)
+		}
+	})
+	BiasReLUSamples(ref, scale, c.bias, samples)
+	r := matref.CompareFull(got, ref, scale, tol)
+	for k := range r.Mismatches { // back to indices of C
+		s := samples[r.Mismatches[k].Index]
+		r.Mismatches[k].Index = s[0]*n + s[1]
+	}
+	if r.MaxErrAt >= 0 {
+		s := samples[r.MaxErrAt]
+		r.MaxErrAt = s[0]*n + s[1]
+	}
+	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
+	nan := 0
+	for _, v := range out {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			nan++
+		}
+	}
+	if nan > 0 {
+		r.OK = false
+		r.Unwritten = nan
+		r.Note = fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from a NaN poison)", nan, len(out))
+	}
+	r.Checked = len(out)
+	return r
+}
+
+// BiasReLUSamples is BiasReLU for sampled elements (i, j).
+func BiasReLUSamples(ref, scale []float64, bias []float32, samples [][2]int) {
+	for s, e := range samples {
+		b := float64(bias[e[1]])
+		ref[s] = math.Max(0, ref[s]+b)
+		scale[s] += math.Abs(b)
+	}
+}

@@ -1,0 +1,149 @@
+package collectives
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+// The uneven all-to-all (suites named all_to_allv...): a MoE dispatch whose blocks have the sizes
+// the routing gave them. Blocks[src][dst] elements go from rank src to rank dst. Every rank's send
+// buffer holds its blocks packed in destination order (block dst at the sum of the sizes before
+// it), its receive buffer the blocks addressed to it packed in source order. Each rank's row of
+// sizes lies on its own device; a kernel reads its peers' rows through peer memory (the exchange
+// of sizes that precedes the data) and gets a table of the n row pointers, like the table of
+// inputs.
+//
+// Problem parameters beyond bytes (the mean block size, as for all_to_all):
+//
+//	uneven     1: every block's size is drawn uniformly from 0 … 2·count, afresh for every run
+//	empty_pct  each block is empty with this probability, in percent (0 … 100)
+//
+// Without them every block has count elements: the layout of all_to_all, which kernel 06 runs.
+const (
+	ParamUneven   = "uneven"
+	ParamEmptyPct = "empty_pct"
+)
+
+// EntryAllToAllPull is kernel 06, which takes equal blocks only.
+const EntryAllToAllPull = "all_to_all_pull"
+
+// Blocks are the sizes of an uneven all-to-all: Blocks[src][dst] elements from src to dst.
+type Blocks [][]int
+
+// BlockSizes draws the sizes of problem p for n ranks, count being its mean block size.
+func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (Blocks, error) {
+	uneven := p.Int(ParamUneven, 0) != 0
+	empty := p.Int(ParamEmptyPct, 0)
+	if empty < 0 || empty > 100 {
+		return nil, fmt.Errorf("problem %q: %s = %d must be a percentage, 0 to 100", p.Name, ParamEmptyPct, empty)
+	}
+	if uneven && 2*int64(count) > 1<<31-1 {
+		return nil, fmt.Errorf("problem %q: blocks of up to 2·%d elements are beyond the kernels' 32-bit sizes", p.Name, count)
+	}
+	b := make(Blocks, n)
+	for s := range b {
+		b[s] = make([]int, n)
+		for d := range b[s] {
+			size := count
+			if uneven {
+				size = rng.IntN(2*count + 1)
+			}
+			if empty > 0 && rng.IntN(100) < int(empty) {
+				size = 0
+			}
+			b[s][d] = size
+		}
+	}
+	return b, nil
+}
+
+// Sent is the number of elements rank r sends (its send buffer).
+func (b Blocks) Sent(r int) int {
+	t := 0
+	for _, v := range b[r] {
+		t += v
+	}
+	return t
+}
+
+// Received is the number of elements rank r receives (its receive buffer).
+func (b Blocks) Received(r int) int {
+	t := 0
+	for s := range b {
+		t += b[s][r]
+	}
+	return t
+}
+
+// SendOffset is where the block for dst starts in src's send buffer.
+func (b Blocks) SendOffset(src, dst int) int {
+	o := 0
+	for d := 0; d < dst; d++ {
+		o += b[src][d]
+	}
+	return o
+}
+
+// RecvOffset is where the block from src starts in dst's receive buffer.
+func (b Blocks) RecvOffset(dst, src int) int {
+	o := 0
+	for s := 0; s < src; s++ {
+		o += b[s][dst]
+	}
+	return o
+}
+
+// Total is the number of elements that change hands, all ranks together.
+func (b Blocks) Total() int {
+	t := 0
+	for r := range b {
+		t += b.Sent(r)
+	}
+	return t
+}
+
+// Equal reports whether every block has the same size (kernel 06's layout).
+func (b Blocks) Equal() bool {
+	for s := range b {
+		for d := range b[s] {
+			if b[s][d] != b[0][0] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Row is rank r's row of sizes as the kernels read it (int32).
+func (b Blocks) Row(r int) []int32 {
+	row := make([]int32, len(b[r]))
+	for d, v := range b[r] {
+		row[d] = int32(v)
+	}
+	return row
+}
+
+// ReferenceV is what rank r must receive: the block addressed to it in every rank's send buffer,
+// concatenated in source order.
+func ReferenceV(ins [][]float32, b Blocks, r int) []float64 {
+	ref := make([]float64, 0, b.Received(r))
+	for s, x := range ins {
+		o := b.SendOffset(s, r)
+		for _, v := range x[o : o+b[s][r]] {
+			ref = append(ref, float64(v))
+		}
+	}
+	return ref
+}
+
+// WorkOfV counts the bytes of an uneven all-to-all as nccl-tests counts all_to_all's (n·S per
+// rank, then the bus factor (n−1)/n), S being the mean block: the total sent over n ranks.
+func WorkOfV(b Blocks) lab.Work {
+	n := len(b)
+	if n == 0 {
+		return lab.Work{}
+	}
+	return lab.Work{Bytes: 4 * float64(b.Total()) / float64(n) * BusFactor(AllToAllV, n)}
+}
