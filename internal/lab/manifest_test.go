@@ -179,6 +179,8 @@ func TestCourseKernelsArePortable(t *testing.T) {
 				}
 			}
 		}
+	}
+}
 
 // The course's own manifests hold no key the strict reading refuses.
 func TestCourseManifestsLoad(t *testing.T) {
