@@ -9,7 +9,7 @@ BIN     := bin/labrun
 LAB     ?= 01
 ARGS    ?=
 
-.PHONY: all setup build test run site grade clean gpu-binaries
+.PHONY: all setup build test run site grade clean gpu-binaries hip-check
 
 all: build
 
@@ -39,6 +39,11 @@ site: build
 ## grade: grade the exercise files of a lab
 grade: build
 	./$(BIN) grade $(LAB) $(ARGS)
+
+## hip-check: compile every portable kernel for AMD GPUs (gfx90a, gfx942); installs the compilers
+hip-check: build
+	@bash scripts/setup-hip.sh
+	./$(BIN) hip-check $(ARGS)
 
 ## gpu-binaries: labrun and the GPU test binaries in bin/, to carry to a GPU machine without Go
 gpu-binaries: build

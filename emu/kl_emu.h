@@ -46,6 +46,21 @@
 
 #include "kl_emu_abi.h"
 
+// KL_EMU_WARP_SIZE is the number of lanes of a warp: 32 as on NVIDIA GPUs, or 64 as on AMD's CDNA
+// GPUs (wave64) when the toolchain builds with -DKL_EMU_WARP_SIZE=64 (labrun --emu-warp 64). A
+// lane mask has that many bits: kl_emu_lanemask_t is CUDA's unsigned int, or HIP's unsigned long
+// long, so a kernel that hard-codes 32 lanes (0xffffffff, 1u << lane) fails under wave64.
+#ifndef KL_EMU_WARP_SIZE
+#define KL_EMU_WARP_SIZE 32
+#endif
+#if KL_EMU_WARP_SIZE == 32
+typedef unsigned int kl_emu_lanemask_t;
+#elif KL_EMU_WARP_SIZE == 64
+typedef unsigned long long kl_emu_lanemask_t;
+#else
+#error "KL_EMU_WARP_SIZE must be 32 or 64"
+#endif
+
 #define KL_EMU_EXPORT __attribute__((visibility("default")))
 
 // ---------------------------------------------------------------------------------------------
@@ -95,8 +110,8 @@ struct kl_emu_block {
 struct kl_emu_thread {
     uint3 tid;
     const kl_emu_block *blk;
-    unsigned int lane;   // linear thread index % 32
-    unsigned int warp;   // linear thread index / 32
+    unsigned int lane;   // linear thread index % KL_EMU_WARP_SIZE
+    unsigned int warp;   // linear thread index / KL_EMU_WARP_SIZE
     unsigned int linear; // x + y*bx + z*bx*by
     unsigned int ticks;  // counts atomics, to make spin loops on atomics yield now and then
 };
@@ -135,10 +150,10 @@ extern __thread kl_emu_thread *kl_emu_cur;
 extern "C" {
 void kl_emu_syncthreads(void);
 int kl_emu_syncthreads_op(int op, int pred);
-uint64_t kl_emu_warp(int op, uint32_t mask, uint64_t val, int arg, int width);
-typedef void (*kl_emu_warp_fn)(void *const *lanes, uint32_t mask);
-void kl_emu_warp_exec(uint32_t mask, void *mine, kl_emu_warp_fn fn, const char *what);
-uint32_t kl_emu_activemask(void);
+uint64_t kl_emu_warp(int op, uint64_t mask, uint64_t val, int arg, int width);
+typedef void (*kl_emu_warp_fn)(void *const *lanes, uint64_t mask);
+void kl_emu_warp_exec(uint64_t mask, void *mine, kl_emu_warp_fn fn, const char *what);
+uint64_t kl_emu_activemask(void);
 void kl_emu_poll(void);
 int kl_emu_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 [[noreturn]] void kl_emu_fail(int code, const char *msg);
@@ -179,7 +194,7 @@ unsigned long long kl_emu_globaltimer_ns(void);
 #define blockIdx (kl_emu_cur->blk->idx)
 #define blockDim (kl_emu_cur->blk->dim)
 #define gridDim (kl_emu_cur->blk->grid)
-static constexpr int warpSize = 32;
+static constexpr int warpSize = KL_EMU_WARP_SIZE;
 
 // ---------------------------------------------------------------------------------------------
 // Synchronization.
@@ -187,8 +202,10 @@ static inline void __syncthreads() { kl_emu_syncthreads(); }
 static inline int __syncthreads_count(int p) { return kl_emu_syncthreads_op(KL_EMU_B_COUNT, p); }
 static inline int __syncthreads_and(int p) { return kl_emu_syncthreads_op(KL_EMU_B_AND, p); }
 static inline int __syncthreads_or(int p) { return kl_emu_syncthreads_op(KL_EMU_B_OR, p); }
-static inline void __syncwarp(unsigned mask = 0xffffffffu) { kl_emu_warp(KL_EMU_W_SYNC, mask, 0, 0, 32); }
-static inline unsigned __activemask() { return kl_emu_activemask(); }
+static inline void __syncwarp(kl_emu_lanemask_t mask = ~(kl_emu_lanemask_t)0) {
+    kl_emu_warp(KL_EMU_W_SYNC, mask, 0, 0, KL_EMU_WARP_SIZE);
+}
+static inline kl_emu_lanemask_t __activemask() { return (kl_emu_lanemask_t)kl_emu_activemask(); }
 static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); kl_emu_poll(); }
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); kl_emu_poll(); }
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); kl_emu_poll(); }
@@ -230,47 +247,51 @@ inline void tick() {
 }
 } // namespace kl_emu
 
+// Masks are kl_emu_lanemask_t (32 or 64 bits, as the warp); the width defaults to the warp.
+#define KL_EMU_W KL_EMU_WARP_SIZE
+typedef kl_emu_lanemask_t kl_emu_mask;
 template <typename T>
-static inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {
+static inline T __shfl_sync(kl_emu_mask mask, T var, int srcLane, int width = KL_EMU_W) {
     return kl_emu::from_bits<T>(kl_emu_warp(KL_EMU_W_SHFL_IDX, mask, kl_emu::to_bits(var), srcLane, width));
 }
 template <typename T>
-static inline T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = 32) {
+static inline T __shfl_up_sync(kl_emu_mask mask, T var, unsigned int delta, int width = KL_EMU_W) {
     return kl_emu::from_bits<T>(kl_emu_warp(KL_EMU_W_SHFL_UP, mask, kl_emu::to_bits(var), (int)delta, width));
 }
 template <typename T>
-static inline T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = 32) {
+static inline T __shfl_down_sync(kl_emu_mask mask, T var, unsigned int delta, int width = KL_EMU_W) {
     return kl_emu::from_bits<T>(kl_emu_warp(KL_EMU_W_SHFL_DOWN, mask, kl_emu::to_bits(var), (int)delta, width));
 }
 template <typename T>
-static inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {
+static inline T __shfl_xor_sync(kl_emu_mask mask, T var, int laneMask, int width = KL_EMU_W) {
     return kl_emu::from_bits<T>(kl_emu_warp(KL_EMU_W_SHFL_XOR, mask, kl_emu::to_bits(var), laneMask, width));
 }
-static inline unsigned __ballot_sync(unsigned mask, int pred) {
-    return (unsigned)kl_emu_warp(KL_EMU_W_BALLOT, mask, pred != 0, 0, 32);
+static inline kl_emu_mask __ballot_sync(kl_emu_mask mask, int pred) {
+    return (kl_emu_mask)kl_emu_warp(KL_EMU_W_BALLOT, mask, pred != 0, 0, KL_EMU_W);
 }
-static inline int __any_sync(unsigned mask, int pred) { return (int)kl_emu_warp(KL_EMU_W_ANY, mask, pred != 0, 0, 32); }
-static inline int __all_sync(unsigned mask, int pred) { return (int)kl_emu_warp(KL_EMU_W_ALL, mask, pred != 0, 0, 32); }
-static inline int __uni_sync(unsigned mask, int pred) { return (int)kl_emu_warp(KL_EMU_W_UNI, mask, pred != 0, 0, 32); }
+static inline int __any_sync(kl_emu_mask mask, int pred) { return (int)kl_emu_warp(KL_EMU_W_ANY, mask, pred != 0, 0, KL_EMU_W); }
+static inline int __all_sync(kl_emu_mask mask, int pred) { return (int)kl_emu_warp(KL_EMU_W_ALL, mask, pred != 0, 0, KL_EMU_W); }
+static inline int __uni_sync(kl_emu_mask mask, int pred) { return (int)kl_emu_warp(KL_EMU_W_UNI, mask, pred != 0, 0, KL_EMU_W); }
 template <typename T>
-static inline unsigned __match_any_sync(unsigned mask, T value) {
-    return (unsigned)kl_emu_warp(KL_EMU_W_MATCH_ANY, mask, kl_emu::to_bits(value), 0, 32);
+static inline kl_emu_mask __match_any_sync(kl_emu_mask mask, T value) {
+    return (kl_emu_mask)kl_emu_warp(KL_EMU_W_MATCH_ANY, mask, kl_emu::to_bits(value), 0, KL_EMU_W);
 }
 template <typename T>
-static inline unsigned __match_all_sync(unsigned mask, T value, int *pred) {
-    unsigned r = (unsigned)kl_emu_warp(KL_EMU_W_MATCH_ALL, mask, kl_emu::to_bits(value), 0, 32);
+static inline kl_emu_mask __match_all_sync(kl_emu_mask mask, T value, int *pred) {
+    kl_emu_mask r = (kl_emu_mask)kl_emu_warp(KL_EMU_W_MATCH_ALL, mask, kl_emu::to_bits(value), 0, KL_EMU_W);
     *pred = r != 0;
     return r;
 }
-static inline unsigned __reduce_add_sync(unsigned mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_ADD, mask, v, 0, 32); }
-static inline int __reduce_add_sync(unsigned mask, int v) { return (int)kl_emu_warp(KL_EMU_W_RED_ADD, mask, (unsigned)v, 0, 32); }
-static inline unsigned __reduce_min_sync(unsigned mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_MIN_U, mask, v, 0, 32); }
-static inline int __reduce_min_sync(unsigned mask, int v) { return (int)kl_emu_warp(KL_EMU_W_RED_MIN_S, mask, (unsigned)v, 0, 32); }
-static inline unsigned __reduce_max_sync(unsigned mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_MAX_U, mask, v, 0, 32); }
-static inline int __reduce_max_sync(unsigned mask, int v) { return (int)kl_emu_warp(KL_EMU_W_RED_MAX_S, mask, (unsigned)v, 0, 32); }
-static inline unsigned __reduce_and_sync(unsigned mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_AND, mask, v, 0, 32); }
-static inline unsigned __reduce_or_sync(unsigned mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_OR, mask, v, 0, 32); }
-static inline unsigned __reduce_xor_sync(unsigned mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_XOR, mask, v, 0, 32); }
+static inline unsigned __reduce_add_sync(kl_emu_mask mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_ADD, mask, v, 0, KL_EMU_W); }
+static inline int __reduce_add_sync(kl_emu_mask mask, int v) { return (int)kl_emu_warp(KL_EMU_W_RED_ADD, mask, (unsigned)v, 0, KL_EMU_W); }
+static inline unsigned __reduce_min_sync(kl_emu_mask mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_MIN_U, mask, v, 0, KL_EMU_W); }
+static inline int __reduce_min_sync(kl_emu_mask mask, int v) { return (int)kl_emu_warp(KL_EMU_W_RED_MIN_S, mask, (unsigned)v, 0, KL_EMU_W); }
+static inline unsigned __reduce_max_sync(kl_emu_mask mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_MAX_U, mask, v, 0, KL_EMU_W); }
+static inline int __reduce_max_sync(kl_emu_mask mask, int v) { return (int)kl_emu_warp(KL_EMU_W_RED_MAX_S, mask, (unsigned)v, 0, KL_EMU_W); }
+static inline unsigned __reduce_and_sync(kl_emu_mask mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_AND, mask, v, 0, KL_EMU_W); }
+static inline unsigned __reduce_or_sync(kl_emu_mask mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_OR, mask, v, 0, KL_EMU_W); }
+static inline unsigned __reduce_xor_sync(kl_emu_mask mask, unsigned v) { return (unsigned)kl_emu_warp(KL_EMU_W_RED_XOR, mask, v, 0, KL_EMU_W); }
+#undef KL_EMU_W
 
 // ---------------------------------------------------------------------------------------------
 // Atomics: device-wide (and system-wide: every emulated device shares the host's memory).
@@ -604,6 +625,6 @@ struct entry_of<void (*)(P...), f> {
 #define KL_EMU_ENTRY(name, types, ntypes, max_threads)                                             \
     {#name, &kl_emu::entry_of<decltype(&name), &name>::call,                                       \
      kl_emu::entry_of<decltype(&name), &name>::nparams, kl_emu::entry_of<decltype(&name), &name>::sizes, \
-     types, ntypes, max_threads}
+     types, ntypes, max_threads, KL_EMU_WARP_SIZE}
 
 #endif // KL_EMU_H

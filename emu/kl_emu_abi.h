@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KL_EMU_ABI_VERSION 1
+#define KL_EMU_ABI_VERSION 2
 
 /* The limits of the emulated device, the same as a recent NVIDIA GPU's. */
 #define KL_EMU_MAX_THREADS_PER_BLOCK 1024
@@ -42,6 +42,7 @@ typedef struct kl_emu_entry {
     const char *const *types;  /* ntypes C types as written in the source (for messages) */
     int ntypes;                /* equals nparams unless the source scanner was confused */
     int max_threads;           /* __launch_bounds__ maximum threads per block, 0 when none */
+    int warp_size;             /* lanes of a warp the kernel was compiled for: KL_EMU_WARP_SIZE */
 } kl_emu_entry;
 
 /* Status codes of kl_emu_launch. */

@@ -103,12 +103,17 @@ std::string strf(const char *fmt, ...) {
     return s;
 }
 
-std::string lanes_str(uint32_t m) {
+// Lane masks are 64-bit inside the runtime: a warp has 32 lanes, or 64 in a module built with
+// KL_EMU_WARP_SIZE=64 (--emu-warp 64, AMD's wave64); each kernel entry says which.
+typedef uint64_t lanemask;
+inline lanemask lane_bit(unsigned l) { return (lanemask)1 << l; }
+
+std::string lanes_str(lanemask m) {
     std::string s;
-    for (int l = 0; l < 32; l++) {
-        if (!(m & (1u << l))) continue;
+    for (int l = 0; l < 64; l++) {
+        if (!(m & lane_bit(l))) continue;
         int e = l;
-        while (e + 1 < 32 && (m & (1u << (e + 1)))) e++;
+        while (e + 1 < 64 && (m & lane_bit(e + 1))) e++;
         if (!s.empty()) s += ",";
         s += e > l ? strf("%d-%d", l, e) : strf("%d", l);
         l = e;
@@ -126,26 +131,26 @@ struct Fiber {
     FState state;
     uint8_t wait_op;
     int inst;
-    uint32_t wait_mask;
+    lanemask wait_mask;
 };
 static_assert(std::is_standard_layout<Fiber>::value, "Fiber must be standard layout");
 
 struct Coll { // one warp collective in progress
     bool complete;
     uint8_t cls, op;
-    uint32_t mask, arrived;
+    lanemask mask, arrived;
     int readers;
     kl_emu_warp_fn fn;
     uintptr_t site; // __activemask: the call site
-    uint64_t vals[32];
+    uint64_t vals[64];
 };
 
 struct WarpState {
-    uint32_t exist;  // lanes present in the block
-    uint32_t exited; // lanes that returned
-    uint32_t used;   // Coll slots in use
+    lanemask exist;  // lanes present in the block
+    lanemask exited; // lanes that returned
+    uint64_t used;   // Coll slots in use
     int active_pending; // open __activemask convergence points
-    Coll coll[32];
+    Coll coll[64];   // at most one open collective per lane
 };
 
 // The module's shared memory: its zero-initialised thread-local storage (.tbss), where every
@@ -176,6 +181,7 @@ struct Grid {
     dim3 gdim, bdim;
     uint64_t nblocks = 0;
     uint32_t nthreads = 0;
+    uint32_t warp = 32; // lanes of a warp: the kernel entry's KL_EMU_WARP_SIZE
     std::atomic<uint64_t> next{0};
     std::atomic<bool> cancel{false};
     std::vector<Worker *> workers;
@@ -350,14 +356,20 @@ void grid_fail(Grid *g, Worker *self, int code, const std::string &msg, uint64_t
 }
 
 // ---- barrier and collectives ----
+// A mask as the kernel wrote it: 8 hex digits for 32-lane warps, 16 for 64.
+std::string mask_str(const Worker *w, lanemask m) {
+    if (w->g->warp == 32) return strf("0x%08x", (unsigned)m);
+    return strf("0x%016llx", (unsigned long long)m);
+}
+
 void describe_waits(Worker *w, std::string &out) {
     // Group consecutive threads that wait at the same thing.
     auto desc = [&](const Fiber &f) -> std::string {
         switch (f.state) {
         case F_WAIT_BAR: return "wait at __syncthreads";
         case F_WAIT_WARP:
-            if (f.wait_op == KL_EMU_W_EXEC) return strf("wait at a warp-wide operation (mask 0x%08x)", f.wait_mask);
-            return strf("wait at %s (mask 0x%08x)", kOpNames[f.wait_op], f.wait_mask);
+            if (f.wait_op == KL_EMU_W_EXEC) return strf("wait at a warp-wide operation (mask %s)", mask_str(w, f.wait_mask).c_str());
+            return strf("wait at %s (mask %s)", kOpNames[f.wait_op], mask_str(w, f.wait_mask).c_str());
         case F_DONE: return "have returned";
         default: return "are ready";
         }
@@ -385,17 +397,17 @@ void describe_waits(Worker *w, std::string &out) {
 void active_check(Worker *w, unsigned warp, Fiber *self) {
     WarpState &ws = w->warps[warp];
     if (ws.active_pending == 0) return;
-    const int base = (int)warp * 32;
-    for (uint32_t m = ws.exist & ~ws.exited; m; m &= m - 1)
-        if (w->fibers[base + __builtin_ctz(m)].state == F_READY) return;
-    for (uint32_t u = ws.used; u; u &= u - 1) {
-        Coll &c = ws.coll[__builtin_ctz(u)];
+    const int base = (int)(warp * w->g->warp);
+    for (lanemask m = ws.exist & ~ws.exited; m; m &= m - 1)
+        if (w->fibers[base + __builtin_ctzll(m)].state == F_READY) return;
+    for (uint64_t u = ws.used; u; u &= u - 1) {
+        Coll &c = ws.coll[__builtin_ctzll(u)];
         if (c.complete || c.cls != C_ACTIVE) continue;
         c.complete = true;
-        c.readers = __builtin_popcount(c.arrived);
+        c.readers = __builtin_popcountll(c.arrived);
         ws.active_pending--;
-        for (uint32_t m = c.arrived; m; m &= m - 1) {
-            int l = __builtin_ctz(m);
+        for (lanemask m = c.arrived; m; m &= m - 1) {
+            int l = __builtin_ctzll(m);
             Fiber &o = w->fibers[base + l];
             if (&o == self) {
                 o.state = F_READY; // the caller goes on without switching
@@ -437,7 +449,7 @@ uint32_t bar_arrive(Worker *w, Fiber *f, int pred) {
     return w->bar_res;
 }
 
-uint64_t coll_result(const Coll &c, int op, unsigned lane, uint64_t val, int arg, int width) {
+uint64_t coll_result(const Coll &c, int op, unsigned lane, uint64_t val, int arg, int width, unsigned warp) {
     const unsigned wd = (unsigned)width;
     const unsigned base = lane & ~(wd - 1u);
     unsigned src = lane;
@@ -451,20 +463,20 @@ uint64_t coll_result(const Coll &c, int op, unsigned lane, uint64_t val, int arg
         break;
     default: break;
     }
-    uint32_t ballot = 0;
+    lanemask ballot = 0;
     switch (op) {
     case KL_EMU_W_SHFL_IDX:
     case KL_EMU_W_SHFL_UP:
     case KL_EMU_W_SHFL_DOWN:
     case KL_EMU_W_SHFL_XOR:
-        if (src >= 32 || !(c.mask & (1u << src))) return val; // reading an inactive lane: undefined on a GPU
+        if (src >= warp || !(c.mask & lane_bit(src))) return val; // reading an inactive lane: undefined on a GPU
         return c.vals[src];
     case KL_EMU_W_BALLOT:
     case KL_EMU_W_ANY:
     case KL_EMU_W_ALL:
     case KL_EMU_W_UNI:
-        for (int l = 0; l < 32; l++)
-            if ((c.mask & (1u << l)) && c.vals[l]) ballot |= 1u << l;
+        for (unsigned l = 0; l < warp; l++)
+            if ((c.mask & lane_bit(l)) && c.vals[l]) ballot |= lane_bit(l);
         if (op == KL_EMU_W_BALLOT) return ballot;
         if (op == KL_EMU_W_ANY) return ballot != 0;
         if (op == KL_EMU_W_ALL) return ballot == c.mask;
@@ -473,9 +485,9 @@ uint64_t coll_result(const Coll &c, int op, unsigned lane, uint64_t val, int arg
     case KL_EMU_W_EXEC: return 0;
     case KL_EMU_W_MATCH_ANY:
     case KL_EMU_W_MATCH_ALL: {
-        uint32_t m = 0;
-        for (int l = 0; l < 32; l++)
-            if ((c.mask & (1u << l)) && c.vals[l] == val) m |= 1u << l;
+        lanemask m = 0;
+        for (unsigned l = 0; l < warp; l++)
+            if ((c.mask & lane_bit(l)) && c.vals[l] == val) m |= lane_bit(l);
         if (op == KL_EMU_W_MATCH_ANY) return m;
         return m == c.mask ? c.mask : 0;
     }
@@ -485,8 +497,8 @@ uint64_t coll_result(const Coll &c, int op, unsigned lane, uint64_t val, int arg
     bool first = true;
     uint32_t ru = 0;
     int32_t rs = 0;
-    for (int l = 0; l < 32; l++) {
-        if (!(c.mask & (1u << l))) continue;
+    for (unsigned l = 0; l < warp; l++) {
+        if (!(c.mask & lane_bit(l))) continue;
         uint32_t u = (uint32_t)c.vals[l];
         int32_t s = (int32_t)u;
         if (first) {
@@ -510,45 +522,51 @@ uint64_t coll_result(const Coll &c, int op, unsigned lane, uint64_t val, int arg
     return ru;
 }
 
-uint64_t warp_op(Worker *w, Fiber *f, int op, uint32_t mask, uint64_t val, int arg, int width, kl_emu_warp_fn fn) {
+uint64_t warp_op(Worker *w, Fiber *f, int op, lanemask mask, uint64_t val, int arg, int width, kl_emu_warp_fn fn) {
     const unsigned lane = f->info.lane;
-    const uint32_t bit = 1u << lane;
+    const unsigned wsize = w->g->warp;
+    const lanemask bit = lane_bit(lane);
     WarpState &ws = w->warps[f->info.warp];
     const char *name = kOpNames[op];
     if (!(mask & bit))
         fail_self(w, KL_EMU_ERR_MISUSE,
-                  strf("thread %s (lane %u of warp %u) called %s with mask 0x%08x, which does not include the lane "
-                       "itself: the mask names the lanes that take part, the caller among them",
-                       tid_str(f).c_str(), lane, f->info.warp, name, mask));
-    if (class_of(op) == C_SHFL && (width < 1 || width > 32 || (width & (width - 1)) != 0))
+                  strf("thread %s (lane %u of warp %u) called %s with mask %s, which does not include the lane "
+                       "itself: the mask names the lanes that take part, the caller among them%s",
+                       tid_str(f).c_str(), lane, f->info.warp, name, mask_str(w, mask).c_str(),
+                       wsize > 32 && lane >= 32 ? strf(" (warps have %u lanes here: a 32-bit mask such as 0xffffffff "
+                                                       "leaves out lanes 32-63; use KL_FULL_MASK and kl_lanemask_t)",
+                                                       wsize).c_str()
+                                                : ""));
+    if (class_of(op) == C_SHFL && (width < 1 || width > (int)wsize || (width & (width - 1)) != 0))
         fail_self(w, KL_EMU_ERR_MISUSE,
-                  strf("thread %s called %s with width %d: the width must be a power of two from 1 to 32",
-                       tid_str(f).c_str(), name, width));
-    const uint32_t eff = mask & ws.exist;
+                  strf("thread %s called %s with width %d: the width must be a power of two from 1 to %u",
+                       tid_str(f).c_str(), name, width, wsize));
+    const lanemask eff = mask & ws.exist;
     if (eff & ws.exited)
         fail_self(w, KL_EMU_ERR_DIVERGENCE,
-                  strf("warp divergence: thread %s (lane %u of warp %u) called %s with mask 0x%08x, but lane(s) %s "
+                  strf("warp divergence: thread %s (lane %u of warp %u) called %s with mask %s, but lane(s) %s "
                        "of the mask have returned and can never take part",
-                       tid_str(f).c_str(), lane, f->info.warp, name, mask, lanes_str(eff & ws.exited).c_str()));
+                       tid_str(f).c_str(), lane, f->info.warp, name, mask_str(w, mask).c_str(),
+                       lanes_str(eff & ws.exited).c_str()));
     const uint8_t cls = (uint8_t)class_of(op);
     int slot = -1;
-    for (uint32_t u = ws.used; u; u &= u - 1) {
-        int s = __builtin_ctz(u);
+    for (uint64_t u = ws.used; u; u &= u - 1) {
+        int s = __builtin_ctzll(u);
         Coll &c = ws.coll[s];
         if (!c.complete && c.cls != C_ACTIVE && c.mask == eff && !(c.arrived & bit)) {
             if (c.cls != cls)
                 fail_self(w, KL_EMU_ERR_MISUSE,
                           strf("warp divergence: lanes of warp %u called different warp operations with the same "
-                               "mask 0x%08x at the same time (%s and %s)",
-                               f->info.warp, eff, kOpNames[c.op], name));
+                               "mask %s at the same time (%s and %s)",
+                               f->info.warp, mask_str(w, eff).c_str(), kOpNames[c.op], name));
             slot = s;
             break;
         }
     }
     if (slot < 0) {
-        uint32_t freeb = ~ws.used;
-        slot = __builtin_ctz(freeb); // at most 32 lanes, so at most 32 open collectives
-        ws.used |= 1u << slot;
+        uint64_t freeb = ~ws.used;
+        slot = __builtin_ctzll(freeb); // at most 64 lanes, so at most 64 open collectives
+        ws.used |= (uint64_t)1 << slot;
         Coll &c = ws.coll[slot];
         c.complete = false;
         c.cls = cls;
@@ -563,14 +581,14 @@ uint64_t warp_op(Worker *w, Fiber *f, int op, uint32_t mask, uint64_t val, int a
     c.arrived |= bit;
     if (c.arrived == eff) {
         c.complete = true;
-        c.readers = __builtin_popcount(eff);
+        c.readers = __builtin_popcountll(eff);
         if (c.cls == C_EXEC && c.fn) {
             static_assert(sizeof(void *) == sizeof(uint64_t), "64-bit pointers");
             c.fn(reinterpret_cast<void *const *>(c.vals), eff);
         }
-        const int base = (int)f->info.warp * 32;
-        for (uint32_t m = eff & ~bit; m; m &= m - 1) {
-            int l = __builtin_ctz(m);
+        const int base = (int)(f->info.warp * wsize);
+        for (lanemask m = eff & ~bit; m; m &= m - 1) {
+            int l = __builtin_ctzll(m);
             Fiber &o = w->fibers[base + l];
             o.state = F_READY;
             rq_push(w, base + l);
@@ -583,8 +601,8 @@ uint64_t warp_op(Worker *w, Fiber *f, int op, uint32_t mask, uint64_t val, int a
         active_check(w, f->info.warp, f);
         suspend(w);
     }
-    uint64_t r = coll_result(c, op, lane, val, arg, width);
-    if (--c.readers == 0) ws.used &= ~(1u << slot);
+    uint64_t r = coll_result(c, op, lane, val, arg, width, wsize);
+    if (--c.readers == 0) ws.used &= ~((uint64_t)1 << slot);
     return r;
 }
 
@@ -594,7 +612,7 @@ bool fiber_exit(Worker *w, Fiber *f) {
     w->done++;
     w->exited++;
     WarpState &ws = w->warps[f->info.warp];
-    const uint32_t bit = 1u << f->info.lane;
+    const lanemask bit = lane_bit(f->info.lane);
     ws.exited |= bit;
     if (w->bar_count > 0) {
         w->block_err = KL_EMU_ERR_DIVERGENCE;
@@ -605,14 +623,14 @@ bool fiber_exit(Worker *w, Fiber *f) {
         return false;
     }
     active_check(w, f->info.warp, f);
-    for (uint32_t u = ws.used; u; u &= u - 1) {
-        const Coll &c = ws.coll[__builtin_ctz(u)];
+    for (uint64_t u = ws.used; u; u &= u - 1) {
+        const Coll &c = ws.coll[__builtin_ctzll(u)];
         if (!c.complete && c.cls != C_ACTIVE && (c.mask & bit) && !(c.arrived & bit)) {
             w->block_err = KL_EMU_ERR_DIVERGENCE;
             w->block_msg = strf("warp divergence: thread %s (lane %u of warp %u) returned while lane(s) %s wait for "
-                                "it at %s (mask 0x%08x)",
+                                "it at %s (mask %s)",
                                 tid_str(f).c_str(), f->info.lane, f->info.warp, lanes_str(c.arrived).c_str(),
-                                kOpNames[c.op], c.mask);
+                                kOpNames[c.op], mask_str(w, c.mask).c_str());
             return false;
         }
     }
@@ -657,7 +675,7 @@ bool prepare_stacks(Worker *w, uint32_t n) {
         w->fibers.resize(KL_EMU_MAX_THREADS_PER_BLOCK);
         w->rq.resize(KL_EMU_MAX_THREADS_PER_BLOCK);
         w->bar_waiters.reserve(KL_EMU_MAX_THREADS_PER_BLOCK);
-        w->warps.resize(KL_EMU_MAX_THREADS_PER_BLOCK / 32);
+        w->warps.resize(KL_EMU_MAX_THREADS_PER_BLOCK / 32); // enough for the narrowest warps
     }
     while (w->stacks_prepared < n) {
         // The lowest page of each fiber's stack is a guard: an overflow faults instead of
@@ -748,11 +766,12 @@ void run_block(Worker *w, Grid *g, uint64_t b) {
     w->rq_head = w->rq_len = 0;
     w->block_err = 0;
     w->block_msg.clear();
-    const uint32_t nwarps = (n + 31) / 32;
+    const uint32_t W = g->warp;
+    const uint32_t nwarps = (n + W - 1) / W;
     for (uint32_t i = 0; i < nwarps; i++) {
         WarpState &ws = w->warps[i];
-        uint32_t lanes = n - i * 32 >= 32 ? 32 : n - i * 32;
-        ws.exist = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u);
+        uint32_t lanes = n - i * W >= W ? W : n - i * W;
+        ws.exist = lanes == 64 ? ~(lanemask)0 : lane_bit(lanes) - 1;
         ws.exited = 0;
         ws.used = 0;
         ws.active_pending = 0;
@@ -761,8 +780,8 @@ void run_block(Worker *w, Grid *g, uint64_t b) {
         Fiber &f = w->fibers[i];
         f.info.tid = uint3{i % bd.x, (i / bd.x) % bd.y, i / (bd.x * bd.y)};
         f.info.blk = &w->binfo;
-        f.info.lane = i & 31u;
-        f.info.warp = i >> 5;
+        f.info.lane = i % W;
+        f.info.warp = i / W;
         f.info.linear = i;
         f.info.ticks = 0;
         f.w = w;
@@ -1020,7 +1039,7 @@ int kl_emu_syncthreads_op(int op, int pred) {
     }
 }
 
-uint64_t kl_emu_warp(int op, uint32_t mask, uint64_t val, int arg, int width) {
+uint64_t kl_emu_warp(int op, uint64_t mask, uint64_t val, int arg, int width) {
     Fiber *f = cur_fiber();
     Worker *w = f->w;
     RtScope rt(w);
@@ -1028,25 +1047,25 @@ uint64_t kl_emu_warp(int op, uint32_t mask, uint64_t val, int arg, int width) {
     return warp_op(w, f, op, mask, val, arg, width, nullptr);
 }
 
-void kl_emu_warp_exec(uint32_t mask, void *mine, kl_emu_warp_fn fn, const char *what) {
+void kl_emu_warp_exec(uint64_t mask, void *mine, kl_emu_warp_fn fn, const char *what) {
     (void)what;
     Fiber *f = cur_fiber();
     Worker *w = f->w;
     RtScope rt(w);
-    warp_op(w, f, KL_EMU_W_EXEC, mask, reinterpret_cast<uint64_t>(mine), 0, 32, fn);
+    warp_op(w, f, KL_EMU_W_EXEC, mask, reinterpret_cast<uint64_t>(mine), 0, (int)w->g->warp, fn);
 }
 
-uint32_t kl_emu_activemask(void) {
+uint64_t kl_emu_activemask(void) {
     const uintptr_t site = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
     Fiber *f = cur_fiber();
     Worker *w = f->w;
     RtScope rt(w);
     const unsigned lane = f->info.lane;
-    const uint32_t bit = 1u << lane;
+    const lanemask bit = lane_bit(lane);
     WarpState &ws = w->warps[f->info.warp];
     int slot = -1;
-    for (uint32_t u = ws.used; u; u &= u - 1) {
-        int s = __builtin_ctz(u);
+    for (uint64_t u = ws.used; u; u &= u - 1) {
+        int s = __builtin_ctzll(u);
         const Coll &c = ws.coll[s];
         if (!c.complete && c.cls == C_ACTIVE && c.site == site && !(c.arrived & bit)) {
             slot = s;
@@ -1054,8 +1073,8 @@ uint32_t kl_emu_activemask(void) {
         }
     }
     if (slot < 0) {
-        slot = __builtin_ctz(~ws.used);
-        ws.used |= 1u << slot;
+        slot = __builtin_ctzll(~ws.used);
+        ws.used |= (uint64_t)1 << slot;
         Coll &c = ws.coll[slot];
         c.complete = false;
         c.cls = C_ACTIVE;
@@ -1075,8 +1094,8 @@ uint32_t kl_emu_activemask(void) {
     f->wait_mask = c.mask;
     active_check(w, f->info.warp, f);
     if (f->state != F_READY) suspend(w); // else completed by this lane's own arrival
-    const uint32_t r = c.arrived;
-    if (--c.readers == 0) ws.used &= ~(1u << slot);
+    const lanemask r = c.arrived;
+    if (--c.readers == 0) ws.used &= ~((uint64_t)1 << slot);
     return r;
 }
 
@@ -1263,8 +1282,13 @@ KL_EMU_EXPORT int kl_emu_launch(kl_emu_launch_params *p) {
                         p->block[0], p->block[1], p->block[2], p->shared_bytes));
         return KL_EMU_ERR_INVALID;
     }
+    if (e->warp_size != 32 && e->warp_size != 64) {
+        set_msg(p, strf("kernel %s was built for %d-lane warps: the emulator runs 32 or 64", e->name, e->warp_size));
+        return KL_EMU_ERR_INVALID;
+    }
     auto g = std::make_shared<Grid>();
     g->seq = ++g_seq;
+    g->warp = (uint32_t)e->warp_size;
     g->entry = e;
     g->shared = shared_image_of(e);
     g->sched = schedule_setting();

@@ -80,6 +80,10 @@ inline void check_ldm(unsigned ldm, size_t elem, const char *what) {
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 class fragment {
     static_assert(detail::valid_shape<M, N, K>::value, "wmma shape not supported (m16n16k16, m32n8k16, m8n32k16, m16n16k8 for tf32)");
+    // The fragments are NVIDIA's: spread over 32 lanes. AMD's counterpart (rocWMMA over MFMA)
+    // spreads them over 64, so a wmma kernel is NVIDIA-only and does not build with --emu-warp 64.
+    static_assert(sizeof(T) > 0 && KL_EMU_WARP_SIZE == 32,
+                  "nvcuda::wmma needs 32-lane warps: this kernel is NVIDIA-only (needs: [nvidia] in lab.yaml)");
 
   public:
     using element_type = typename detail::storage<T>::type;
@@ -152,7 +156,7 @@ template <> inline int conv<int, unsigned char>(unsigned char v) { return v; }
 template <> inline int conv<int, int>(int v) { return v; }
 
 template <int M, int N, int K, typename TA, typename TB, typename TC, typename TD, typename LA, typename LB>
-void mma_exec(void *const *lanes, uint32_t mask) {
+void mma_exec(void *const *lanes, uint64_t mask) {
     using FA = fragment<matrix_a, M, N, K, TA, LA>;
     using FB = fragment<matrix_b, M, N, K, TB, LB>;
     using FC = fragment<accumulator, M, N, K, TC, void>;
@@ -163,7 +167,7 @@ void mma_exec(void *const *lanes, uint32_t mask) {
     Acc A[M * K] = {}, B[K * N] = {}, C[M * N] = {};
     for (int l = 0; l < 32; l++) {
         const Args *g = static_cast<const Args *>(lanes[l]);
-        if (!(mask & (1u << l)) || g == nullptr) continue;
+        if (!(mask & ((uint64_t)1 << l)) || g == nullptr) continue;
         for (int i = 0; i < FA::num_elements; i++) {
             Acc v = conv<Acc>(g->a->x[i]);
             if (tf32) v = (Acc)tf32_trunc((float)v);
@@ -185,7 +189,7 @@ void mma_exec(void *const *lanes, uint32_t mask) {
         }
     for (int l = 0; l < 32; l++) {
         const Args *g = static_cast<const Args *>(lanes[l]);
-        if (!(mask & (1u << l)) || g == nullptr) continue;
+        if (!(mask & ((uint64_t)1 << l)) || g == nullptr) continue;
         for (int i = 0; i < FD::num_elements; i++) g->d->x[i] = typename FD::element_type(D[l * FD::num_elements + i]);
     }
 }

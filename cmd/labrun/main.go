@@ -51,6 +51,8 @@ Usage:
   labrun profile NN [--variant V] [--problem P]
                              profile variants under Nsight Compute (ncu): throughput, occupancy,
                              stalls, bank conflicts, cache hit rates, in NN_*.profile.json
+  labrun hip-check [LAB...]  compile every portable kernel (no needs: [nvidia]) for AMD GPUs:
+                             gfx90a with hipcc, gfx942 with clang-19 (device code, nothing runs)
   labrun compare OLD NEW     compare two results files (or a file and a fresh run of a lab):
                              ratios per variant and problem, changes within the noise marked ~
   labrun help [COMMAND]      show help
@@ -106,6 +108,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdGrade(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr)
+	case "hip-check":
+		return cmdHIPCheck(rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
 		return cmdRun(args, stdout, stderr)

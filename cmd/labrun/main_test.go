@@ -157,6 +157,22 @@ func TestEmuDevicesFlag(t *testing.T) {
 	assert.Contains(t, stderr, "give at least 1")
 }
 
+func TestEmuWarpFlag(t *testing.T) {
+	course(t, demo)
+	code, _, stderr := runCLI("07", "--emu-warp", "48", "--backend", "emu")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "32 lanes (NVIDIA) or 64")
+}
+
+func TestHIPCheckFlags(t *testing.T) {
+	code, _, stderr := runCLI("hip-check", "--targets", "gfx1100")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "known: gfx90a, gfx942")
+	code, _, stderr = runCLI("hip-check", "--jobs", "0")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "give at least 1")
+}
+
 func TestFlagsOnBothSidesOfTheLab(t *testing.T) {
 	course(t, demo)
 	// --backend after the lab name is parsed even when a flag comes first.

@@ -62,6 +62,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	noSave := fs.Bool("no-save", false, "do not write the results file")
 	record := fs.Bool("record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
 	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
+	emuWarp := fs.Int("emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
 	noExercises := fs.Bool("no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
 	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
@@ -123,6 +124,18 @@ Flags:
 		}
 		// The worker processes inherit the setting through the environment.
 		os.Setenv(emu.EnvDevices, strconv.Itoa(*emuDevices))
+	}
+	if *emuWarp != 0 {
+		if *emuWarp != 32 && *emuWarp != 64 {
+			fmt.Fprintf(stderr, "labrun run: --emu-warp %d: an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)\n", *emuWarp)
+			return exitUsage
+		}
+		os.Setenv(emu.EnvWarp, strconv.Itoa(*emuWarp))
+	}
+	if w, err := emu.WarpSize(); err == nil && w != 32 && !*noSave && *backend != "cuda" {
+		// results/emulator holds the default (32-lane) runs; a wave64 run checks portability.
+		fmt.Fprintf(stderr, "labrun run: %d-lane warps: the results are not saved (results/ holds 32-lane runs)\n", w)
+		*noSave = true
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })

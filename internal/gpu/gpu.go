@@ -4,6 +4,48 @@
 //
 // The API is deliberately small and close to the CUDA driver API, so that a student who reads a
 // lab driver recognises every call: Malloc, Memcpy, LoadModule, Launch, EventRecord.
+//
+// # A HIP backend: what it adds and where it plugs in
+//
+// There is no HIP backend yet: nothing below has run on an AMD GPU. What exists is the kernel
+// side: labs/common/kl.cuh maps warps, lane masks, collectives, atomics, acquire/release, bf16
+// and launch bounds for HIP; `labrun hip-check` compiles every portable kernel (variants without
+// needs: [nvidia]) for gfx90a and gfx942 (internal/toolchain's HIPTargets); and the emulator runs
+// them with 64-lane warps (--emu-warp 64). A backend "hip" (package internal/gpu/hip, registered
+// with Register("hip", ...) from init; autoOrder already tries it after "cuda") adds:
+//
+//   - The HIP runtime through dlopen: libamdhip64.so.N opened at run time by a C shim, as
+//     internal/gpu/cuda opens libcuda.so.1, so that labrun builds and its tests run with no ROCm
+//     installed. Backend.DeviceCount/Describe/Open map to hipGetDeviceCount, hipGetDeviceProperties
+//     (DeviceInfo: CUs as SMs, warpSize 64, sharedMemPerBlock, and gcnArchName such as gfx942,
+//     which DeviceInfo has no field for yet: Arch() returns sm_XY today and would return the gfx
+//     name, the compile target the engine passes to the builder). One HIP context per device
+//     (hipSetDevice per call, in the shim, as the CUDA shim sets the context).
+//   - Code objects: Toolchain() returns "hipcc", a Builder registered with
+//     toolchain.RegisterBuilder("hipcc", ...) compiles a kernel file with
+//     --offload-arch=<gfx name> --cuda-device-only into a code object (the gfx90a command of
+//     toolchain.CompileHIP, cached like BuildCUDA's cubins), and Device.LoadModule loads it with
+//     hipModuleLoad; Module.Kernel is hipModuleGetFunction, Kernel.LaunchPacked is
+//     hipModuleLaunchKernel with the packed arguments, Kernel.Attrs is hipFuncGetAttribute, and
+//     SetMaxDynamicShared is hipFuncSetAttribute. Streams and events are hipStream_t and
+//     hipEvent_t behind Stream and Event, unchanged for the drivers.
+//   - Baselines: BLASProvider with rocBLAS (rocblas_sgemm, rocblas_gemm_ex for bf16 in, fp32
+//     accumulation), LtBLAS with hipBLASLt (hipblasLtMatmul, heuristic algorithm), GroupedBLAS
+//     with hipBLASLt's grouped GEMM; CommunicatorProvider with RCCL (librccl.so, NCCL's API: the
+//     calls of internal/gpu/cuda's nccl.go with another library name). The lab.yaml needs cublas
+//     and nccl would then mean "the backend's BLAS" and "its collectives library" (the engine's
+//     skipReason and labrun doctor probe rocBLAS and RCCL on a HIP device).
+//   - Peer memory: CanAccessPeer and EnablePeerAccess map to hipDeviceCanAccessPeer and
+//     hipDeviceEnablePeerAccess (xGMI / Infinity Fabric between the GPUs of a node). Buffers that
+//     one GPU writes while a kernel on another polls them (labs 04 and 05: flags and the rows
+//     they guard) must be fine-grained memory, hipExtMallocWithFlags(hipDeviceMallocFinegrained):
+//     coarse-grained memory, what hipMalloc returns, is made coherent only at kernel boundaries.
+//     Device.Malloc would allocate fine-grained on devices that have peer access enabled, or the
+//     API gains a flag for peer buffers that the collective drivers pass.
+//   - Not provided: TensorMapEncoder (TMA) and everything NVIDIA-only; the engine skips variants
+//     with needs: [nvidia] on it (skipReason), as the emulator does with 64-lane warps. Lab 03's
+//     timelines would scale kl_globaltimer_ns (wall_clock64 ticks) by
+//     hipDeviceAttributeWallClockRate.
 package gpu
 
 import (

@@ -22,6 +22,15 @@ type buildItem struct {
 	variants []*Variant // variants that fail when the file does not compile
 }
 
+// warpFlags build the emulator's kernels for its warp width (internal/gpu/emu.WarpBuildFlags:
+// nothing for 32 lanes, -DKL_EMU_WARP_SIZE=64 for wave64), so that the modules match the device.
+func (r *runner) warpFlags() []string {
+	if !r.info.Emulated || r.info.WarpSize == 0 || r.info.WarpSize == 32 {
+		return nil
+	}
+	return []string{fmt.Sprintf("-DKL_EMU_WARP_SIZE=%d", r.info.WarpSize)}
+}
+
 // build compiles every kernel file the run needs, once per file, flags and target, in parallel.
 // It returns the images by "file:entry" and failed entries for variants whose kernel did not
 // compile.
@@ -77,7 +86,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				Source:      filepath.Join(r.man.Dir, it.file),
 				IncludeDirs: []string{filepath.Join(r.o.Root, "labs", "common"), r.man.Dir},
 				Arch:        it.arch,
-				Flags:       it.flags,
+				Flags:       append(append([]string{}, it.flags...), r.warpFlags()...),
 			}
 			if sub, ok := r.o.Files[it.file]; ok {
 				// A submission is built hermetically: alone, with only the shared headers

@@ -452,6 +452,9 @@ func (r *runner) skipReason(needs []string, emuSkip string) string {
 		switch {
 		case n == "gpu" && r.info.Emulated:
 			return "needs a GPU (the emulator runs plain CUDA only)"
+		case n == NeedNVIDIA && r.info.Emulated && r.info.WarpSize != 32:
+			return fmt.Sprintf("NVIDIA-only (32-lane warps, wmma or PTX): not run with %d-lane warps (--emu-warp %d)",
+				r.info.WarpSize, r.info.WarpSize)
 		case n == "cublas" && r.info.Emulated:
 			return "needs cuBLAS, which exists on NVIDIA GPUs only"
 		case n == "nccl" && r.info.Emulated:

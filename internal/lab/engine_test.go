@@ -54,7 +54,7 @@ suites:
       - {name: hang, file: k.cu, entry: scale_hang}
       - {name: sticky, file: k.cu, entry: scale_sticky}
       - {name: after, file: k.cu, entry: scale_good}
-      - {name: hopper, file: k.cu, entry: scale_good, needs: [sm_90a]}
+      - {name: hopper, file: k.cu, entry: scale_good, needs: [nvidia, sm_90a]}
       - {name: gpuonly, file: k.cu, entry: scale_good, emu_skip: "uses inline PTX"}
     problems:
       gpu: [{name: small, n: 1000, quick: true}, {name: big, n: 4Ki}, {name: huge, n: 2Mi}]
@@ -323,6 +323,30 @@ func TestSkipReasons(t *testing.T) {
 	r.info = gpu.DeviceInfo{ComputeMajor: 9}
 	assert.Contains(t, r.skipReason([]string{"nccl"}, ""), "not installed here", "this machine has no libnccl")
 	assert.Equal(t, "sm_90a", (&runner{info: gpu.DeviceInfo{ComputeMajor: 9}}).archFor([]string{"sm_90a"}))
+}
+
+// With 64-lane warps the emulator skips NVIDIA-only kernels and builds the rest for wave64.
+func TestWave64SkipsNVIDIAOnlyAndBuildsForIt(t *testing.T) {
+	for _, tc := range []struct {
+		info  gpu.DeviceInfo
+		needs []string
+		skip  string
+		flags []string
+	}{
+		{gpu.DeviceInfo{Emulated: true, WarpSize: 32}, []string{NeedNVIDIA}, "", nil},
+		{gpu.DeviceInfo{Emulated: true, WarpSize: 64}, []string{NeedNVIDIA}, "not run with 64-lane warps (--emu-warp 64)", []string{"-DKL_EMU_WARP_SIZE=64"}},
+		{gpu.DeviceInfo{Emulated: true, WarpSize: 64}, nil, "", []string{"-DKL_EMU_WARP_SIZE=64"}},
+		{gpu.DeviceInfo{ComputeMajor: 9, WarpSize: 32}, []string{NeedNVIDIA, "sm_90a"}, "", nil},
+	} {
+		r := &runner{info: tc.info}
+		why := r.skipReason(tc.needs, "")
+		if tc.skip == "" {
+			assert.Empty(t, why, "%+v %v", tc.info, tc.needs)
+		} else {
+			assert.Contains(t, why, tc.skip, "%+v %v", tc.info, tc.needs)
+		}
+		assert.Equal(t, tc.flags, r.warpFlags(), "%+v", tc.info)
+	}
 }
 
 func TestEmulatorRunsStayOutOfTheTrackedResults(t *testing.T) {

@@ -43,7 +43,7 @@ suites:
       - {name: hang, file: k.cu, entry: scale_hang}
       - {name: crash, file: k.cu, entry: scale_crash}
       - {name: sticky, file: k.cu, entry: scale_sticky}
-      - {name: hopper, file: k.cu, entry: scale_good, needs: [sm_99]}
+      - {name: hopper, file: k.cu, entry: scale_good, needs: [nvidia, sm_99]}
     problems:
       gpu: [{name: small, n: 1000}]
       grade: [{name: one, n: 1}, {name: odd, n: 37}]

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ type Variant struct {
 	File    string           `yaml:"file"`     // kernel file, relative to the lab directory
 	Entry   string           `yaml:"entry"`    // extern "C" kernel name in File
 	Library string           `yaml:"library"`  // a vendor call instead of a kernel ("cublas_sgemm")
-	Needs   []string         `yaml:"needs"`    // requirements: "sm_90a", "sm_80", "cublas", "gpu"
+	Needs   []string         `yaml:"needs"`    // requirements: "nvidia", "sm_90a", "sm_80", "cublas", "nccl", "gpu"
 	EmuSkip string           `yaml:"emu_skip"` // why the emulator cannot run it (e.g. inline PTX)
 	Params  map[string]int64 `yaml:"params"`   // launch parameters the driver reads (block size...)
 	Flags   []string         `yaml:"flags"`    // extra compiler flags for File
@@ -73,9 +74,10 @@ type Variant struct {
 
 // HelperKernel is a kernel file and entry that the engine builds and loads for the driver.
 type HelperKernel struct {
-	File    string `yaml:"file"`
-	Entry   string `yaml:"entry"`
-	EmuSkip string `yaml:"emu_skip"`
+	File    string   `yaml:"file"`
+	Entry   string   `yaml:"entry"`
+	Needs   []string `yaml:"needs"` // as a variant's: [nvidia] for an NVIDIA-only helper
+	EmuSkip string   `yaml:"emu_skip"`
 }
 
 // ProblemSet holds the problems of a suite for each use.
@@ -196,6 +198,53 @@ func (v *Variant) Key() string {
 
 // IsKernel reports whether the variant is a kernel of the lab (not a library call).
 func (v *Variant) IsKernel() bool { return v.File != "" }
+
+// NeedNVIDIA marks a kernel that compiles for NVIDIA GPUs only (inline PTX, wmma, TMA, wgmma,
+// mbarrier, clusters, 32-lane warps): it is not compiled for AMD GPUs (labrun hip-check) and not
+// run with 64-lane warps on the emulator. Every other kernel is portable: kl.cuh's layer only.
+const NeedNVIDIA = "nvidia"
+
+// Portable reports whether the variant is a kernel that compiles for both vendors.
+func (v *Variant) Portable() bool { return v.IsKernel() && !slices.Contains(v.Needs, NeedNVIDIA) }
+
+// KernelBuild is one kernel file of a lab as it is compiled: its flags and the entries in it.
+type KernelBuild struct {
+	File    string   // relative to the lab directory
+	Flags   []string // the variants' extra compiler flags
+	Entries []string // extern "C" kernels that variants or helpers use
+}
+
+// PortableKernels lists the lab's portable kernel files (variants and helpers without
+// needs: [nvidia]), once per file and flags, in manifest order.
+func (m *Manifest) PortableKernels() []KernelBuild {
+	var out []KernelBuild
+	index := map[string]int{}
+	add := func(file, entry string, flags []string) {
+		key := file + "|" + strings.Join(flags, " ")
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, KernelBuild{File: file, Flags: flags})
+		}
+		if !slices.Contains(out[i].Entries, entry) {
+			out[i].Entries = append(out[i].Entries, entry)
+		}
+	}
+	for _, h := range m.Helpers {
+		if !slices.Contains(h.Needs, NeedNVIDIA) {
+			add(h.File, h.Entry, nil)
+		}
+	}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if v.Portable() {
+				add(v.File, v.Entry, v.Flags)
+			}
+		}
+	}
+	return out
+}
 
 // ManifestError is a problem in a lab.yaml, located by file and line.
 type ManifestError struct {
@@ -363,6 +412,7 @@ func (m *Manifest) validate() error {
 				}
 			}
 			seenVar[v.Name] = true
+			errs = append(errs, m.validateNeeds(v.line, "variant "+v.Name, v.Needs)...)
 		}
 		if s.Baseline != "" && s.Variant(s.Baseline) == nil {
 			errs = append(errs, m.errAt(s.line, "suite %s: baseline %q is not one of its variants", s.Name, s.Baseline))
@@ -374,9 +424,32 @@ func (m *Manifest) validate() error {
 		} else if _, err := os.Stat(filepath.Join(m.Dir, h.File)); err != nil {
 			errs = append(errs, m.errAt(1, "helper kernel file %s not found in %s", h.File, m.Dir))
 		}
+		errs = append(errs, m.validateNeeds(1, "helper "+h.Entry, h.Needs)...)
 	}
 	errs = append(errs, m.validateGrading()...)
 	return errors.Join(errs...)
+}
+
+var smNeedRE = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
+
+// validateNeeds checks a variant's or helper's needs: known words only, and an NVIDIA
+// architecture (sm_80, sm_90a) only together with nvidia, so that every kernel that needs NVIDIA
+// hardware is left out of the HIP check and of wave64 runs.
+func (m *Manifest) validateNeeds(line int, what string, needs []string) []error {
+	var errs []error
+	for _, n := range needs {
+		switch {
+		case n == "gpu" || n == "cublas" || n == "nccl" || n == NeedNVIDIA:
+		case smNeedRE.MatchString(n):
+			if !slices.Contains(needs, NeedNVIDIA) {
+				errs = append(errs, m.errAt(line, "%s: needs %s, an NVIDIA architecture: add nvidia to its needs "+
+					"(the kernel is NVIDIA-only; the chapter says what the AMD equivalent is)", what, n))
+			}
+		default:
+			errs = append(errs, m.errAt(line, "%s: unknown need %q (known: nvidia, gpu, cublas, nccl, sm_NN such as sm_80 or sm_90a)", what, n))
+		}
+	}
+	return errs
 }
 
 // Suite finds a suite by name.

@@ -3,6 +3,7 @@ package lab
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +45,10 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 		{"bad size", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 12XB}]}\n    variants: [{name: v, library: x}]\n",
 			"12XB", 6},
 		{"no title", "id: \"01\"\nsuites: []\n", "title needs both en and zh", 1},
+		{"unknown need", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants:\n      - {name: v, library: x, needs: [amd]}\n",
+			"unknown need \"amd\"", 8},
+		{"NVIDIA architecture without nvidia", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants:\n      - {name: v, library: x, needs: [gpu, sm_90a]}\n",
+			"add nvidia to its needs", 8},
 		// Strict keys: a typo anywhere is an error at its line that lists the allowed keys.
 		{"unknown top-level key", "id: \"01\"\ntitle: {en: a, zh: b}\ntimout: 5s\n",
 			"unknown key \"timout\" in lab.yaml; the keys allowed there are: devices, grading, helpers, id, ", 3},
@@ -112,6 +117,69 @@ func TestFindRoot(t *testing.T) {
 	assert.Equal(t, root, got)
 	_, err = FindRoot(t.TempDir())
 	assert.ErrorContains(t, err, "not inside the course folder")
+}
+
+func TestPortableKernels(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.cu", "b.cu", "h.cu", "ptx.cu"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("// kernel\n"), 0o644))
+	}
+	body := `id: "01"
+title: {en: a, zh: b}
+helpers:
+  - {file: h.cu, entry: fill}
+  - {file: ptx.cu, entry: probe, needs: [nvidia]}
+suites:
+  - name: s
+    metric: us
+    problems: {gpu: [{n: 1}]}
+    variants:
+      - {name: lib, library: x, needs: [cublas]}
+      - {name: a1, file: a.cu, entry: ka}
+      - {name: a2, file: a.cu, entry: kb}
+      - {name: a3, file: a.cu, entry: ka, flags: ["-DX"]}
+      - {name: b, file: b.cu, entry: kb, needs: [gpu]}
+      - {name: p, file: ptx.cu, entry: kp, needs: [nvidia, sm_80]}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(body), 0o644))
+	m, err := LoadManifest(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []KernelBuild{
+		{File: "h.cu", Entries: []string{"fill"}},
+		{File: "a.cu", Entries: []string{"ka", "kb"}},
+		{File: "a.cu", Flags: []string{"-DX"}, Entries: []string{"ka"}},
+		{File: "b.cu", Entries: []string{"kb"}},
+	}, m.PortableKernels())
+	assert.False(t, m.Suite("s").Variant("p").Portable())
+	assert.False(t, m.Suite("s").Variant("lib").Portable())
+}
+
+// The course's promise (issue 21): every fp32 kernel of labs 01-03 and every kernel of lab 04 is
+// portable, so labrun hip-check compiles it for AMD GPUs and CI runs it with 64-lane warps; and
+// no kernel that the emulator skips for its inline PTX is marked portable.
+func TestCourseKernelsArePortable(t *testing.T) {
+	root, err := FindRoot(".")
+	require.NoError(t, err)
+	dirs, err := LabDirs(root)
+	require.NoError(t, err)
+	for _, d := range dirs {
+		m, err := LoadManifest(filepath.Join(root, "labs", d))
+		require.NoError(t, err)
+		for _, s := range m.Suites {
+			for _, v := range s.Variants {
+				if !v.IsKernel() {
+					continue
+				}
+				if strings.Contains(v.EmuSkip, "PTX") {
+					assert.False(t, v.Portable(), "%s %s: inline PTX but not needs: [nvidia]", d, v.Key())
+				}
+				mustPort := (m.ID <= "03" && strings.HasPrefix(s.Name, "fp32")) || m.ID == "04"
+				if mustPort {
+					assert.True(t, v.Portable(), "%s %s must compile for AMD GPUs", d, v.Key())
+				}
+			}
+		}
+	}
 }
 
 // The course's own manifests hold no key the strict reading refuses.

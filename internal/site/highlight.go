@@ -44,6 +44,7 @@ var cKeywords = set(`if else for while do switch case default break continue ret
 	nullptr static_cast reinterpret_cast const_cast dynamic_cast static_assert alignas alignof
 	decltype auto register restrict __restrict__ __global__ __device__ __host__ __shared__
 	__constant__ __managed__ __forceinline__ __noinline__ __launch_bounds__ __grid_constant__
+	KL_LAUNCH_BOUNDS
 	asm __asm__ #pragma`)
 
 var cTypes = set(`void bool char short int long float double signed unsigned size_t ptrdiff_t

@@ -19,7 +19,7 @@ import (
 // compiled into the labrun binary except a few lines of dlopen glue.
 
 // emuGenVersion changes whenever the registry generator or the build's shape changes.
-const emuGenVersion = "emu-build-3"
+const emuGenVersion = "emu-build-4"
 
 // EmuCXXFlags are the C++ flags of every emulator build: C++17, optimized (the emulator's speed
 // is the kernel's speed), no strict aliasing, since CUDA code reinterprets float* as float4*, and

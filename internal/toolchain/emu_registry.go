@@ -549,7 +549,7 @@ func emuGenerate(includeName string, entries []emuEntry, shared []emuDynShared) 
 		fmt.Fprintf(&b, "    KL_EMU_ENTRY(%s, kl_emu_types_%d, %d, %s),\n", e.Name, i, len(e.Params), bound)
 	}
 	if len(entries) == 0 {
-		b.WriteString("    {nullptr, nullptr, 0, nullptr, nullptr, 0, 0},\n")
+		b.WriteString("    {nullptr, nullptr, 0, nullptr, nullptr, 0, 0, KL_EMU_WARP_SIZE},\n")
 	}
 	b.WriteString("};\n")
 	fmt.Fprintf(&b, "extern \"C\" KL_EMU_EXPORT const int kl_emu_num_entries = %d;\n", len(entries))

@@ -73,7 +73,7 @@ func TestManifestProblems(t *testing.T) {
 func TestManifestVariantsPointAtKernels(t *testing.T) {
 	m := loadManifest(t)
 	entryRE := func(entry string) *regexp.Regexp {
-		return regexp.MustCompile(`extern "C" __global__ void (__\w+__\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
+		return regexp.MustCompile(`extern "C" __global__ void ((__\w+__|KL_LAUNCH_BOUNDS)\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
 	}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
@@ -89,6 +89,7 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 			if usesPTX {
 				assert.NotEmpty(t, v.EmuSkip, "%s/%s uses inline PTX: it needs emu_skip", s.Name, v.Name)
 				assert.Contains(t, v.Needs, "gpu", "%s/%s uses inline PTX", s.Name, v.Name)
+				assert.Contains(t, v.Needs, "nvidia", "%s/%s uses inline PTX: it is NVIDIA-only", s.Name, v.Name)
 			}
 			if v.Params[ParamTMA] != 0 {
 				assert.Contains(t, v.Needs, "sm_90a", "%s/%s uses TMA and wgmma", s.Name, v.Name)

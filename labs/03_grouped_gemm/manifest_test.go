@@ -33,7 +33,7 @@ func TestManifestSuites(t *testing.T) {
 func TestManifestVariants(t *testing.T) {
 	m := loadManifest(t)
 	entryRE := func(entry string) *regexp.Regexp {
-		return regexp.MustCompile(`extern "C" __global__ void (__\w+__\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
+		return regexp.MustCompile(`extern "C" __global__ void ((__\w+__|KL_LAUNCH_BOUNDS)\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
 	}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {

@@ -83,8 +83,10 @@ __device__ __forceinline__ int kl_tiles_of(int M, int N, int BM, int BN) {
 }
 
 // kl_scan_tiles turns s_prefix[1..G], holding tiles(g) in s_prefix[g+1], into the prefix sums
-// (s_prefix[0] = 0, s_prefix[g+1] = tiles of groups 0..g) with the first warp, 32 groups at a time,
-// and returns the total. Every thread of the block calls it (it holds two barriers).
+// (s_prefix[0] = 0, s_prefix[g+1] = tiles of groups 0..g) with the first 32 threads, 32 groups at a
+// time, and returns the total. Every thread of the block calls it (it holds two barriers). The 32
+// threads are the first warp on NVIDIA and half of it on AMD (64 lanes): the mask names them, and
+// the shuffles stay within 32 lanes (width 32).
 __device__ __forceinline__ int kl_scan_tiles(int* s_prefix, int G) {
     __syncthreads(); // every tiles(g) is in shared memory
     if (threadIdx.x < 32) {
@@ -95,11 +97,11 @@ __device__ __forceinline__ int kl_scan_tiles(int* s_prefix, int G) {
             int v = g < G ? s_prefix[g + 1] : 0;
 #pragma unroll
             for (int d = 1; d < 32; d <<= 1) { // inclusive scan across the warp
-                const int y = __shfl_up_sync(KL_FULL_MASK, v, d, 32);
+                const int y = kl_shfl_up_sync(kl_lanes_below(32), v, d, 32);
                 if (lane >= d) v += y;
             }
             if (g < G) s_prefix[g + 1] = carry + v;
-            carry += __shfl_sync(KL_FULL_MASK, v, 31, 32);
+            carry += kl_shfl_sync(kl_lanes_below(32), v, 31, 32);
         }
         if (lane == 0) s_prefix[0] = 0;
     }

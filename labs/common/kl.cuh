@@ -2,9 +2,46 @@
 //
 //     #include "kl.cuh"
 //
-// With nvcc it brings in CUDA's device headers; with hipcc (later) HIP's; with a host C++
-// compiler it brings in the CPU emulator, so the same file runs on every backend. Kernel files
+// With nvcc it brings in CUDA's device headers; with hipcc (or clang -x hip) HIP's; with a host
+// C++ compiler it brings in the CPU emulator, so the same file runs on every backend. Kernel files
 // hold device code only: extern "C" __global__ entries, device functions, no host main.
+//
+// What differs between the vendors, and what a portable kernel uses instead:
+//
+//   warp width        KL_WARP_SIZE: 32 on NVIDIA, 64 on AMD's CDNA GPUs (gfx90a, gfx942), and
+//                     on the emulator whatever it was built for (--emu-warp 32 or 64). Use it
+//                     wherever lanes are counted: a reduction over a warp, a lane index, the
+//                     number of warps of a block. tid / 32 as a plain grouping of threads (a warp
+//                     tile of a GEMM) is not a warp and needs nothing.
+//   lane masks        kl_lanemask_t: 32 bits on NVIDIA, 64 on AMD (HIP's masks are 64-bit and
+//                     its *_sync functions reject 32-bit ones). KL_FULL_MASK is every lane,
+//                     kl_lane_bit(l) is lane l's bit (1 << lane overflows at lane 32),
+//                     kl_lanes_below(n) is lanes 0..n-1.
+//   warp collectives  kl_shfl_sync, kl_shfl_up_sync, kl_shfl_down_sync, kl_shfl_xor_sync,
+//                     kl_ballot_sync, kl_any_sync, kl_all_sync, kl_syncwarp, kl_activemask:
+//                     CUDA's __*_sync functions on NVIDIA and on the emulator; on AMD the plain
+//                     __shfl/__ballot/__any/__all of every ROCm release (5.2 has no *_sync; a
+//                     wavefront runs its active lanes in lockstep, so the mask only documents
+//                     who takes part). The width defaults to KL_WARP_SIZE.
+//   atomics           atomicAdd, atomicCAS, atomicExch, atomicMin/Max/And/Or/Xor and their
+//                     _system forms have the same names on both vendors. The _block forms are
+//                     CUDA-only: use kl_atomic_add_block.
+//   fences            __threadfence, __threadfence_block, __threadfence_system exist on both.
+//                     kl_load_acquire / kl_store_release (device scope) and kl_load_acquire_sys /
+//                     kl_store_release_sys (system scope: peers, the host) are the flag protocol
+//                     of labs 04 and 05 in one call: ld.acquire/st.release on NVIDIA,
+//                     __hip_atomic_load/store on AMD, host atomics (and a scheduling point) on
+//                     the emulator.
+//   16-bit floats     kl_half (__half) and kl_bf16 (__nv_bfloat16; hip_bfloat16 or __hip_bfloat16
+//                     on AMD) with kl_float2bf16, kl_bf162float and kl_bf16_bits (its 16 bits).
+//   launch bounds     KL_LAUNCH_BOUNDS(threads, min_blocks): CUDA's second argument is blocks per
+//                     SM, HIP's is waves per execution unit; the macro converts (4 SIMDs per CU).
+//                     __launch_bounds__(threads) alone means the same on both.
+//
+// NVIDIA-only (no HIP equivalent under the same name): inline PTX (asm), cp.async, ldmatrix,
+// mma.sync, wgmma, TMA, mbarrier, thread-block clusters, setmaxnreg, nvcuda::wmma. A variant that
+// uses them says `needs: [nvidia]` in its lab.yaml; the chapter names the AMD counterpart (MFMA
+// instructions, LDS, buffer loads, rocWMMA).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -17,11 +54,17 @@
 // (The emulator's device-code check, clang++ in CUDA mode without a CUDA install, declares
 // CUDA's device API in emu/kl_device_check.h, which it force-includes, and sets KL_DEVICE_CHECK.)
 #include <stdint.h>
-#elif defined(__HIPCC__)
+#elif defined(__HIPCC__) || defined(__HIP__)
 #define KL_BACKEND_HIP 1
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
+#include <stdint.h>
+#if __has_include(<hip/hip_bf16.h>) // ROCm 5.7 and later
 #include <hip/hip_bf16.h>
+#define KL_HIP_BF16_NATIVE 1
+#else // ROCm 5.2 (Debian 12): the older struct
+#include <hip/hip_bfloat16.h>
+#endif
 #else
 #define KL_BACKEND_EMU 1
 // The CPU emulator's CUDA surface: threadIdx & co., __shared__, barriers, warp collectives,
@@ -30,16 +73,179 @@
 #include "kl_emu.h"
 #endif
 
-// KL_WARP_SIZE is the number of lanes a warp-wide operation spans: 32 on NVIDIA and on the
-// emulator, 64 on most AMD GPUs. Use it instead of a literal 32 where it matters.
+// ---------------------------------------------------------------------------------------------
+// Warp width and lane masks.
 #if defined(KL_BACKEND_HIP)
-#define KL_WARP_SIZE warpSize
+// A compile-time constant in device code (clang defines it per target: 64 on gfx9, 32 or 64 on
+// gfx10+); the host pass of a HIP compile parses device code too and sees the CDNA width.
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define KL_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define KL_WARP_SIZE 64
+#endif
+typedef unsigned long long kl_lanemask_t;
+#elif defined(KL_BACKEND_EMU)
+#define KL_WARP_SIZE KL_EMU_WARP_SIZE
+typedef kl_emu_lanemask_t kl_lanemask_t;
 #else
 #define KL_WARP_SIZE 32
+typedef unsigned int kl_lanemask_t;
 #endif
 
-// KL_FULL_MASK is the participation mask of a whole warp for __shfl_*_sync and friends.
-#define KL_FULL_MASK 0xffffffffu
+// KL_FULL_MASK is the participation mask of a whole warp.
+#define KL_FULL_MASK (~(kl_lanemask_t)0)
+
+__device__ __forceinline__ kl_lanemask_t kl_lane_bit(int lane) { return (kl_lanemask_t)1 << lane; }
+__device__ __forceinline__ kl_lanemask_t kl_lanes_below(int n) {
+    return n >= (int)(8 * sizeof(kl_lanemask_t)) ? KL_FULL_MASK : kl_lane_bit(n) - 1;
+}
+// kl_lane and kl_warp: this thread's lane and warp in its block (threads numbered x-fastest).
+__device__ __forceinline__ int kl_thread_linear() {
+    return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+}
+__device__ __forceinline__ int kl_lane() { return kl_thread_linear() % KL_WARP_SIZE; }
+__device__ __forceinline__ int kl_warp() { return kl_thread_linear() / KL_WARP_SIZE; }
+
+// ---------------------------------------------------------------------------------------------
+// Warp collectives.
+#if defined(KL_BACKEND_HIP)
+template <typename T>
+__device__ __forceinline__ T kl_shfl_sync(kl_lanemask_t, T v, int src, int width = KL_WARP_SIZE) {
+    return __shfl(v, src, width);
+}
+template <typename T>
+__device__ __forceinline__ T kl_shfl_up_sync(kl_lanemask_t, T v, unsigned int d, int width = KL_WARP_SIZE) {
+    return __shfl_up(v, d, width);
+}
+template <typename T>
+__device__ __forceinline__ T kl_shfl_down_sync(kl_lanemask_t, T v, unsigned int d, int width = KL_WARP_SIZE) {
+    return __shfl_down(v, d, width);
+}
+template <typename T>
+__device__ __forceinline__ T kl_shfl_xor_sync(kl_lanemask_t, T v, int m, int width = KL_WARP_SIZE) {
+    return __shfl_xor(v, m, width);
+}
+__device__ __forceinline__ kl_lanemask_t kl_ballot_sync(kl_lanemask_t, int pred) { return __ballot(pred); }
+__device__ __forceinline__ int kl_any_sync(kl_lanemask_t, int pred) { return __any(pred); }
+__device__ __forceinline__ int kl_all_sync(kl_lanemask_t, int pred) { return __all(pred); }
+__device__ __forceinline__ kl_lanemask_t kl_activemask() { return __ballot(1); }
+// The lanes' earlier shared-memory accesses are visible to each other after it, as __syncwarp.
+__device__ __forceinline__ void kl_syncwarp(kl_lanemask_t = KL_FULL_MASK) {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+#else
+template <typename T>
+__device__ __forceinline__ T kl_shfl_sync(kl_lanemask_t mask, T v, int src, int width = KL_WARP_SIZE) {
+    return __shfl_sync(mask, v, src, width);
+}
+template <typename T>
+__device__ __forceinline__ T kl_shfl_up_sync(kl_lanemask_t mask, T v, unsigned int d, int width = KL_WARP_SIZE) {
+    return __shfl_up_sync(mask, v, d, width);
+}
+template <typename T>
+__device__ __forceinline__ T kl_shfl_down_sync(kl_lanemask_t mask, T v, unsigned int d, int width = KL_WARP_SIZE) {
+    return __shfl_down_sync(mask, v, d, width);
+}
+template <typename T>
+__device__ __forceinline__ T kl_shfl_xor_sync(kl_lanemask_t mask, T v, int m, int width = KL_WARP_SIZE) {
+    return __shfl_xor_sync(mask, v, m, width);
+}
+__device__ __forceinline__ kl_lanemask_t kl_ballot_sync(kl_lanemask_t mask, int pred) { return __ballot_sync(mask, pred); }
+__device__ __forceinline__ int kl_any_sync(kl_lanemask_t mask, int pred) { return __any_sync(mask, pred); }
+__device__ __forceinline__ int kl_all_sync(kl_lanemask_t mask, int pred) { return __all_sync(mask, pred); }
+__device__ __forceinline__ kl_lanemask_t kl_activemask() { return __activemask(); }
+__device__ __forceinline__ void kl_syncwarp(kl_lanemask_t mask = KL_FULL_MASK) { __syncwarp(mask); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Atomics and the acquire/release flag protocol.
+#if defined(KL_BACKEND_HIP)
+__device__ __forceinline__ unsigned int kl_atomic_add_block(unsigned int* p, unsigned int v) {
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
+__device__ __forceinline__ int kl_atomic_add_block(int* p, int v) {
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
+__device__ __forceinline__ unsigned int kl_load_acquire(const unsigned int* p) {
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ void kl_store_release(unsigned int* p, unsigned int v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ unsigned int kl_load_acquire_sys(const unsigned int* p) {
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+__device__ __forceinline__ void kl_store_release_sys(unsigned int* p, unsigned int v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+#elif defined(KL_BACKEND_CUDA)
+__device__ __forceinline__ unsigned int kl_atomic_add_block(unsigned int* p, unsigned int v) { return atomicAdd_block(p, v); }
+__device__ __forceinline__ int kl_atomic_add_block(int* p, int v) { return atomicAdd_block(p, v); }
+__device__ __forceinline__ unsigned int kl_load_acquire(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void kl_store_release(unsigned int* p, unsigned int v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned int kl_load_acquire_sys(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void kl_store_release_sys(unsigned int* p, unsigned int v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+#else
+static inline unsigned int kl_atomic_add_block(unsigned int* p, unsigned int v) { return atomicAdd(p, v); }
+static inline int kl_atomic_add_block(int* p, int v) { return atomicAdd(p, v); }
+// Every emulated scope is the process. Each call is a scheduling point, so a spin on a flag that
+// another thread of the same block sets goes on.
+static inline unsigned int kl_load_acquire(const unsigned int* p) {
+    kl_emu_poll();
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void kl_store_release(unsigned int* p, unsigned int v) {
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    kl_emu_poll();
+}
+static inline unsigned int kl_load_acquire_sys(const unsigned int* p) { return kl_load_acquire(p); }
+static inline void kl_store_release_sys(unsigned int* p, unsigned int v) { kl_store_release(p, v); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// 16-bit floats.
+typedef __half kl_half;
+#if defined(KL_BACKEND_HIP) && defined(KL_HIP_BF16_NATIVE)
+typedef __hip_bfloat16 kl_bf16;
+__device__ __forceinline__ kl_bf16 kl_float2bf16(float f) { return __float2bfloat16(f); }
+__device__ __forceinline__ float kl_bf162float(kl_bf16 b) { return __bfloat162float(b); }
+__device__ __forceinline__ uint16_t kl_bf16_bits(kl_bf16 b) { return __bfloat16_as_ushort(b); }
+#elif defined(KL_BACKEND_HIP)
+typedef hip_bfloat16 kl_bf16;
+__device__ __forceinline__ kl_bf16 kl_float2bf16(float f) { return hip_bfloat16(f); } // rounds to nearest even
+__device__ __forceinline__ float kl_bf162float(kl_bf16 b) { return (float)b; }
+__device__ __forceinline__ uint16_t kl_bf16_bits(kl_bf16 b) { return b.data; }
+#else
+typedef __nv_bfloat16 kl_bf16;
+__device__ __forceinline__ kl_bf16 kl_float2bf16(float f) { return __float2bfloat16_rn(f); }
+__device__ __forceinline__ float kl_bf162float(kl_bf16 b) { return __bfloat162float(b); }
+__device__ __forceinline__ uint16_t kl_bf16_bits(kl_bf16 b) { return __bfloat16_as_ushort(b); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// KL_LAUNCH_BOUNDS(threads, min_blocks): at most `threads` threads a block, registers allotted so
+// that `min_blocks` blocks fit on one SM (CUDA) or CU (AMD: waves per SIMD, 4 SIMDs a CU).
+#if defined(KL_BACKEND_HIP)
+#define KL_LAUNCH_BOUNDS(threads, min_blocks)                                                       \
+    __launch_bounds__(threads)                                                                      \
+        __attribute__((amdgpu_waves_per_eu(((min_blocks) * (((threads) + KL_WARP_SIZE - 1) / KL_WARP_SIZE) + 3) / 4)))
+#else
+#define KL_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
+#endif
 
 // kl_smid and kl_globaltimer_ns say where and when a block runs, for timelines of the SMs (lab
 // 03 records, per tile, the SM that ran it and when it started and ended):

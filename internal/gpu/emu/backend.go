@@ -92,6 +92,10 @@ func (b *backend) Describe(index int) (gpu.DeviceInfo, error) {
 	if err != nil {
 		return gpu.DeviceInfo{}, err
 	}
+	warp, err := WarpSize()
+	if err != nil {
+		return gpu.DeviceInfo{}, err
+	}
 	mem, err := DeviceMemory()
 	if err != nil {
 		return gpu.DeviceInfo{}, err
@@ -105,7 +109,7 @@ func (b *backend) Describe(index int) (gpu.DeviceInfo, error) {
 		ComputeMinor:       0,
 		SMs:                sms,
 		MemoryBytes:        mem,
-		WarpSize:           32,
+		WarpSize:           warp,
 		MaxThreadsPerBlock: maxThreadsPerBlock,
 		MaxSharedPerBlock:  defaultDynShared,
 		MaxSharedOptin:     maxDynShared,
@@ -580,6 +584,9 @@ func (d *device) LoadModule(path string) (gpu.Module, error) {
 	m := &module{dev: d, path: path, lib: l, kernels: map[string]*kernel{}}
 	for i := range l.entries {
 		e := &l.entries[i]
+		if err := d.checkWarp(path, e); err != nil {
+			return nil, err // the library stays loaded, as every module does (no dlclose)
+		}
 		m.kernels[e.name] = &kernel{mod: m, e: e, maxDyn: defaultDynShared}
 	}
 	return m, nil
@@ -597,10 +604,26 @@ func (d *device) LoadUntrustedModule(path string) (gpu.Module, error) {
 	}
 	m := &module{dev: d, path: path, remote: l, kernels: map[string]*kernel{}}
 	for i, e := range entries {
-		info := &entryInfo{name: e.Name, sizes: e.Sizes, types: e.Types, maxThreads: e.MaxThreads, index: i}
+		info := &entryInfo{name: e.Name, sizes: e.Sizes, types: e.Types, maxThreads: e.MaxThreads, warpSize: e.WarpSize, index: i}
+		if err := d.checkWarp(path, info); err != nil {
+			m.Close()
+			return nil, err
+		}
 		m.kernels[e.Name] = &kernel{mod: m, e: info, maxDyn: defaultDynShared}
 	}
 	return m, nil
+}
+
+// checkWarp refuses a kernel compiled for another warp width than the device's: its lane masks
+// and warpSize would not match the warps it runs in.
+func (d *device) checkWarp(path string, e *entryInfo) error {
+	if e.warpSize == d.info.WarpSize {
+		return nil
+	}
+	return gpu.NewCallError("emu", "LoadModule", stInvalid, "EMU_MODULE_LOAD",
+		fmt.Sprintf("%s: kernel %s was built for %d-lane warps, this emulated device has %d (%s=%d): rebuild it "+
+			"with -DKL_EMU_WARP_SIZE=%d, as labrun does for the device it runs on",
+			path, e.name, e.warpSize, d.info.WarpSize, EnvWarp, d.info.WarpSize, d.info.WarpSize), false)
 }
 
 func (d *device) NewStream() (gpu.Stream, error) {

@@ -245,6 +245,7 @@ type entryInfo struct {
 	sizes      []int
 	types      []string // nil when the registry's types do not match the sizes
 	maxThreads int
+	warpSize   int // lanes of a warp the entry was compiled for (KL_EMU_WARP_SIZE)
 }
 
 func dlopenModule(path string) (*lib, error) {
@@ -279,7 +280,7 @@ func dlopenModule(path string) (*lib, error) {
 	n := int(*(*C.int)(num))
 	for i := 0; i < n; i++ {
 		e := C.kl_go_entry(table, C.int(i))
-		info := entryInfo{name: C.GoString(e.name), index: i, ptr: e, maxThreads: int(e.max_threads)}
+		info := entryInfo{name: C.GoString(e.name), index: i, ptr: e, maxThreads: int(e.max_threads), warpSize: int(e.warp_size)}
 		np := int(e.nparams)
 		for j := 0; j < np; j++ {
 			info.sizes = append(info.sizes, int(C.kl_go_entry_size(e, C.int(j))))

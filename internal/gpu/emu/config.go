@@ -24,6 +24,10 @@
 //	                       (default: the number of CPUs, at least 2)
 //	LABRUN_EMU_TIME_LIMIT  time limit of one launch, a Go duration (30s)     SetTimeLimit
 //	LABRUN_EMU_MEMORY      memory of each device in bytes (4 GiB)            SetDeviceMemory
+//	LABRUN_EMU_WARP        lanes of a warp: 32 (NVIDIA, the default) or 64   SetWarpSize
+//	                       (AMD's wave64): kernels are built for it
+//	                       (-DKL_EMU_WARP_SIZE), and a module built for
+//	                       another width is refused
 //	LABRUN_EMU_STACK_KIB   stack of each emulated thread in KiB (128)
 //	LABRUN_EMU_NO_FAULT_HANDLER=1  let faults in kernel code crash the process instead of
 //	                       becoming launch errors (for debuggers)
@@ -48,6 +52,7 @@ const (
 	EnvSMs       = "LABRUN_EMU_SMS"
 	EnvTimeLimit = "LABRUN_EMU_TIME_LIMIT"
 	EnvMemory    = "LABRUN_EMU_MEMORY"
+	EnvWarp      = "LABRUN_EMU_WARP"
 	// EnvSchedule selects an adversarial schedule (see SetSchedule).
 	EnvSchedule = "LABRUN_EMU_SCHEDULE"
 )
@@ -66,6 +71,7 @@ var (
 	cfgLimit   time.Duration
 	cfgMemory  int64
 	cfgSched   string
+	cfgWarp    int
 	printfOut  io.Writer = os.Stdout
 )
 
@@ -97,6 +103,45 @@ func SetDeviceMemory(bytes int64) {
 	cfgMu.Lock()
 	defer cfgMu.Unlock()
 	cfgMemory = bytes
+}
+
+// SetWarpSize sets the lanes of a warp of each device opened afterwards: 32 or 64 (0 restores
+// $LABRUN_EMU_WARP or 32). Kernels must be built for it (-DKL_EMU_WARP_SIZE=N: WarpBuildFlags).
+func SetWarpSize(n int) {
+	cfgMu.Lock()
+	defer cfgMu.Unlock()
+	cfgWarp = n
+}
+
+// WarpSize is the number of lanes of an emulated warp: 32 or 64.
+func WarpSize() (int, error) {
+	cfgMu.Lock()
+	n := cfgWarp
+	cfgMu.Unlock()
+	from := "SetWarpSize"
+	if n == 0 {
+		v := os.Getenv(EnvWarp)
+		if v == "" {
+			return 32, nil
+		}
+		from = EnvWarp
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			return 0, fmt.Errorf("%s=%q: want 32 (NVIDIA's warps) or 64 (AMD's wave64)", EnvWarp, v)
+		}
+	}
+	if n != 32 && n != 64 {
+		return 0, fmt.Errorf("%s(%d): an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)", from, n)
+	}
+	return n, nil
+}
+
+// WarpBuildFlags are the compiler flags that build a kernel for warps of the given width.
+func WarpBuildFlags(warp int) []string {
+	if warp == 0 || warp == 32 {
+		return nil // KL_EMU_WARP_SIZE defaults to 32: the same builds, the same cache keys
+	}
+	return []string{fmt.Sprintf("-DKL_EMU_WARP_SIZE=%d", warp)}
 }
 
 // SetPrintfOutput sets where the output of printf in kernels goes (nil: os.Stdout). It is

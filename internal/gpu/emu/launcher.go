@@ -88,6 +88,7 @@ type lentry struct {
 	Sizes      []int    `json:"sizes"`
 	Types      []string `json:"types,omitempty"`
 	MaxThreads int      `json:"max_threads"`
+	WarpSize   int      `json:"warp_size"`
 }
 
 func writeFrame(w io.Writer, m *lmsg) error {

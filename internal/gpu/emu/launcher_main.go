@@ -120,7 +120,7 @@ func (s *launcherServer) serve() int {
 			}
 			s.lib = l
 			for _, e := range l.entries {
-				r.Entries = append(r.Entries, lentry{Name: e.name, Sizes: e.sizes, Types: e.types, MaxThreads: e.maxThreads})
+				r.Entries = append(r.Entries, lentry{Name: e.name, Sizes: e.sizes, Types: e.types, MaxThreads: e.maxThreads, WarpSize: e.warpSize})
 			}
 		case "map":
 			if len(s.fds) == 0 {

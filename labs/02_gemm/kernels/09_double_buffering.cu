@@ -250,7 +250,7 @@ __device__ __forceinline__ void sgemm_dbuf_body(int M, int N, int K, float alpha
 // The configuration kept: block 128×128, BK 16, 8 warps of 32×64, 8×8 results per thread (256
 // threads), no RF; at most 128 registers (ptxas uses 128, no spills) so that two blocks share an
 // SM.
-extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
+extern "C" __global__ void KL_LAUNCH_BOUNDS(256, 2) sgemm_dbuf(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 16, 32, 64, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
 }
@@ -276,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_256x128x8_w64x64(in
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<256, 128, 8, 64, 64, 16, 8, 256>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_128x128x16_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
+extern "C" __global__ void KL_LAUNCH_BOUNDS(256, 2) sgemm_dbuf_128x128x16_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 16, 64, 32, 8, 8, 256>(M, N, K, alpha, A, B, beta, C);
 }
@@ -323,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_dbuf_rf_128x256x16_w32x1
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 256, 16, 32, 128, 8, 16, 256, 0, true>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x8_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+extern "C" __global__ void KL_LAUNCH_BOUNDS(256, 2) sgemm_dbuf_rf_128x128x8_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 8, 32, 64, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
 }
@@ -331,11 +331,11 @@ extern "C" __global__ void __launch_bounds__(128) sgemm_dbuf_rf_128x128x8_w64x64
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 8, 64, 64, 16, 8, 128, 4, true>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x8_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
+extern "C" __global__ void KL_LAUNCH_BOUNDS(256, 2) sgemm_dbuf_rf_128x128x8_w64x32(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 8, 64, 32, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) sgemm_dbuf_rf_128x128x16_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
+extern "C" __global__ void KL_LAUNCH_BOUNDS(256, 2) sgemm_dbuf_rf_128x128x16_w32x64(int M, int N, int K, float alpha, const float* __restrict__ A,
     const float* __restrict__ B, float beta, float* __restrict__ C) {
     sgemm_dbuf_body<128, 128, 16, 32, 64, 8, 8, 256, 4, true>(M, N, K, alpha, A, B, beta, C);
 }

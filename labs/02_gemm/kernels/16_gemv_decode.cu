@@ -111,7 +111,8 @@ __device__ __forceinline__ void gemv_body(int M, int N, int K, float alpha, cons
 #pragma unroll
         for (int j = 0; j < GEMV_CW; ++j)
 #pragma unroll
-            for (int off = GEMV_CT; off < 32; off *= 2) acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], off);
+            for (int off = GEMV_CT; off < 32; off *= 2) acc[m][j] += kl_shfl_xor_sync(KL_FULL_MASK, acc[m][j], off);
+    // "warp" is a group of 32 threads (on AMD half a wave64; the XOR offsets above stay within it).
     const int warp = tid / 32, lane = tid % 32;
     if (lane < GEMV_CT) {
 #pragma unroll
@@ -130,13 +131,13 @@ __device__ __forceinline__ void gemv_body(int M, int N, int K, float alpha, cons
         for (int w = 0; w < GEMV_WARPS; ++w) s += red[w][m][c];
         float v = alpha * s;
         if (beta != 0.0f) v += beta * bf16_at(C + (long long)row * N + cc);
-        C[(long long)row * N + cc] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        C[(long long)row * N + cc] = kl_bf16_bits(kl_float2bf16(v));
     }
 }
 
 // At most 128 registers, so that two blocks (16 warps) share an SM: the kernel is allocated for its
 // largest case (16 rows of sums), and at M = 1 the loads in flight, not the arithmetic, set its speed.
-extern "C" __global__ void __launch_bounds__(GEMV_THREADS, 2)
+extern "C" __global__ void KL_LAUNCH_BOUNDS(GEMV_THREADS, 2)
 hgemv_bf16(int M, int N, int K, float alpha, const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
            float beta, uint16_t* __restrict__ C) {
     const int row0 = blockIdx.y * GEMV_BM, rows = min(GEMV_BM, M - row0);

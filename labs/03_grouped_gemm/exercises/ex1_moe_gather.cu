@@ -156,7 +156,7 @@ __device__ __forceinline__ void ex1_tile(const float* __restrict__ Xtok, const i
 
 } // namespace ex1
 
-extern "C" __global__ void __launch_bounds__(KL_F32_THREADS, 2)
+extern "C" __global__ void KL_LAUNCH_BOUNDS(KL_F32_THREADS, 2)
 ex1_moe_gather(const float* __restrict__ Xtok, const int* __restrict__ rows, const float* __restrict__ W,
                float* __restrict__ Y, const int* __restrict__ offs, int E, int N, int K, unsigned long long* tl) {
     __shared__ int s_prefix[KL_GROUPED_MAX_GROUPS + 1];

@@ -22,7 +22,7 @@
 
 #define BAND_M 8
 
-extern "C" __global__ void __launch_bounds__(KL_F32_THREADS, 2)
+extern "C" __global__ void KL_LAUNCH_BOUNDS(KL_F32_THREADS, 2)
 grouped_f32_persistent(const kl_group* __restrict__ groups, int G, unsigned long long* tl) {
     __shared__ int s_prefix[KL_GROUPED_MAX_GROUPS + 1];
     const int total = kl_tile_prefix_groups(groups, G, KL_F32_BM, KL_F32_BN, s_prefix);

@@ -24,7 +24,7 @@
 
 #define BAND_M 8
 
-extern "C" __global__ void __launch_bounds__(KL_F32_THREADS, 2)
+extern "C" __global__ void KL_LAUNCH_BOUNDS(KL_F32_THREADS, 2)
 grouped_f32_dynamic(const kl_group* __restrict__ groups, int G, int* counters, unsigned long long* tl) {
     __shared__ int s_prefix[KL_GROUPED_MAX_GROUPS + 1];
     __shared__ int s_next;
