@@ -389,12 +389,15 @@ const (
 	emuEnvSMs      = "LABRUN_EMU_SMS"
 	emuEnvDevices  = "LABRUN_EMU_DEVICES"
 	emuEnvSchedule = "LABRUN_EMU_SCHEDULE"
+	emuEnvWarp     = "LABRUN_EMU_WARP"
 )
 
 // gradeMachineEnv sets the emulated machine of a grade in a worker's environment, replacing
 // whatever the runner set: the grading section's SMs and schedule, and enough devices.
 func (r *runner) gradeMachineEnv(env []string, spec WorkerSpec) []string {
-	for _, k := range []string{emuEnvSMs, emuEnvDevices, emuEnvSchedule} {
+	// The warp width too: a grade runs the 32 lanes its kernels were built for, whatever the
+	// runner's environment says.
+	for _, k := range []string{emuEnvSMs, emuEnvDevices, emuEnvSchedule, emuEnvWarp} {
 		env = withoutEnv(env, k)
 	}
 	g := r.o.Grade
