@@ -1156,7 +1156,7 @@ func (b *builder) rooflinePlot(L string, sel *selection, entries []*results.Entr
 		YLabel: tr(L, "achieved"),
 		Series: series,
 	}
-	cm, _ := b.ceilings(dr.Slug, "01_device_props")
+	cm, _ := b.ceilings(dr.Slug, pc.ch.Name)
 	var available []string
 	if cm != nil {
 		available = cm.Keys
@@ -1216,11 +1216,11 @@ func (b *builder) rooflinePlot(L string, sel *selection, entries []*results.Entr
 // defaultParts are what kl-properties shows without show:.
 var defaultParts = []string{"properties", "nvml", "attributes"}
 
-// propertyParts are the parts of lab 01's device description that kl-properties shows.
+// propertyParts are the parts of a recorded device description that kl-properties shows.
 var propertyParts = []string{"properties", "memory", "peaks", "nvml", "attributes"}
 
 // property finds a part of a device's description: "properties" is the lab's "properties" or,
-// as lab 01 records it, its "info" (the device identity and limits).
+// where a lab records it so, its "info" (the device identity and limits).
 func (b *builder) property(slug, preferLab, part string) any {
 	if v, _ := b.c.extraFor(slug, preferLab, part); v != nil {
 		return v
@@ -1236,8 +1236,9 @@ func (b *builder) property(slug, preferLab, part string) any {
 var ceilingOrder = []string{"hbm_gbps", "l2_gbps", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops",
 	"launch_us", "launch_sync_us", "h2d_gbps", "d2h_gbps"}
 
-// ceilings finds a device's measured ceilings: the "ceilings" object of its results, or, as lab
-// 01 records them, the top-level entries shaped like a ceiling ({"unit", "measured", ...}).
+// ceilings finds a device's measured ceilings: the "ceilings" object of its results, or the
+// top-level entries shaped like a ceiling ({"unit", "measured", ...}), in the named lab's results
+// first and then in the other labs' in name order (the site knows no lab by name).
 func (b *builder) ceilings(slug, preferLab string) (*omap, *devResults) {
 	if v, dr := b.c.extraFor(slug, preferLab, "ceilings"); v != nil {
 		if m, ok := v.(*omap); ok {
@@ -1248,11 +1249,14 @@ func (b *builder) ceilings(slug, preferLab string) (*omap, *devResults) {
 	if d == nil {
 		return nil, nil
 	}
-	labs := []string{preferLab, "01_device_props"}
+	var others []string
 	for n := range d.Files {
-		labs = append(labs, n)
+		if n != preferLab {
+			others = append(others, n)
+		}
 	}
-	sort.Strings(labs[2:])
+	sort.Strings(others)
+	labs := append([]string{preferLab}, others...)
 	for _, n := range labs {
 		dr := d.Files[n]
 		if dr == nil || dr.Extra == nil {

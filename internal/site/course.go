@@ -20,7 +20,7 @@ import (
 
 // chapter is one lab of the course as the site sees it.
 type chapter struct {
-	Name     string        // "01_device_props"
+	Name     string        // the folder's name, NN_name
 	Num      string        // "01"
 	Manifest *lab.Manifest // nil when the folder has no lab.yaml yet
 	Title    map[string]string

@@ -174,10 +174,11 @@ func (b *builder) devicePages(lang string) []error {
 		dir := path.Dir(rel)
 		p := b.newPage(lang, "device", rel, d.Name, "")
 		data := map[string]any{"Emulated": d.Emulated, "Identity": b.identity(lang, d)}
-		if m, _ := b.ceilings(d.Slug, "01_device_props"); m != nil {
+		// No lab is preferred here: the device page shows whichever lab recorded them.
+		if m, _ := b.ceilings(d.Slug, ""); m != nil {
 			data["Ceilings"] = template.HTML(ceilingsTable(lang, m))
 		}
-		if props := b.propertiesHTML(lang, d, "01_device_props", []string{"properties", "memory", "peaks", "nvml", "attributes"}); props != "" {
+		if props := b.propertiesHTML(lang, d, "", propertyParts); props != "" {
 			data["Properties"] = template.HTML(props)
 		}
 		var labs []deviceLab

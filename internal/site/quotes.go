@@ -22,7 +22,7 @@ import (
 //	`=108 registers ~ 02:bf16/wgmma_bf16/4096³ kernel.num_regs`     another lab's entry
 //	`=98.5% ~ profile fp32_fma/fma_chains1/2048 threads per SM sm__warps_active.avg.pct_of_peak_sustained_active`
 //	`=69.0% ~ profile fp32/tiled_loop/4 squares 512…4096#3 sm__pipe_fma_cycles_active...` launch 3
-//	`=4.25 TB/s ~ ceiling hbm_gbps`                                 lab 01's measured ceilings
+//	`=4.25 TB/s ~ ceiling hbm_gbps`                                 a lab's measured ceilings
 //	`=157 ~ ceiling ridge.bf16_flop_per_byte`                       and its ridge points
 //
 // A reference may end in @DEVICE (default: the first GPU with results of that lab). The page
@@ -232,33 +232,43 @@ func jsonField(v any, path string) (float64, error) {
 	return f, nil
 }
 
+// quoteCeiling reads a measured ceiling from whichever lab's results record it (the site knows
+// no lab by name): the first chapter, in course order, whose results on the device have the key.
 func (b *builder) quoteCeiling(pc *pageCtx, key, device string) (float64, string, string, error) {
-	ch := b.chapterNum("01")
-	if ch == nil {
-		return 0, "", "", fmt.Errorf("no lab 01")
+	var tried []string
+	for _, ch := range b.c.chapters {
+		dr, err := pickDevice(ch, device)
+		if err != nil {
+			continue
+		}
+		var cur any = dr.File.Extra
+		for _, k := range strings.Split(key, ".") { // "hbm_gbps", "ridge.bf16_flop_per_byte"
+			m, _ := cur.(map[string]any)
+			cur = m[k]
+		}
+		c, ok := cur.(map[string]any)
+		if !ok {
+			tried = append(tried, ch.Name)
+			continue
+		}
+		m, ok := c["measured"].(float64)
+		if !ok {
+			return 0, "", "", fmt.Errorf("ceiling %s was not measured on %s (results of %s)", key, dr.Slug, ch.Name)
+		}
+		unit, _ := c["unit"].(string)
+		if unit == "us" {
+			unit = "µs"
+		}
+		return m, unit, fmt.Sprintf("results/%s/%s.json ceiling %s", dr.Slug, ch.Name, key), nil
 	}
-	dr, err := pickDevice(ch, device)
-	if err != nil {
-		return 0, "", "", err
+	where := "a GPU"
+	if device != "" {
+		where = device
 	}
-	var cur any = dr.File.Extra
-	for _, k := range strings.Split(key, ".") { // "hbm_gbps", "ridge.bf16_flop_per_byte"
-		m, _ := cur.(map[string]any)
-		cur = m[k]
+	if len(tried) == 0 {
+		return 0, "", "", fmt.Errorf("no ceiling %s: no lab has results on %s", key, where)
 	}
-	c, ok := cur.(map[string]any)
-	if !ok {
-		return 0, "", "", fmt.Errorf("lab 01 on %s has no ceiling %s", dr.Slug, key)
-	}
-	m, ok := c["measured"].(float64)
-	if !ok {
-		return 0, "", "", fmt.Errorf("ceiling %s was not measured on %s", key, dr.Slug)
-	}
-	unit, _ := c["unit"].(string)
-	if unit == "us" {
-		unit = "µs"
-	}
-	return m, unit, fmt.Sprintf("results/%s/01_device_props.json ceiling %s", dr.Slug, key), nil
+	return 0, "", "", fmt.Errorf("no ceiling %s in the labs' results on %s (looked in %s)", key, where, strings.Join(tried, ", "))
 }
 
 func (b *builder) quoteProfile(ch *chapter, suite, variant, problem, metric, device string) (float64, string, string, error) {

@@ -30,7 +30,7 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`NCCL and cuBLAS run on NVIDIA GPUs only`), "NCCL 和 cuBLAS 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`NCCL runs on NVIDIA GPUs only`), "NCCL 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`cuBLAS is GPU-only`), "cuBLAS 只在 GPU 上运行"},
-	// The labs' drivers (labs/02_gemm/launch.go, labs/03_grouped_gemm/driver.go).
+	// The labs' drivers (the GEMM launch rules and the grouped-GEMM driver).
 	{regexp.MustCompile(`^too slow for this size: (\S+) would run (\d+) GFLOP per call, above its limit of (\d+) \(params\.max_gflop in lab\.yaml\)$`),
 		"这个规模太慢：$1 每次调用要算 $2 GFLOP，超过了它的上限 $3（lab.yaml 中的 params.max_gflop）"},
 	{regexp.MustCompile(`^(\S+) loads tiles with TMA, whose row strides must be multiples of 16 bytes: (\S+) and (\S+) must be multiples of 8 \(this problem has (.*)\)$`),

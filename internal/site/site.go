@@ -44,7 +44,7 @@ type Report struct {
 
 // ChapterStatus is one chapter of the course in the build.
 type ChapterStatus struct {
-	Name    string   `json:"name"`    // "01_device_props"
+	Name    string   `json:"name"`    // the folder's name, NN_name
 	Ready   bool     `json:"ready"`   // it has pages; otherwise it is listed as in preparation
 	Devices []string `json:"devices"` // devices with results for it
 }
@@ -189,7 +189,7 @@ func (b *builder) writeFile(rel string, data []byte) { b.files[rel] = data }
 func (b *builder) copyFile(rel, src string) { b.copies[rel] = src }
 
 // rel is the link from a page in folder fromDir (site-relative, "" for the top) to the
-// site-relative path to: "../../files/x.cu" from "en/labs", "02_gemm.html" within "en/labs".
+// site-relative path to: "../../files/x.cu" from "en/labs", "NN_name.html" within "en/labs".
 func (b *builder) rel(fromDir, to string) string {
 	return relLink(fromDir, to)
 }

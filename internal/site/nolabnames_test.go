@@ -1,0 +1,33 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// labName is how a lab is named in code: its folder path (labs/01_x) or its name as a string
+// ("01_x"). The site is generic: what it knows of a lab comes from lab.yaml and the results, so
+// a new lab needs no edit here. Tests may name labs (they check the real course).
+var labName = regexp.MustCompile(`labs/\d\d_|"\d\d_`)
+
+func TestSiteNamesNoLab(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(data), "\n") {
+			assert.False(t, labName.MatchString(line), "%s:%d names a lab (%s): find it through lab.yaml or the results instead", f, i+1, strings.TrimSpace(line))
+		}
+	}
+}
