@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,9 +77,21 @@ func readCourseFile() (*courseFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseCourseFile(data)
+}
+
+// parseCourseFile decodes course.yaml strictly: an unknown key is an error, not ignored.
+func parseCourseFile(data []byte) (*courseFile, error) {
 	var doc courseFile
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("site theme course.yaml: %w", err)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("site/theme/course.yaml: %w (it holds repository: and chapters:, each chapter name:, title: and summary:)", err)
+	}
+	for _, p := range doc.Chapters {
+		if !chapterRE.MatchString(p.Name) {
+			return nil, fmt.Errorf("site/theme/course.yaml: chapter %q: a name is a lab folder's name, NN_name (two digits, then lower-case words joined by _)", p.Name)
+		}
 	}
 	return &doc, nil
 }
@@ -126,9 +139,16 @@ func loadCourse(root string) (*course, error) {
 	}
 	sort.Slice(c.chapters, func(i, j int) bool { return c.chapters[i].Name < c.chapters[j].Name })
 
+	isPlanned := map[string]bool{}
+	for _, p := range planned {
+		isPlanned[p.Name] = true
+	}
 	for _, ch := range c.chapters {
 		dir := filepath.Join(root, "labs", ch.Name)
 		if _, err := os.Stat(filepath.Join(dir, "lab.yaml")); err == nil {
+			if isPlanned[ch.Name] {
+				c.errs = append(c.errs, fmt.Errorf("site/theme/course.yaml: chapter %s has a lab.yaml, which gives its title and summary: remove it from course.yaml's chapters", ch.Name))
+			}
 			m, err := lab.LoadManifest(dir)
 			if err != nil {
 				c.errs = append(c.errs, err)

@@ -1,0 +1,51 @@
+package site
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+func TestParseCourseFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, err string
+	}{
+		{"the theme's own", "repository: https://x\nchapters: []\n", ""},
+		{"a planned chapter", "chapters:\n  - name: 07_attention\n    title: {en: A, zh: 甲}\n", ""},
+		{"an unknown key", "repository: https://x\nchapter: []\n", "field chapter not found"},
+		{"a misspelt chapter key", "chapters:\n  - name: 07_attention\n    titel: {en: A}\n", "field titel not found"},
+		{"a name that is not a folder's", "chapters:\n  - name: attention\n", `chapter "attention": a name is a lab folder's name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseCourseFile([]byte(tc.yaml))
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
+
+// TestCourseFileHasNoLabTitles: a chapter's title and summary have one source, its lab.yaml.
+func TestCourseFileHasNoLabTitles(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	c, err := loadCourse(root)
+	require.NoError(t, err)
+	for _, e := range c.errs {
+		assert.NotContains(t, e.Error(), "course.yaml")
+	}
+	doc, err := readCourseFile()
+	require.NoError(t, err)
+	for _, p := range doc.Chapters {
+		ch := c.chapter(p.Name)
+		if ch != nil {
+			assert.Nil(t, ch.Manifest, "course.yaml lists %s, which has a lab.yaml", p.Name)
+		}
+	}
+}
