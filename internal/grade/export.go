@@ -39,9 +39,6 @@ var studentReadmeEN string
 //go:embed student/README.zh.md
 var studentReadmeZH string
 
-// Workflow returns the GitHub Actions workflow written into the student edition.
-func Workflow() string { return workflowYAML }
-
 // ExportReport says what an export did.
 type ExportReport struct {
 	Dir      string

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -242,26 +241,6 @@ func WriteFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// LoadAll reads every results file of a lab under root/results, one per device, sorted by
-// device folder. Corrupt files are returned as errors alongside the good ones.
-func LoadAll(root, lab string) ([]*File, []error) {
-	paths, _ := filepath.Glob(filepath.Join(root, "results", "*", lab+".json"))
-	sort.Strings(paths)
-	var files []*File
-	var errs []error
-	for _, p := range paths {
-		f, err := Load(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if f != nil {
-			files = append(files, f)
-		}
-	}
-	return files, errs
 }
 
 // Find returns the entry with the given key parts, or nil.

@@ -1,10 +1,10 @@
 package gemm
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 // Launch parameters a variant may set in lab.yaml (params:), with their defaults:
@@ -49,25 +49,6 @@ const (
 // staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
 const staticSharedLimit = 48 << 10
 
-// SkipError is a refusal: the variant does not run this problem (too slow to time, or a size its
-// kernel does not support), and says why. It is not a wrong result.
-//
-// The engine records it as a failed entry for now; its message starts with "skipped:" so that a
-// reader sees the difference. SkipReason lets an engine that knows the interface record a skipped
-// entry instead (see the lab's report).
-type SkipError struct{ Reason string }
-
-func (e *SkipError) Error() string { return "skipped: " + e.Reason }
-
-// SkipReason says why the problem was not run.
-func (e *SkipError) SkipReason() string { return e.Reason }
-
-// IsSkip reports whether err is a refusal rather than a failure.
-func IsSkip(err error) bool {
-	var s *SkipError
-	return errors.As(err, &s)
-}
-
 // launchShape is how a kernel variant is launched on one problem.
 type launchShape struct {
 	Grid, Block gpu.Dim3
@@ -111,14 +92,15 @@ func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int
 	}
 	if limit := get(ParamMaxGFLOP, 0); limit > 0 {
 		if gf := 2 * float64(m) * float64(n) * float64(k) / 1e9; gf > float64(limit) {
-			return ls, &SkipError{fmt.Sprintf("too slow for this size: %s would run %.0f GFLOP per call, above its limit of %d (params.max_gflop in lab.yaml)",
-				name, gf, limit)}
+			// A refusal (lab.Skip), not a failure: the engine records the entry as skipped, with this reason.
+			return ls, lab.Skip("too slow for this size: %s would run %.0f GFLOP per call, above its limit of %d (params.max_gflop in lab.yaml)",
+				name, gf, limit)
 		}
 	}
 	ls.TMA = get(ParamTMA, 0) != 0
 	if ls.TMA && (k%8 != 0 || n%8 != 0) {
-		return ls, &SkipError{fmt.Sprintf("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
-			name, k, n)}
+		return ls, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
+			name, k, n)
 	}
 	ls.CBF16 = get(ParamCBF16, 0) != 0
 	ls.TMAC = get(ParamTMAC, 0) != 0

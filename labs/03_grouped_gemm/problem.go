@@ -191,15 +191,6 @@ func SharedNK(shapes []Shape) bool {
 	return len(shapes) > 0
 }
 
-// TotalFLOPs is the work of all groups.
-func TotalFLOPs(shapes []Shape) float64 {
-	f := 0.0
-	for _, s := range shapes {
-		f += s.FLOPs()
-	}
-	return f
-}
-
 // Describe summarises the groups for messages: "64 groups, M 96..242 (2 empty), N 1408, K 2048".
 func Describe(shapes []Shape) string {
 	minM, maxM, empty := math.MaxInt, 0, 0

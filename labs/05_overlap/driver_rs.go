@@ -38,16 +38,6 @@ func RSWorkOf(sh Shape) lab.Work {
 	return lab.Work{FLOPs: 2 * float64(sh.M) * float64(sh.N) * float64(sh.K)}
 }
 
-// DestOrder is the order in which rank r's fused kernel visits the destinations of its tiles:
-// r+1, r+2, …, and its own rows last, so that the ranks send to different peers at any moment.
-func DestOrder(r, n int) []int {
-	o := make([]int, n)
-	for j := range n {
-		o[j] = (r + 1 + j) % n
-	}
-	return o
-}
-
 // rsCase is one prepared gemm_rs problem on every rank.
 type rsCase struct {
 	env *lab.Env

@@ -145,16 +145,6 @@ func TestColumnSplitOfGemmRS(t *testing.T) {
 	assert.Equal(t, []int{0, 17, 34}, []int{Col0Of(0, 50, 3), Col0Of(1, 50, 3), Col0Of(2, 50, 3)})
 }
 
-func TestDestOrderEndsWithOwnRows(t *testing.T) {
-	assert.Equal(t, []int{1, 2, 0}, DestOrder(0, 3))
-	assert.Equal(t, []int{0, 1, 2}, DestOrder(2, 3))
-	for r := range 4 {
-		o := DestOrder(r, 4)
-		assert.Equal(t, r, o[3], "own rows last")
-		assert.ElementsMatch(t, []int{0, 1, 2, 3}, o, "every destination once")
-	}
-}
-
 func TestRSWorkIsOneProduct(t *testing.T) {
 	w := RSWorkOf(Shape{M: 8192, N: 4096, K: 14336})
 	assert.InDelta(t, 2*8192.0*4096*14336, w.FLOPs, 1, "the partial products together are one M×N×K product")

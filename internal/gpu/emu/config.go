@@ -16,14 +16,15 @@
 //
 // Its timings are those of a CPU running an emulation: they are not a performance figure.
 //
-// Settings, each with an environment variable and a setter that takes precedence. The SMs and
-// the memory are fixed when a device is opened, the time limit when a kernel is launched:
+// Settings, each with an environment variable and, where a caller needs one, a setter that takes
+// precedence. The SMs and the memory are fixed when a device is opened, the time limit when a
+// kernel is launched:
 //
-//	LABRUN_EMU_DEVICES     number of emulated devices (default 2)            SetDeviceCount
+//	LABRUN_EMU_DEVICES     number of emulated devices (default 2)
 //	LABRUN_EMU_SMS         SMs per device: blocks that run at once           SetSMs
 //	                       (default: the number of CPUs, at least 2)
 //	LABRUN_EMU_TIME_LIMIT  time limit of one launch, a Go duration (30s)     SetTimeLimit
-//	LABRUN_EMU_MEMORY      memory of each device in bytes (4 GiB)            SetDeviceMemory
+//	LABRUN_EMU_MEMORY      memory of each device in bytes (4 GiB)
 //	LABRUN_EMU_WARP        lanes of a warp: 32 (NVIDIA, the default) or 64   SetWarpSize
 //	                       (AMD's wave64): kernels are built for it
 //	                       (-DKL_EMU_WARP_SIZE), and a module built for
@@ -65,22 +66,13 @@ const (
 )
 
 var (
-	cfgMu      sync.Mutex
-	cfgDevices int
-	cfgSMs     int
-	cfgLimit   time.Duration
-	cfgMemory  int64
-	cfgSched   string
-	cfgWarp    int
-	printfOut  io.Writer = os.Stdout
+	cfgMu     sync.Mutex
+	cfgSMs    int
+	cfgLimit  time.Duration
+	cfgSched  string
+	cfgWarp   int
+	printfOut io.Writer = os.Stdout
 )
-
-// SetDeviceCount sets the number of emulated devices (0 restores $LABRUN_EMU_DEVICES or 2).
-func SetDeviceCount(n int) {
-	cfgMu.Lock()
-	defer cfgMu.Unlock()
-	cfgDevices = n
-}
 
 // SetSMs sets how many blocks of a grid run at once on each device opened afterwards (0 restores
 // the default). Two blocks that spin-wait for each other need at least 2.
@@ -96,13 +88,6 @@ func SetTimeLimit(d time.Duration) {
 	cfgMu.Lock()
 	defer cfgMu.Unlock()
 	cfgLimit = d
-}
-
-// SetDeviceMemory sets the memory of each emulated device in bytes (0 restores the default).
-func SetDeviceMemory(bytes int64) {
-	cfgMu.Lock()
-	defer cfgMu.Unlock()
-	cfgMemory = bytes
 }
 
 // SetWarpSize sets the lanes of a warp of each device opened afterwards: 32 or 64 (0 restores
@@ -169,12 +154,6 @@ func envInt(name string, def int, min int) (int, error) {
 
 // DeviceCount is the number of emulated devices.
 func DeviceCount() (int, error) {
-	cfgMu.Lock()
-	n := cfgDevices
-	cfgMu.Unlock()
-	if n > 0 {
-		return n, nil
-	}
 	return envInt(EnvDevices, DefaultDevices, 1)
 }
 
@@ -214,12 +193,6 @@ func TimeLimit() (time.Duration, error) {
 
 // DeviceMemory is the memory of each emulated device in bytes.
 func DeviceMemory() (int64, error) {
-	cfgMu.Lock()
-	m := cfgMemory
-	cfgMu.Unlock()
-	if m > 0 {
-		return m, nil
-	}
 	v := os.Getenv(EnvMemory)
 	if v == "" {
 		return DefaultMemory, nil

@@ -25,7 +25,8 @@ var (
 // CheckSite checks a built site the way a reader's browser would find it: every link and image
 // points at a file of the site (and an anchor that exists), no page loads anything from the
 // network, no link is absolute (the site must work from file:// and from any sub-path), every
-// page has its counterpart in the other language, and every SVG is well-formed.
+// page has its counterpart in the other language, and every SVG is well-formed. The site's tests
+// run it on every site they build.
 func CheckSite(dir string) error {
 	var errs []error
 	pages := map[string][]byte{}
