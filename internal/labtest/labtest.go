@@ -55,14 +55,21 @@ func Worker(t *testing.T) func() *exec.Cmd {
 // -short or where the emulator cannot build kernels. The test package must use Main.
 func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
 	t.Helper()
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	return RunOnEmulatorAt(t, root, labDir, set, devices)
+}
+
+// RunOnEmulatorAt is RunOnEmulator on the course folder root (a test's own course, such as the
+// fixture chapter of vector_add_test.go).
+func RunOnEmulatorAt(t *testing.T, root, labDir, set string, devices int) *lab.Outcome {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
 	}
 	if err := toolchain.CheckEmu(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
 	t.Setenv("LABRUN_EMU_SMS", "4")
 	t.Setenv("LABRUN_EMU_DEVICES", strconv.Itoa(devices))
 	worker := Worker(t)
