@@ -19,13 +19,13 @@ func (r *runner) report(i, total int, e *results.Entry) {
 		wall = fmt.Sprintf(" (%.1fs)", now.Sub(r.lastReport).Seconds())
 	}
 	r.lastReport = now
-	fmt.Fprintf(r.o.Progress, "[%d/%d] %s/%s %s: %s%s\n", i+1, total, e.Suite, e.Variant, e.Problem, Summary(e), wall)
+	fmt.Fprintf(r.o.Progress, "[%d/%d] %s/%s %s: %s%s\n", i+1, total, e.Suite, e.Variant, e.Problem, outcomeLine(e), wall)
 }
 
-// Summary is a one-line description of an entry's outcome. On the emulator it gives the check's
+// outcomeLine is an entry's outcome in one line. On the emulator it gives the check's
 // relative error instead of times and rates: the run says once that emulated times are not
 // performance figures.
-func Summary(e *results.Entry) string {
+func outcomeLine(e *results.Entry) string {
 	switch e.Status {
 	case results.StatusOK:
 		if e.Emulated {

@@ -93,7 +93,7 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	}
 	c, err := prepare(env, PrecisionOf(s), shapes, suiteGathers(s))
 	if err != nil {
-		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, Describe(shapes), err)
+		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, GroupsLine(shapes), err)
 	}
 	return c, nil
 }

@@ -191,8 +191,8 @@ func SharedNK(shapes []Shape) bool {
 	return len(shapes) > 0
 }
 
-// Describe summarises the groups for messages: "64 groups, M 96..242 (2 empty), N 1408, K 2048".
-func Describe(shapes []Shape) string {
+// GroupsLine is the groups in one line, for messages: "64 groups, M 96..242 (2 empty), N 1408, K 2048".
+func GroupsLine(shapes []Shape) string {
 	minM, maxM, empty := math.MaxInt, 0, 0
 	for _, s := range shapes {
 		minM, maxM = min(minM, s.M), max(maxM, s.M)
