@@ -58,7 +58,9 @@ func TestBuildFixture(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"01_device_props", "02_gemm"}, ready)
-	assert.Equal(t, []string{"03_grouped_gemm", "04_collectives", "05_overlap"}, prep, "planned chapters without notes are listed")
+	// 03 has a lab.yaml and no notes, 04 is an empty folder: both are listed as in preparation.
+	// (course.yaml lists no planned chapter today: every chapter of the course has a lab.yaml.)
+	assert.Equal(t, []string{"03_grouped_gemm", "04_collectives"}, prep, "chapters without notes are listed")
 
 	index := read(t, out, "en/index.html")
 	assert.Contains(t, index, `href="labs/01_device_props.html"`)
