@@ -26,7 +26,7 @@ type figureSpec struct {
 }
 
 func init() {
-	registerCell("kl-figure", extraCell{
+	registerCell("kl-figure", cellKind{
 		newSpec: func() any { return &figureSpec{} },
 		check: func(d *notesDoc, c *cell, spec any) error {
 			s := spec.(*figureSpec)

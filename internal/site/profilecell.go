@@ -29,7 +29,7 @@ type profileSpec struct {
 }
 
 func init() {
-	registerCell("kl-profile", extraCell{
+	registerCell("kl-profile", cellKind{
 		newSpec: func() any { return &profileSpec{} },
 		check: func(d *notesDoc, c *cell, spec any) error {
 			s := spec.(*profileSpec)
