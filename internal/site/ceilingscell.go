@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // The kl-ceilings cell: a device's measured ceilings, beside the peaks they are compared with.
@@ -21,19 +23,9 @@ type ceilingsSpec struct {
 	Device string `yaml:"device" json:"device,omitempty"`
 }
 
-// ceilingOrder is the order of the known ceilings in tables.
-var ceilingOrder = []string{"hbm_gbps", "l2_gbps", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops",
-	"launch_us", "launch_sync_us", "h2d_gbps", "d2h_gbps"}
-
-// ceilings finds a device's measured ceilings: the "ceilings" object of its results, or the
-// top-level entries shaped like a ceiling ({"unit", "measured", ...}), in the named lab's results
+// ceilings finds a device's measured ceilings (results.CeilingsIn) in the named lab's results
 // first and then in the other labs' in name order (the site knows no lab by name).
-func (b *builder) ceilings(slug, preferLab string) (*omap, *devResults) {
-	if v, dr := b.c.extraFor(slug, preferLab, "ceilings"); v != nil {
-		if m, ok := v.(*omap); ok {
-			return m, dr
-		}
-	}
+func (b *builder) ceilings(slug, preferLab string) ([]results.NamedCeiling, *devResults) {
 	d := b.c.bySlug[slug]
 	if d == nil {
 		return nil, nil
@@ -45,39 +37,14 @@ func (b *builder) ceilings(slug, preferLab string) (*omap, *devResults) {
 		}
 	}
 	sort.Strings(others)
-	labs := append([]string{preferLab}, others...)
-	for _, n := range labs {
+	for _, n := range append([]string{preferLab}, others...) {
 		dr := d.Files[n]
-		if dr == nil || dr.Extra == nil {
+		if dr == nil || dr.File == nil {
 			continue
 		}
-		out := &omap{Vals: map[string]any{}}
-		for _, k := range dr.Extra.Keys {
-			if m, ok := dr.Extra.Vals[k].(*omap); ok {
-				_, hasUnit := m.Get("unit")
-				_, hasMeasured := m.Get("measured")
-				if hasUnit && hasMeasured {
-					out.Vals[k] = m
-				}
-			}
+		if cs := results.CeilingsIn(dr.File.Extra); len(cs) > 0 {
+			return cs, dr
 		}
-		if len(out.Vals) == 0 {
-			continue
-		}
-		for _, k := range ceilingOrder {
-			if _, ok := out.Vals[k]; ok {
-				out.Keys = append(out.Keys, k)
-			}
-		}
-		var rest []string
-		for k := range out.Vals {
-			if !contains(ceilingOrder, k) {
-				rest = append(rest, k)
-			}
-		}
-		sort.Strings(rest)
-		out.Keys = append(out.Keys, rest...)
-		return out, dr
 	}
 	return nil, nil
 }
@@ -103,14 +70,12 @@ func (b *builder) ceilingsCell(pc *pageCtx, c *cell, s *ceilingsSpec) (string, e
 	return out.String(), nil
 }
 
-func unitOf(key string, v any) string {
-	if m, ok := v.(*omap); ok {
-		if u, ok := first(m.Get("unit")).(string); ok && u != "" {
-			if u == "us" {
-				return "µs"
-			}
-			return u
+func unitOf(key string, c results.Ceiling) string {
+	if c.Unit != "" {
+		if c.Unit == "us" {
+			return "µs"
 		}
+		return c.Unit
 	}
 	switch {
 	case strings.HasSuffix(key, "_gbps"):
@@ -125,53 +90,42 @@ func unitOf(key string, v any) string {
 	return ""
 }
 
+// value is a figure of a ceiling, 0 when it is absent.
+func value(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
+}
+
 // ceilingsTable renders the measured ceilings: measured (and how), the peak it is compared with
 // (and where that comes from), and the ratio.
-func ceilingsTable(L string, m *omap) string {
+func ceilingsTable(L string, cs []results.NamedCeiling) string {
 	var out strings.Builder
 	fmt.Fprintf(&out, `<div class="table-scroll"><table class="results ceilings"><thead><tr><th>%s</th><th class="num">%s</th><th class="num">%s</th><th class="num">%s</th><th>%s</th></tr></thead><tbody>`,
 		esc(tr(L, "ceiling")), esc(tr(L, "measured")), esc(tr(L, "peak")), esc(tr(L, "ofpeak")), esc(tr(L, "source")))
-	for _, k := range m.Keys {
-		v := m.Vals[k]
-		unit := unitOf(k, v)
+	for _, c := range cs {
+		unit := unitOf(c.Key, c.Ceiling)
 		withUnit := func(f float64) string {
 			if f <= 0 {
 				return "–"
 			}
 			return strings.TrimSpace(fmtSig(f) + " " + unit)
 		}
-		var measured, peak, ratio float64
+		measured, peak, ratio := value(c.Measured), value(c.Peak), value(c.Ratio)
 		var how []string
-		switch x := v.(type) {
-		case *omap:
-			if f, ok := num(first(x.Get("measured"))); ok {
-				measured = f
+		if c.Variant != "" {
+			w := c.Variant
+			if c.Problem != "" {
+				w += " @ " + c.Problem
 			}
-			if f, ok := num(first(x.Get("peak"))); ok {
-				peak = f
-			}
-			if f, ok := num(first(x.Get("ratio"))); ok {
-				ratio = f
-			}
-			variant, _ := first(x.Get("variant")).(string)
-			problem, _ := first(x.Get("problem")).(string)
-			if variant != "" {
-				w := variant
-				if problem != "" {
-					w += " @ " + problem
-				}
-				how = append(how, w)
-			}
-			if note, ok := first(x.Get("note")).(string); ok && note != "" {
-				how = append(how, note)
-			}
-			if src, ok := first(x.Get("source")).(string); ok && src != "" {
-				how = append(how, tr(L, "peak")+": "+src)
-			}
-		default:
-			if f, ok := num(x); ok {
-				measured = f
-			}
+			how = append(how, w)
+		}
+		if c.Note != "" {
+			how = append(how, c.Note)
+		}
+		if c.Source != "" {
+			how = append(how, tr(L, "peak")+": "+c.Source)
 		}
 		if ratio == 0 && measured > 0 && peak > 0 {
 			ratio = measured / peak
@@ -181,10 +135,8 @@ func ceilingsTable(L string, m *omap) string {
 			r = fmt.Sprintf("%.0f%%", ratio*100)
 		}
 		fmt.Fprintf(&out, `<tr><th scope="row">%s<br><small class="muted"><code>%s</code></small></th><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td><td><small>%s</small></td></tr>`,
-			esc(ceilingName(L, k)), esc(k), esc(withUnit(measured)), esc(withUnit(peak)), esc(r), esc(strings.Join(how, "; ")))
+			esc(ceilingName(L, c.Key)), esc(c.Key), esc(withUnit(measured)), esc(withUnit(peak)), esc(r), esc(strings.Join(how, "; ")))
 	}
 	out.WriteString("</tbody></table></div>")
 	return out.String()
 }
-
-func first(v any, _ bool) any { return v }

@@ -260,23 +260,13 @@ func (b *builder) throughputPlot(L string, sel *selection, entries []*results.En
 }
 
 // ceilingValue reads one ceiling of lab 01: measured, else peak.
-func ceilingValue(v any) (value float64, measured bool, ok bool) {
-	if f, isNum := num(v); isNum {
-		return f, true, f > 0
+// ceilingValue is the figure a roof is drawn at: the measured one, else the peak.
+func ceilingValue(c *results.Ceiling) (value float64, measured bool, ok bool) {
+	if c.Measured != nil && *c.Measured > 0 {
+		return *c.Measured, true, true
 	}
-	m, isMap := v.(*omap)
-	if !isMap {
-		return 0, false, false
-	}
-	if mv, has := m.Get("measured"); has {
-		if f, isNum := num(mv); isNum && f > 0 {
-			return f, true, true
-		}
-	}
-	if pv, has := m.Get("peak"); has {
-		if f, isNum := num(pv); isNum && f > 0 {
-			return f, false, true
-		}
+	if c.Peak != nil && *c.Peak > 0 {
+		return *c.Peak, false, true
 	}
 	return 0, false, false
 }
@@ -311,8 +301,8 @@ func (b *builder) rooflinePlot(L string, sel *selection, entries []*results.Entr
 	}
 	cm, _ := b.ceilings(dr.Slug, pc.ch.Name)
 	var available []string
-	if cm != nil {
-		available = cm.Keys
+	for _, c := range cm {
+		available = append(available, c.Key)
 	}
 	want := roofs
 	if len(want) == 0 {
@@ -326,12 +316,12 @@ func (b *builder) rooflinePlot(L string, sel *selection, entries []*results.Entr
 		}
 	}
 	for _, k := range want {
-		v, ok := cm.Get(k)
-		if !ok {
+		v := results.FindCeiling(cm, k)
+		if v == nil {
 			if len(roofs) > 0 {
 				list := strings.Join(available, ", ")
 				if list == "" {
-					list = "none: run lab 01 on this device"
+					list = "none: no lab has recorded ceilings on this device"
 				}
 				return nil, pc.doc.errAt(c.Line, "kl-plot: roof %s is not among the device's ceilings (%s)", k, list)
 			}

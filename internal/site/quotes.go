@@ -246,16 +246,15 @@ func (b *builder) quoteCeiling(pc *pageCtx, key, device string) (float64, string
 			m, _ := cur.(map[string]any)
 			cur = m[k]
 		}
-		c, ok := cur.(map[string]any)
+		c, ok := results.DecodeCeiling(cur)
 		if !ok {
 			tried = append(tried, ch.Name)
 			continue
 		}
-		m, ok := c["measured"].(float64)
-		if !ok {
+		if c.Measured == nil {
 			return 0, "", "", fmt.Errorf("ceiling %s was not measured on %s (results of %s)", key, dr.Slug, ch.Name)
 		}
-		unit, _ := c["unit"].(string)
+		m, unit := *c.Measured, c.Unit
 		if unit == "us" {
 			unit = "µs"
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // Variant names that Summarize reads (lab.yaml).
@@ -41,20 +42,10 @@ const (
 	sourceClocks      = "theoretical from clocks: "
 )
 
-// Ceiling is one measured ceiling of the device next to the figure it is compared with.
-// Later labs read these (by their keys in Summarize's map) to draw rooflines and to say how far
-// a kernel is from what the device can do.
-type Ceiling struct {
-	Unit     string   `json:"unit"`               // "GB/s", "TFLOP/s", "us"
-	Measured *float64 `json:"measured"`           // best successful entry; null when none ran
-	Peak     *float64 `json:"peak"`               // datasheet or theoretical figure; null when none
-	Ratio    *float64 `json:"ratio"`              // measured / peak
-	Source   string   `json:"source"`             // where Peak comes from
-	Variant  string   `json:"variant,omitempty"`  // the entry that set Measured
-	Problem  string   `json:"problem,omitempty"`  //
-	Note     string   `json:"note,omitempty"`     // how Measured was chosen
-	Baseline *float64 `json:"baseline,omitempty"` // for hbm_gbps: memcpy's best, for the copy kernels' ratio
-}
+// Ceiling is one measured ceiling of the device next to the figure it is compared with (the
+// type every reader of results files shares). Later labs and the site read these by their keys
+// in Summarize's map to draw rooflines and to say how far a kernel is from what the device can do.
+type Ceiling = results.Ceiling
 
 // Datasheet holds a product's published peak figures.
 type Datasheet struct {
