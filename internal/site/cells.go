@@ -29,7 +29,7 @@ import (
 //	kl-results   suite: NAME, optional problems: [..], variants: [..], device: SLUG
 //	kl-plot      kind: speedup|throughput|roofline|timeline, suite: NAME, optional device, problems,
 //	             variants, x: PARAM (throughput's x axis), roofs: [hbm_gbps, fp32_tflops, ...];
-//	             timeline draws the per-SM timelines that entries keep in data (lab 03): one
+//	             timeline draws the per-SM timelines that entries keep in data (results.Timeline): one
 //	             problem, the first of problems: (else of the suite's) that has timelines on the
 //	             device, one panel per variant
 //	kl-properties  optional device: SLUG, show: [properties, nvml, attributes]

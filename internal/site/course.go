@@ -298,7 +298,7 @@ func (c *course) loadResults() error {
 }
 
 // extraFor finds a device's lab-specific data under key: in the named lab's results first, then
-// in any lab's (lab 01 records properties and ceilings).
+// in any lab's (a lab that measures the device records them for all).
 func (c *course) extraFor(slug, preferLab, key string) (any, *devResults) {
 	d := c.bySlug[slug]
 	if d == nil {

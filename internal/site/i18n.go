@@ -243,7 +243,7 @@ func tr(lang, key string, args ...any) string {
 	return s
 }
 
-// ceilingNames names lab 01's ceilings; unknown keys are shown as they are.
+// ceilingNames names the known ceilings; unknown keys are shown as they are.
 var ceilingNames = map[string][2]string{
 	"hbm_gbps":       {"HBM bandwidth", "HBM 带宽"},
 	"l2_gbps":        {"L2 bandwidth", "L2 带宽"},

@@ -259,7 +259,6 @@ func (b *builder) throughputPlot(L string, sel *selection, entries []*results.En
 	return lines.SVG()
 }
 
-// ceilingValue reads one ceiling of lab 01: measured, else peak.
 // ceilingValue is the figure a roof is drawn at: the measured one, else the peak.
 func ceilingValue(c *results.Ceiling) (value float64, measured bool, ok bool) {
 	if c.Measured != nil && *c.Measured > 0 {

@@ -377,7 +377,7 @@ func (b *builder) resultRow(L string, s *lab.Suite, e *results.Entry, emu bool) 
 	}
 	t := "–"
 	if e.Time != nil {
-		// A run of several operations (lab 01's launches) is quoted per operation, as labrun does.
+		// A run of several operations (a launch-rate suite) is quoted per operation, as labrun does.
 		per, unit := 1.0, ""
 		if e.Ops > 1 {
 			per, unit = float64(e.Ops), "/op"

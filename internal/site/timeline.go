@@ -9,8 +9,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// The per-SM timeline of kl-plot kind: timeline. Lab 03's debug variants keep, in each entry's
-// data, what the kernels recorded for every tile:
+// The per-SM timeline of kl-plot kind: timeline. Kernels that log their tiles keep, in each
+// entry's data, what they recorded for every tile (results.Timeline):
 //
 //	"timeline": {"sms": 132, "launches": 4, "tiles": [[sm, start_ns, end_ns, group], ...]}
 //
@@ -24,36 +24,15 @@ type timelineData struct {
 	EndUs         float64
 }
 
-// decodeTimeline reads an entry's timeline, as JSON decoded it (numbers are float64).
+// decodeTimeline reads an entry's timeline (results.Timeline) as spans in µs.
 func decodeTimeline(e *results.Entry) (*timelineData, bool) {
-	raw, ok := e.Data["timeline"].(map[string]any)
+	tl, ok := results.TimelineOf(e)
 	if !ok {
 		return nil, false
 	}
-	num := func(v any) (float64, bool) {
-		f, ok := v.(float64)
-		return f, ok
-	}
-	t := &timelineData{}
-	if v, ok := num(raw["sms"]); ok {
-		t.SMs = int(v)
-	}
-	if v, ok := num(raw["launches"]); ok {
-		t.Launches = int(v)
-	}
-	tiles, _ := raw["tiles"].([]any)
-	for _, x := range tiles {
-		r, ok := x.([]any)
-		if !ok || len(r) < 4 {
-			return nil, false
-		}
-		var v [4]float64
-		for i := range v {
-			if v[i], ok = num(r[i]); !ok {
-				return nil, false
-			}
-		}
-		sp := plot.Span{Row: int(v[0]), Start: v[1] / 1e3, End: v[2] / 1e3, Color: int(v[3])}
+	t := &timelineData{SMs: tl.SMs, Launches: tl.Launches}
+	for _, r := range tl.Tiles {
+		sp := plot.Span{Row: int(r[0]), Start: float64(r[1]) / 1e3, End: float64(r[2]) / 1e3, Color: int(r[3])}
 		t.Spans = append(t.Spans, sp)
 		t.EndUs = max(t.EndUs, sp.End)
 	}

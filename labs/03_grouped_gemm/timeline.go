@@ -6,6 +6,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // The SM timeline. Variants with timeline: 1 are built with -DKL_TIMELINE: each tile leaves four
@@ -26,7 +27,7 @@ import (
 var _ lab.Recorder = (*groupedCase)(nil)
 
 // TimelineKey is the key of the timeline in an entry's data.
-const TimelineKey = "timeline"
+const TimelineKey = results.TimelineKey
 
 // timelineBuffer returns the records' buffer for the variant's tile size, allocating and clearing
 // it on first use.
@@ -75,13 +76,8 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 	return map[string]any{TimelineKey: tl}, nil
 }
 
-// Timeline is the recorded schedule of one Run.
-type Timeline struct {
-	SMs      int        `json:"sms"`
-	Launches int        `json:"launches"`
-	Tiles    [][4]int64 `json:"tiles"` // sm, start ns, end ns, group
-	Missing  int        `json:"missing"`
-}
+// Timeline is the recorded schedule of one Run (the type the results' readers share).
+type Timeline = results.Timeline
 
 // BuildTimeline turns the raw records (four words per tile) into a Timeline with times relative
 // to the earliest start.
