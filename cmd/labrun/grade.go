@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -81,6 +82,10 @@ Flags:
 	// The secret seed stays in this process: out of the environment of everything it starts
 	// (compilers, workers), and this process is made non-dumpable so that they cannot read it
 	// from /proc either.
+	if err := checkGradeFlags(*rounds, *timeLimit, *totalLimit, *outDir); err != nil {
+		fmt.Fprintf(stderr, "labrun grade: %v\n", err)
+		return exitUsage
+	}
 	secret, err := readSecret(*secretFile, os.Stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "labrun grade: %v\n", err)
@@ -222,4 +227,20 @@ func readSecret(file string, in io.Reader) (string, error) {
 		return "", fmt.Errorf("--secret-file %s is empty: write the secret seed in it", file)
 	}
 	return secret, nil
+}
+
+// checkGradeFlags refuses values that make no sense before anything is built.
+func checkGradeFlags(rounds int, limit, total time.Duration, out string) error {
+	switch {
+	case rounds < 0:
+		return fmt.Errorf("--rounds %d: give a number of checked runs (1 or more), or leave it out for the lab's", rounds)
+	case limit < 0:
+		return fmt.Errorf("--time-limit %s: give a positive duration (e.g. 2m), or leave it out for the lab's", limit)
+	case total < 0:
+		return fmt.Errorf("--total-time-limit %s: give a positive duration (e.g. 30m), or leave it out for the lab's", total)
+	}
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fmt.Errorf("--out %s is a file: give a folder for the reports", out)
+	}
+	return nil
 }

@@ -106,6 +106,10 @@ Flags:
 		fmt.Fprintln(stderr, "labrun run: which lab? e.g. labrun run 01 (labrun list shows them)")
 		return exitUsage
 	}
+	if *timeout < 0 {
+		fmt.Fprintf(stderr, "labrun run: --timeout %s: give a positive duration (e.g. 2m), or leave it out for the lab's\n", *timeout)
+		return exitUsage
+	}
 	// Progress and messages fit the terminal: long lines wrap at spaces, nothing is cut.
 	fit := term.NewWrapWriter(stderr, term.Width())
 	defer fit.Flush()

@@ -39,6 +39,9 @@ func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]
 			why = append(why, fmt.Sprintf("%s: %s", s.Name, na.Reason))
 			continue
 		}
+		if err == nil {
+			err = checkCustom(d, s, p)
+		}
 		if err != nil {
 			return nil, &UsageError{fmt.Sprintf("suite %s: %v", s.Name, err)}
 		}
@@ -49,6 +52,42 @@ func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]
 		return nil, &UsageError{fmt.Sprintf("no suite of lab %s takes %s:\n  %s", m.Name, describeFlags(flags), strings.Join(why, "\n  "))}
 	}
 	return out, nil
+}
+
+// ProblemChecker is implemented by drivers that can tell, before anything runs, whether a
+// problem makes sense (a GEMM of 0 rows, a size past the kernels' 32-bit indices): a custom
+// problem they refuse is refused at once, before a kernel is built or an entry written.
+type ProblemChecker interface {
+	CheckProblem(s *Suite, p Problem) error
+}
+
+// checkCustom refuses a custom problem whose parameters the suite cannot take: 0 where every one
+// of its own problems has at least 1 (a size), or refused by the driver's own check.
+func checkCustom(d Driver, s *Suite, p Problem) error {
+	least := map[string]int64{}
+	for _, set := range [][]Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
+		for _, q := range set {
+			for k, v := range q.Params {
+				if old, ok := least[k]; !ok || v < old {
+					least[k] = v
+				}
+			}
+		}
+	}
+	keys := make([]string, 0, len(p.Params))
+	for k := range p.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if lo, ok := least[k]; ok && p.Params[k] < 1 && lo >= 1 {
+			return fmt.Errorf("%s = %d: every problem of this suite has %s ≥ 1 (the smallest is %d); give a size of at least 1", k, p.Params[k], k, lo)
+		}
+	}
+	if c, ok := d.(ProblemChecker); ok {
+		return c.CheckProblem(s, p)
+	}
+	return nil
 }
 
 // parseCustom is the default: --shape AxBxC maps onto the suite's `shape:` keys, --param k=v

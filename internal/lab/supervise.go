@@ -66,9 +66,16 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 				}
 				break
 			}
-			done[next+finished] = r.lostEntry(j, status, res.failure)
+			failure := res.failure
 			if ctx.Err() != nil {
-				// Killed by the interrupt, not by its own fault: not a result to keep.
+				// Killed by the interrupt (or the run's total time limit), not by its own fault:
+				// not a crash, and not a result to keep.
+				if why, total := stopReason(ctx); !total {
+					status, failure = results.StatusFailed, "not finished: the run was "+why+" while this job ran"
+				}
+			}
+			done[next+finished] = r.lostEntry(j, status, failure)
+			if ctx.Err() != nil {
 				r.unfinished[entryKey(done[next+finished])] = true
 			}
 			r.report(next+finished, len(jobs), done[next+finished])

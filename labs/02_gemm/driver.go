@@ -139,6 +139,12 @@ func ShapeOf(p lab.Problem) (Shape, error) {
 	return s, nil
 }
 
+// CheckProblem refuses a custom problem the kernels cannot take, before anything runs.
+func (Lab) CheckProblem(s *lab.Suite, p lab.Problem) error {
+	_, err := ShapeOf(p)
+	return err
+}
+
 // Layout is how a kernel variant takes its operands, beyond the lab's row-major default.
 type Layout struct {
 	AColMajor   bool // A is stored column-major: element (i, k) at A[k·M + i]

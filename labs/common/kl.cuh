@@ -237,6 +237,20 @@ __device__ __forceinline__ uint16_t kl_bf16_bits(kl_bf16 b) { return __bfloat16_
 #endif
 
 // ---------------------------------------------------------------------------------------------
+// kl_load_cg(p): a load cached in L2 only, never in the SM's L1 (CUDA's __ldcg, ld.global.cg),
+// for kernels that measure L2 or stream data once. HIP has no such intrinsic: there it is a plain
+// load (AMD's vector L1 is small and write-through; a kernel that must bypass it would use
+// buffer loads with the glc bit).
+template <typename T>
+__device__ __forceinline__ T kl_load_cg(const T* p) {
+#if defined(KL_BACKEND_HIP)
+    return *p;
+#else
+    return __ldcg(p);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
 // KL_LAUNCH_BOUNDS(threads, min_blocks): at most `threads` threads a block, registers allotted so
 // that `min_blocks` blocks fit on one SM (CUDA) or CU (AMD: waves per SIMD, 4 SIMDs a CU).
 #if defined(KL_BACKEND_HIP)

@@ -8,7 +8,7 @@
 // launch is paid once, and every pass after the first finds the buffer in L2.
 //
 // Three details make it measure L2 and nothing else:
-//   - __ldcg ("cache global"): the loads are cached in L2 only, never in the SM's L1, so a re-read
+//   - kl_load_cg (CUDA's __ldcg, "cache global"): the loads are cached in L2 only, never in the SM's L1, so a re-read
 //     cannot be served by L1 (which is larger than a thread's share of the buffer);
 //   - each pass starts at another offset, so a thread never re-reads in one pass what it read in
 //     the previous one, and the compiler cannot fold passes together;
@@ -34,7 +34,7 @@ extern "C" __global__ void l2_read_u4(const uint4* __restrict__ src, long long n
                 const long long i = base + u * nthreads;
                 long long j = i + off;
                 if (j >= n4) j -= n4;
-                v[u] = i < n4 ? __ldcg(src + j) : make_uint4(0, 0, 0, 0);
+                v[u] = i < n4 ? kl_load_cg(src + j) : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
             for (int u = 0; u < L2_UNROLL; ++u) acc += v[u].x + v[u].y + v[u].z + v[u].w;
