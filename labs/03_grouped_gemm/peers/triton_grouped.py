@@ -57,9 +57,11 @@ def run(peer):
     gs = Groups(peer)
     dev = peer.device
     bf16 = gs.dtype == torch.bfloat16
-    meta = lambda xs: torch.tensor(xs, dtype=torch.int64, device=dev)
-    a_off, b_off, c_off = meta(gs.a_off), meta(gs.b_off), meta(gs.c_off)
-    ms, ns, ks = (meta([s[i] for s in gs.shapes]) for i in range(3))
+    # Element offsets in int64 (an arena passes 2^31 elements); sizes in int32, so that the tile
+    # counts carried from group to group keep one type (Triton refuses a loop-carried variable
+    # whose type changes: the recorded H200 run failed on int64 sizes).
+    a_off, b_off, c_off = (torch.tensor(x, dtype=torch.int64, device=dev) for x in (gs.a_off, gs.b_off, gs.c_off))
+    ms, ns, ks = (torch.tensor([s[i] for s in gs.shapes], dtype=torch.int32, device=dev) for i in range(3))
     bm, bn, bk = vp.get("bm", 128), vp.get("bn", 128), vp.get("bk", 64 if bf16 else 32)
     programs = torch.cuda.get_device_properties(dev).multi_processor_count * vp.get("per_sm", 1)
 
