@@ -59,7 +59,10 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 			su := suite{Name: s.Name, Title: s.Title.EN, Metric: s.Metric, Baseline: s.Baseline}
 			for _, v := range s.Variants {
 				kind := "kernel " + v.File
-				if !v.IsKernel() {
+				switch {
+				case v.IsPeer():
+					kind = "peer " + v.Peer
+				case !v.IsKernel():
 					kind = "library " + v.Library
 				}
 				su.Variants = append(su.Variants, variant{v.Name, kind, strings.Join(v.Needs, " ")})

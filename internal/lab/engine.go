@@ -448,6 +448,9 @@ func (r *runner) skipReason(needs []string, emuSkip string) string {
 		return fmt.Sprintf("needs %d devices at once; the %s backend has %d from device %d (the emulator: --emu-devices %d)",
 			r.man.DeviceCount(), r.be.Name(), r.available, r.o.Device, r.man.DeviceCount())
 	}
+	if why := peerSkipReason(needs, r.info.Emulated); why != "" {
+		return why
+	}
 	for _, n := range needs {
 		switch {
 		case n == "gpu" && r.info.Emulated:

@@ -63,6 +63,7 @@ type Variant struct {
 	File    string           `yaml:"file"`     // kernel file, relative to the lab directory
 	Entry   string           `yaml:"entry"`    // extern "C" kernel name in File
 	Library string           `yaml:"library"`  // a vendor call instead of a kernel ("cublas_sgemm")
+	Peer    string           `yaml:"peer"`     // a Python script (PyTorch, Triton) run as a peer: peer.go
 	Needs   []string         `yaml:"needs"`    // requirements: "nvidia", "sm_90a", "sm_80", "cublas", "nccl", "gpu"
 	EmuSkip string           `yaml:"emu_skip"` // why the emulator cannot run it (e.g. inline PTX)
 	Params  map[string]int64 `yaml:"params"`   // launch parameters the driver reads (block size...)
@@ -198,6 +199,9 @@ func (v *Variant) Key() string {
 
 // IsKernel reports whether the variant is a kernel of the lab (not a library call).
 func (v *Variant) IsKernel() bool { return v.File != "" }
+
+// IsPeer reports whether the variant is a peer implementation in Python (peer.go).
+func (v *Variant) IsPeer() bool { return v.Peer != "" }
 
 // NeedNVIDIA marks a kernel that compiles for NVIDIA GPUs only (inline PTX, wmma, TMA, wgmma,
 // mbarrier, clusters, 32-lane warps): it is not compiled for AMD GPUs (labrun hip-check) and not
@@ -402,8 +406,10 @@ func (m *Manifest) validate() error {
 				errs = append(errs, m.errAt(v.line, "variant name %q must be lower-case letters, digits and _", v.Name))
 			case seenVar[v.Name]:
 				errs = append(errs, m.errAt(v.line, "variant %q defined twice in suite %s", v.Name, s.Name))
+			case v.Peer != "":
+				errs = append(errs, m.validatePeer(v)...)
 			case v.File == "" && v.Library == "":
-				errs = append(errs, m.errAt(v.line, "variant %s: set file and entry (a kernel) or library (a vendor call)", v.Name))
+				errs = append(errs, m.errAt(v.line, "variant %s: set file and entry (a kernel), library (a vendor call) or peer (a Python script)", v.Name))
 			case v.File != "" && v.Entry == "":
 				errs = append(errs, m.errAt(v.line, "variant %s: file %s needs an entry (the extern \"C\" kernel name)", v.Name, v.File))
 			case v.File != "":
@@ -439,14 +445,14 @@ func (m *Manifest) validateNeeds(line int, what string, needs []string) []error 
 	var errs []error
 	for _, n := range needs {
 		switch {
-		case n == "gpu" || n == "cublas" || n == "nccl" || n == NeedNVIDIA:
+		case n == "gpu" || n == "cublas" || n == "nccl" || n == NeedNVIDIA || n == NeedTorch || n == NeedTriton:
 		case smNeedRE.MatchString(n):
 			if !slices.Contains(needs, NeedNVIDIA) {
 				errs = append(errs, m.errAt(line, "%s: needs %s, an NVIDIA architecture: add nvidia to its needs "+
 					"(the kernel is NVIDIA-only; the chapter says what the AMD equivalent is)", what, n))
 			}
 		default:
-			errs = append(errs, m.errAt(line, "%s: unknown need %q (known: nvidia, gpu, cublas, nccl, sm_NN such as sm_80 or sm_90a)", what, n))
+			errs = append(errs, m.errAt(line, "%s: unknown need %q (known: nvidia, gpu, cublas, nccl, torch, triton, sm_NN such as sm_80 or sm_90a)", what, n))
 		}
 	}
 	return errs

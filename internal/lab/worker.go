@@ -368,6 +368,9 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	// Each job draws its inputs from its own stream of the seed, so a job's inputs do not depend
 	// on which jobs ran before it in this worker.
 	w.env.reseed(w.spec.Seed, job)
+	if v.IsPeer() {
+		return w.runPeer(s, v, p, e), nil
+	}
 	c, err := w.drv.Prepare(w.env, s, p)
 	if why, ok := skipReason(err); ok {
 		e.Status, e.Error = results.StatusSkipped, why

@@ -362,6 +362,10 @@ func (b *builder) resultRow(L string, s *lab.Suite, e *results.Entry, emu bool) 
 	if e.Error != "" {
 		errText = `<span class="err">` + esc(firstLine(runtimeText(L, e.Error), 160)) + `</span>`
 	}
+	if e.Check != nil && strings.HasPrefix(e.Check.Method, lab.PeerMethodPrefix) {
+		// A peer's output was checked by its own PyTorch reference, not by the lab's.
+		errText += `<br><small class="muted">` + esc(tr(L, "peercheck")) + `</small>`
+	}
 	fmt.Fprintf(&out, `<td><span class="%s">%s</span>%s</td>`, statusClass(e.Status), esc(status), errText)
 	if emu {
 		chk := "–"

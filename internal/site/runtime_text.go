@@ -30,7 +30,19 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`NCCL and cuBLAS run on NVIDIA GPUs only`), "NCCL 和 cuBLAS 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`NCCL runs on NVIDIA GPUs only`), "NCCL 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`cuBLAS is GPU-only`), "cuBLAS 只在 GPU 上运行"},
-	// The labs' drivers (the GEMM launch rules and the grouped-GEMM driver).
+	// Peer variants (internal/lab/peer.go, labs/common/peers/klpeer.py, the labs' peers/*.py).
+	{regexp.MustCompile(`^a Python peer \(([^)]*)\) runs on a GPU only, not on the emulator$`), "Python 对照实现（$1）只在 GPU 上运行，不在模拟器上运行"},
+	{regexp.MustCompile(`^no Python interpreter "([^"]*)" here \(install python3 with torch, or set (\S+)\)$`),
+		"本机没有 Python 解释器“$1”（请安装带 torch 的 python3，或设置 $2）"},
+	{regexp.MustCompile(`^(\S+) cannot run the peer: (.*) \(pip install ([^)]*)\)$`), "$1 无法运行对照实现：$2（pip install $3）"},
+	{regexp.MustCompile(`^python cannot import (\S+) \((.*)\): pip install (.*)$`), "python 无法导入 $1（$2）：pip install $3"},
+	{regexp.MustCompile(`^torch sees no CUDA device$`), "torch 看不到 CUDA 设备"},
+	{regexp.MustCompile(`^torch\._grouped_mm multiplies groups of one N and K \(a MoE layer\); these groups differ$`),
+		"torch._grouped_mm 只计算 N 和 K 都相同的组（一个 MoE 层）；这些组的 N 或 K 不同"},
+	{regexp.MustCompile(`^torch\._grouped_mm takes bf16 operands; this suite is fp32$`), "torch._grouped_mm 只接受 bf16 操作数；这个套件是 fp32"},
+	{regexp.MustCompile(`^this torch \((\S+)\) has no torch\._grouped_mm \(PyTorch 2\.8 or newer\)$`),
+		"这个 torch（$1）没有 torch._grouped_mm（需要 PyTorch 2.8 或更新版本）"},
+	// The labs' drivers (labs/02_gemm/launch.go, labs/03_grouped_gemm/driver.go).
 	{regexp.MustCompile(`^too slow for this size: (\S+) would run (\d+) GFLOP per call, above its limit of (\d+) \(params\.max_gflop in lab\.yaml\)$`),
 		"这个规模太慢：$1 每次调用要算 $2 GFLOP，超过了它的上限 $3（lab.yaml 中的 params.max_gflop）"},
 	{regexp.MustCompile(`^(\S+) loads tiles with TMA, whose row strides must be multiples of 16 bytes: (\S+) and (\S+) must be multiples of 8 \(this problem has (.*)\)$`),

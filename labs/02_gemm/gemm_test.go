@@ -82,6 +82,9 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 				assert.Contains(t, []string{LibSgemm, LibGemmEx, LibLt}, v.Library, "%s/%s", s.Name, v.Name)
 				continue
 			}
+			if v.IsPeer() { // a Python script: the manifest reader checks it exists and needs torch
+				continue
+			}
 			src, err := os.ReadFile(filepath.Join(m.Dir, v.File))
 			require.NoError(t, err)
 			assert.Regexp(t, entryRE(v.Entry), string(src), "%s/%s: entry %s in %s", s.Name, v.Name, v.Entry, v.File)

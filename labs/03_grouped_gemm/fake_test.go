@@ -356,6 +356,9 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				if _, ok := kernels[v.Key()]; !ok && v.IsKernel() {
 					continue // the portable kernels run on the emulator instead
 				}
+				if v.IsPeer() {
+					continue // a Python script, run by the worker, never through a Case
+				}
 				name := suite + "/" + v.Name + " " + p.Name
 				c, err := Lab{}.Prepare(env, s, p)
 				require.NoError(t, err, name)

@@ -54,7 +54,7 @@ func emuVariants(t *testing.T) []string {
 	seen := map[string]bool{}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
-			gpuOnly := v.EmuSkip != "" || v.Library != ""
+			gpuOnly := v.EmuSkip != "" || v.Library != "" || v.IsPeer()
 			for _, n := range v.Needs {
 				gpuOnly = gpuOnly || n == "gpu" || n == "cublas"
 			}
