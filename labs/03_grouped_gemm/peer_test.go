@@ -36,7 +36,7 @@ func TestPeerProblemCarriesTheGroups(t *testing.T) {
 	}
 	assert.True(t, got.SharedNK)
 	assert.Equal(t, "bf16", got.Data)
-	assert.Equal(t, TotalFLOPs(shapes), work.FLOPs)
+	assert.Equal(t, totalFLOPs(shapes), work.FLOPs)
 
 	_, _, err = Lab{}.PeerProblem(s, lab.Problem{Name: "bad", Params: map[string]int64{"g": 1}})
 	assert.ErrorContains(t, err, "group 0 has no m0")
