@@ -42,7 +42,7 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`^torch\._grouped_mm takes bf16 operands; this suite is fp32$`), "torch._grouped_mm 只接受 bf16 操作数；这个套件是 fp32"},
 	{regexp.MustCompile(`^this torch \((\S+)\) has no torch\._grouped_mm \(PyTorch 2\.8 or newer\)$`),
 		"这个 torch（$1）没有 torch._grouped_mm（需要 PyTorch 2.8 或更新版本）"},
-	// The labs' drivers (labs/02_gemm/launch.go, labs/03_grouped_gemm/driver.go).
+	// The labs' drivers (the GEMM launch rules and the grouped-GEMM driver).
 	{regexp.MustCompile(`^too slow for this size: (\S+) would run (\d+) GFLOP per call, above its limit of (\d+) \(params\.max_gflop in lab\.yaml\)$`),
 		"这个规模太慢：$1 每次调用要算 $2 GFLOP，超过了它的上限 $3（lab.yaml 中的 params.max_gflop）"},
 	{regexp.MustCompile(`^(\S+) loads tiles with TMA, whose row strides must be multiples of 16 bytes: (\S+) and (\S+) must be multiples of 8 \(this problem has (.*)\)$`),
