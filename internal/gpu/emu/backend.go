@@ -34,11 +34,6 @@ type backend struct {
 	allocMu sync.Mutex
 	allocs  []*allocation // sorted by ptr, all devices
 	next    uintptr       // where the next allocation's reservation starts (never reused)
-	gen     uint64        // counts changes to allocs, for launchers that mirror them
-	freed   []*allocation // freed since launchers last caught up (their mappings go too)
-
-	launchMu  sync.Mutex
-	launchers []*launcher // sandboxed processes that run untrusted modules
 
 	flightMu  sync.Mutex
 	flightSeq uint64
@@ -138,7 +133,6 @@ func (b *backend) addAlloc(a *allocation) {
 	b.allocs = append(b.allocs, nil)
 	copy(b.allocs[i+1:], b.allocs[i:])
 	b.allocs[i] = a
-	b.gen++
 }
 
 func (b *backend) removeAlloc(p gpu.Ptr) *allocation {
@@ -148,26 +142,17 @@ func (b *backend) removeAlloc(p gpu.Ptr) *allocation {
 	if i < len(b.allocs) && b.allocs[i].ptr == p {
 		a := b.allocs[i]
 		b.allocs = append(b.allocs[:i], b.allocs[i+1:]...)
-		b.gen++
 		return a
 	}
 	return nil
 }
 
-// release unmaps a removed allocation here; launchers drop their mappings when they next sync.
+// release unmaps a removed allocation here and closes its memfd: a launcher that mapped it keeps
+// its mapping until it next syncs (it needs the memfd only to map a buffer that is still live).
 func (b *backend) release(a *allocation) {
 	cUnmap(a.base, a.bytes)
 	if a.shmPath != "" {
 		os.Remove(a.shmPath) // mapped peers keep their mappings; the name goes
-	}
-	b.launchMu.Lock()
-	mirrored := len(b.launchers) > 0
-	b.launchMu.Unlock()
-	b.allocMu.Lock()
-	defer b.allocMu.Unlock()
-	if mirrored {
-		b.freed = append(b.freed, a) // its memfd stays open until every launcher has caught up
-		return
 	}
 	closeFD(a.fd)
 }

@@ -237,9 +237,6 @@ func (b *backend) startLauncher(path string) (*launcher, []lentry, error) {
 		l.kill()
 		return nil, nil, err
 	}
-	b.launchMu.Lock()
-	b.launchers = append(b.launchers, l)
-	b.launchMu.Unlock()
 	return l, r.Entries, nil
 }
 
@@ -308,14 +305,6 @@ func (l *launcher) stop() {
 	select {
 	case <-l.waitc:
 	case <-time.After(5 * time.Second):
-	}
-	l.b.launchMu.Lock()
-	defer l.b.launchMu.Unlock()
-	for i, o := range l.b.launchers {
-		if o == l {
-			l.b.launchers = append(l.b.launchers[:i], l.b.launchers[i+1:]...)
-			break
-		}
 	}
 }
 
