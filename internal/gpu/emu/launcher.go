@@ -36,8 +36,9 @@ import (
 // LauncherCommand is labrun's hidden command that runs a launcher.
 const LauncherCommand = "__emu-launcher"
 
-// launcherEnv lists the emulator settings a launcher inherits (its environment is otherwise empty).
-var launcherEnv = []string{"LABRUN_EMU_STACK_KIB", "LABRUN_EMU_NO_FAULT_HANDLER", EnvSchedule}
+// launcherEnv lists the emulator settings a launcher inherits (its environment is otherwise empty;
+// the schedule is passed apart, as SetSchedule or the environment set it).
+var launcherEnv = []string{"LABRUN_EMU_STACK_KIB", "LABRUN_EMU_NO_FAULT_HANDLER"}
 
 // lmsg is one message between labrun and a launcher, in either direction.
 type lmsg struct {
