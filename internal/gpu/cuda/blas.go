@@ -42,21 +42,10 @@ func loadCublas() error {
 	if cublasLoad.done {
 		return nil
 	}
-	var failures []string
-	for _, path := range cublasCandidates() {
-		cpath := C.CString(path)
-		var cerr *C.char
-		rc := C.kl_cublas_load(cpath, &cerr)
-		C.free(unsafe.Pointer(cpath))
-		if rc == 0 {
-			cublasLoad.done = true
-			return nil
-		}
-		msg := C.GoString(cerr)
-		C.kl_free_err(cerr)
-		if rc == -2 || !strings.Contains(msg, "No such file") && !strings.Contains(msg, "cannot open") {
-			failures = append(failures, fmt.Sprintf("%s: %s", path, msg))
-		}
+	failures, ok := openFirst(cublasCandidates(), func(path *C.char, err **C.char) C.int { return C.kl_cublas_load(path, err) })
+	if ok {
+		cublasLoad.done = true
+		return nil
 	}
 	detail := "no libcublas.so.13, libcublas.so.12 or libcublas.so was found"
 	if len(failures) > 0 {
@@ -309,4 +298,25 @@ func (b *cublas) GemmGroupedBatched(s gpu.Stream, groups []gpu.GemmGroup, A, B, 
 		return fmt.Errorf("cublas grouped gemm, %d groups, %s inputs, %s output: %w", n, inType, outType, blasError(failed, st))
 	}
 	return nil
+}
+
+// openFirst loads the first of candidates that load (a shim's loader of one vendor library)
+// accepts. failures lists the candidates that exist but failed, with why; a missing file is not a
+// failure worth reporting.
+func openFirst(candidates []string, load func(path *C.char, err **C.char) C.int) (failures []string, ok bool) {
+	for _, path := range candidates {
+		cpath := C.CString(path)
+		var cerr *C.char
+		rc := load(cpath, &cerr)
+		C.free(unsafe.Pointer(cpath))
+		if rc == 0 {
+			return nil, true
+		}
+		msg := C.GoString(cerr)
+		C.kl_free_err(cerr)
+		if rc == -2 || !strings.Contains(msg, "No such file") && !strings.Contains(msg, "cannot open") {
+			failures = append(failures, fmt.Sprintf("%s: %s", path, msg))
+		}
+	}
+	return failures, false
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
@@ -43,21 +42,10 @@ func loadCublasLt() error {
 	if cublasLtLoad.done {
 		return nil
 	}
-	var failures []string
-	for _, path := range libraryCandidates(CublasLtEnv, cublasLtNames) {
-		cpath := C.CString(path)
-		var cerr *C.char
-		rc := C.kl_cublaslt_load(cpath, &cerr)
-		C.free(unsafe.Pointer(cpath))
-		if rc == 0 {
-			cublasLtLoad.done = true
-			return nil
-		}
-		msg := C.GoString(cerr)
-		C.kl_free_err(cerr)
-		if rc == -2 || !strings.Contains(msg, "No such file") && !strings.Contains(msg, "cannot open") {
-			failures = append(failures, fmt.Sprintf("%s: %s", path, msg))
-		}
+	failures, ok := openFirst(libraryCandidates(CublasLtEnv, cublasLtNames), func(path *C.char, err **C.char) C.int { return C.kl_cublaslt_load(path, err) })
+	if ok {
+		cublasLtLoad.done = true
+		return nil
 	}
 	detail := "no libcublasLt.so.13, libcublasLt.so.12 or libcublasLt.so was found"
 	if len(failures) > 0 {

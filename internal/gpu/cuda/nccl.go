@@ -64,21 +64,10 @@ func loadNCCL(candidates []string) error {
 	if ncclLoad.done {
 		return nil
 	}
-	var failures []string
-	for _, path := range candidates {
-		cpath := C.CString(path)
-		var cerr *C.char
-		rc := C.kl_nccl_load(cpath, &cerr)
-		C.free(unsafe.Pointer(cpath))
-		if rc == 0 {
-			ncclLoad.done = true
-			return nil
-		}
-		msg := C.GoString(cerr)
-		C.kl_free_err(cerr)
-		if rc == -2 || !strings.Contains(msg, "No such file") && !strings.Contains(msg, "cannot open") {
-			failures = append(failures, fmt.Sprintf("%s: %s", path, msg))
-		}
+	failures, ok := openFirst(candidates, func(path *C.char, err **C.char) C.int { return C.kl_nccl_load(path, err) })
+	if ok {
+		ncclLoad.done = true
+		return nil
 	}
 	detail := "no libnccl.so.2 was found"
 	if len(failures) > 0 {
