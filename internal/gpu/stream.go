@@ -15,3 +15,17 @@ func SynchronizeAll(lists ...[]Stream) error {
 	}
 	return first
 }
+
+// GraphCapturer is implemented by streams that can record the work issued on them into a graph
+// and replay it with one launch (CUDA graphs), which removes the launch cost of each kernel from
+// a timed loop (labrun's --graph).
+type GraphCapturer interface {
+	// CaptureGraph records what issue launches on this stream (nothing runs) and returns the graph.
+	CaptureGraph(issue func() error) (Graph, error)
+}
+
+// Graph is recorded work that can be launched again and again.
+type Graph interface {
+	Launch(s Stream) error
+	Destroy() error
+}
