@@ -35,17 +35,10 @@ NEW may also be a lab (e.g. 02): it is run now, not saved, and compared with OLD
 
 Flags:
 `
-	var pos []string
-	for len(args) > 0 {
-		if code, ok := fs.parse(args); !ok {
-			return code
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			pos = append(pos, args[0])
-			args = args[1:]
-		}
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
+	pos := fs.Args()
 	if len(pos) != 2 {
 		fmt.Fprintln(stderr, "labrun compare: give two results files, or a results file and a lab (labrun compare --help)")
 		return exitUsage

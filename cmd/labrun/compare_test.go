@@ -98,7 +98,10 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	assert.Contains(t, stderr, "give 3 sizes separated by x")
 	code, _, stderr = runCLI("01", "--experts", "8", "--backend", "emu", "--no-save", "--no-site")
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "no suite of lab 01_device_props takes --experts 8")
+	assert.Contains(t, stderr, "unknown flag --experts; 'labrun 01 --help' lists the flags")
+	code, _, stderr = runCLI("02", "--shape", "0x10x10", "--backend", "emu", "--no-save", "--no-site")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "m = 0: every problem of this suite has m ≥ 1")
 }
 
 func TestCompareEmulatorRunsHasNoVerdicts(t *testing.T) {
