@@ -79,6 +79,7 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	code, out, stderr := runCLI("02", "--shape", "33x17x65", "--param", "beta0=1", "--backend", "emu",
 		"--variant", "coalesced,double_buffer", "--no-save", "--no-site", "--json")
 	require.Equal(t, exitOK, code, stderr)
+	assert.NotRegexp(t, `"[A-Z]\w*":`, out, "JSON keys are snake_case")
 	var doc struct {
 		Entries []results.Entry
 	}

@@ -330,7 +330,7 @@ func suiteTable(entries []*results.Entry, emulated bool) *term.Table {
 		}
 	}
 	shown := map[failure]bool{}
-	var skips skipSummary
+	var skips skippedLine
 	for _, e := range entries {
 		if e.Status == results.StatusSkipped {
 			skips.add(e.Variant, e.Error)
@@ -367,13 +367,13 @@ func suiteTable(entries []*results.Entry, emulated bool) *term.Table {
 	return t
 }
 
-// skipSummary collects skipped variants by reason, in order.
-type skipSummary struct {
+// skippedLine collects the skipped variants of a suite by reason, in order, for its one line.
+type skippedLine struct {
 	reasons []string
 	by      map[string][]string
 }
 
-func (s *skipSummary) add(variant, reason string) {
+func (s *skippedLine) add(variant, reason string) {
 	if s.by == nil {
 		s.by = map[string][]string{}
 	}
@@ -390,7 +390,7 @@ func (s *skipSummary) add(variant, reason string) {
 }
 
 // String is one line: "skipped: a, b (reason); c (other reason)", or "" when nothing was skipped.
-func (s *skipSummary) String() string {
+func (s *skippedLine) String() string {
 	if len(s.reasons) == 0 {
 		return ""
 	}

@@ -148,7 +148,7 @@ func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]
 		out[s.Name] = p
 	}
 	if len(out) == 0 {
-		return nil, &UsageError{fmt.Sprintf("no suite of lab %s takes %s:\n  %s", m.Name, describeFlags(flags), strings.Join(why, "\n  "))}
+		return nil, &UsageError{fmt.Sprintf("no suite of lab %s takes %s:\n  %s", m.Name, flagsAsTyped(flags), strings.Join(why, "\n  "))}
 	}
 	return out, nil
 }
@@ -290,7 +290,7 @@ func customName(m *Manifest, flags map[string]string) string {
 	return strings.Join(append(shapes, parts...), " ")
 }
 
-func describeFlags(flags map[string]string) string {
+func flagsAsTyped(flags map[string]string) string {
 	var parts []string
 	for _, k := range sortedFlagNames(flags) {
 		parts = append(parts, "--"+k+" "+flags[k])
