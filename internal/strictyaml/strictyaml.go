@@ -111,6 +111,16 @@ func decode(n *yaml.Node, v reflect.Value, where string) []*Error {
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" { // <<: *defaults, or <<: [*a, *b]: their keys, then this mapping's
+				merged := []*yaml.Node{val}
+				if val.Kind == yaml.SequenceNode {
+					merged = val.Content
+				}
+				for _, mn := range merged {
+					errs = append(errs, decode(mn, v, where)...)
+				}
+				continue
+			}
 			idx, ok := fields[k.Value]
 			switch {
 			case !ok:
@@ -163,10 +173,23 @@ func decodeScalar(n *yaml.Node, v reflect.Value, where string) []*Error {
 	if n.Kind != yaml.ScalarNode {
 		return []*Error{{Line: n.Line, Msg: fmt.Sprintf("%s must be a single value (%s), not %s", name(where), typeName(v.Type()), kindOf(n))}}
 	}
-	if err := n.Decode(v.Addr().Interface()); err != nil {
+	err := n.Decode(v.Addr().Interface())
+	if err == nil && isInt(v.Kind()) && v.Type() != durationType && n.ShortTag() == "!!float" {
+		err = errors.New("a float") // the YAML library would drop the fraction of 1.5
+	}
+	if err != nil {
 		return []*Error{{Line: n.Line, Msg: fmt.Sprintf("%s: %q is not %s", name(where), n.Value, typeName(v.Type()))}}
 	}
 	return nil
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
@@ -185,12 +208,12 @@ func typeName(t reflect.Type) string {
 	if t == durationType {
 		return "a duration (such as 90s or 2m)"
 	}
+	if isInt(t.Kind()) {
+		return "a whole number"
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	case reflect.String:
