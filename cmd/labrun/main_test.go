@@ -113,7 +113,7 @@ func TestCLILabFlagsFromTheManifest(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, out, "Custom problem of lab 07_demo (custom_flags in its lab.yaml")
 	assert.Contains(t, out, "  --size SIZE\n      the demo's n; sets n\n")
-	assert.Contains(t, out, "  --param PARAM\n")
+	assert.Contains(t, out, "  --param KEY=VALUE\n      sets a parameter of the custom problem, KEY=VALUE,")
 	assert.Less(t, strings.Index(out, "--in-process"), strings.Index(out, "--size"), "the command's own flags come first")
 
 	_, out, _ = runCLI("run", "--help")

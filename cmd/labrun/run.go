@@ -102,7 +102,7 @@ func addCustomFlags(fs *flags, r *runFlags, m *lab.Manifest) error {
 				})
 			}
 		}
-		fs.Var(&r.params, lab.ParamFlag, "a custom problem's parameter KEY=VALUE, any that the lab's problems use\n(repeat, or separate with commas), e.g. beta0=1")
+		fs.Var(&r.params, lab.ParamFlag, "sets a parameter of the custom problem, `KEY=VALUE`, any that the lab's problems use\n(repeat the flag, or separate with commas)")
 	})
 	return nil
 }
