@@ -54,6 +54,16 @@ func Parse(data []byte) (*yaml.Node, *Error) {
 	return &root, nil
 }
 
+// Unmarshal parses YAML text and decodes it strictly into v (a non-nil pointer): Parse, then
+// Decode. An empty text leaves v as it is.
+func Unmarshal(data []byte, v any) []*Error {
+	root, perr := Parse(data)
+	if perr != nil {
+		return []*Error{perr}
+	}
+	return Decode(root, v)
+}
+
 var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 var durationType = reflect.TypeOf(time.Duration(0))
 
@@ -70,7 +80,7 @@ func Decode(n *yaml.Node, v any) []*Error {
 }
 
 func decode(n *yaml.Node, v reflect.Value, where string) []*Error {
-	if n == nil {
+	if n == nil || n.Kind == 0 { // no node, or an empty text
 		return nil
 	}
 	switch n.Kind {

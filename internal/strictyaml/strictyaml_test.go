@@ -41,12 +41,9 @@ func (s *selfReading) UnmarshalYAML(n *yaml.Node) error {
 
 func decodeText(t *testing.T, text string) (outer, []*Error) {
 	t.Helper()
-	root, perr := Parse([]byte(text))
-	if perr != nil {
-		return outer{}, []*Error{perr}
-	}
 	var o outer
-	return o, Decode(root, &o)
+	errs := Unmarshal([]byte(text), &o)
+	return o, errs
 }
 
 func TestDecodeGood(t *testing.T) {
@@ -126,4 +123,10 @@ func TestDecodeReportsEveryError(t *testing.T) {
 	_, errs := decodeText(t, "idd: a\ncount: x\nitems:\n  - nme: b\n")
 	require.Len(t, errs, 3)
 	assert.Equal(t, []int{1, 2, 4}, []int{errs[0].Line, errs[1].Line, errs[2].Line})
+}
+
+func TestUnmarshalEmptyText(t *testing.T) {
+	o := outer{ID: "kept"}
+	assert.Empty(t, Unmarshal(nil, &o))
+	assert.Equal(t, "kept", o.ID)
 }
