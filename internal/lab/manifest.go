@@ -399,7 +399,7 @@ func (m *Manifest) validate() error {
 		m.Timeout = 60 * time.Second
 	}
 	if m.Devices < 0 || m.Devices > 64 {
-		errs = append(errs, m.errAt(m.keyLine("devices"), "devices: %d must be 1 to 64 (how many devices the lab uses at once)", m.Devices))
+		errs = append(errs, m.errAt(1, "devices: %d must be 1 to 64 (how many devices the lab uses at once)", m.Devices))
 	}
 	if len(m.Suites) == 0 {
 		errs = append(errs, m.errAt(m.keyLine("suites"), "no suites: a lab needs at least one suite of variants"))

@@ -40,7 +40,7 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 		{"scalar for a list", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites: many\n", `suites must be a list`, 3},
 		{"bad quick", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems:\n      gpu:\n        - {n: 1, quick: maybe}\n",
 			`quick must be true or false, not "maybe"`, 8},
-		{"bad devices", "id: \"01\"\ntitle: {en: a, zh: b}\n\ndevices: 99\n", "devices: 99 must be 1 to 64", 4},
+		{"bad title line", "id: \"01\"\n\ntitle: {en: a}\n", "title needs both en and zh", 3},
 		{"key twice", "id: \"01\"\ntitle: {en: a, zh: b}\nid: \"02\"\n", `key "id" given twice in the top level`, 3},
 		{"unknown metric", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: speed\n    problems: {gpu: [{n: 1}]}\n    variants: [{name: v, library: x}]\n",
 			"metric \"speed\"", 4},
