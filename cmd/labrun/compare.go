@@ -91,7 +91,7 @@ Flags:
 			"is called faster or slower and --fail-on-regression does not count them\n", strings.Join(emulated, " and "))
 		w.Flush()
 	}
-	rows := compare.Compare(old, newer)
+	rows := compare.Files(old, newer)
 	var regs []compare.Row
 	if *failPct >= 0 {
 		regs = compare.Regressions(rows, *failPct)

@@ -64,6 +64,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"bad number", []string{"07", "--device", "one"}, exitUsage, `invalid value "one" for flag --device: must be an integer`},
 		{"negative timeout", []string{"07", "--timeout", "-5s"}, exitUsage, "--timeout -5s: give a positive duration"},
 		{"flag without value", []string{"07", "--backend"}, exitUsage, "flag --backend needs a value"},
+		{"unknown problem set", []string{"07", "--set", "gpx"}, exitUsage, "--set gpx: the problem sets are gpu, emu, grade (did you mean gpu?)"},
+		{"negative device", []string{"07", "--device", "-1"}, exitUsage, "--device -1: devices are numbered from 0"},
 		{"undeclared custom flag", []string{"07", "--shape", "1x2x3"}, exitUsage, "unknown flag --shape"},
 		{"mistyped command", []string{"lsit"}, exitUsage, `unknown command "lsit" (did you mean list?)`},
 		{"unknown variant", []string{"07", "--variant", "zzz", "--backend", "cuda"}, exitUsage, `no variant "zzz"; its variants are: lib`},

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +75,14 @@ func (r *runFlags) check() error {
 		return fmt.Errorf("--emu-devices %d: give at least 1", r.emuDevices)
 	case r.emuWarp != 0 && r.emuWarp != 32 && r.emuWarp != 64:
 		return fmt.Errorf("--emu-warp %d: an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)", r.emuWarp)
+	case r.device < 0:
+		return fmt.Errorf("--device %d: devices are numbered from 0", r.device)
+	case r.set != "" && !slices.Contains(lab.ProblemSets, r.set):
+		msg := fmt.Sprintf("--set %s: the problem sets are %s", r.set, strings.Join(lab.ProblemSets, ", "))
+		if s := term.Suggest(r.set, lab.ProblemSets); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return errors.New(msg)
 	}
 	return nil
 }

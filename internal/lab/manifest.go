@@ -176,7 +176,10 @@ func ParseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// Problems returns the problem set for a use: "gpu", "emu" or "grade".
+// ProblemSets are the names of a suite's problem sets (lab.yaml's problems: gpu, emu, grade).
+var ProblemSets = []string{"gpu", "emu", "grade"}
+
+// ProblemsFor returns the problem set for a use: "gpu", "emu" or "grade".
 func (s *Suite) ProblemsFor(set string) ([]Problem, error) {
 	switch set {
 	case "gpu":
