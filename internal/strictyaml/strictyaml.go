@@ -106,6 +106,11 @@ func decode(n *yaml.Node, v reflect.Value, where string) []*Error {
 		return nil // the zero value, as a missing key
 	}
 	switch v.Kind() {
+	case reflect.Interface: // any: whatever the text holds, so nothing in it is unknown
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			return []*Error{{Line: n.Line, Msg: fmt.Sprintf("%s: not a value YAML can hold", name(where))}}
+		}
+		return nil
 	case reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))

@@ -25,6 +25,7 @@ type outer struct {
 	Opt     *inner            `yaml:"opt"`
 	Self    selfReading       `yaml:"self"`
 	Free    map[string]string `yaml:"free"`
+	Any     any               `yaml:"any"`
 	Skipped string            `yaml:"-"`
 }
 
@@ -60,11 +61,12 @@ opt: {name: c}
 self: 42
 base: &base {name: shared}
 free: {k: v}
+any: {deep: [1, x]}
 `[1:]+"\n")
 	// base: is not a field: an error, while everything else decodes.
 	require.Len(t, errs, 1)
 	assert.Equal(t, 11, errs[0].Line)
-	assert.Contains(t, errs[0].Msg, `unknown key "base" in the top level; the keys allowed there are: count, free, id, items, on, opt, self, tags, timeout`)
+	assert.Contains(t, errs[0].Msg, `unknown key "base" in the top level; the keys allowed there are: any, count, free, id, items, on, opt, self, tags, timeout`)
 	assert.Equal(t, "07", o.ID)
 	assert.Equal(t, 90*time.Second, o.Timeout)
 	assert.Equal(t, 3, o.Count)
@@ -75,6 +77,7 @@ free: {k: v}
 	assert.Equal(t, map[string][]int{"x": {1, 2}}, o.Tags)
 	assert.Equal(t, "c", o.Opt.Name)
 	assert.Equal(t, int64(42), o.Self.Value)
+	assert.Equal(t, map[string]any{"deep": []any{1, "x"}}, o.Any)
 }
 
 func TestDecodeMergeKeys(t *testing.T) {
