@@ -40,7 +40,8 @@ func TestReadmeLayoutMatchesTheTree(t *testing.T) {
 }
 
 // layoutPaths reads the first code block after "## Layout" (or "## 目录结构"): a path per line,
-// indented lines under the path above them.
+// each indented level (two spaces) under the path above it; a line indented past the paths is a
+// wrapped description.
 func layoutPaths(t *testing.T, readme string) map[string]bool {
 	t.Helper()
 	b, err := os.ReadFile(readme)
@@ -59,18 +60,20 @@ func layoutPaths(t *testing.T, readme string) map[string]bool {
 	text = text[open+4:]
 	text = text[:strings.Index(text, "```")]
 	listed := map[string]bool{}
-	parent := ""
+	var parents []string // the path at each depth of indentation (two spaces a level)
 	for _, l := range strings.Split(text, "\n") {
 		fields := strings.Fields(l)
-		if len(fields) == 0 {
-			continue
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		if len(fields) == 0 || indent >= 12 {
+			continue // a blank line, or a description wrapped onto the next line
 		}
-		if strings.HasPrefix(l, " ") {
-			listed[parent+fields[0]] = true
-			continue
+		depth := min(indent/2, len(parents))
+		path := fields[0]
+		if depth > 0 {
+			path = parents[depth-1] + path
 		}
-		parent = fields[0]
-		listed[parent] = true
+		parents = append(parents[:depth], path)
+		listed[path] = true
 	}
 	return listed
 }
