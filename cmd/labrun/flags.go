@@ -81,7 +81,8 @@ func (f *flags) printFlags(section string) {
 			head += " " + kind
 		}
 		fmt.Fprintln(f.stdout, head)
-		if def := fl.DefValue; def != "" && def != "false" && def != "0" && def != "0s" && def != "[]" {
+		// The default, unless it is a zero value or the usage says it in words ("default: the lab's").
+		if def := fl.DefValue; def != "" && def != "false" && def != "0" && def != "0s" && def != "[]" && !strings.Contains(usage, "(default") {
 			usage += fmt.Sprintf(" (default %s)", def)
 		}
 		for _, para := range strings.Split(usage, "\n") {

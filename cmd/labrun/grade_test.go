@@ -163,6 +163,8 @@ func TestGradeCLIErrors(t *testing.T) {
 		{"negative total time limit", []string{"grade", "02", "--total-time-limit=-5m"}, exitUsage, "--total-time-limit -5m0s: give a positive duration"},
 		{"reports into a file", []string{"grade", "02", "--out", file}, exitUsage, "--out " + file + " is a file: give a folder"},
 		{"site into a file", []string{"site", "--out", file}, exitUsage, "--out " + file + " is a file: give a folder"},
+		{"export into a file", []string{"export", file}, exitUsage, file + " is a file: give a folder"},
+		{"negative regression threshold", []string{"compare", file, file, "--fail-on-regression", "-5"}, exitUsage, "--fail-on-regression -5: give a percentage of 0 or more"},
 		{"unknown lab in --labs", []string{"grade", "--labs", "02,42"}, exitUsage, `unknown lab "42"`},
 		// A GPU runner with fewer GPUs than the lab needs (the fake backend has one device).
 		{"too few GPUs", []string{"grade", "04", "--backend", "fake", "--out", t.TempDir()}, exitEnv,
