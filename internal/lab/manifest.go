@@ -459,9 +459,32 @@ func (m *Manifest) validate() error {
 		}
 		errs = append(errs, m.validateNeeds(h.line, "helper "+h.Entry, h.Needs)...)
 	}
+	if m.Timeout < 0 {
+		errs = append(errs, m.errAt(m.keyLine("timeout"), "timeout: %s is negative: give the time limit of one job, e.g. 120s", m.Timeout))
+	}
+	for _, s := range m.Suites {
+		errs = append(errs, m.validateProblemNames(s)...)
+	}
 	errs = append(errs, m.validateCustomFlags()...)
 	errs = append(errs, m.validateGrading()...)
 	return errors.Join(errs...)
+}
+
+// validateProblemNames refuses two problems of one set with the same name: results are kept by
+// suite, variant and problem name, so the second would overwrite the first.
+func (m *Manifest) validateProblemNames(s *Suite) []error {
+	var errs []error
+	for _, set := range ProblemSets {
+		ps, _ := s.ProblemsFor(set)
+		seen := map[string]bool{}
+		for _, p := range ps {
+			if seen[p.Name] {
+				errs = append(errs, m.errAt(s.line, "suite %s: two problems of problems.%s are named %q: results are kept by name, give each its own", s.Name, set, p.Name))
+			}
+			seen[p.Name] = true
+		}
+	}
+	return errs
 }
 
 var smNeedRE = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
