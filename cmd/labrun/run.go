@@ -23,7 +23,7 @@ import (
 )
 
 // runFlags are the flags of `labrun run`. A new flag is a field here and a line in addRunFlags;
-// its check goes in check, its use in options.
+// its check goes in check, its use in the lab.Options that cmdRun fills.
 type runFlags struct {
 	variants          listFlag
 	problems, suites  repeatFlag
@@ -37,7 +37,6 @@ type runFlags struct {
 	timeout           time.Duration
 	noSave, record    bool
 	emuDevices        int
-	emuDevicesSet     bool // --emu-devices given (0 is then an error, not the default)
 	emuWarp           int
 	noExercises       bool
 	noSite, inProcess bool
@@ -66,12 +65,12 @@ func addRunFlags(fs *flags) *runFlags {
 	return r
 }
 
-// check refuses values that make no sense, before anything is built.
-func (r *runFlags) check() error {
+// check refuses values that make no sense, before anything is built; fs tells which were given.
+func (r *runFlags) check(fs *flags) error {
 	switch {
 	case r.timeout < 0:
 		return fmt.Errorf("--timeout %s: give a positive duration (e.g. 2m), or leave it out for the lab's", r.timeout)
-	case r.emuDevices < 0 || r.emuDevices == 0 && r.emuDevicesSet:
+	case r.emuDevices < 0 || r.emuDevices == 0 && fs.Changed("emu-devices"):
 		return fmt.Errorf("--emu-devices %d: give at least 1", r.emuDevices)
 	case r.emuWarp != 0 && r.emuWarp != 32 && r.emuWarp != 64:
 		return fmt.Errorf("--emu-warp %d: an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)", r.emuWarp)
@@ -180,8 +179,7 @@ Flags:
 		}
 		man = m
 	}
-	r.emuDevicesSet = fs.Changed("emu-devices")
-	if err := r.check(); err != nil {
+	if err := r.check(fs); err != nil {
 		fmt.Fprintf(stderr, "labrun run: %v\n", err)
 		return exitUsage
 	}
