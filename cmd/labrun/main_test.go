@@ -198,9 +198,11 @@ func TestEmuDevicesFlag(t *testing.T) {
 	code, _, stderr := runCLI("07", "--emu-devices", "0x", "--backend", "emu")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "invalid value")
-	code, _, stderr = runCLI("07", "--emu-devices", "-1", "--backend", "emu")
-	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "give at least 1")
+	for _, n := range []string{"-1", "0"} {
+		code, _, stderr = runCLI("07", "--emu-devices", n, "--backend", "emu")
+		assert.Equal(t, exitUsage, code)
+		assert.Contains(t, stderr, "--emu-devices "+n+": give at least 1")
+	}
 }
 
 func TestEmuWarpFlag(t *testing.T) {
