@@ -34,8 +34,8 @@ func newFlags(name string, stdout, stderr io.Writer) *flags {
 	return &flags{FlagSet: fs, stdout: stdout, stderr: stderr}
 }
 
-// section starts a group of flags under heading: the flags that add (declares) appear in the help
-// below the command's own flags, under that heading.
+// section puts the flags that add declares under heading: the help lists them after the
+// command's own flags.
 func (f *flags) section(heading string, add func()) {
 	before := map[string]bool{}
 	f.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
