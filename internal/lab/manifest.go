@@ -299,12 +299,7 @@ func ParseManifest(path string, data []byte) (*Manifest, error) {
 	if perr != nil {
 		return nil, m.errAt(perr.Line, "%s", perr.Msg)
 	}
-	// Decode into the Manifest's own fields (the inline wrapper keeps Go from calling a
-	// method of *Manifest that yaml might look for).
-	dec := struct {
-		*Manifest `yaml:",inline"`
-	}{m}
-	if errs := strictyaml.Decode(root, &dec); len(errs) > 0 {
+	if errs := strictyaml.Decode(root, m); len(errs) > 0 {
 		all := make([]error, len(errs))
 		for i, e := range errs {
 			all[i] = m.errAt(e.Line, "%s", e.Msg)
