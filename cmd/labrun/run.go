@@ -247,6 +247,8 @@ Flags:
 			fmt.Fprintf(stderr, "labrun: interrupted; the results measured so far were saved, the %d jobs not finished were not (the file keeps their earlier results)\n", out.Unfinished)
 		case out.SaveError != nil:
 			fmt.Fprintf(stderr, "labrun: interrupted, and saving the results measured so far failed: %v\n", out.SaveError)
+		case len(out.Results.Entries) > out.Unfinished: // --no-save
+			fmt.Fprintf(stderr, "labrun: interrupted with %d jobs not finished; nothing was saved (--no-save)\n", out.Unfinished)
 		default:
 			fmt.Fprintln(stderr, "labrun: interrupted before any result was measured; nothing was saved")
 		}
@@ -282,6 +284,9 @@ func printTable(w io.Writer, out *lab.Outcome, width int) {
 	bySuite := map[string][]*results.Entry{}
 	for i := range out.Results.Entries {
 		e := &out.Results.Entries[i]
+		if !out.Finished(e) {
+			continue // an interrupted run's unfinished job: no result (the run says how many)
+		}
 		emulated = emulated || e.Emulated
 		if _, ok := bySuite[e.Suite]; !ok {
 			suites = append(suites, e.Suite)

@@ -50,19 +50,27 @@ func TestBadCustomProblemIsRefusedBeforeAnyEntry(t *testing.T) {
 	}
 }
 
-// The job in flight when a run is interrupted is reported as interrupted, not as a crash of its
-// variant, and is not saved as a result.
+// The job in flight when a run is interrupted is reported as interrupted, not as a crash or a
+// failure of its variant, and is not saved as a result.
 func TestInterruptedJobIsNotACrash(t *testing.T) {
 	root := newCourse(t, testManifest)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(700*time.Millisecond, cancel)
-	out, err := Run(ctx, Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"hang"}, Quick: true, Worker: testWorker})
-	require.NoError(t, err)
+	run := func(noSave bool) *Outcome {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(700*time.Millisecond, cancel)
+		out, err := Run(ctx, Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"hang"}, Quick: true,
+			NoSave: noSave, Worker: testWorker})
+		require.NoError(t, err)
+		return out
+	}
+	assert.Equal(t, 1, run(true).Unfinished, "counted without saving too")
+	out := run(false)
 	e := out.Results.Find("scale", "hang", "small")
 	require.NotNil(t, e)
 	assert.NotEqual(t, results.StatusCrashed, e.Status)
 	assert.Contains(t, e.Error, "interrupted")
 	assert.Equal(t, 1, out.Unfinished)
+	assert.False(t, out.Finished(e), "the CLI leaves it out of the tables")
+	assert.Zero(t, out.Failures, "an interrupted job is no failure of its variant")
 	saved, err := results.Load(out.Path)
 	require.NoError(t, err)
 	if saved != nil {
