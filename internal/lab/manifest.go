@@ -98,6 +98,7 @@ type Problem struct {
 	Name   string
 	Params map[string]int64
 	Quick  bool // part of the --quick subset
+	Title  Text // how pages name it, where the name is words: {zh: ...}, en defaults to Name
 }
 
 // Int returns a parameter, or def when the problem does not set it.
@@ -117,6 +118,15 @@ func (p *Problem) UnmarshalYAML(n *yaml.Node) error {
 	p.Params = map[string]int64{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "title" { // a mapping, unlike the other keys
+			if errs := strictyaml.DecodeIn(v, &p.Title, "title"); len(errs) > 0 {
+				return errs[0]
+			}
+			if v.Kind != yaml.MappingNode || p.Title.ZH == "" {
+				return strictyaml.At(v, "a problem's title is {zh: ...} (en: too, where it is not the name)")
+			}
+			continue
+		}
 		if v.Kind != yaml.ScalarNode {
 			return strictyaml.At(v, "problem key %s takes one value, not a list or mapping", k.Value)
 		}

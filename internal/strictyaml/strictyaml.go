@@ -71,12 +71,16 @@ var durationType = reflect.TypeOf(time.Duration(0))
 // of the text. Struct fields are named by their yaml tags (inline structs included); a type that
 // implements yaml.Unmarshaler reads its own node (its errors keep their line when they are an
 // *Error, else they get the node's).
-func Decode(n *yaml.Node, v any) []*Error {
+func Decode(n *yaml.Node, v any) []*Error { return DecodeIn(n, v, "") }
+
+// DecodeIn is Decode for a node inside a larger text, named where in the messages ("a problem's
+// title"), for UnmarshalYAML methods that decode part of their node.
+func DecodeIn(n *yaml.Node, v any, where string) []*Error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		panic("strictyaml.Decode needs a non-nil pointer")
 	}
-	return decode(n, rv.Elem(), "")
+	return decode(n, rv.Elem(), where)
 }
 
 func decode(n *yaml.Node, v reflect.Value, where string) []*Error {
