@@ -35,6 +35,9 @@ func (Compiler) Version() (string, error) { return nvcc.Version() }
 // NCCLNames are the sonames of NCCL that the backend and labrun doctor look for.
 var NCCLNames = []string{"libnccl.so.2", "libnccl.so"}
 
+// FindNCCL says which of NCCLNames loads here, or why none does.
+func FindNCCL() (string, error) { return probe(NCCLNames...) }
+
 // Rules are what an NVIDIA GPU runs: every need of lab.yaml (nvidia, gpu, cublas), NCCL where it
 // is installed, and the architectures the device's compute capability covers.
 type Rules struct{}
@@ -45,7 +48,7 @@ func (Rules) SkipReason(dev gpu.DeviceInfo, req backends.Requirements) string {
 	}
 	for _, n := range req.Needs {
 		if n == "nccl" {
-			if _, err := probe(NCCLNames...); err != nil {
+			if _, err := FindNCCL(); err != nil {
 				return "needs NCCL, which is not installed here (libnccl.so.2; labrun doctor says how to get it)"
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/backends"
 	"github.com/kernel-labs/kernellabs/internal/gpu/cuda"
@@ -39,7 +38,7 @@ func TestRulesOfAGPU(t *testing.T) {
 			}
 		})
 	}
-	if _, err := dl.Probe(cuda.NCCLNames...); err != nil {
+	if _, err := cuda.FindNCCL(); err != nil {
 		assert.Contains(t, cuda.Rules{}.SkipReason(hopper, backends.Requirements{Needs: []string{"nccl"}}), "not installed here",
 			"this machine has no libnccl")
 	} else {
