@@ -26,9 +26,9 @@
 //   - Code objects: the registration's Compiler (family "hipcc") compiles a kernel file with
 //     --offload-arch=<gfx name> --cuda-device-only into a code object (the gfx90a command of
 //     hip.Compile, cached through toolchain.Workspace as nvcc.Build caches cubins), and
-//     Device.LoadModule loads it with hipModuleLoad; Module.Kernel is hipModuleGetFunction, Kernel.LaunchPacked is
-//     hipModuleLaunchKernel with the packed arguments, Kernel.Attrs is hipFuncGetAttribute, and
-//     SetMaxDynamicShared is hipFuncSetAttribute. Streams and events are hipStream_t and
+//     Device.LoadModule loads it with hipModuleLoad; Module.Kernel is hipModuleGetFunction,
+//     Kernel.LaunchPacked is hipModuleLaunchKernel with the packed arguments, Kernel.Attrs is
+//     hipFuncGetAttribute, and SetMaxDynamicShared is hipFuncSetAttribute. Streams and events are hipStream_t and
 //     hipEvent_t behind Stream and Event, unchanged for the drivers.
 //   - Baselines: BLASProvider with rocBLAS (rocblas_sgemm, rocblas_gemm_ex for bf16 in, fp32
 //     accumulation), LtBLAS with hipBLASLt (hipblasLtMatmul, heuristic algorithm), GroupedBLAS
