@@ -68,7 +68,7 @@ func printDoctor(w *term.WrapWriter, checks []finding, usable []string, current 
 		case slices.Contains(usable, b):
 			fmt.Fprintf(w, "%s: also usable here\n", title)
 		default:
-			fmt.Fprintf(w, "%s: not usable here; needed only to run on it\n", title)
+			fmt.Fprintf(w, "%s: not usable here; needed only to run labs on it\n", title)
 		}
 		for _, f := range checks {
 			if f.Backend != b {
