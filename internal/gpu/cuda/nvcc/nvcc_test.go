@@ -86,7 +86,7 @@ exec ` + cxx + ` -x c++ -E -D__CUDACC__ -DKL_DEVICE_CHECK -MD -MF "$dep" -MT "$o
 
 // The CUDA builder keys its cache by nvcc's dependency list and builds submissions hermetically
 // too (with a stand-in nvcc: the GPU build itself is tested on a GPU).
-func TestBuildCUDAHermeticAndDependencyCache(t *testing.T) {
+func TestBuildHermeticAndDependencyCache(t *testing.T) {
 	root, inc := course(t)
 	fakeNVCC(t)
 	dir := t.TempDir()
