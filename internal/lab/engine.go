@@ -171,8 +171,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	be, note, err := gpu.Open(o.Backend)
 	if err != nil {
-		if !strings.Contains(err.Error(), "--backend emu") {
-			err = fmt.Errorf("%w\n(without a GPU, run on the CPU emulator: --backend emu)", err)
+		if instead := backends.Instead(o.Backend, err); instead != "" {
+			err = fmt.Errorf("%w\n(%s)", err, instead)
 		}
 		return nil, &EnvError{err}
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -28,6 +29,9 @@ type Registration struct {
 	Rules    Rules      // what it can run, and for which target
 	// Doctor lists what labrun doctor checks for the backend, and whether it can run labs here.
 	Doctor func() (checks []Check, usable bool)
+	// Instead, when set, says how to use this backend when another one cannot open ("without a
+	// GPU, run on the CPU emulator: --backend emu").
+	Instead string
 }
 
 // Compiler builds kernel files for one backend.
@@ -108,6 +112,20 @@ func All() []Registration {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Instead is the advice a run whose backend (name) did not open gets, in one line: how to use
+// the backends that say how to be used instead ("" when none does). err's own text may already
+// give it, naming the other backend's --backend flag: then the advice is "".
+func Instead(name string, err error) string {
+	var out []string
+	for _, r := range All() {
+		if r.Name == name || r.Instead == "" || (err != nil && strings.Contains(err.Error(), "--backend "+r.Name)) {
+			continue
+		}
+		out = append(out, r.Instead)
+	}
+	return strings.Join(out, "; ")
 }
 
 // TooFewDevices is the rule every backend shares: a lab that uses more devices at once than the

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +62,14 @@ func TestTooFewDevices(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, TooFewDevices(dev, tc.req, tc.hint), "%+v", tc.req)
 	}
+}
+
+// A run whose backend does not open is told how to use the others that say how, unless the
+// error already names their flag.
+func TestInstead(t *testing.T) {
+	Register(Registration{Name: "test-instead", Open: func() (gpu.Backend, error) { return nil, gpu.ErrNoDevice },
+		Compiler: testCompiler{}, Rules: testRules{}, Instead: "use --backend test-instead"})
+	assert.Equal(t, "use --backend test-instead", Instead("nosuch", errors.New("no such backend")))
+	assert.Empty(t, Instead("nosuch", errors.New("not installed; run with --backend test-instead")))
+	assert.Empty(t, Instead("test-instead", errors.New("it failed itself")))
 }

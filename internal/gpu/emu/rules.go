@@ -22,6 +22,7 @@ func init() {
 		Compiler: Compiler{},
 		Rules:    Rules{},
 		Doctor:   doctor,
+		Instead:  "without a GPU, run on the CPU emulator: --backend emu",
 	})
 }
 
