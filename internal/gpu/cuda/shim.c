@@ -76,6 +76,24 @@ static struct {
     CUresult (*cuEventRecord)(CUevent, CUstream);
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent); // _v2 on CUDA 13, else the plain one
+    // Virtual memory management (CUDA 10.2+), optional: buffers shared between processes.
+    CUresult (*cuMemGetAllocationGranularity)(size_t *, const kl_mem_prop *, int);
+    CUresult (*cuMemCreate)(unsigned long long *, size_t, const kl_mem_prop *, unsigned long long);
+    CUresult (*cuMemRelease)(unsigned long long);
+    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
+    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
+    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
+    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const kl_mem_access *, size_t);
+    CUresult (*cuMemExportToShareableHandle)(void *, unsigned long long, int, unsigned long long);
+    CUresult (*cuMemImportFromShareableHandle)(unsigned long long *, void *, int);
+    // Stream capture and graphs (CUDA 11.4+), optional.
+    CUresult (*cuStreamBeginCapture)(CUstream, int); // cuStreamBeginCapture_v2
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
 } cu;
 
 static char *dup_err(const char *prefix, const char *detail) {
@@ -180,6 +198,24 @@ int kl_cuda_load(const char *path, char **err) {
     // Optional: drivers older than CUDA 12.4 lack it, and Kernel.Params says so.
     *(void **)(&cu.cuFuncGetParamInfo) = dlsym(lib, "cuFuncGetParamInfo");
     *(void **)(&cu.cuTensorMapEncodeTiled) = dlsym(lib, "cuTensorMapEncodeTiled");
+#define OPT(field, name) *(void **)(&cu.field) = dlsym(lib, name)
+    OPT(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
+    OPT(cuMemCreate, "cuMemCreate");
+    OPT(cuMemRelease, "cuMemRelease");
+    OPT(cuMemAddressReserve, "cuMemAddressReserve");
+    OPT(cuMemAddressFree, "cuMemAddressFree");
+    OPT(cuMemMap, "cuMemMap");
+    OPT(cuMemUnmap, "cuMemUnmap");
+    OPT(cuMemSetAccess, "cuMemSetAccess");
+    OPT(cuMemExportToShareableHandle, "cuMemExportToShareableHandle");
+    OPT(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle");
+    *(void **)(&cu.cuStreamBeginCapture) = sym(lib, "cuStreamBeginCapture_v2", "cuStreamBeginCapture");
+    OPT(cuStreamEndCapture, "cuStreamEndCapture");
+    OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    OPT(cuGraphLaunch, "cuGraphLaunch");
+    OPT(cuGraphExecDestroy, "cuGraphExecDestroy");
+    OPT(cuGraphDestroy, "cuGraphDestroy");
+#undef OPT
     cu.lib = lib;
     return 0;
 }
@@ -384,6 +420,163 @@ CUresult kl_event_synchronize(CUcontext ctx, CUevent e) {
 CUresult kl_event_elapsed(CUcontext ctx, float *ms, CUevent start, CUevent end) {
     SET_CTX(ctx);
     return cu.cuEventElapsedTime(ms, start, end);
+}
+
+// ---- virtual memory management: buffers other processes map (memory.go's Sharer) ----
+#define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+#define CU_MEM_ALLOC_GRANULARITY_MINIMUM 0x0
+
+static kl_mem_prop vmm_prop(CUdevice dev, int handle_type) {
+    kl_mem_prop prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requested_handle_types = handle_type;
+    prop.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location_id = dev;
+    return prop;
+}
+
+static int vmm_loaded(void) {
+    return cu.cuMemGetAllocationGranularity && cu.cuMemCreate && cu.cuMemRelease && cu.cuMemAddressReserve &&
+           cu.cuMemAddressFree && cu.cuMemMap && cu.cuMemUnmap && cu.cuMemSetAccess &&
+           cu.cuMemExportToShareableHandle && cu.cuMemImportFromShareableHandle;
+}
+
+#define VMM_CALL(name, call)      \
+    do {                          \
+        r = (call);               \
+        if (r != 0) {             \
+            *failed = name;       \
+            goto fail;            \
+        }                         \
+    } while (0)
+
+// vmm_map reserves an address range for handle, maps it and gives dev read-write access.
+static CUresult vmm_map(CUdevice dev, unsigned long long handle, size_t size, size_t align, CUdeviceptr *p,
+                        const char **failed) {
+    CUresult r;
+    CUdeviceptr va = 0;
+    int mapped = 0;
+    VMM_CALL("cuMemAddressReserve", cu.cuMemAddressReserve(&va, size, align, 0, 0));
+    VMM_CALL("cuMemMap", cu.cuMemMap(va, size, 0, handle, 0));
+    mapped = 1;
+    kl_mem_access acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location_id = dev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    VMM_CALL("cuMemSetAccess", cu.cuMemSetAccess(va, size, &acc, 1));
+    *p = va;
+    return 0;
+fail:
+    if (mapped) cu.cuMemUnmap(va, size);
+    if (va) cu.cuMemAddressFree(va, size);
+    return r;
+}
+
+CUresult kl_vmm_granularity(CUdevice dev, int handle_type, size_t *g) {
+    if (!vmm_loaded()) return KL_MISSING_SYMBOL;
+    kl_mem_prop prop = vmm_prop(dev, handle_type);
+    return cu.cuMemGetAllocationGranularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+}
+
+CUresult kl_vmm_alloc(CUcontext ctx, CUdevice dev, int handle_type, size_t size, size_t align, CUdeviceptr *p,
+                      unsigned long long *handle, const char **failed) {
+    if (!vmm_loaded()) {
+        *failed = "cuMemCreate";
+        return KL_MISSING_SYMBOL;
+    }
+    SET_CTX(ctx);
+    CUresult r;
+    *handle = 0;
+    kl_mem_prop prop = vmm_prop(dev, handle_type);
+    VMM_CALL("cuMemCreate", cu.cuMemCreate(handle, size, &prop, 0));
+    if ((r = vmm_map(dev, *handle, size, align, p, failed)) != 0) goto fail;
+    return 0;
+fail:
+    if (*handle) cu.cuMemRelease(*handle);
+    *handle = 0;
+    return r;
+}
+
+CUresult kl_vmm_export_fd(CUcontext ctx, unsigned long long handle, int handle_type, int *fd) {
+    if (!vmm_loaded()) return KL_MISSING_SYMBOL;
+    SET_CTX(ctx);
+    return cu.cuMemExportToShareableHandle(fd, handle, handle_type, 0);
+}
+
+CUresult kl_vmm_import_fd(CUcontext ctx, CUdevice dev, int fd, int handle_type, size_t size, size_t align,
+                          CUdeviceptr *p, unsigned long long *handle, const char **failed) {
+    if (!vmm_loaded()) {
+        *failed = "cuMemImportFromShareableHandle";
+        return KL_MISSING_SYMBOL;
+    }
+    SET_CTX(ctx);
+    CUresult r;
+    *handle = 0;
+    VMM_CALL("cuMemImportFromShareableHandle",
+             cu.cuMemImportFromShareableHandle(handle, (void *)(uintptr_t)fd, handle_type));
+    if ((r = vmm_map(dev, *handle, size, align, p, failed)) != 0) goto fail;
+    return 0;
+fail:
+    if (*handle) cu.cuMemRelease(*handle);
+    *handle = 0;
+    return r;
+}
+
+CUresult kl_vmm_free(CUcontext ctx, CUdeviceptr p, size_t size, unsigned long long handle, const char **failed) {
+    if (!vmm_loaded()) {
+        *failed = "cuMemUnmap";
+        return KL_MISSING_SYMBOL;
+    }
+    SET_CTX(ctx);
+    // Release every part even after a failure, and report the first failure.
+    CUresult first = 0, r;
+    if ((r = cu.cuMemUnmap(p, size)) != 0 && !first) first = r, *failed = "cuMemUnmap";
+    if ((r = cu.cuMemAddressFree(p, size)) != 0 && !first) first = r, *failed = "cuMemAddressFree";
+    if ((r = cu.cuMemRelease(handle)) != 0 && !first) first = r, *failed = "cuMemRelease";
+    return first;
+}
+#undef VMM_CALL
+
+// ---- stream capture and graphs (stream.go's GraphCapturer) ----
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+
+static int graphs_loaded(void) {
+    return cu.cuStreamBeginCapture && cu.cuStreamEndCapture && cu.cuGraphInstantiateWithFlags && cu.cuGraphLaunch &&
+           cu.cuGraphExecDestroy && cu.cuGraphDestroy;
+}
+
+CUresult kl_stream_begin_capture(CUcontext ctx, CUstream s) {
+    if (!graphs_loaded()) return KL_MISSING_SYMBOL;
+    SET_CTX(ctx);
+    // Relaxed: goroutines move between OS threads, so the thread-based modes would judge the
+    // calls of unrelated goroutines (or miss the capturing one's).
+    return cu.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+CUresult kl_stream_end_capture(CUcontext ctx, CUstream s, CUgraph *g) {
+    SET_CTX(ctx);
+    return cu.cuStreamEndCapture(s, g);
+}
+
+CUresult kl_graph_instantiate(CUcontext ctx, CUgraphExec *e, CUgraph g) {
+    SET_CTX(ctx);
+    return cu.cuGraphInstantiateWithFlags(e, g, 0);
+}
+
+CUresult kl_graph_launch(CUcontext ctx, CUgraphExec e, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuGraphLaunch(e, s);
+}
+
+CUresult kl_graph_destroy(CUcontext ctx, CUgraphExec e, CUgraph g) {
+    SET_CTX(ctx);
+    CUresult r = e ? cu.cuGraphExecDestroy(e) : 0;
+    CUresult r2 = g ? cu.cuGraphDestroy(g) : 0;
+    return r ? r : r2;
 }
 
 // ---- cuBLAS ----

@@ -21,6 +21,30 @@ typedef void *CUstream;               // struct CUstream_st *
 typedef void *CUevent;                // struct CUevent_st *
 typedef unsigned long long CUdeviceptr; // CUdeviceptr_v2 on LP64
 typedef struct { char bytes[16]; } CUuuid;
+typedef void *CUgraph;                // struct CUgraph_st *
+typedef void *CUgraphExec;            // struct CUgraphExec_st *
+
+// CUmemAllocationProp (cuda.h), with its enums as ints and CUmemLocation unfolded.
+typedef struct {
+    int type;                    // CUmemAllocationType
+    int requested_handle_types;  // CUmemAllocationHandleType
+    int location_type;           // CUmemLocation.type (CUmemLocationType)
+    int location_id;             // CUmemLocation.id
+    void *win32_handle_meta_data;
+    unsigned char compression_type, gpu_direct_rdma_capable;
+    unsigned short usage;
+    unsigned char reserved[4];
+} kl_mem_prop;
+
+// CUmemAccessDesc (cuda.h).
+typedef struct {
+    int location_type; // CUmemLocation.type
+    int location_id;   // CUmemLocation.id
+    int flags;         // CUmemAccess_flags
+} kl_mem_access;
+
+// CUmemAllocationHandleType: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.
+#define KL_MEM_HANDLE_TYPE_POSIX_FD 0x1
 
 // KL_MISSING_SYMBOL is returned by a wrapper whose driver function this libcuda does not export
 // (an older driver). It is not a CUDA code: CUDA's are all >= 0.
@@ -93,6 +117,28 @@ CUresult kl_event_destroy(CUcontext ctx, CUevent e);
 CUresult kl_event_record(CUcontext ctx, CUevent e, CUstream s);
 CUresult kl_event_synchronize(CUcontext ctx, CUevent e);
 CUresult kl_event_elapsed(CUcontext ctx, float *ms, CUevent start, CUevent end);
+
+// Virtual memory management (memory.go's shared buffers). Each returns KL_MISSING_SYMBOL when the
+// driver lacks the VMM API; the wrappers that make several calls name the one that failed in *failed.
+// kl_vmm_granularity is cuMemGetAllocationGranularity (minimum) for a device allocation of dev.
+CUresult kl_vmm_granularity(CUdevice dev, int handle_type, size_t *g);
+// kl_vmm_alloc creates size bytes on dev (cuMemCreate), reserves and maps an address range for
+// them and gives dev read-write access; size and align are multiples of the granularity.
+CUresult kl_vmm_alloc(CUcontext ctx, CUdevice dev, int handle_type, size_t size, size_t align, CUdeviceptr *p,
+                      unsigned long long *handle, const char **failed);
+CUresult kl_vmm_export_fd(CUcontext ctx, unsigned long long handle, int handle_type, int *fd);
+// kl_vmm_import_fd imports fd (cuMemImportFromShareableHandle) and maps it as kl_vmm_alloc does.
+CUresult kl_vmm_import_fd(CUcontext ctx, CUdevice dev, int fd, int handle_type, size_t size, size_t align,
+                          CUdeviceptr *p, unsigned long long *handle, const char **failed);
+// kl_vmm_free unmaps, frees the address range and releases the handle (all three, even after a failure).
+CUresult kl_vmm_free(CUcontext ctx, CUdeviceptr p, size_t size, unsigned long long handle, const char **failed);
+
+// Stream capture and graphs; kl_stream_begin_capture returns KL_MISSING_SYMBOL without them.
+CUresult kl_stream_begin_capture(CUcontext ctx, CUstream s); // relaxed mode
+CUresult kl_stream_end_capture(CUcontext ctx, CUstream s, CUgraph *g);
+CUresult kl_graph_instantiate(CUcontext ctx, CUgraphExec *e, CUgraph g);
+CUresult kl_graph_launch(CUcontext ctx, CUgraphExec e, CUstream s);
+CUresult kl_graph_destroy(CUcontext ctx, CUgraphExec e, CUgraph g); // either may be NULL
 
 // ---- cuBLAS (cublas_api.h) ----
 typedef int cublasStatus_t;
