@@ -7,9 +7,11 @@
 // below sets the context and makes the API call inside one C call, on one thread.
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim.h"
 
@@ -894,6 +896,22 @@ static struct {
     ncclResult_t (*reduce_scatter)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
     const char *(*error_string)(ncclResult_t);                                     // ncclGetErrorString
     ncclResult_t (*get_version)(int *);                                            // ncclGetVersion
+    // Communicators of processes (optional: every NCCL since 2.17 has them; see kl_nccl_has_ranks).
+    ncclResult_t (*get_unique_id)(kl_nccl_id *);                                   // ncclGetUniqueId
+    ncclResult_t (*comm_init_rank_config)(ncclComm_t *, int, kl_nccl_id, int, void *); // ncclCommInitRankConfig
+    ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t *);              // ncclCommGetAsyncError
+    ncclResult_t (*comm_finalize)(ncclComm_t);                                     // ncclCommFinalize
+    ncclResult_t (*comm_abort)(ncclComm_t);                                        // ncclCommAbort
+    const char *(*get_last_error)(ncclComm_t);                                     // ncclGetLastError
+    ncclResult_t (*send)(const void *, size_t, int, int, ncclComm_t, CUstream);    // ncclSend
+    ncclResult_t (*recv)(void *, size_t, int, int, ncclComm_t, CUstream);          // ncclRecv
+    // Symmetric memory and the device API (NCCL 2.27 / 2.28), optional.
+    ncclResult_t (*mem_alloc)(void **, size_t);                                    // ncclMemAlloc
+    ncclResult_t (*mem_free)(void *);                                              // ncclMemFree
+    ncclResult_t (*window_register)(ncclComm_t, void *, size_t, void **, int);     // ncclCommWindowRegister
+    ncclResult_t (*window_deregister)(ncclComm_t, void *);                         // ncclCommWindowDeregister
+    ncclResult_t (*dev_comm_create)(ncclComm_t, const void *, void *);             // ncclDevCommCreate
+    ncclResult_t (*dev_comm_destroy)(ncclComm_t, const void *);                    // ncclDevCommDestroy
 } nc;
 
 int kl_nccl_load(const char *path, char **err) {
@@ -920,6 +938,22 @@ int kl_nccl_load(const char *path, char **err) {
 #undef REQ
     *(void **)(&nc.error_string) = dlsym(lib, "ncclGetErrorString");
     *(void **)(&nc.get_version) = dlsym(lib, "ncclGetVersion");
+#define OPT(field, name) *(void **)(&nc.field) = dlsym(lib, name)
+    OPT(get_unique_id, "ncclGetUniqueId");
+    OPT(comm_init_rank_config, "ncclCommInitRankConfig");
+    OPT(comm_get_async_error, "ncclCommGetAsyncError");
+    OPT(comm_finalize, "ncclCommFinalize");
+    OPT(comm_abort, "ncclCommAbort");
+    OPT(get_last_error, "ncclGetLastError");
+    OPT(send, "ncclSend");
+    OPT(recv, "ncclRecv");
+    OPT(mem_alloc, "ncclMemAlloc");
+    OPT(mem_free, "ncclMemFree");
+    OPT(window_register, "ncclCommWindowRegister");
+    OPT(window_deregister, "ncclCommWindowDeregister");
+    OPT(dev_comm_create, "ncclDevCommCreate");
+    OPT(dev_comm_destroy, "ncclDevCommDestroy");
+#undef OPT
     nc.lib = lib;
     return 0;
 }
@@ -967,5 +1001,138 @@ ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CU
     r = nc.group_end();
     if (first != 0) return first;
     if (r != 0) *failed = "ncclGroupEnd";
+    return r;
+}
+
+// ---- NCCL: communicators of processes, one rank each (nccl_ranks.go) ----
+#define KL_NCCL_IN_PROGRESS 7 // ncclInProgress
+
+const char *kl_nccl_missing_rank_symbol(void) {
+    if (!nc.get_unique_id) return "ncclGetUniqueId";
+    if (!nc.comm_init_rank_config) return "ncclCommInitRankConfig";
+    if (!nc.comm_get_async_error) return "ncclCommGetAsyncError";
+    if (!nc.comm_finalize) return "ncclCommFinalize";
+    if (!nc.comm_abort) return "ncclCommAbort";
+    if (!nc.send) return "ncclSend";
+    if (!nc.recv) return "ncclRecv";
+    return NULL;
+}
+
+const char *kl_nccl_missing_symmetric_symbol(void) {
+    if (!nc.mem_alloc) return "ncclMemAlloc";
+    if (!nc.mem_free) return "ncclMemFree";
+    if (!nc.window_register) return "ncclCommWindowRegister";
+    if (!nc.window_deregister) return "ncclCommWindowDeregister";
+    if (!nc.dev_comm_create) return "ncclDevCommCreate";
+    if (!nc.dev_comm_destroy) return "ncclDevCommDestroy";
+    return NULL;
+}
+
+ncclResult_t kl_nccl_get_unique_id(kl_nccl_id *id) { return nc.get_unique_id(id); }
+
+// ncclConfig_t as NCCL 2.17 laid it out: NCCL accepts the config of an older version (it reads
+// `size` bytes and takes the defaults of the fields that version lacked), so this layout stays
+// valid for every later NCCL.
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int blocking;
+    int cga_cluster_size, min_ctas, max_ctas;
+    const char *net_name;
+    int split_share;
+} kl_nccl_config_v21700;
+#define KL_NCCL_CONFIG_UNDEF_INT (-2147483647 - 1) // NCCL_CONFIG_UNDEF_INT is INT_MIN
+
+ncclResult_t kl_nccl_comm_init_rank(CUcontext ctx, ncclComm_t *comm, int nranks, const kl_nccl_id *id, int rank) {
+    // NCCL takes the calling thread's current device as the rank's.
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) return 1; // ncclUnhandledCudaError
+    kl_nccl_config_v21700 cfg = {sizeof cfg, 0xcafebeef, 21700, 0 /* non-blocking */, KL_NCCL_CONFIG_UNDEF_INT,
+                                 KL_NCCL_CONFIG_UNDEF_INT, KL_NCCL_CONFIG_UNDEF_INT, NULL, KL_NCCL_CONFIG_UNDEF_INT};
+    return nc.comm_init_rank_config(comm, nranks, *id, rank, &cfg);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// kl_nccl_wait polls a non-blocking communicator until its pending operation (initialisation,
+// an enqueued collective) is done, for at most timeout_ms: ncclSuccess, the error NCCL reports,
+// or KL_NCCL_TIMEOUT.
+ncclResult_t kl_nccl_wait(ncclComm_t comm, ncclResult_t r, double timeout_ms) {
+    if (r == 0) {
+        // Done at once; an earlier operation may still have failed (a peer lost, say).
+        ncclResult_t st = 0;
+        if (nc.comm_get_async_error(comm, &st) == 0 && st != 0 && st != KL_NCCL_IN_PROGRESS) return st;
+        return 0;
+    }
+    if (r != KL_NCCL_IN_PROGRESS) return r;
+    double deadline = now_ms() + timeout_ms;
+    for (long spins = 0;; spins++) {
+        ncclResult_t st = 0;
+        ncclResult_t q = nc.comm_get_async_error(comm, &st);
+        if (q != 0) return q;
+        if (st != KL_NCCL_IN_PROGRESS) return st;
+        if (now_ms() > deadline) return KL_NCCL_TIMEOUT;
+        if (spins > 1000) {
+            struct timespec pause = {0, 100000}; // 0.1 ms once the quick answers are over
+            nanosleep(&pause, NULL);
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+ncclResult_t kl_nccl_async_error(ncclComm_t comm, ncclResult_t *st) { return nc.comm_get_async_error(comm, st); }
+ncclResult_t kl_nccl_comm_finalize(ncclComm_t comm) { return nc.comm_finalize(comm); }
+ncclResult_t kl_nccl_comm_abort(ncclComm_t comm) { return nc.comm_abort(comm); }
+const char *kl_nccl_last_error(ncclComm_t comm) { return nc.get_last_error ? nc.get_last_error(comm) : NULL; }
+
+ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CUdeviceptr recv, size_t count,
+                                     int dtype, ncclComm_t comm, CUstream s) {
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) return 1;
+    const void *sb = (const void *)(uintptr_t)send;
+    void *rb = (void *)(uintptr_t)recv;
+    switch (op) {
+    case 0: return nc.all_reduce(sb, rb, count, dtype, KL_NCCL_SUM, comm, s);
+    case 1: return nc.all_gather(sb, rb, count, dtype, comm, s);
+    default: return nc.reduce_scatter(sb, rb, count, dtype, KL_NCCL_SUM, comm, s);
+    }
+}
+
+ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
+                                 const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,
+                                 const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
+                                 CUstream s, const char **failed) {
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) {
+        *failed = "cuCtxSetCurrent";
+        return 1;
+    }
+    ncclResult_t r = nc.group_start();
+    if (r != 0) {
+        *failed = "ncclGroupStart";
+        return r;
+    }
+    ncclResult_t first = 0;
+    for (int j = 0; j < n && first == 0; j++) {
+        if (send_counts[j] > 0) {
+            first = nc.send((const void *)(uintptr_t)(send + send_offsets[j] * elem_bytes), send_counts[j], dtype, j,
+                            comm, s);
+            if (first) *failed = "ncclSend";
+        }
+        if (first == 0 && recv_counts[j] > 0) {
+            first = nc.recv((void *)(uintptr_t)(recv + recv_offsets[j] * elem_bytes), recv_counts[j], dtype, j, comm,
+                            s);
+            if (first) *failed = "ncclRecv";
+        }
+    }
+    r = nc.group_end();
+    if (first != 0) return first;
+    if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
     return r;
 }

@@ -209,4 +209,29 @@ ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CU
                                 size_t count, int dtype, const ncclComm_t *comms,
                                 const CUstream *streams, const char **failed);
 
+// ---- NCCL: communicators of processes, one rank each; see nccl_ranks.go ----
+typedef struct { char internal[128]; } kl_nccl_id; // ncclUniqueId (NCCL_UNIQUE_ID_BYTES)
+#define KL_NCCL_TIMEOUT (-2) // not an ncclResult_t: kl_nccl_wait ran out of time
+
+// The first call of each family this NCCL lacks, or NULL when it has them all.
+const char *kl_nccl_missing_rank_symbol(void);
+const char *kl_nccl_missing_symmetric_symbol(void);
+ncclResult_t kl_nccl_get_unique_id(kl_nccl_id *id);
+// kl_nccl_comm_init_rank starts ncclCommInitRankConfig, non-blocking, on ctx's device: it returns
+// ncclInProgress while the ranks meet (poll with kl_nccl_wait).
+ncclResult_t kl_nccl_comm_init_rank(CUcontext ctx, ncclComm_t *comm, int nranks, const kl_nccl_id *id, int rank);
+ncclResult_t kl_nccl_wait(ncclComm_t comm, ncclResult_t r, double timeout_ms);
+ncclResult_t kl_nccl_async_error(ncclComm_t comm, ncclResult_t *st);
+ncclResult_t kl_nccl_comm_finalize(ncclComm_t comm);
+ncclResult_t kl_nccl_comm_abort(ncclComm_t comm);
+const char *kl_nccl_last_error(ncclComm_t comm); // NULL when the library lacks ncclGetLastError
+// op as kl_nccl_collective; count as NCCL counts it for the op.
+ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CUdeviceptr recv, size_t count,
+                                     int dtype, ncclComm_t comm, CUstream s);
+// kl_nccl_all_to_allv: grouped ncclSend/ncclRecv with every rank; counts and offsets in elements.
+ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
+                                 const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,
+                                 const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
+                                 CUstream s, const char **failed);
+
 #endif

@@ -1,0 +1,188 @@
+package cuda_test
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+)
+
+// openRankComm makes a communicator of world size 1 on d, skipping where NCCL is not installed.
+func openRankComm(t *testing.T, d gpu.Device) gpu.RankCommunicator {
+	t.Helper()
+	id, err := gpu.NewCommID(d)
+	if errors.Is(err, gpu.ErrLibraryMissing) && os.Getenv(requireGPUEnv) == "" {
+		t.Skipf("NCCL is not installed: %v", err)
+	}
+	require.NoError(t, err)
+	require.Len(t, id, 128)
+	c, err := gpu.OpenRankCommunicator(d, id, 0, 1)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
+
+// randomBits returns n elements of t as raw bits: finite, normal, never all zeros, so that a
+// copy is checked bit for bit.
+func randomBits(r *rand.Rand, t gpu.DataType, n int) []byte {
+	switch t {
+	case gpu.F32:
+		out := make([]byte, 4*n)
+		f := unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), n)
+		copy(f, randomFloats(r, n))
+		return out
+	case gpu.F16, gpu.BF16:
+		out := make([]byte, 2*n)
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(&out[0])), n)
+		for i := range h {
+			sign := uint16(r.IntN(2)) << 15
+			if t == gpu.F16 { // exponent 1..29 of 5 bits, 10 mantissa bits
+				h[i] = sign | uint16(1+r.IntN(29))<<10 | uint16(r.IntN(1<<10))
+			} else { // exponent 100..150 of 8 bits, 7 mantissa bits
+				h[i] = sign | uint16(100+r.IntN(51))<<7 | uint16(r.IntN(1<<7))
+			}
+		}
+		return out
+	}
+	panic(fmt.Sprintf("no random bits for %v", t))
+}
+
+// TestRankCommunicatorWorldSizeOne runs every collective on a communicator of one process: each
+// is then a copy, checked bit for bit against the input for f32, bf16 and f16.
+func TestRankCommunicatorWorldSizeOne(t *testing.T) {
+	d := openDevice(t, 0)
+	c := openRankComm(t, d)
+	assert.Equal(t, 0, c.Rank())
+	assert.Equal(t, 1, c.Ranks())
+	s, err := d.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	r := newRand(t)
+	const n = 1<<16 + 3
+	const pad = 5 // AllToAllV's offsets
+	for _, typ := range []gpu.DataType{gpu.F32, gpu.BF16, gpu.F16} {
+		es := 4
+		if typ != gpu.F32 {
+			es = 2
+		}
+		in := randomBits(r, typ, n+pad)
+		send, err := d.Malloc(int64(len(in)))
+		require.NoError(t, err)
+		recv, err := d.Malloc(int64(len(in)))
+		require.NoError(t, err)
+		require.NoError(t, d.CopyHtoD(send, unsafe.Pointer(&in[0]), int64(len(in)), nil))
+		for _, op := range []struct {
+			name string
+			run  func() error
+			want []byte // what recv holds afterwards, from its start
+		}{
+			{"AllReduce", func() error { return c.AllReduce(send, recv, n, typ, s) }, in[:n*es]},
+			{"AllGather", func() error { return c.AllGather(send, recv, n, typ, s) }, in[:n*es]},
+			{"ReduceScatter", func() error { return c.ReduceScatter(send, recv, n, typ, s) }, in[:n*es]},
+			{"AllToAllV", func() error {
+				// n-2 elements from send+2 land at recv+pad.
+				return c.AllToAllV(send, []int{n - 2}, []int{2}, recv, []int{n - 2}, []int{pad}, typ, s)
+			}, append(make([]byte, pad*es), in[2*es:n*es]...)},
+		} {
+			require.NoError(t, d.MemsetD8(recv, 0, int64(len(in)), s), "%s %v", op.name, typ)
+			require.NoError(t, op.run(), "%s %v", op.name, typ)
+			require.NoError(t, s.Synchronize())
+			got := make([]byte, len(op.want))
+			require.NoError(t, d.CopyDtoH(unsafe.Pointer(&got[0]), recv, int64(len(got)), nil))
+			assert.True(t, string(got) == string(op.want), "%s %v: the result differs from the input", op.name, typ)
+		}
+		require.NoError(t, d.Free(send))
+		require.NoError(t, d.Free(recv))
+	}
+
+	// Bad calls fail before NCCL, naming what is wrong.
+	err = c.AllToAllV(1, []int{1, 1}, []int{0, 0}, 1, []int{1}, []int{0}, gpu.F32, s)
+	assert.ErrorContains(t, err, "2 send counts for 1 ranks")
+	assert.ErrorContains(t, c.AllReduce(0, 0, 4, gpu.F32, s), "null buffer")
+	assert.ErrorContains(t, c.AllReduce(1, 1, 4, gpu.DataType(42), s), "no NCCL type")
+}
+
+func TestOpenRankCommunicatorChecksItsArguments(t *testing.T) {
+	d := openDevice(t, 0)
+	for _, c := range []struct {
+		id          []byte
+		rank, ranks int
+		want        string
+	}{
+		{make([]byte, 128), 0, 0, "at least 1"},
+		{make([]byte, 128), 2, 2, "ranks are 0..1"},
+		{make([]byte, 12), 0, 1, "the communicator id has 12 bytes"},
+	} {
+		_, err := gpu.OpenRankCommunicator(d, c.id, c.rank, c.ranks)
+		assert.ErrorContains(t, err, c.want)
+	}
+	t.Setenv(cuda.NCCLTimeoutEnv, "soon")
+	_, err := gpu.OpenRankCommunicator(d, make([]byte, 128), 0, 1)
+	assert.ErrorContains(t, err, "not a positive duration")
+}
+
+// commChildEnv carries the communicator id (hex) to the re-executed test binary of
+// TestRanksSharingAGPUFailClearly, which joins as rank 1.
+const commChildEnv = "KERNELLABS_CUDA_COMM_CHILD"
+
+// TestRanksSharingAGPUFailClearly: two processes join one communicator of two ranks on the same
+// GPU. Both must fail at once with ErrRanksShareGPU, not wait for each other inside NCCL.
+func TestRanksSharingAGPUFailClearly(t *testing.T) {
+	d := openDevice(t, 0)
+	id, err := gpu.NewCommID(d)
+	if errors.Is(err, gpu.ErrLibraryMissing) && os.Getenv(requireGPUEnv) == "" {
+		t.Skipf("NCCL is not installed: %v", err)
+	}
+	require.NoError(t, err)
+	const timeout = 60 * time.Second
+	t.Setenv(cuda.NCCLTimeoutEnv, timeout.String())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRankCommChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), commChildEnv+"="+hex.EncodeToString(id))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	require.NoError(t, cmd.Start())
+	c, err := gpu.OpenRankCommunicator(d, id, 0, 2)
+	elapsed := time.Since(start)
+	if c != nil {
+		c.Close()
+	}
+	childErr := cmd.Wait()
+	t.Logf("rank 0 after %v: %v\nrank 1's output:\n%s", elapsed, err, out.String())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, gpu.ErrRanksShareGPU)
+	assert.Contains(t, err.Error(), "NCCL needs one GPU per rank")
+	assert.Less(t, elapsed, timeout/2, "rank 0 must not wait for the timeout")
+	require.NoError(t, childErr)
+	assert.Contains(t, out.String(), "COMM-SHARED-GPU-OK")
+}
+
+func TestRankCommChild(t *testing.T) {
+	env := os.Getenv(commChildEnv)
+	if env == "" {
+		t.Skip("runs only as the child process of TestRanksSharingAGPUFailClearly")
+	}
+	id, err := hex.DecodeString(env)
+	require.NoError(t, err)
+	d := openDevice(t, 0)
+	c, err := gpu.OpenRankCommunicator(d, id, 1, 2)
+	if c != nil {
+		c.Close()
+	}
+	t.Logf("rank 1: %v", err)
+	require.Error(t, err)
+	require.ErrorIs(t, err, gpu.ErrRanksShareGPU)
+	fmt.Println("COMM-SHARED-GPU-OK")
+}
