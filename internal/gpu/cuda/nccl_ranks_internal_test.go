@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"crypto/rand"
+	"fmt"
 	"testing"
 	"time"
 
@@ -58,5 +59,30 @@ func TestNCCLTimeoutFromTheEnvironment(t *testing.T) {
 		t.Setenv(NCCLTimeoutEnv, bad)
 		_, err = ncclTimeout()
 		assert.ErrorContains(t, err, NCCLTimeoutEnv, bad)
+	}
+}
+
+func TestDeviceAPILayoutByNCCLVersion(t *testing.T) {
+	for _, c := range []struct {
+		code   int
+		layout int
+		err    string
+	}{
+		{22703, 0, "has no device API"},
+		{22803, 1, ""},
+		{22806, 1, ""},
+		{22807, 2, ""},
+		{22809, 2, ""},
+		{22902, 0, "NCCL 2.28 only"},
+	} {
+		text := fmt.Sprintf("%d.%d.%d", c.code/10000, c.code/100%100, c.code%100)
+		got, err := deviceAPILayout(c.code, text)
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err, text)
+			assert.ErrorContains(t, err, text)
+			continue
+		}
+		require.NoError(t, err, text)
+		assert.Equal(t, c.layout, got, text)
 	}
 }

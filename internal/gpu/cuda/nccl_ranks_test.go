@@ -186,3 +186,32 @@ func TestRankCommChild(t *testing.T) {
 	require.ErrorIs(t, err, gpu.ErrRanksShareGPU)
 	fmt.Println("COMM-SHARED-GPU-OK")
 }
+
+// TestSymmetricWindowWorldSizeOne: NCCL 2.28 gives a communicator of one rank no symmetric memory
+// ("Communicator does not support symmetric memory"); AllocSymmetric must pass that reason on. A
+// NCCL that does support it there must hand back a complete window of one LSA rank.
+func TestSymmetricWindowWorldSizeOne(t *testing.T) {
+	d := openDevice(t, 0)
+	c := openRankComm(t, d)
+	w, err := gpu.AllocSymmetric(c, 1<<20, 4)
+	if err != nil {
+		t.Logf("AllocSymmetric at world size 1: %v", err)
+		assert.ErrorContains(t, err, "symmetric memory", "NCCL's own reason")
+		// The communicator is still usable.
+		buf, err := d.Malloc(1024)
+		require.NoError(t, err)
+		defer d.Free(buf)
+		require.NoError(t, c.AllReduce(buf, buf, 256, gpu.F32, nil))
+		require.NoError(t, d.Synchronize())
+		return
+	}
+	t.Logf("this NCCL supports symmetric memory at world size 1")
+	assert.NotZero(t, w.Local())
+	assert.NotZero(t, w.Window())
+	assert.NotZero(t, w.DevComm())
+	assert.Equal(t, 1, w.LSARanks())
+	assert.Equal(t, int64(1<<20), w.Bytes())
+	require.NoError(t, d.MemsetD32(w.Local(), 7, 1<<18, nil))
+	require.NoError(t, d.Synchronize())
+	require.NoError(t, w.Free())
+}

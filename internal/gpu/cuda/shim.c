@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1135,4 +1136,61 @@ ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const s
     if (first != 0) return first;
     if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
     return r;
+}
+
+// ---- NCCL: symmetric memory and the device API (nccl_symmetric.go) ----
+// ncclDevCommRequirements as NCCL 2.28.0-2.28.6 (layout 1) and 2.28.7-2.28.x (layout 2) define it,
+// zero-initialised as nccl_device.h's examples do (2.28 has no initializer macro).
+struct kl_dev_reqs_v1 {
+    void *resource_requirements, *team_requirements;
+    bool lsa_multimem;
+    int lsa_barrier_count;
+};
+struct kl_dev_reqs_v2 {
+    void *resource_requirements, *team_requirements;
+    bool lsa_multimem;
+    int barrier_count, lsa_barrier_count, rail_gin_barrier_count;
+    int lsa_lla2a_block_count, lsa_lla2a_slot_count;
+    bool gin_force_enable;
+    int gin_context_count, gin_signal_count, gin_counter_count;
+};
+
+ncclResult_t kl_nccl_mem_alloc(CUcontext ctx, void **p, size_t bytes) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.mem_alloc(p, bytes);
+}
+
+ncclResult_t kl_nccl_mem_free(CUcontext ctx, void *p) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.mem_free(p);
+}
+
+ncclResult_t kl_nccl_window_register(CUcontext ctx, ncclComm_t c, void *p, size_t bytes, void **win) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.window_register(c, p, bytes, win, 0x01 /* NCCL_WIN_COLL_SYMMETRIC */);
+}
+
+ncclResult_t kl_nccl_window_deregister(CUcontext ctx, ncclComm_t c, void *win) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.window_deregister(c, win);
+}
+
+ncclResult_t kl_nccl_dev_comm_create(CUcontext ctx, ncclComm_t c, int layout, int lsa_barriers, void *out) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    memset(out, 0, KL_NCCL_DEV_COMM_BYTES);
+    if (layout == 1) {
+        struct kl_dev_reqs_v1 r;
+        memset(&r, 0, sizeof r);
+        r.lsa_barrier_count = lsa_barriers;
+        return nc.dev_comm_create(c, &r, out);
+    }
+    struct kl_dev_reqs_v2 r;
+    memset(&r, 0, sizeof r);
+    r.lsa_barrier_count = lsa_barriers;
+    return nc.dev_comm_create(c, &r, out);
+}
+
+ncclResult_t kl_nccl_dev_comm_destroy(CUcontext ctx, ncclComm_t c, const void *dev_comm) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.dev_comm_destroy(c, dev_comm);
 }

@@ -234,4 +234,16 @@ ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const s
                                  const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
                                  CUstream s, const char **failed);
 
+// ---- NCCL: symmetric memory and the device API; see nccl_symmetric.go ----
+// KL_NCCL_DEV_COMM_BYTES bounds sizeof(ncclDevComm) (about 90 bytes in NCCL 2.28.3).
+#define KL_NCCL_DEV_COMM_BYTES 4096
+ncclResult_t kl_nccl_mem_alloc(CUcontext ctx, void **p, size_t bytes);
+ncclResult_t kl_nccl_mem_free(CUcontext ctx, void *p);
+ncclResult_t kl_nccl_window_register(CUcontext ctx, ncclComm_t c, void *p, size_t bytes, void **win); // symmetric
+ncclResult_t kl_nccl_window_deregister(CUcontext ctx, ncclComm_t c, void *win);
+// kl_nccl_dev_comm_create fills out (KL_NCCL_DEV_COMM_BYTES) with an ncclDevComm; layout picks the
+// ncclDevCommRequirements of NCCL 2.28.0-2.28.6 (1) or 2.28.7 on (2).
+ncclResult_t kl_nccl_dev_comm_create(CUcontext ctx, ncclComm_t c, int layout, int lsa_barriers, void *out);
+ncclResult_t kl_nccl_dev_comm_destroy(CUcontext ctx, ncclComm_t c, const void *dev_comm);
+
 #endif
