@@ -1,12 +1,15 @@
 package cuda_test
 
 import (
+	"bytes"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,14 +97,15 @@ func TestRankCommunicatorWorldSizeOne(t *testing.T) {
 			{"AllToAllV", func() error {
 				// n-2 elements from send+2 land at recv+pad.
 				return c.AllToAllV(send, []int{n - 2}, []int{2}, recv, []int{n - 2}, []int{pad}, typ, s)
-			}, append(make([]byte, pad*es), in[2*es:n*es]...)},
+			}, append(bytes.Repeat([]byte{0xff}, pad*es), in[2*es:n*es]...)},
 		} {
-			require.NoError(t, d.MemsetD8(recv, 0, int64(len(in)), s), "%s %v", op.name, typ)
+			// Poison: 0xffff is a NaN in f16 and bf16, 0xffffffff in f32.
+			require.NoError(t, d.MemsetD8(recv, 0xff, int64(len(in)), s), "%s %v", op.name, typ)
 			require.NoError(t, op.run(), "%s %v", op.name, typ)
 			require.NoError(t, s.Synchronize())
 			got := make([]byte, len(op.want))
 			require.NoError(t, d.CopyDtoH(unsafe.Pointer(&got[0]), recv, int64(len(got)), nil))
-			assert.True(t, string(got) == string(op.want), "%s %v: the result differs from the input", op.name, typ)
+			assert.True(t, bytes.Equal(got, op.want), "%s %v: the result differs from the input", op.name, typ)
 		}
 		require.NoError(t, d.Free(send))
 		require.NoError(t, d.Free(recv))
@@ -133,8 +137,9 @@ func TestOpenRankCommunicatorChecksItsArguments(t *testing.T) {
 	assert.ErrorContains(t, err, "not a positive duration")
 }
 
-// commChildEnv carries the communicator id (hex) to the re-executed test binary of
-// TestRanksSharingAGPUFailClearly, which joins as rank 1.
+// commChildEnv carries "share,<id>" or "pair,<id>" (the communicator id in hex) to the
+// re-executed test binary of TestRanksSharingAGPUFailClearly (rank 1 on GPU 0) or
+// TestTwoRanksOnTwoGPUs (rank 1 on GPU 1).
 const commChildEnv = "KERNELLABS_CUDA_COMM_CHILD"
 
 // TestRanksSharingAGPUFailClearly: two processes join one communicator of two ranks on the same
@@ -149,7 +154,7 @@ func TestRanksSharingAGPUFailClearly(t *testing.T) {
 	const timeout = 60 * time.Second
 	t.Setenv(cuda.NCCLTimeoutEnv, timeout.String())
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRankCommChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), commChildEnv+"="+hex.EncodeToString(id))
+	cmd.Env = append(os.Environ(), commChildEnv+"=share,"+hex.EncodeToString(id))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -174,8 +179,20 @@ func TestRankCommChild(t *testing.T) {
 	if env == "" {
 		t.Skip("runs only as the child process of TestRanksSharingAGPUFailClearly")
 	}
-	id, err := hex.DecodeString(env)
+	mode, idHex, _ := strings.Cut(env, ",")
+	id, err := hex.DecodeString(idHex)
 	require.NoError(t, err)
+	if mode == "pair" {
+		d := openDevice(t, 1)
+		c, err := gpu.OpenRankCommunicator(d, id, 1, 2)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, c.Close()) }()
+		checkTwoRankCollectives(t, d, c)
+		if !t.Failed() {
+			fmt.Println("COMM-PAIR-OK")
+		}
+		return
+	}
 	d := openDevice(t, 0)
 	c, err := gpu.OpenRankCommunicator(d, id, 1, 2)
 	if c != nil {
@@ -214,4 +231,183 @@ func TestSymmetricWindowWorldSizeOne(t *testing.T) {
 	require.NoError(t, d.MemsetD32(w.Local(), 7, 1<<18, nil))
 	require.NoError(t, d.Synchronize())
 	require.NoError(t, w.Free())
+}
+
+// TestTwoRanksOnTwoGPUs runs every collective between this process (rank 0, GPU 0) and a child
+// (rank 1, GPU 1), each checking its own results.
+func TestTwoRanksOnTwoGPUs(t *testing.T) {
+	d := openDevice(t, 0)
+	openDevice(t, 1) // skips with one GPU
+	id, err := gpu.NewCommID(d)
+	if errors.Is(err, gpu.ErrLibraryMissing) && os.Getenv(requireGPUEnv) == "" {
+		t.Skipf("NCCL is not installed: %v", err)
+	}
+	require.NoError(t, err)
+	t.Setenv(cuda.NCCLTimeoutEnv, "60s")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRankCommChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), commChildEnv+"=pair,"+hex.EncodeToString(id))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	c, err := gpu.OpenRankCommunicator(d, id, 0, 2)
+	if err == nil {
+		checkTwoRankCollectives(t, d, c)
+		assert.NoError(t, c.Close())
+	}
+	childErr := cmd.Wait()
+	t.Logf("rank 1's output:\n%s", out.String())
+	require.NoError(t, err)
+	require.NoError(t, childErr)
+	assert.Contains(t, out.String(), "COMM-PAIR-OK")
+}
+
+// checkTwoRankCollectives runs the collectives of a communicator of two ranks on small integers
+// (exact in fp32) and checks this rank's results.
+func checkTwoRankCollectives(t *testing.T, d gpu.Device, c gpu.RankCommunicator) {
+	require.Equal(t, 2, c.Ranks())
+	r := c.Rank()
+	s, err := d.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	const n = 4096 + 3
+	run := func(name string, send []float32, recvLen int, op func(send, recv gpu.Ptr) error, want func(i int) (float32, bool)) {
+		ds, err := gpu.Upload(d, send)
+		require.NoError(t, err)
+		defer ds.Free()
+		dr, err := gpu.Alloc[float32](d, recvLen)
+		require.NoError(t, err)
+		defer dr.Free()
+		require.NoError(t, dr.Fill32(nanBits, s))
+		require.NoError(t, op(ds.DevicePtr(), dr.DevicePtr()), name)
+		got := make([]float32, recvLen)
+		require.NoError(t, dr.CopyToHost(got, s))
+		bad := 0
+		for i, g := range got {
+			if w, check := want(i); check && g != w {
+				if bad < 3 {
+					t.Errorf("rank %d %s: recv[%d] = %v, want %v", r, name, i, g, w)
+				}
+				bad++
+			}
+		}
+		assert.Zero(t, bad, "rank %d %s", r, name)
+	}
+	fill := func(m int, f func(i int) float32) []float32 {
+		v := make([]float32, m)
+		for i := range v {
+			v[i] = f(i)
+		}
+		return v
+	}
+
+	run("AllReduce", fill(n, func(i int) float32 { return float32((r + 1) * (i % 97)) }), n,
+		func(a, b gpu.Ptr) error { return c.AllReduce(a, b, n, gpu.F32, s) },
+		func(i int) (float32, bool) { return float32(3 * (i % 97)), true })
+	run("AllGather", fill(n, func(i int) float32 { return float32(r*1000 + i%500) }), 2*n,
+		func(a, b gpu.Ptr) error { return c.AllGather(a, b, n, gpu.F32, s) },
+		func(i int) (float32, bool) { return float32(i/n*1000 + i%n%500), true })
+	run("ReduceScatter", fill(2*n, func(k int) float32 { return float32((r + 1) * (k % 89)) }), n,
+		func(a, b gpu.Ptr) error { return c.ReduceScatter(a, b, n, gpu.F32, s) },
+		func(i int) (float32, bool) { return float32(3 * ((r*n + i) % 89)), true })
+
+	// AllToAllV: from rank a to rank b go 100 + 7a + 3b elements, a·10000 + b·1000 + i.
+	count := func(from, to int) int { return 100 + 7*from + 3*to }
+	const pad = 2
+	sendCounts, sendOffsets := []int{count(r, 0), count(r, 1)}, []int{0, count(r, 0)}
+	recvCounts, recvOffsets := []int{count(0, r), count(1, r)}, []int{pad, pad + count(0, r)}
+	send := make([]float32, 0, count(r, 0)+count(r, 1))
+	for j := range 2 {
+		for i := range count(r, j) {
+			send = append(send, float32(r*10000+j*1000+i))
+		}
+	}
+	run("AllToAllV", send, pad+count(0, r)+count(1, r),
+		func(a, b gpu.Ptr) error {
+			return c.AllToAllV(a, sendCounts, sendOffsets, b, recvCounts, recvOffsets, gpu.F32, s)
+		},
+		func(i int) (float32, bool) {
+			if i < pad {
+				return 0, false // untouched: still the poison
+			}
+			j, k := 0, i-pad
+			if k >= count(0, r) {
+				j, k = 1, k-count(0, r)
+			}
+			return float32(j*10000 + r*1000 + k), true
+		})
+}
+
+// TestGraphCapturesARankCollective: an NCCL call issued during a capture is replayed by the
+// graph (labrun's --graph times the baselines this way), reading its input at each replay.
+func TestGraphCapturesARankCollective(t *testing.T) {
+	d := openDevice(t, 0)
+	c := openRankComm(t, d)
+	s, err := d.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	r := newRand(t)
+	const n = 1 << 16
+	send, err := gpu.Alloc[float32](d, n)
+	require.NoError(t, err)
+	defer send.Free()
+	recv, err := gpu.Alloc[float32](d, n)
+	require.NoError(t, err)
+	defer recv.Free()
+
+	g, err := s.(gpu.GraphCapturer).CaptureGraph(func() error {
+		return c.AllReduce(send.DevicePtr(), recv.DevicePtr(), n, gpu.F32, s)
+	})
+	require.NoError(t, err)
+	defer g.Destroy()
+	for round := range 2 {
+		in := randomFloats(r, n)
+		require.NoError(t, send.CopyFromHost(in, s))
+		require.NoError(t, recv.Fill32(nanBits, s))
+		require.NoError(t, g.Launch(s))
+		got := make([]float32, n)
+		require.NoError(t, recv.CopyToHost(got, s))
+		assert.Equal(t, in, got, "replay %d", round)
+	}
+}
+
+//go:embed testdata/nccl_device.cu
+var ncclDeviceSource []byte
+
+// TestDeviceAPIKernelCompiles builds a kernel on NCCL's device API that takes what
+// gpu.SymmetricWindow hands out (the device communicator's address, the window handle), where
+// nvcc and nccl_device.h are installed. Running it needs ranks with symmetric memory: two GPUs.
+func TestDeviceAPIKernelCompiles(t *testing.T) {
+	d := openDevice(t, 0)
+	nvcc, err := findNvcc()
+	if err != nil {
+		t.Skipf("no nvcc: %v", err)
+	}
+	var include string
+	for _, dir := range []string{os.Getenv("NCCL_HOME") + "/include", "/usr/include", "/usr/local/cuda/include", "/usr/local/nccl/include"} {
+		if _, err := os.Stat(filepath.Join(dir, "nccl_device.h")); err == nil {
+			include = dir
+			break
+		}
+	}
+	if include == "" {
+		t.Skip("no nccl_device.h (NCCL 2.28's development headers) here")
+	}
+	src := filepath.Join(t.TempDir(), "nccl_device.cu")
+	require.NoError(t, os.WriteFile(src, ncclDeviceSource, 0o644))
+	out := filepath.Join(filepath.Dir(src), "nccl_device.cubin")
+	cmd := exec.Command(nvcc, "-cubin", "-std=c++17", "-arch="+d.Info().Arch(), "-I"+include, "-o", out, src)
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s\n%s", strings.Join(cmd.Args, " "), msg)
+	m, err := d.LoadModule(out)
+	require.NoError(t, err)
+	defer m.Close()
+	k, err := m.Kernel("lsa_sum_f32")
+	require.NoError(t, err)
+	params, err := k.Params()
+	require.NoError(t, err)
+	sizes := []int{}
+	for _, p := range params {
+		sizes = append(sizes, p.Size)
+	}
+	assert.Equal(t, []int{8, 8, 8, 8, 8}, sizes, "pointers, the window handle and sizes: 8 bytes each")
 }

@@ -242,8 +242,13 @@ func (d *device) OpenShared(handle []byte) (gpu.Ptr, error) {
 	var failed *C.char
 	if r := C.kl_vmm_import_fd(d.ctx, d.dev, C.int(fd), C.KL_MEM_HANDLE_TYPE_POSIX_FD, C.size_t(h.Size), C.size_t(g), &p, &mem, &failed); r != cudaSuccess {
 		err := vmmError(failed, r)
-		if failed != nil && C.GoString(failed) == "cuMemSetAccess" {
+		switch call := C.GoString(failed); {
+		case failed == nil:
+		case call == "cuMemSetAccess":
 			err = fmt.Errorf("%w (device %d cannot reach the memory of process %d's GPU: is there a peer path, NVLink or PCIe, between them?)", err, d.info.Index, h.Pid)
+		case call == "cuMemImportFromShareableHandle":
+			// The descriptor number named another file: the buffer was freed and its number reused.
+			err = fmt.Errorf("%w (descriptor %d of process %d is not a CUDA buffer: was the buffer freed there?)", err, h.FD, h.Pid)
 		}
 		return 0, fmt.Errorf("cuda: OpenShared of process %d's buffer on device %d: %w", h.Pid, d.info.Index, err)
 	}

@@ -19,18 +19,25 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
-// sharedChildEnv carries "cubin,seed,handle" to the re-executed test binary of
+// sharedChildEnv carries "cubin,seed,handle,device" to the re-executed test binary of
 // TestSharedBufferBetweenProcesses.
 const sharedChildEnv = "KERNELLABS_CUDA_SHARED_CHILD"
 
 // sharedN is not a multiple of the allocation granularity, so that rounding is exercised.
 const sharedN = 1<<20 + 77
 
-const sharedA = float32(1.5)
+const sharedA = float32(3)
 
-// seededFloats returns the values of seed (the two processes regenerate each other's data).
+// seededFloats returns the values of seed (the two processes regenerate each other's data):
+// integers in [-1000, 1000], so that a·x + y is exact in fp32 whether or not it is fused, and
+// results compare exactly.
 func seededFloats(seed uint64, n int) []float32 {
-	return randomFloats(rand.New(rand.NewPCG(seed, 0x736861726564)), n)
+	r := rand.New(rand.NewPCG(seed, 0x736861726564))
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(r.IntN(2001) - 1000)
+	}
+	return out
 }
 
 func downloadFloats(t *testing.T, d gpu.Device, p gpu.Ptr, n int) []float32 {
@@ -61,10 +68,28 @@ func countDiffs(t *testing.T, what string, got, want []float32) int {
 }
 
 // TestSharedBufferBetweenProcesses: this process and a child (this test binary, re-executed)
-// share a buffer each way on one GPU; the child's kernel updates the parent's buffer, and the
-// parent's copy overwrites the child's, and each side sees the other's writes.
+// share a buffer each way on one GPU, as ranks sharing a GPU do; the child's kernel updates the
+// parent's buffer, and the parent's copy overwrites the child's, and each side sees the other's
+// writes.
 func TestSharedBufferBetweenProcesses(t *testing.T) {
-	d := openDevice(t, 0)
+	testSharedPair(t, openDevice(t, 0), 0)
+}
+
+// TestSharedBufferBetweenProcessesOnTwoGPUs is the same with the child on GPU 1, as ranks of one
+// node on their own GPUs.
+func TestSharedBufferBetweenProcessesOnTwoGPUs(t *testing.T) {
+	d0 := openDevice(t, 0)
+	d1 := openDevice(t, 1)
+	ok, err := d1.CanAccessPeer(d0)
+	require.NoError(t, err)
+	if !ok {
+		t.Skip("GPU 1 cannot access GPU 0's memory (no NVLink or PCIe peer path)")
+	}
+	require.NoError(t, d1.Close()) // the child opens it
+	testSharedPair(t, d0, 1)
+}
+
+func testSharedPair(t *testing.T, d gpu.Device, childDevice int) {
 	cubin := kernelsCubin(t, d)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -82,7 +107,7 @@ func TestSharedBufferBetweenProcesses(t *testing.T) {
 	require.NoError(t, d.Free(again))
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSharedChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%s", sharedChildEnv, cubin, seed, hex.EncodeToString(handle)))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%s,%d", sharedChildEnv, cubin, seed, hex.EncodeToString(handle), childDevice))
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -146,14 +171,16 @@ func TestSharedChild(t *testing.T) {
 		t.Skip("runs only as the child process of TestSharedBufferBetweenProcesses")
 	}
 	parts := strings.Split(env, ",")
-	require.Len(t, parts, 3)
+	require.Len(t, parts, 4)
+	index, err := strconv.Atoi(parts[3])
+	require.NoError(t, err)
 	cubin := parts[0]
 	seed, err := strconv.ParseUint(parts[1], 10, 64)
 	require.NoError(t, err)
 	handle, err := hex.DecodeString(parts[2])
 	require.NoError(t, err)
 
-	d := openDevice(t, 0)
+	d := openDevice(t, index)
 	m, err := d.LoadModule(cubin)
 	require.NoError(t, err)
 	defer m.Close()
