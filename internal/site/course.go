@@ -193,9 +193,11 @@ func loadCourse(root string) (*course, error) {
 	return c, nil
 }
 
+// pick is a lab.yaml text in one language; Chinese loses the spaces that YAML's folding put
+// between its lines.
 func pick(lang string, t lab.Text) string {
 	if lang == "zh" {
-		return t.ZH
+		return joinCJKText(t.ZH)
 	}
 	return t.EN
 }

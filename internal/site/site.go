@@ -345,11 +345,7 @@ func (b *builder) renderPage(rel string, p *page) error {
 	if err := b.tmpl[p.Kind].ExecuteTemplate(&sb, "layout.html", p); err != nil {
 		return fmt.Errorf("rendering %s: %w", rel, err)
 	}
-	out := sb.String()
-	if p.Lang == "zh" {
-		out = joinCJKSpaces(out)
-	}
-	b.writeFile(rel, []byte(out))
+	b.writeFile(rel, []byte(sb.String()))
 	return nil
 }
 
