@@ -273,19 +273,10 @@ func (sel *selection) entries(dr *devResults) []*results.Entry {
 	return out
 }
 
-// emptyCell says why a cell has nothing to show; `text` in msg becomes code.
-func (b *builder) emptyCell(msg string) string {
-	parts := strings.Split(esc(msg), "`")
-	for i := 1; i < len(parts); i += 2 {
-		parts[i] = "<code>" + parts[i] + "</code>"
-	}
-	return `<div class="cell cell-empty">` + strings.Join(parts, "") + "</div>\n"
-}
-
-func (b *builder) deviceHead(pc *pageCtx, dr *devResults) string {
+// deviceHead is the heading of a device's block: its page, its architecture, compiler and date.
+func (b *builder) deviceHead(pc *pageCtx, dr *devResults) deviceHeadView {
 	d := b.c.bySlug[dr.Slug]
 	f := dr.File
-	href := b.rel(pc.pageDir, path.Join(pc.lang, "devices", dr.Slug+".html"))
 	meta := []string{}
 	if f.Device.ComputeMajor > 0 && !d.Emulated {
 		meta = append(meta, f.Device.Arch())
@@ -296,10 +287,13 @@ func (b *builder) deviceHead(pc *pageCtx, dr *devResults) string {
 	if !f.Time.IsZero() {
 		meta = append(meta, f.Time.UTC().Format("2006-01-02"))
 	}
-	s := fmt.Sprintf(`<p class="device-head"><a href="%s">%s</a> <span class="meta">%s</span></p>`,
-		esc(href), esc(d.Name), esc(strings.Join(meta, " · ")))
+	v := deviceHeadView{Href: b.rel(pc.pageDir, path.Join(pc.lang, "devices", dr.Slug+".html")), Name: d.Name,
+		Meta: strings.Join(meta, " · ")}
 	if d.Emulated {
-		s += `<p class="emulated-note">` + esc(tr(pc.lang, "emulatednote")) + "</p>"
+		v.Note = tr(pc.lang, "emulatednote")
 	}
-	return s
+	return v
 }
+
+// problemLabel is how a page names a suite's problem.
+func problemLabel(L string, s *lab.Suite, name string) string { return name }

@@ -1,7 +1,7 @@
 package site
 
 import (
-	"fmt"
+	"html/template"
 	"os"
 	"path"
 	"path/filepath"
@@ -95,12 +95,20 @@ func (b *builder) figureCell(pc *pageCtx, c *cell, s *figureSpec) (string, error
 			b.c.warn(true, "%s:%d: kl-figure: %s has no text marked lang=%q: label it in both languages", d.Rel, c.Line, s.File, l)
 		}
 	}
-	var out strings.Builder
-	fmt.Fprintf(&out, `<figure class="cell cell-figure" data-file="%s">`, esc(s.File))
-	out.WriteString(svgFor(svg, pc.lang))
-	if cap := s.Caption[pc.lang]; cap != "" {
-		fmt.Fprintf(&out, `<figcaption>%s</figcaption>`, esc(cap))
+	caption := s.Caption[pc.lang]
+	if pc.lang == "zh" {
+		caption = joinCJKText(caption)
 	}
-	out.WriteString("</figure>\n")
-	return out.String(), nil
+	// The SVG is the lab's own drawing, checked above to hold no script.
+	return execCell("kl-figure", figureView{File: s.File, SVG: template.HTML(svgFor(svg, pc.lang)), Caption: caption})
+}
+
+var _ = defineTemplates(`
+{{- define "kl-figure"}}<figure class="cell cell-figure" data-file="{{.File}}">{{.SVG}}{{with .Caption}}<figcaption>{{.}}</figcaption>{{end}}</figure>
+{{end}}`)
+
+type figureView struct {
+	File    string
+	SVG     template.HTML
+	Caption string
 }

@@ -1,8 +1,6 @@
 package site
 
 import (
-	"fmt"
-	"html"
 	"html/template"
 	"path/filepath"
 	"strings"
@@ -153,59 +151,54 @@ func isIdentStart(c byte) bool {
 
 func isIdent(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
-// highlight renders src as HTML spans. With firstLine > 0 every line is wrapped in
-// <span class="line"> so that CSS can number the lines starting at firstLine.
-func highlight(lang, src string, firstLine int) template.HTML {
-	src = strings.TrimRight(src, "\n")
-	toks := tokenize(lang, src)
-	var b strings.Builder
-	b.Grow(len(src) * 2)
-	numbered := firstLine > 0
-	if numbered {
-		b.WriteString(`<span class="line">`)
-	}
-	for _, t := range toks {
-		parts := []string{t.text}
-		if numbered || t.class != tkPlain {
-			parts = strings.Split(t.text, "\n")
-		}
-		for pi, p := range parts {
-			if pi > 0 {
-				if numbered {
-					b.WriteString("</span>\n<span class=\"line\">")
-				} else {
-					b.WriteByte('\n')
-				}
-			}
-			if p == "" {
-				continue
-			}
-			if t.class != tkPlain {
-				fmt.Fprintf(&b, `<span class="hl-%c">%s</span>`, t.class, html.EscapeString(p))
-			} else {
-				b.WriteString(html.EscapeString(p))
-			}
-		}
-	}
-	if numbered {
-		b.WriteString(`</span>`)
-	}
-	return template.HTML(b.String())
+var _ = defineTemplates(`
+{{- define "codeblock"}}<pre class="code{{if .Numbered}} numbered{{end}}"><code{{with .Lang}} class="language-{{.}}"{{end}}
+{{- if .Numbered}} style="counter-reset:ln {{.Reset}}"{{end}}>{{template "codelines" .}}</code></pre>{{end}}
+{{- define "codelines"}}{{range $i, $l := .Lines}}{{if $i}}{{"\n"}}{{end}}{{if $.Numbered}}<span class="line">{{end}}
+{{- range $l}}{{if .Class}}<span class="hl-{{.Class}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}{{end}}
+{{- if $.Numbered}}</span>{{end}}{{end}}{{end}}`)
+
+// codeView is a highlighted listing (the "codeblock" template): its lines, each a list of
+// spans of one class. Numbered listings count their lines from Reset+1 in CSS.
+type codeView struct {
+	Lang     string
+	Numbered bool
+	Reset    int
+	Lines    [][]hlSpan
 }
 
-// codeBlock renders a highlighted <pre> block.
-func codeBlock(lang, src string, firstLine int) string {
-	class := "code"
-	attr := ""
-	if firstLine > 0 {
-		class += " numbered"
-		attr = fmt.Sprintf(` style="counter-reset:ln %d"`, firstLine-1)
+type hlSpan struct {
+	Class string // "k", "t", ... (CSS class hl-X); "" for plain text
+	Text  string
+}
+
+// codeBlock lays out src highlighted; with firstLine > 0 its lines are numbered from firstLine.
+func codeBlock(lang, src string, firstLine int) codeView {
+	src = strings.TrimRight(src, "\n")
+	v := codeView{Lang: lang, Numbered: firstLine > 0, Reset: firstLine - 1}
+	line := []hlSpan{}
+	for _, t := range tokenize(lang, src) {
+		class := ""
+		if t.class != tkPlain {
+			class = string(t.class)
+		}
+		for i, p := range strings.Split(t.text, "\n") {
+			if i > 0 {
+				v.Lines = append(v.Lines, line)
+				line = []hlSpan{}
+			}
+			if p != "" {
+				line = append(line, hlSpan{class, p})
+			}
+		}
 	}
-	langClass := ""
-	if lang != "" {
-		langClass = ` class="language-` + lang + `"`
-	}
-	return fmt.Sprintf(`<pre class="%s"><code%s%s>%s</code></pre>`, class, langClass, attr, highlight(lang, src, firstLine))
+	v.Lines = append(v.Lines, line)
+	return v
+}
+
+// highlight is the highlighted lines of src, without the listing around them.
+func highlight(lang, src string, firstLine int) (template.HTML, error) {
+	return execTemplate("codelines", codeBlock(lang, src, firstLine))
 }
 
 // span is a range of lines of a file, 1-based and inclusive.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestHighlight(t *testing.T) {
@@ -32,7 +33,9 @@ func TestHighlight(t *testing.T) {
 		{"", "<b>&</b>", []string{"&lt;b&gt;&amp;&lt;/b&gt;"}},
 	}
 	for _, tc := range tests {
-		got := string(highlight(tc.lang, tc.src, 0))
+		h, err := highlight(tc.lang, tc.src, 0)
+		require.NoError(t, err)
+		got := string(h)
 		for _, w := range tc.want {
 			assert.Contains(t, got, w, "%s: %q", tc.lang, tc.src)
 		}
@@ -43,9 +46,12 @@ func TestHighlight(t *testing.T) {
 }
 
 func TestHighlightNumbered(t *testing.T) {
-	got := string(highlight("cuda", "/* a\nb */\nint x;", 7))
-	assert.Equal(t, 3, strings.Count(got, `<span class="line">`), "one line span per line, comments split at line ends")
-	assert.Contains(t, codeBlock("cuda", "int x;", 7), `style="counter-reset:ln 6"`)
+	h, err := highlight("cuda", "/* a\nb */\nint x;", 7)
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(h), `<span class="line">`), "one line span per line, comments split at line ends")
+	block, err := execTemplate("codeblock", codeBlock("cuda", "int x;", 7))
+	require.NoError(t, err)
+	assert.Contains(t, string(block), `style="counter-reset:ln 6"`)
 }
 
 func TestFindFunction(t *testing.T) {

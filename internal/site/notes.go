@@ -405,8 +405,18 @@ func assignIDs(d *notesDoc, ref *notesDoc) {
 	}
 }
 
+var _ = defineTemplates(`{{define "anchor"}}<a class="anchor" href="#{{.}}" aria-hidden="true">#</a>{{end}}`)
+
 // render writes the notes as HTML, with cells replaced by their HTML.
-func (d *notesDoc) render() string {
+func (d *notesDoc) render() (string, error) {
+	var err error
+	write := func(w io.Writer, name string, data any) {
+		h, e := execTemplate(name, data)
+		if e != nil && err == nil {
+			err = e
+		}
+		io.WriteString(w, string(h))
+	}
 	cells := map[*ast.CodeBlock]*cell{}
 	for _, c := range d.Cells {
 		cells[c.node] = c
@@ -422,12 +432,12 @@ func (d *notesDoc) render() string {
 			if f := strings.Fields(string(n.Info)); len(f) > 0 {
 				lang = langOf(f[0])
 			}
-			io.WriteString(w, codeBlock(lang, string(n.Literal), 0))
+			write(w, "codeblock", codeBlock(lang, string(n.Literal), 0))
 			io.WriteString(w, "\n")
 			return ast.GoToNext, true
 		case *ast.Heading:
 			if !entering && n.Level > 1 && n.HeadingID != "" {
-				fmt.Fprintf(w, `<a class="anchor" href="#%s" aria-hidden="true">#</a>`, n.HeadingID)
+				write(w, "anchor", n.HeadingID)
 			}
 		}
 		return ast.GoToNext, false
@@ -439,7 +449,8 @@ func (d *notesDoc) render() string {
 		flags = mdhtml.FlagsNone
 	}
 	r := mdhtml.NewRenderer(mdhtml.RendererOptions{Flags: flags, RenderNodeHook: hook})
-	return string(markdown.Render(d.doc, r))
+	out := string(markdown.Render(d.doc, r))
+	return out, err
 }
 
 // lineOfText is the first line of the notes that contains s (0 if none), to locate links.

@@ -176,10 +176,18 @@ func (b *builder) devicePages(lang string) []error {
 		data := map[string]any{"Emulated": d.Emulated, "Identity": b.identity(lang, d)}
 		// No lab is preferred here: the device page shows whichever lab recorded them.
 		if m, _ := b.ceilings(d.Slug, ""); m != nil {
-			data["Ceilings"] = template.HTML(ceilingsTable(lang, m))
+			h, err := execTemplate("ceilings", ceilingsTable(lang, m))
+			if err != nil {
+				errs = append(errs, err)
+			}
+			data["Ceilings"] = h
 		}
-		if props := b.propertiesHTML(lang, d, "", propertyParts); props != "" {
-			data["Properties"] = template.HTML(props)
+		if parts := b.propertyParts(lang, d, "", propertyParts); len(parts) > 0 {
+			h, err := execTemplate("properties", parts)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			data["Properties"] = h
 		}
 		var labs []deviceLab
 		names := make([]string, 0, len(d.Files))

@@ -384,7 +384,8 @@ func TestChineseLineBreaks(t *testing.T) {
 	d, err := parseNotesBytes("", "x.zh.md", "zh", []byte(src))
 	require.NoError(t, err)
 	assignIDs(d, nil)
-	html := d.render()
+	html, err := d.render()
+	require.NoError(t, err)
 	assert.Contains(t, html, "第一行，第二行接着写 GPU\n内核。English\nwords stay apart.", "a break between Chinese and Latin stays a space")
 	assert.Contains(t, html, "注释</span>\n<span class=\"hl-c\">// 注释", "code keeps its lines")
 }
@@ -400,7 +401,9 @@ func TestChineseBreaksAcrossInlineNodes(t *testing.T) {
 	for _, tc := range tests {
 		d, err := parseNotesBytes("", "x.zh.md", "zh", []byte(tc.src+"\n"))
 		require.NoError(t, err)
-		assert.Contains(t, d.render(), tc.want, tc.src)
+		html, err := d.render()
+		require.NoError(t, err)
+		assert.Contains(t, html, tc.want, tc.src)
 	}
 	assert.Equal(t, "第一行第二行 GPU 内核", joinCJKText("第一行 第二行 GPU 内核"), "folded YAML: a space between Chinese characters goes")
 }
@@ -428,7 +431,7 @@ func TestNotesWithBareCodeBlocks(t *testing.T) {
 	if len(d.Cells) != 0 {
 		t.Fatalf("bare code blocks are not cells, got %d", len(d.Cells))
 	}
-	if html := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
+	if html, _ := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
 		t.Fatalf("bare code blocks are rendered as code, got %s", html)
 	}
 }
