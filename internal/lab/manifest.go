@@ -93,6 +93,7 @@ type Problem struct {
 	Name   string
 	Params map[string]int64
 	Quick  bool // part of the --quick subset
+	Title  Text // how pages name it, where the name is words: {zh: ...}, en defaults to Name
 }
 
 // Int returns a parameter, or def when the problem does not set it.
@@ -112,6 +113,12 @@ func (p *Problem) UnmarshalYAML(n *yaml.Node) error {
 	p.Params = map[string]int64{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "title" { // a mapping, unlike the other keys
+			if err := v.Decode(&p.Title); err != nil || v.Kind != yaml.MappingNode || p.Title.ZH == "" {
+				return fmt.Errorf("line %d: a problem's title is {zh: ...} (en: too, where it is not the name)", v.Line)
+			}
+			continue
+		}
 		switch k.Value {
 		case "name":
 			p.Name = v.Value

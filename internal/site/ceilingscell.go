@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -89,9 +90,20 @@ func (b *builder) ceilingsCell(pc *pageCtx, c *cell, s *ceilingsSpec) (string, e
 		v.Devices = append(v.Devices, struct {
 			Head  deviceHeadView
 			Table ceilingsTableView
-		}{b.deviceHead(pc, dr), ceilingsTable(pc.lang, m)})
+		}{b.deviceHead(pc, dr), ceilingsTable(pc.lang, m, b.manifestOf(dr))})
 	}
 	return execCell("kl-ceilings", v)
+}
+
+// manifestOf is the manifest of the lab whose results dr is (nil when no lab has that name).
+func (b *builder) manifestOf(dr *devResults) *lab.Manifest {
+	if dr == nil {
+		return nil
+	}
+	if ch := b.c.chapter(dr.File.Lab); ch != nil {
+		return ch.Manifest
+	}
+	return nil
 }
 
 func unitOf(key string, c results.Ceiling) string {
@@ -124,7 +136,7 @@ func value(f *float64) float64 {
 
 // ceilingsTable is the measured ceilings: measured (and how), the peak it is compared with
 // (and where that comes from), and the ratio.
-func ceilingsTable(L string, cs []results.NamedCeiling) ceilingsTableView {
+func ceilingsTable(L string, cs []results.NamedCeiling, m *lab.Manifest) ceilingsTableView {
 	v := ceilingsTableView{Head: []string{tr(L, "ceiling"), tr(L, "measured"), tr(L, "peak"), tr(L, "ofpeak"), tr(L, "source")}}
 	for _, c := range cs {
 		unit := unitOf(c.Key, c.Ceiling)
@@ -139,7 +151,7 @@ func ceilingsTable(L string, cs []results.NamedCeiling) ceilingsTableView {
 		if c.Variant != "" {
 			w := c.Variant
 			if c.Problem != "" {
-				w += " @ " + c.Problem
+				w += " @ " + problemLabelIn(L, m, c.Problem)
 			}
 			how = append(how, w)
 		}

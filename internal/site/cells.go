@@ -295,5 +295,52 @@ func (b *builder) deviceHead(pc *pageCtx, dr *devResults) deviceHeadView {
 	return v
 }
 
-// problemLabel is how a page names a suite's problem.
-func problemLabel(L string, s *lab.Suite, name string) string { return name }
+// problemLabel is how a page names a suite's problem: its title in the page's language where
+// lab.yaml gives one (a name in words), else its name (a shape or a size reads the same in both).
+func problemLabel(L string, s *lab.Suite, name string) string {
+	for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
+		for _, p := range set {
+			if p.Name == name {
+				if t := pick(L, p.Title); t != "" {
+					return t
+				}
+				return name
+			}
+		}
+	}
+	return name
+}
+
+// problemLabelIn is problemLabel for a problem named without its suite (a ceiling's): the
+// first suite of the lab that has it.
+func problemLabelIn(L string, m *lab.Manifest, name string) string {
+	if m != nil {
+		for _, s := range m.Suites {
+			if contains(problemNames(s), name) {
+				return problemLabel(L, s, name)
+			}
+		}
+	}
+	return name
+}
+
+// englishWord finds a word of English in a problem's name: a lower-case word of two letters or
+// more ("experts", "per"); units, shapes and proper names ("MiB", "4096³", "Zipf") are not.
+var englishWord = regexp.MustCompile(`(^|[^A-Za-z])[a-z]{2,}`)
+
+// checkProblemTitles warns (strictly) where a Chinese page would show a problem's English name:
+// every problem a run records (the GPU and emulator sets) whose name is words needs a title.
+func (c *course) checkProblemTitles(ch *chapter) {
+	for _, s := range ch.Manifest.Suites {
+		seen := map[string]bool{}
+		for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu} {
+			for _, p := range set {
+				if p.Title.ZH == "" && englishWord.MatchString(p.Name) && !seen[p.Name] {
+					seen[p.Name] = true
+					c.warn(true, "labs/%s/lab.yaml: suite %s: problem %q is named in English words, which Chinese pages would show as they are: give it a title: {zh: ...}",
+						ch.Name, s.Name, p.Name)
+				}
+			}
+		}
+	}
+}

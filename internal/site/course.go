@@ -184,6 +184,7 @@ func loadCourse(root string) (*course, error) {
 			}
 		default:
 			ch.Ready = true
+			c.checkProblemTitles(ch)
 		}
 	}
 	if err := c.loadResults(); err != nil {

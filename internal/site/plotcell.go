@@ -192,7 +192,7 @@ func (b *builder) speedupPlot(L string, sel *selection, entries []*results.Entry
 				}
 			}
 		}
-		groups[gi] = plot.BarGroup{Name: p, Values: vals}
+		groups[gi] = plot.BarGroup{Name: problemLabel(L, sel.suite, p), Values: vals}
 	}
 	base := sel.suite.Baseline
 	bars := &plot.Bars{

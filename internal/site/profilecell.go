@@ -302,7 +302,11 @@ func (b *builder) profileTable(pc *pageCtx, f *profile.File, slug string, cols [
 		if kind == "" {
 			kind = p.Kind
 		}
-		t.Cols = append(t.Cols, profileCol{Variant: p.Variant, Command: p.Command, Meta: p.Kernel + " · " + p.Problem})
+		problem := problemLabelIn(L, pc.ch.Manifest, p.Problem)
+		if suite := pc.ch.Manifest.Suite(p.Suite); suite != nil {
+			problem = problemLabel(L, suite, p.Problem)
+		}
+		t.Cols = append(t.Cols, profileCol{Variant: p.Variant, Command: p.Command, Meta: p.Kernel + " · " + problem})
 	}
 	keys := s.Rows
 	if len(keys) == 0 {
