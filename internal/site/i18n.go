@@ -240,7 +240,12 @@ func tr(lang, key string, args ...any) string {
 		s = key
 	}
 	if len(args) > 0 {
-		return fmt.Sprintf(s, args...)
+		s = fmt.Sprintf(s, args...)
+		if lang == "zh" {
+			// The Chinese texts space their arguments as Latin ("在 GPU 上"); an argument in
+			// Chinese (a problem's title) needs no space.
+			s = joinCJKText(s)
+		}
 	}
 	return s
 }
