@@ -136,6 +136,7 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 		return ast.GoToNext
 	})
 	if lang == "zh" {
+		cjkEmphasis(d.doc)
 		joinCJKLines(d.doc)
 	}
 	d.locate()
@@ -215,6 +216,64 @@ func joinBreaks(text []byte, before, after func() rune) []byte {
 		i = j
 	}
 	return out
+}
+
+// cjkEmphasisRE is an emphasis the parser left as text: gomarkdown takes "*动态*调度器" for
+// asterisks inside a word (its rule that keeps snake_case whole), but Chinese has no spaces
+// between words and CommonMark reads it as emphasis. No space may follow the opening marker or
+// precede the closing one, so "2 * 3 * 4" stays text.
+var cjkEmphasisRE = regexp.MustCompile(`(\*\*?)([^*\s](?:[^*]*[^*\s])?)(\*\*?)`)
+
+// cjkEmphasis turns those asterisks of a Chinese page into emphasis (one) or strong (two).
+func cjkEmphasis(doc ast.Node) {
+	var texts []*ast.Text
+	ast.WalkFunc(doc, func(n ast.Node, entering bool) ast.WalkStatus {
+		if t, ok := n.(*ast.Text); ok && entering && bytes.Contains(t.Literal, []byte("*")) {
+			texts = append(texts, t)
+		}
+		return ast.GoToNext
+	})
+	for _, t := range texts {
+		src := t.Literal
+		var nodes []ast.Node
+		last := 0
+		for _, m := range cjkEmphasisRE.FindAllSubmatchIndex(src, -1) {
+			open, close := src[m[2]:m[3]], src[m[6]:m[7]]
+			if len(open) != len(close) {
+				continue
+			}
+			if m[0] > last {
+				nodes = append(nodes, &ast.Text{Leaf: ast.Leaf{Literal: src[last:m[0]]}})
+			}
+			var wrap ast.Node = &ast.Emph{}
+			if len(open) == 2 {
+				wrap = &ast.Strong{}
+			}
+			ast.AppendChild(wrap, &ast.Text{Leaf: ast.Leaf{Literal: src[m[4]:m[5]]}})
+			nodes = append(nodes, wrap)
+			last = m[1]
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		if last < len(src) {
+			nodes = append(nodes, &ast.Text{Leaf: ast.Leaf{Literal: src[last:]}})
+		}
+		parent := t.GetParent()
+		kids := parent.GetChildren()
+		var out []ast.Node
+		for _, k := range kids {
+			if k == ast.Node(t) {
+				out = append(out, nodes...)
+				continue
+			}
+			out = append(out, k)
+		}
+		for _, k := range out {
+			k.SetParent(parent)
+		}
+		parent.SetChildren(out)
+	}
 }
 
 // inlineRuns lists, for every block of the document, its text leaves in reading order; a leaf

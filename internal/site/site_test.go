@@ -94,6 +94,8 @@ func TestBuildFixture(t *testing.T) {
 	assert.Contains(t, en, "HBM bandwidth")
 	assert.Contains(t, en, "99%")
 	assert.Contains(t, zh, "HBM 带宽")
+	assert.Contains(t, zh, "1 个线程块", "a problem named in words shows its Chinese title")
+	assert.NotContains(t, zh, ">1 block<")
 
 	// kl-source with function: only that function, with its comment and its line numbers.
 	fig := between(en, `<figure class="cell cell-source">`, `</figure>`)
@@ -397,6 +399,8 @@ func TestChineseBreaksAcrossInlineNodes(t *testing.T) {
 		{"**在 GPU 上。** 安装驱动", "<strong>在 GPU 上。</strong>安装驱动"},
 		{"运行 `make`\n命令", "运行 <code>make</code>\n命令"}, // Latin, then Chinese: a space
 		{"见[文档](x.md)\n第二节", "见<a href=\"x.md\">文档</a>第二节"},
+		{"*动态*调度器按需发放，**每个**分块", "<em>动态</em>调度器按需发放，<strong>每个</strong>分块"}, // emphasis inside Chinese "words"
+		{"耗时 t_comm 与 2 * 3 * 4", "耗时 t_comm 与 2 * 3 * 4"},
 	}
 	for _, tc := range tests {
 		d, err := parseNotesBytes("", "x.zh.md", "zh", []byte(tc.src+"\n"))
