@@ -52,7 +52,8 @@ func init() {
 }
 
 var (
-	langElemRE = regexp.MustCompile(`(?s)<(tspan|text|g)\s+lang="([a-z]+)"[^>]*>.*?</(tspan|text|g)>`)
+	langElemRE = regexp.MustCompile(`(?s)<(tspan|text|g|title)\s+lang="([a-z]+)"[^>]*>.*?</(tspan|text|g|title)>`)
+	titleRE    = regexp.MustCompile(`(?s)<title>.*?</title>`)
 	xmlDeclRE  = regexp.MustCompile(`(?s)^\s*<\?xml[^>]*\?>\s*`)
 	scriptRE   = regexp.MustCompile(`(?is)<script|\son[a-z]+\s*=`)
 	svgOpenRE  = regexp.MustCompile(`(?s)<svg\b[^>]*>`)
@@ -99,11 +100,23 @@ func (b *builder) figureCell(pc *pageCtx, c *cell, s *figureSpec) (string, error
 	if pc.lang == "zh" {
 		caption = joinCJKText(caption)
 	}
+	// The drawing's <title> (what a screen reader says, and the tooltip) is in the page's
+	// language: the caption, where the cell has one; else the figure must mark its titles.
+	if caption != "" {
+		h, err := execTemplate("svgtitle", caption)
+		if err != nil {
+			return "", err
+		}
+		svg = titleRE.ReplaceAllLiteralString(svg, string(h))
+	} else if titleRE.MatchString(svg) {
+		b.c.warn(true, "%s:%d: kl-figure: %s has a <title> in one language: give the cell a caption: {en, zh}, or the figure <title lang=\"en\"> and <title lang=\"zh\">", d.Rel, c.Line, s.File)
+	}
 	// The SVG is the lab's own drawing, checked above to hold no script.
 	return execCell("kl-figure", figureView{File: s.File, SVG: template.HTML(svgFor(svg, pc.lang)), Caption: caption})
 }
 
 var _ = defineTemplates(`
+{{- define "svgtitle"}}<title>{{.}}</title>{{end}}
 {{- define "kl-figure"}}<figure class="cell cell-figure" data-file="{{.File}}">{{.SVG}}{{with .Caption}}<figcaption>{{.}}</figcaption>{{end}}</figure>
 {{end}}`)
 
