@@ -156,10 +156,10 @@ func ceilingsTable(L string, cs []results.NamedCeiling, m *lab.Manifest) ceiling
 			how = append(how, w)
 		}
 		if c.Note != "" {
-			how = append(how, c.Note)
+			how = append(how, runtimeText(L, c.Note))
 		}
 		if c.Source != "" {
-			how = append(how, tr(L, "peak")+": "+c.Source)
+			how = append(how, tr(L, "peak")+tr(L, "colon")+runtimeText(L, c.Source))
 		}
 		if ratio == 0 && measured > 0 && peak > 0 {
 			ratio = measured / peak
@@ -169,7 +169,7 @@ func ceilingsTable(L string, cs []results.NamedCeiling, m *lab.Manifest) ceiling
 			r = fmt.Sprintf("%.0f%%", ratio*100)
 		}
 		v.Rows = append(v.Rows, ceilingRow{Name: ceilingName(L, c.Key), Key: c.Key, Measured: withUnit(measured),
-			Peak: withUnit(peak), Ratio: r, How: strings.Join(how, "; ")})
+			Peak: withUnit(peak), Ratio: r, How: strings.Join(how, tr(L, "listsep"))})
 	}
 	return v
 }

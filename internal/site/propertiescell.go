@@ -205,7 +205,7 @@ func valueTable(L string, v any) valueTableView {
 						continue
 					}
 				}
-				t.KV = append(t.KV, keyValue{prefix + k, firstLine(fmtValue(val), 240)})
+				t.KV = append(t.KV, keyValue{prefix + k, firstLine(runtimeText(L, fmtValue(val)), 240)})
 			}
 		}
 		rows("", x, 0)
