@@ -212,21 +212,23 @@ func (b *builder) compactTable(L string, s *lab.Suite, entries []*results.Entry,
 		}
 		return h
 	}
-	t := &compactView{Note: b.figureNote(L, s, emu)}
-	if len(shown) <= 4 || len(shown) <= len(problems)/2 {
-		// Rows: problems; columns: the variants the cell compares.
-		t.Corner = tr(L, "problem")
-		for _, v := range shown {
-			t.Cols = append(t.Cols, variantHead(v))
-		}
-		for _, p := range problems {
-			row := compactRow{Head: varHead{Name: problemLabel(L, s, p)}}
+	layout := func(byProblem bool, problems []string) *compactView {
+		t := &compactView{Note: b.figureNote(L, s, emu)}
+		if byProblem {
+			// Rows: problems; columns: the variants the cell compares.
+			t.Corner = tr(L, "problem")
 			for _, v := range shown {
-				row.Cells = append(row.Cells, cell(v, p))
+				t.Cols = append(t.Cols, variantHead(v))
 			}
-			t.Rows = append(t.Rows, row)
+			for _, p := range problems {
+				row := compactRow{Head: varHead{Name: problemLabel(L, s, p)}}
+				for _, v := range shown {
+					row.Cells = append(row.Cells, cell(v, p))
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			return t
 		}
-	} else {
 		t.Corner = tr(L, "variant")
 		for _, p := range problems {
 			t.Cols = append(t.Cols, varHead{Name: problemLabel(L, s, p)})
@@ -238,8 +240,93 @@ func (b *builder) compactTable(L string, s *lab.Suite, entries []*results.Entry,
 			}
 			t.Rows = append(t.Rows, row)
 		}
+		return t
+	}
+	byProblem := len(shown) <= 4 || len(shown) <= len(problems)/2
+	t := layout(byProblem, problems)
+	if t.width() <= compactBudget {
+		return t, skips
+	}
+	if other := layout(!byProblem, problems); other.width() <= compactBudget {
+		return other, skips
+	}
+	// Neither way fits the column: a row per variant, and the heaviest problems that fit (the
+	// details below list every problem).
+	heavy := heaviestFirst(s, entries, problems)
+	for k := len(heavy) - 1; k >= 1; k-- {
+		keep := orderProblems(s, heavy[:k])
+		if t = layout(false, keep); t.width() <= compactBudget || k == 1 {
+			t.Note += tr(L, "someproblems", k, len(problems))
+			return t, skips
+		}
 	}
 	return t, skips
+}
+
+// compactBudget is the width a compact table may take: the text column (52rem at 16 px) less a
+// margin for the reader's fonts. Wider, it would scroll at 1280 px, hiding figures.
+const compactBudget = 760
+
+// width estimates how wide the table is drawn (CSS pixels, style.css's compact table): each
+// column as wide as its widest text, at least 4.5rem; the row headings wrap at 14rem.
+func (t *compactView) width() float64 {
+	const pad = 20 // .6rem each side
+	textW := func(s string, code bool) float64 {
+		w := 0.0
+		for _, r := range s {
+			switch {
+			case isWideRune(r):
+				w += 14.4
+			case code:
+				w += 7.4 // the monospace font at .85em of the table's .9rem
+			default:
+				w += 7.9
+			}
+		}
+		return w
+	}
+	head := textW(t.Corner, false)
+	for _, r := range t.Rows {
+		head = max(head, textW(r.Head.Name, r.Head.Code))
+	}
+	total := min(max(head, 96), 224) + pad
+	for i, c := range t.Cols {
+		w := 72.0
+		// A heading wraps at spaces, except its code.
+		if c.Code {
+			w = max(w, textW(c.Name, true))
+		} else {
+			for _, word := range strings.Fields(c.Name) {
+				w = max(w, textW(word, false))
+			}
+		}
+		for _, r := range t.Rows {
+			w = max(w, textW(r.Cells[i].Text, false))
+		}
+		total += w + pad
+	}
+	return total
+}
+
+func isWideRune(r rune) bool { return r >= 0x2e80 && r <= 0xffef }
+
+// heaviestFirst orders problems by how long the suite's baseline (or, without one, its slowest
+// variant) took on them, longest first: the large problems, where kernels are judged.
+func heaviestFirst(s *lab.Suite, entries []*results.Entry, problems []string) []string {
+	cost := map[string]float64{}
+	for _, e := range entries {
+		if e.Time == nil || !e.OK() {
+			continue
+		}
+		if e.Variant == s.Baseline {
+			cost[e.Problem] = e.Time.MedianMs + 1e12 // the baseline's time ranks before any other
+		} else if cost[e.Problem] < 1e12 {
+			cost[e.Problem] = max(cost[e.Problem], e.Time.MedianMs)
+		}
+	}
+	out := append([]string(nil), problems...)
+	sort.SliceStable(out, func(i, j int) bool { return cost[out[i]] > cost[out[j]] })
+	return out
 }
 
 func countVariant(entries []*results.Entry, v string) int {
