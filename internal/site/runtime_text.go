@@ -49,8 +49,8 @@ var runtimeRules = []struct {
 		"$1 用 TMA 加载分块，TMA 要求行跨度是 16 字节的倍数：$2 和 $3 必须是 8 的倍数（这个问题是 $4）"},
 	{regexp.MustCompile(`^(\S+) is the MoE form \(one token matrix, one N and K for all experts\); the groups of this problem differ in N or K$`),
 		"$1 是 MoE 形式（一个 token 矩阵，所有专家共用同一个 N 和 K）；这个问题的各组 N 或 K 不同"},
-	// What lab 01 records of its ceilings (labs/01_device_props/summarize.go: how each was
-	// measured, where its peak comes from) and of a device without NVML (nvml_common.go).
+	// What the lab that measures the device records of its ceilings (how each was measured,
+	// where its peak comes from) and of a device without NVML.
 	{regexp.MustCompile(`^best FMA-chain kernel$`), "最快的 FMA 链核函数"},
 	{regexp.MustCompile(`^best copy \(bytes read \+ written\) at working sets ≥ (.*)$`), "工作集 ≥ $1 时最快的拷贝（按读 + 写的字节数计）"},
 	{regexp.MustCompile(`^best copy at working sets ≤ (.*) \(the device reports no L2 size\)$`), "工作集 ≤ $1 时最快的拷贝（设备没有报告 L2 大小）"},
