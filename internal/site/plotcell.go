@@ -171,7 +171,7 @@ func (b *builder) speedupPlot(L string, sel *selection, entries []*results.Entry
 		}
 	}
 	if len(problems) == 0 {
-		return nil, errors.New("no correct results to plot")
+		return nil, errors.New(tr(L, "noplotdata"))
 	}
 	if sel.problems == nil && len(problems) > 3 {
 		problems = problems[len(problems)-3:] // the largest ones
@@ -261,7 +261,7 @@ func (b *builder) throughputPlot(L string, sel *selection, entries []*results.En
 		series[len(series)-1].Points = append(series[len(series)-1].Points, plot.Point{X: xv, Y: y})
 	}
 	if len(series) == 0 {
-		return nil, errors.New("no correct results to plot")
+		return nil, errors.New(tr(L, "noplotdata"))
 	}
 	for i := range series {
 		sort.Slice(series[i].Points, func(a, b int) bool { return series[i].Points[a].X < series[i].Points[b].X })
@@ -371,7 +371,7 @@ func (b *builder) rooflinePlot(L string, sel *selection, entries []*results.Entr
 		}
 	}
 	if len(series) == 0 {
-		return nil, errors.New("no correct results to plot")
+		return nil, errors.New(tr(L, "noplotdata"))
 	}
 	return r.SVG()
 }
