@@ -498,20 +498,26 @@ type Trial struct {
 	variant *Variant
 }
 
-// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena;
-// on an error nothing of it is left allocated.
-func (w *worker) prepare(s *Suite, v *Variant, p Problem) (t *Trial, err error) {
-	w.env.openCase()
+// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena.
+func (w *worker) prepare(s *Suite, v *Variant, p Problem) (*Trial, error) {
+	return NewTrial(w.env, w.drv, s, v, p)
+}
+
+// NewTrial has driver d prepare problem p of suite s for variant v on env, as the engine does;
+// on an error nothing of the case is left allocated. Drivers' own tests use it to poison, run,
+// check and release a case themselves.
+func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, err error) {
+	env.openCase()
 	defer func() {
 		if t == nil {
-			w.env.closeCase()
+			env.closeCase()
 		}
 	}()
-	c, err := w.drv.Prepare(w.env, s, p)
+	c, err := d.Prepare(env, s, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Trial{Case: c, env: w.env, dev: w.dev, suite: s, variant: v}, nil
+	return &Trial{Case: c, env: env, dev: env.Device, suite: s, variant: v}, nil
 }
 
 // Poison refills the case's outputs and scratch buffers (queued on their streams).

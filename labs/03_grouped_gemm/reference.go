@@ -2,46 +2,13 @@ package grouped
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
 	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
-
-// ---- inputs ----
-
-// HashUniform is the input value at index i of a matrix filled from seed: a uniform number in
-// [-1, 1) with 24 random bits (splitmix64 of the seed and the index). Any element can be
-// recomputed alone, and a fill runs in parallel with the same result on any number of threads.
-func HashUniform(seed, i uint64) float32 {
-	z := seed + (i+1)*0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	z ^= z >> 31
-	return float32(z>>40)*(1.0/(1<<23)) - 1
-}
-
-// fillInputs fills dst with HashUniform values; with bf16 set they are rounded to bf16 and the
-// bit patterns are returned too (dst then holds exactly the values the device gets).
-func fillInputs(dst []float32, seed uint64, bf16 bool) []uint16 {
-	var bits []uint16
-	if bf16 {
-		bits = make([]uint16, len(dst))
-	}
-	matref.ParallelFor(len(dst), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v := HashUniform(seed, uint64(i))
-			if bf16 {
-				bits[i] = matref.BF16FromFloat32(v)
-				v = matref.Float32FromBF16(bits[i])
-			}
-			dst[i] = v
-		}
-	})
-	return bits
-}
 
 // Product is the CPU view of one group (see matref); a plain product sets Alpha 1.
 type Product = matref.Product
