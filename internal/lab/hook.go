@@ -19,6 +19,10 @@ type JobHook interface {
 	// RunJob runs one job with a mode; the error only says whether the context is spoiled
 	// (gpu.IsSticky), the entry carries the outcome.
 	RunJob(w *HookWorker, job Job) (results.Entry, error)
+	// Genuine says, in the parent, why a result the worker sent for a job with a mode cannot be
+	// what the hook's RunJob produced ("" when it can): the grader's passed results carry their
+	// passed check and the number of runs made.
+	Genuine(job Job, e *results.Entry) string
 }
 
 var (
