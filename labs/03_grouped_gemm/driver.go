@@ -48,7 +48,10 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.Driver = Lab{}
+var (
+	_ lab.Driver  = Lab{}
+	_ lab.Checker = (*groupedCase)(nil)
+)
 
 // Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
 // with the metadata every variant needs.
