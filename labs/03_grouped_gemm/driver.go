@@ -362,7 +362,7 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 			if math.Float32bits(out[i]) != poison {
 				if written == 0 {
 					first = fmt.Sprintf("C arena element %d", i)
-					gc.mismatch(int(i), float64(out[i]), math.NaN())
+					gc.Mismatch(int(i), float64(out[i]), math.NaN())
 				}
 				written++
 			}
