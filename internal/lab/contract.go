@@ -13,26 +13,39 @@ import (
 
 // Driver is the Go side of a lab: everything that differs between labs, and nothing else.
 // Like a collective in nccl-tests, it supplies the problem on the device, the reference, one call
-// per variant, and the work counts; the engine builds, checks, times, records and prints.
+// per variant, and the work counts; the engine allocates, poisons, checks, times, records and
+// frees (case.go says how a case uses it).
 type Driver interface {
-	// Prepare allocates the problem p of suite s on env's device, fills the inputs with fresh
-	// random data from env.RNG (never zeros), and prepares what Check compares against.
-	// The engine calls it once for every variant × problem, so every check sees new inputs.
+	// Prepare allocates the problem p of suite s through the engine (lab.Upload, lab.Output, ...:
+	// case.go), fills the inputs with fresh random data from env.RNG (never zeros), and prepares
+	// what Check compares against. The engine calls it once for every variant × problem (every
+	// checked run, in grading), so every check sees new inputs, and frees the case's buffers when
+	// the job ends, whatever happened.
 	Prepare(env *Env, s *Suite, p Problem) (Case, error)
 }
 
-// Case is one prepared problem.
+// Case is one prepared problem. Besides Run and Work it has Check (Checker): the engine calls it
+// after every checked run.
 type Case interface {
-	// Poison fills the outputs with a value no correct kernel writes (NaN for floats).
-	Poison() error
 	// Run launches variant v once on env.Stream. It should not synchronize: the engine times it
 	// with events around the call.
 	Run(v *Variant) error
-	// Check compares the outputs of the last Run (already complete) with the reference.
-	Check(v *Variant) (check.Report, error)
 	// Work is what one Run does, for the derived rates.
 	Work() Work
-	// Release frees the device memory of the case.
+}
+
+// Checker is the check every Case has.
+type Checker interface {
+	// Check compares the outputs of the last Run (already complete, every output poisoned before
+	// it) with the reference; out downloads them.
+	Check(v *Variant, out *Outputs) (check.Report, error)
+}
+
+// legacyCase is the contract of the labs not yet moved onto the engine's lifecycle (case.go): they
+// poison, download and free their own buffers. To be removed once every lab is converted.
+type legacyCase interface {
+	Poison() error
+	Check(v *Variant) (check.Report, error)
 	Release() error
 }
 
@@ -109,6 +122,9 @@ type Env struct {
 	libMu sync.Mutex
 	blas  map[int]gpu.BLAS
 	comm  gpu.Communicator
+
+	// The buffers of the case being prepared or run (case.go), and those allocated outside a case.
+	current, lasting *arena
 }
 
 // NewEnv is used by the engine (and by tests of drivers) to build an Env.
@@ -132,11 +148,15 @@ func NewEnv(dev gpu.Device, stream gpu.Stream, seed uint64, kernels map[string]g
 
 // reseed gives each job its own random stream derived from the run's seed and the job's name,
 // so that a job's inputs are the same whichever worker runs it and in whatever order.
-func (e *Env) reseed(seed uint64, j Job) {
+func (e *Env) reseed(seed uint64, j Job) { e.seedFrom(seed, j.Suite+"/"+j.Variant+"/"+j.Problem) }
+
+// seedFrom points RNG at the stream of seed and key, and returns that stream's seed.
+func (e *Env) seedFrom(seed uint64, key string) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s/%s/%s", seed, j.Suite, j.Variant, j.Problem)
+	fmt.Fprintf(h, "%d/%s", seed, key)
 	s := h.Sum64()
 	e.RNG = rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+	return s
 }
 
 // Kernel returns the compiled kernel of variant v.
@@ -240,6 +260,10 @@ func (e *Env) Close() error {
 	e.libMu.Lock()
 	defer e.libMu.Unlock()
 	var errs []error
+	errs = append(errs, e.closeCase())
+	if e.lasting != nil {
+		errs = append(errs, e.lasting.release())
+	}
 	if e.comm != nil {
 		errs = append(errs, e.comm.Close())
 		e.comm = nil

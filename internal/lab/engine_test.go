@@ -2,12 +2,10 @@ package lab
 
 import (
 	"context"
-	"encoding/binary"
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,18 +80,17 @@ func (scaleDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
 		host[i] = env.RNG.Float32() + 0.5
 		ref[i] = 2 * float64(host[i])
 	}
-	x, err := gpu.Upload(env.Device, host)
+	x, err := Upload(env, "x", host)
 	if err != nil {
 		return nil, err
 	}
-	y, err := gpu.Alloc[float32](env.Device, n)
+	y, err := Output[float32](env, "y", n, PoisonNaN32)
 	if err != nil {
 		return nil, err
 	}
 	return &scaleCase{env: env, n: n, x: x, y: y, ref: ref}, nil
 }
 
-func (c *scaleCase) Poison() error { return c.y.Fill32(0x7fc00000, c.env.Stream) }
 func (c *scaleCase) Run(v *Variant) error {
 	if !v.IsKernel() {
 		// the "library": scale on the host side of the fake device
@@ -110,8 +107,8 @@ func (c *scaleCase) Run(v *Variant) error {
 	}
 	return gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(1), Stream: c.env.Stream}, c.x, c.y, int32(c.n))
 }
-func (c *scaleCase) Check(v *Variant) (check.Report, error) {
-	out, err := c.y.Download()
+func (c *scaleCase) Check(v *Variant, o *Outputs) (check.Report, error) {
+	out, err := o.Float32(c.y)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -121,44 +118,10 @@ func (c *scaleCase) Work() Work { return Work{Bytes: float64(8 * c.n)} }
 func (c *scaleCase) Record(v *Variant) (map[string]any, error) {
 	return map[string]any{"n": c.n}, nil
 }
-func (c *scaleCase) Release() error {
-	c.x.Free()
-	return c.y.Free()
-}
-
-func ptrArg(b []byte) gpu.Ptr { return gpu.Ptr(binary.LittleEndian.Uint64(b)) }
-
-func scaleKernel(mutate func(ys []float32)) fake.KernelFunc {
-	return func(cfg gpu.LaunchConfig, args [][]byte) error {
-		n := int(binary.LittleEndian.Uint32(args[2]))
-		xs, ys := fake.Float32s(ptrArg(args[0]), n), fake.Float32s(ptrArg(args[1]), n)
-		for i := range xs {
-			ys[i] = 2 * xs[i]
-		}
-		if mutate != nil {
-			mutate(ys)
-		}
-		return nil
-	}
-}
 
 func init() {
 	RegisterDriver("99_test", scaleDriver{})
-	sig := []string{"const float*", "float*", "int"}
-	fake.RegisterKernel("scale_good", sig, scaleKernel(nil))
-	fake.RegisterKernel("scale_wrong", sig, scaleKernel(func(ys []float32) { ys[len(ys)/2] += 1 }))
-	fake.RegisterKernel("scale_crash", sig, func(gpu.LaunchConfig, [][]byte) error {
-		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
-		time.Sleep(time.Second)
-		return nil
-	})
-	fake.RegisterKernel("scale_hang", sig, func(gpu.LaunchConfig, [][]byte) error {
-		time.Sleep(time.Hour)
-		return nil
-	})
-	fake.RegisterKernel("scale_sticky", sig, func(gpu.LaunchConfig, [][]byte) error {
-		return gpu.NewCallError("fake", "cuLaunchKernel", 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered", true)
-	})
+	fake.RegisterScaleKernels()
 }
 
 // newCourse writes a course root with the test lab and returns it.

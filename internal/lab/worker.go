@@ -152,7 +152,7 @@ type worker struct {
 	emit  func(Event)
 	flush *gpu.Buffer[uint8]
 	mods  []gpu.Module
-	guard *guardDevice // grading: the device as the driver sees it, with red zones and write tracking
+	hook  JobHook      // runs the jobs with a mode (grading), set when the spec has Grade
 	peers []gpu.Device // devices 1.. of a lab that needs several (lab.yaml devices:)
 }
 
@@ -195,17 +195,16 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	}
 	var envDev gpu.Device = dev
 	if spec.Grade != nil {
-		// The emulator surrounds every buffer with NaN slack and faulting fences of its own: a read
-		// or write past a buffer faults there exactly as in a normal run. A GPU has no such
-		// fences, so the guard adds NaN red zones.
-		pad := spec.Grade.redZone()
-		if dev.Info().Emulated {
-			pad = 0
+		// Jobs with a mode run through the grader's hook, which guards the device the driver sees.
+		if w.hook = jobHook(); w.hook == nil {
+			stream.Close()
+			dev.Close()
+			return nil, fmt.Errorf("this binary has no grader linked in (internal/grade registers it): it cannot run grading jobs")
 		}
-		w.guard = newGuardDevice(dev, pad)
-		envDev = w.guard
-		for name, k := range kernels {
-			kernels[name] = &guardKernel{Kernel: k, g: w.guard, readOnly: spec.Grade.ReadOnly[name]}
+		if envDev, err = w.hook.Setup(&w.spec, dev, kernels); err != nil {
+			stream.Close()
+			dev.Close()
+			return nil, err
 		}
 	}
 	w.env = NewEnv(envDev, stream, spec.Seed, kernels, func(f string, a ...any) {
@@ -327,8 +326,8 @@ func (w *worker) run() int {
 	for i, job := range w.spec.Jobs {
 		w.emit(Event{Type: "start", Job: i})
 		run := w.runJob
-		if job.Mode != "" && w.guard != nil {
-			run = w.runGradeJob
+		if job.Mode != "" && w.hook != nil {
+			run = func(j Job) (results.Entry, error) { return w.hook.RunJob(&HookWorker{w: w}, j) }
 		}
 		entry, err := run(job)
 		w.emit(Event{Type: "result", Job: i, Entry: &entry})
@@ -348,6 +347,31 @@ func (w *worker) startEntry(job Job) (*Suite, *Variant, Problem, results.Entry) 
 		Custom: job.Custom != "", Seed: w.spec.Seed, RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated,
 		Status: results.StatusFailed}
 	return s, s.Variant(job.Variant), p, e
+}
+
+// noteKernel records the compiled kernel's figures (registers, shared memory) in the entry.
+func (w *worker) noteKernel(v *Variant, e *results.Entry) {
+	if k, err := w.env.Kernel(v); err == nil {
+		if attrs, err := k.Attrs(); err == nil {
+			e.Kernel = &attrs
+		}
+	}
+}
+
+// SetRates records the timing of a job's runs in its entry, with the rates derived from the
+// median time and the work of one run.
+func SetRates(e *results.Entry, work Work, st bench.Stats) {
+	e.Time = &st
+	e.Ops = work.Ops
+	if sec := st.MedianMs / 1e3; sec > 0 {
+		if work.FLOPs > 0 {
+			e.TFLOPs = work.FLOPs / sec / 1e12
+		}
+		if work.Bytes > 0 {
+			e.GBps = work.Bytes / sec / 1e9
+		}
+	}
+	e.PerOpUs = st.MedianMs * 1e3 / float64(max(work.Ops, 1))
 }
 
 // runJob checks and times one variant on one problem. The returned error is only for the
@@ -371,7 +395,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if v.IsPeer() {
 		return w.runPeer(s, v, p, e), nil
 	}
-	c, err := w.drv.Prepare(w.env, s, p)
+	c, err := w.prepare(s, v, p)
 	if why, ok := skipReason(err); ok {
 		e.Status, e.Error = results.StatusSkipped, why
 		return e, nil
@@ -384,33 +408,17 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 			e.Status, e.Error, err = results.StatusFailed, "release: "+rerr.Error(), rerr
 		}
 	}()
-	if k, kerr := w.env.Kernel(v); kerr == nil {
-		if attrs, aerr := k.Attrs(); aerr == nil {
-			e.Kernel = &attrs
-		}
-	}
+	w.noteKernel(v, &e)
 
 	// Correct first: poison, run once, check.
-	if err := c.Poison(); err != nil {
-		return fail("poison outputs", err)
-	}
-	if err := c.Run(v); err != nil {
+	rep, _, step, err := c.CheckedRun(nil, 1, false)
+	if why, ok := skipReason(err); ok {
 		// A variant may refuse a problem it cannot run (a size its tiles do not support).
-		if why, ok := skipReason(err); ok {
-			e.Status, e.Error = results.StatusSkipped, why
-			return e, nil
-		}
-		return fail("run", err)
+		e.Status, e.Error = results.StatusSkipped, why
+		return e, nil
 	}
-	if err := w.env.Stream.Synchronize(); err != nil {
-		return fail("run", err)
-	}
-	rep, err := c.Check(v)
 	if err != nil {
-		return fail("check", err)
-	}
-	if rep.Tolerance == 0 {
-		rep.Tolerance = s.Tolerance
+		return fail(step, err)
 	}
 	e.Check = &rep
 	if !rep.OK {
@@ -420,11 +428,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	}
 
 	// Then time it.
-	work := c.Work()
-	ops := work.Ops
-	if ops <= 0 {
-		ops = 1
-	}
+	work := c.Case.Work()
 	opts := bench.Default
 	if w.spec.Quick {
 		opts = bench.Quick
@@ -433,19 +437,8 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if err != nil {
 		return fail("timing", err)
 	}
-	e.Time = &stats
-	e.Ops = work.Ops
-	sec := stats.MedianMs / 1e3
-	if sec > 0 {
-		if work.FLOPs > 0 {
-			e.TFLOPs = work.FLOPs / sec / 1e12
-		}
-		if work.Bytes > 0 {
-			e.GBps = work.Bytes / sec / 1e9
-		}
-	}
-	e.PerOpUs = stats.MedianMs * 1e3 / float64(ops)
-	if r, ok := c.(Recorder); ok {
+	SetRates(&e, work, stats)
+	if r, ok := c.Case.(Recorder); ok {
 		data, err := r.Record(v)
 		if err != nil {
 			return fail("record", err)
@@ -457,7 +450,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 }
 
 // time measures Runs of v with device events, flushing L2 before each when the suite asks.
-func (w *worker) time(s *Suite, v *Variant, c Case, o bench.Options) (bench.Stats, error) {
+func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.Stats, error) {
 	start, err := w.dev.NewEvent()
 	if err != nil {
 		return bench.Stats{}, err
@@ -486,21 +479,208 @@ func (w *worker) time(s *Suite, v *Variant, c Case, o bench.Options) (bench.Stat
 				return 0, err
 			}
 		}
-		if err := start.Record(w.env.Stream); err != nil {
-			return 0, err
-		}
-		if err := c.Run(v); err != nil {
-			return 0, err
-		}
-		if err := end.Record(w.env.Stream); err != nil {
-			return 0, err
-		}
-		if err := end.Synchronize(); err != nil {
-			return 0, err
-		}
-		return end.ElapsedMs(start)
+		return c.timedRun(start, end)
 	})
 	return st, err
+}
+
+// Trial is a case the engine holds for a job: the driver's Case, the variant it runs, and the
+// buffers it owns (case.go). Grading (internal/grade) runs its checked runs through it too.
+type Trial struct {
+	Case    Case
+	env     *Env
+	dev     gpu.Device
+	suite   *Suite
+	variant *Variant
+}
+
+// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena.
+func (w *worker) prepare(s *Suite, v *Variant, p Problem) (*Trial, error) {
+	return NewTrial(w.env, w.drv, s, v, p)
+}
+
+// NewTrial has driver d prepare problem p of suite s for variant v on env, as the engine does;
+// on an error nothing of the case is left allocated. Drivers' own tests use it to poison, run,
+// check and release a case themselves.
+func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, err error) {
+	env.openCase()
+	defer func() {
+		if t == nil {
+			env.closeCase()
+		}
+	}()
+	c, err := d.Prepare(env, s, p)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%s, problem %q: Prepare returned neither a case nor an error", s.Name, p.Name)
+	}
+	return &Trial{Case: c, env: env, dev: env.Device, suite: s, variant: v}, nil
+}
+
+// Poison refills the case's outputs and scratch buffers (queued on their streams).
+func (t *Trial) Poison() error {
+	if err := t.env.arena().poison(); err != nil {
+		return err
+	}
+	if l, ok := t.Case.(legacyCase); ok {
+		return l.Poison()
+	}
+	return nil
+}
+
+// Run launches the variant once.
+func (t *Trial) Run() error { return t.Case.Run(t.variant) }
+
+// Check compares the outputs of the last, completed Run with the reference.
+func (t *Trial) Check() (check.Report, error) {
+	var rep check.Report
+	var err error
+	switch c := t.Case.(type) {
+	case Checker:
+		rep, err = c.Check(t.variant, newOutputs(t.env, t.suite.Tolerance))
+	case legacyCase:
+		rep, err = c.Check(t.variant)
+	default:
+		return rep, fmt.Errorf("the case of %s (%T) has no Check method (lab.Checker)", t.variant.Name, t.Case)
+	}
+	if err == nil && rep.Tolerance == 0 {
+		rep.Tolerance = t.suite.Tolerance
+	}
+	return rep, err
+}
+
+// Outputs are the raw contents of the case's outputs, in allocation order.
+func (t *Trial) Outputs() ([][]byte, error) { return t.env.caseOutputs() }
+
+// Release frees every buffer of the case.
+func (t *Trial) Release() error {
+	var err error
+	if l, ok := t.Case.(legacyCase); ok {
+		err = l.Release()
+	}
+	return errors.Join(err, t.env.closeCase())
+}
+
+// Phase is what the host is doing with a case, for a RunGuard.
+type Phase int
+
+const (
+	PhaseIdle   Phase = iota
+	PhasePoison       // the engine is poisoning the outputs and scratch buffers
+	PhaseRun          // the driver's Run is launching the variant
+)
+
+// A RunGuard watches the checked runs of a JobHook (the grader's red zones and input snapshots).
+type RunGuard interface {
+	// Phase says what the host is about to do with the case.
+	Phase(p Phase)
+	// Poisoned is called when the poison is on the device, before the first run.
+	Poisoned() error
+	// Ran is called when the last run is complete, before the check: an error fails the run.
+	Ran() error
+}
+
+// CheckedRun is the checked run of every job, normal or graded: poison the outputs, run the
+// variant launches times on the case (poisoning again between runs, so that the check sees the
+// last), timed between device events when asked, wait for it, and check the outputs. g, when not
+// nil, watches it. On an error, step names the step that failed; a refusal (Skip) is an error too.
+func (t *Trial) CheckedRun(g RunGuard, launches int, timed bool) (rep check.Report, ms float64, step string, err error) {
+	phase := func(p Phase) {
+		if g != nil {
+			g.Phase(p)
+		}
+	}
+	defer phase(PhaseIdle)
+	poison := func() error {
+		phase(PhasePoison)
+		defer phase(PhaseIdle)
+		return t.Poison()
+	}
+	if err := poison(); err != nil {
+		return rep, 0, "poison outputs", err
+	}
+	if g != nil {
+		if err := t.env.Stream.Synchronize(); err != nil {
+			return rep, 0, "poison outputs", err
+		}
+		if err := g.Poisoned(); err != nil {
+			return rep, 0, "guard", err
+		}
+	}
+	for l := 1; l < launches; l++ {
+		phase(PhaseRun)
+		err := t.Run()
+		phase(PhaseIdle)
+		if err == nil {
+			err = t.env.Stream.Synchronize()
+		}
+		if err != nil {
+			return rep, 0, fmt.Sprintf("run %d of %d on one case", l, launches), err
+		}
+		if err := poison(); err != nil {
+			return rep, 0, "poison outputs", err
+		}
+	}
+	phase(PhaseRun)
+	if timed {
+		ms, err = t.TimedRun(nil, nil)
+	} else {
+		err = t.Run()
+	}
+	phase(PhaseIdle)
+	if err == nil {
+		err = t.env.Stream.Synchronize()
+	}
+	if err == nil && g != nil {
+		err = t.dev.Synchronize() // work a Run left on other streams of the device
+	}
+	if err != nil {
+		return rep, 0, "run", err
+	}
+	if g != nil {
+		if err := g.Ran(); err != nil {
+			return rep, 0, "guard", err
+		}
+	}
+	if rep, err = t.Check(); err != nil {
+		return rep, 0, "check", err
+	}
+	return rep, ms, "", nil
+}
+
+// TimedRun runs the variant once between two device events (new ones when start is nil) and
+// returns the milliseconds between them.
+func (t *Trial) TimedRun(start, end gpu.Event) (float64, error) {
+	if start == nil || end == nil {
+		var err error
+		if start, err = t.dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer start.Close()
+		if end, err = t.dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer end.Close()
+	}
+	return t.timedRun(start, end)
+}
+
+func (t *Trial) timedRun(start, end gpu.Event) (float64, error) {
+	if err := start.Record(t.env.Stream); err != nil {
+		return 0, err
+	}
+	if err := t.Run(); err != nil {
+		return 0, err
+	}
+	if err := end.Record(t.env.Stream); err != nil {
+		return 0, err
+	}
+	if err := end.Synchronize(); err != nil {
+		return 0, err
+	}
+	return end.ElapsedMs(start)
 }
 
 // RunWorkerFromEnv is the worker's entry point for the CLI: spec on stdin, events on fd 3.

@@ -3,6 +3,8 @@ package grouped
 import (
 	"encoding/binary"
 	"sort"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 // Layout places the matrices of all groups in three arenas, one device allocation each for A, B
@@ -15,8 +17,8 @@ import (
 //   - Otherwise each matrix starts on a 256-byte boundary, and after each group's C come at least
 //     64 bytes that belong to no group.
 //
-// C ends with 256 bytes that belong to no group either. Those gaps are canaries: Poison fills the
-// whole C arena with NaN bytes, and Check fails a kernel that wrote anywhere outside its groups —
+// C ends with 256 bytes that belong to no group either. Those gaps are canaries: the engine
+// poisons the whole C arena with NaN bytes before the checked run, and Check fails a kernel that wrote anywhere outside its groups —
 // an empty group's tiles, a tile's rows past the end of its group.
 type Layout struct {
 	Shapes           []Shape
@@ -153,7 +155,7 @@ func Tiles(s Shape, bm, bn int) int {
 	if s.Empty() {
 		return 0
 	}
-	return ceilDiv(s.M, bm) * ceilDiv(s.N, bn)
+	return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn)
 }
 
 // TotalTiles is the number of tiles of all groups.
@@ -164,5 +166,3 @@ func TotalTiles(shapes []Shape, bm, bn int) int {
 	}
 	return t
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }

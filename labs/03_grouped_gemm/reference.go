@@ -2,46 +2,11 @@ package grouped
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
-	"math/rand/v2"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
-
-// ---- inputs ----
-
-// HashUniform is the input value at index i of a matrix filled from seed: a uniform number in
-// [-1, 1) with 24 random bits (splitmix64 of the seed and the index). Any element can be
-// recomputed alone, and a fill runs in parallel with the same result on any number of threads.
-func HashUniform(seed, i uint64) float32 {
-	z := seed + (i+1)*0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	z ^= z >> 31
-	return float32(z>>40)*(1.0/(1<<23)) - 1
-}
-
-// fillInputs fills dst with HashUniform values; with bf16 set they are rounded to bf16 and the
-// bit patterns are returned too (dst then holds exactly the values the device gets).
-func fillInputs(dst []float32, seed uint64, bf16 bool) []uint16 {
-	var bits []uint16
-	if bf16 {
-		bits = make([]uint16, len(dst))
-	}
-	matref.ParallelFor(len(dst), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v := HashUniform(seed, uint64(i))
-			if bf16 {
-				bits[i] = matref.BF16FromFloat32(v)
-				v = matref.Float32FromBF16(bits[i])
-			}
-			dst[i] = v
-		}
-	})
-	return bits
-}
 
 // Product is the CPU view of one group (see matref); a plain product sets Alpha 1.
 type Product = matref.Product
@@ -59,146 +24,70 @@ const (
 
 // groupCheck accumulates the comparison of several groups into one report.
 type groupCheck struct {
-	r         check.Report
-	num, den  float64
-	bad       int
+	*matref.Tally
 	freivalds int // groups checked with Freivalds' method
 	full      int // groups checked element by element
 	worst     string
 	worstRel  float64
 }
 
-func newGroupCheck(tol float64) *groupCheck {
-	return &groupCheck{r: check.Report{Tolerance: tol, MaxErrAt: -1}}
-}
-
-func (gc *groupCheck) mismatch(i int, got, want float64) {
-	if len(gc.r.Mismatches) < check.MaxMismatches {
-		gc.r.Mismatches = append(gc.r.Mismatches, check.Mismatch{Index: i, Got: got, Want: want})
-	}
-}
-
-func (gc *groupCheck) noteWorst(label string, num, den float64) {
-	rel := matref.RelErr(num, den)
-	if rel > gc.worstRel || gc.worst == "" {
-		gc.worstRel, gc.worst = rel, label
-	}
-}
+func newGroupCheck(tol float64) *groupCheck { return &groupCheck{Tally: matref.NewTally(tol)} }
 
 // group checks one group's output out (M×N, row-major, contiguous) against p; base is the index
 // of its first element in the C arena (for the mismatch list), label names it in messages.
 func (gc *groupCheck) group(p *Product, out []float32, base int, label string, seed uint64) {
-	tol := gc.r.Tolerance
-	gc.r.Checked += len(out)
+	gc.R.Checked += len(out)
 	// NaN or Inf anywhere: never written (the poison), or computed from garbage.
 	nans := 0
 	for i, v := range out {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-			if nans == 0 && gc.r.Unwritten == 0 {
+			if nans == 0 && gc.R.Unwritten == 0 {
 				gc.worst = label
 			}
 			nans++
-			gc.mismatch(base+i, f, math.NaN())
+			gc.Mismatch(base+i, f, math.NaN())
 		}
 	}
 	if nans > 0 {
-		gc.r.Unwritten += nans
+		gc.R.Unwritten += nans
 		return
 	}
-	var num, den float64
+	// The group's own sums first, then added to the others' (its share of the relative error).
+	num0, den0 := gc.Num, gc.Den
+	gc.Num, gc.Den = 0, 0
 	if int64(p.M)*int64(p.N)*int64(p.K) <= FullCheckLimit {
 		gc.full++
 		ref, scale := p.Reference()
 		for i, o := range out {
-			g, w := float64(o), ref[i]
-			d := g - w
-			num += d * d
-			den += w * w
-			if ad := math.Abs(d); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
-				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i
-			}
-			if !matref.ElementOK(g, w, scale[i], tol) {
-				gc.bad++
-				gc.mismatch(base+i, g, w)
-			}
+			gc.Element(base+i, float64(o), ref[i], scale[i])
 		}
 	} else {
 		gc.freivalds++
-		num, den = freivalds(p, out, FreivaldsVectors, seed)
+		gc.Num, gc.Den = matref.FreivaldsSums(p, out, FreivaldsVectors, seed)
 		for _, s := range matref.SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
 			i, j := s[0], s[1]
 			want, scale := p.Entry(i, j)
-			g := float64(out[i*p.N+j])
-			if ad := math.Abs(g - want); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
-				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i*p.N+j
-			}
-			if !matref.ElementOK(g, want, scale, tol) {
-				gc.bad++
-				gc.mismatch(base+i*p.N+j, g, want)
-			}
+			gc.Sample(base+i*p.N+j, float64(out[i*p.N+j]), want, scale)
 		}
 	}
-	gc.num += num
-	gc.den += den
-	gc.noteWorst(label, num, den)
-}
-
-// freivalds compares y = out·x with z = A·(B·x) for random ±1 vectors x, in float64:
-// E‖(out − A·B)·x‖² = ‖out − A·B‖²_F, so ‖y − z‖/‖z‖ estimates the relative error of the whole
-// output in O(MN + NK + MK) work instead of O(MNK). It returns the summed squares.
-func freivalds(p *Product, out []float32, vectors int, seed uint64) (num, den float64) {
-	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"
-	for v := 0; v < vectors; v++ {
-		x := make([]float64, p.N)
-		for j := range x {
-			x[j] = float64(1 - 2*int(rng.IntN(2)))
-		}
-		bx := make([]float64, p.K)
-		matref.ParallelFor(p.K, func(lo, hi int) {
-			for k := lo; k < hi; k++ {
-				s := 0.0
-				for j, b := range p.B[k*p.N : (k+1)*p.N] {
-					s += float64(b) * x[j]
-				}
-				bx[k] = s
-			}
-		})
-		var mu sync.Mutex
-		matref.ParallelFor(p.M, func(lo, hi int) {
-			var n2, d2 float64
-			for i := lo; i < hi; i++ {
-				z := 0.0
-				for k, a := range p.A[i*p.K : (i+1)*p.K] {
-					z += float64(a) * bx[k]
-				}
-				y := 0.0
-				for j, o := range out[i*p.N : (i+1)*p.N] {
-					y += float64(o) * x[j]
-				}
-				n2 += (y - z) * (y - z)
-				d2 += z * z
-			}
-			mu.Lock()
-			num += n2
-			den += d2
-			mu.Unlock()
-		})
+	if rel := matref.RelErr(gc.Num, gc.Den); rel > gc.worstRel || gc.worst == "" {
+		gc.worstRel, gc.worst = rel, label
 	}
-	return num, den
+	gc.Num, gc.Den = num0+gc.Num, den0+gc.Den
 }
 
 // canaries checks that the C arena outside every group still holds the poison bytes.
 func (gc *groupCheck) canaries(written int, where string) {
 	if written > 0 {
-		gc.bad += written
-		gc.r.Note = joinNote(gc.r.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
+		gc.Bad += written
+		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
 			"a tile of an empty group, or rows or columns past the end of a group", written, where))
 	}
 }
 
 // report finishes the check.
 func (gc *groupCheck) report() check.Report {
-	r := gc.r
+	r := gc.R
 	switch {
 	case gc.full > 0 && gc.freivalds > 0:
 		r.Method = fmt.Sprintf("every group against float64: %d element by element, %d by Freivalds' check (%d ±1 vectors) and %d sampled elements each",
@@ -214,14 +103,14 @@ func (gc *groupCheck) report() check.Report {
 		r.RelErr = math.Inf(1)
 		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
 	} else {
-		r.RelErr = matref.RelErr(gc.num, gc.den)
-		if gc.bad > 0 && r.Note == "" {
-			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.bad, gc.worst)
+		r.RelErr = matref.RelErr(gc.Num, gc.Den)
+		if gc.Bad > 0 && r.Note == "" {
+			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.Bad, gc.worst)
 		} else if r.RelErr > r.Tolerance {
 			r.Note = joinNote(r.Note, fmt.Sprintf("worst group: %s (relative error %.2e)", gc.worst, gc.worstRel))
 		}
 	}
-	r.OK = r.Unwritten == 0 && gc.bad == 0 && r.RelErr <= r.Tolerance
+	r.OK = r.Unwritten == 0 && gc.Bad == 0 && r.RelErr <= r.Tolerance
 	return r
 }
 
