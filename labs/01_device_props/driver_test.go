@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // fakeEnv loads the manifest and builds an Env on a fake device with Go twins of the kernels.
@@ -273,28 +274,14 @@ func TestGemmRowMajor(t *testing.T) {
 func TestDescribeWithoutNVML(t *testing.T) {
 	d := newFakeDevice()
 	_, env, _ := fakeEnv(t, d, true)
-	out, err := Lab{}.Describe(env)
+	extra, err := Lab{}.Describe(env)
 	require.NoError(t, err)
-	assert.Equal(t, d.info, out["info"])
-	attrs, ok := out["attributes"].([]gpu.Attribute)
+	p, ok := results.PropertiesIn(extra)
 	require.True(t, ok)
-	assert.NotEmpty(t, attrs)
-	nv := out["nvml"].(map[string]any)
-	assert.Equal(t, false, nv["available"])
-	assert.Contains(t, nv["reason"], "emulator")
-	assert.Contains(t, out, "peaks")
-}
-
-func TestDescribeNVMLNeverFails(t *testing.T) {
-	// On a machine without NVML this records why; on a GPU machine it describes device 0.
-	out := describeNVML(gpu.DeviceInfo{Backend: "cuda", Name: "test"})
-	avail, ok := out["available"].(bool)
-	require.True(t, ok)
-	if !avail {
-		assert.NotEmpty(t, out["reason"])
-		t.Logf("NVML unavailable here: %v", out["reason"])
-		return
-	}
-	assert.NotEmpty(t, out["driver_version"])
-	t.Logf("NVML: %v", out)
+	assert.Equal(t, d.info, p.Info)
+	assert.NotEmpty(t, p.Attributes)
+	assert.Equal(t, &results.MemoryNow{FreeBytes: 1 << 30, TotalBytes: 1 << 30}, p.Memory)
+	assert.False(t, p.NVML.Available)
+	assert.Contains(t, p.NVML.Reason, "emulator")
+	assert.Nil(t, p.Peaks.Datasheet, "a fake GPU has no datasheet")
 }
