@@ -10,9 +10,7 @@ package devprops
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
-	"sync"
 	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -154,45 +152,20 @@ func hostBytes(h gpu.HostMem) []byte {
 // stagingFloats is the size of the host buffer that fills and checks stream through.
 const stagingFloats = 16 << 20 // 64 MiB
 
-var fallbackOnce sync.Once
-
-// fillHash writes element i = HashFloat(seed, i) for i in [0, n) at ptr. It uses the device
-// kernel fill_f32 when the engine has loaded it, and otherwise computes the values on the host and
-// uploads them (slower, same values).
+// fillHash writes element i = HashFloat(seed, i) for i in [0, n) at ptr, with the helper kernel
+// fill_f32 (lab.yaml helpers:): gigabytes of input are generated faster on the device than
+// uploaded.
 func fillHash(env *lab.Env, ptr gpu.Ptr, n int64, seed uint64) error {
-	if k, err := env.KernelByEntry(FillEntry); err == nil {
-		const block = 256
-		grid := max(min(smCount(env)*8, ceilDiv(n, block)), 1)
-		if err := gpu.Launch(k, cfg(env, grid, block), ptr, n, seed); err != nil {
-			return fmt.Errorf("filling the input on the device: %w", err)
-		}
-		return syncStream(env)
-	}
-	fallbackOnce.Do(func() {
-		env.Logf("lab 01: the fill kernel %s is not loaded; generating inputs on the host (slower, same values)", FillEntry)
-	})
-	staging, err := env.Device.MallocHost(min(n, stagingFloats) * 4)
+	k, err := env.KernelByEntry(FillEntry)
 	if err != nil {
-		return fmt.Errorf("pinned staging buffer for the input: %w", err)
+		return fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
 	}
-	defer staging.Free()
-	buf := hostFloats(staging, int(min(n, stagingFloats)))
-	for off := int64(0); off < n; off += stagingFloats {
-		cnt := min(n-off, stagingFloats)
-		part := buf[:cnt]
-		matref.ParallelFor(int(cnt), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				part[i] = HashFloat(seed, uint64(off)+uint64(i))
-			}
-		})
-		if err := env.Device.CopyHtoD(ptr+gpu.Ptr(off*4), staging.Pointer(), cnt*4, env.Stream); err != nil {
-			return fmt.Errorf("uploading the input: %w", err)
-		}
-		if err := syncStream(env); err != nil {
-			return err
-		}
+	const block = 256
+	grid := max(min(smCount(env)*8, ceilDiv(n, block)), 1)
+	if err := gpu.Launch(k, cfg(env, grid, block), ptr, n, seed); err != nil {
+		return fmt.Errorf("filling the input on the device: %w", err)
 	}
-	return nil
+	return syncStream(env)
 }
 
 // fillBytes sets every byte of b to v (fast: doubling copies).

@@ -36,9 +36,9 @@ func fakeEnv(t *testing.T, d *fakeDevice, withFill bool) (*lab.Manifest, *lab.En
 // engine does: Prepare, Poison, Run, Check must pass; Poison then Check (no Run) must fail,
 // which proves the poison is visible to the check.
 func TestEverySuiteOnFakeDevice(t *testing.T) {
-	for _, withFill := range []bool{true, false} {
+	{
 		d := newFakeDevice()
-		m, env, _ := fakeEnv(t, d, withFill)
+		m, env, _ := fakeEnv(t, d, true)
 		for _, s := range m.Suites {
 			problems := append(append([]lab.Problem{}, s.Problems.Emu...), s.Problems.Grade...)
 			for _, p := range problems {
@@ -64,7 +64,7 @@ func TestEverySuiteOnFakeDevice(t *testing.T) {
 				}
 			}
 		}
-		assert.Empty(t, d.allocs, "device memory leaked (withFill=%v)", withFill)
+		assert.Empty(t, d.allocs, "device memory leaked")
 	}
 }
 
@@ -76,6 +76,15 @@ func TestDeviceFillIsUsedWhenLoaded(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Release()
 	assert.Equal(t, 1, ks[FillEntry].(*fakeKernel).count)
+}
+
+func TestInputsNeedTheFillKernel(t *testing.T) {
+	d := newFakeDevice()
+	m, env, _ := fakeEnv(t, d, false)
+	s := m.Suite(SuiteHBM)
+	_, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	assert.ErrorContains(t, err, "fill_f32")
+	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
 
 func TestCopyRepeatsSmallWorkingSets(t *testing.T) {

@@ -151,7 +151,7 @@ func (c *hostLinkCase) Check(v *lab.Variant) (check.Report, error) {
 	default:
 		got = c.pageDst
 	}
-	rep := exactBytes(got, want)
+	rep := check.Exact(got, want)
 	rep.Method = "exact: random bytes after a round trip through the link"
 	return rep, nil
 }
@@ -168,34 +168,4 @@ func (c *hostLinkCase) Release() error {
 	errs = append(errs, c.devSrc.Free(), c.devDst.Free())
 	c.pinSrc, c.pinDst, c.pageSrc, c.pageDst = nil, nil, nil, nil
 	return errors.Join(errs...)
-}
-
-// exactBytes compares two byte slices: bytes.Equal for the common case, a scan for the details
-// when they differ.
-func exactBytes(got, want []byte) check.Report {
-	rep := check.Report{OK: true, Checked: len(got), MaxErrAt: -1}
-	if len(got) != len(want) {
-		rep.OK = false
-		rep.Note = fmt.Sprintf("output has %d bytes, reference %d", len(got), len(want))
-		return rep
-	}
-	if bytes.Equal(got, want) {
-		return rep
-	}
-	rep.OK = false
-	wrong := 0
-	for i := range got {
-		if got[i] != want[i] {
-			if wrong == 0 {
-				rep.MaxErrAt = i
-			}
-			wrong++
-			if len(rep.Mismatches) < check.MaxMismatches {
-				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: i, Got: float64(got[i]), Want: float64(want[i])})
-			}
-		}
-	}
-	rep.RelErr = float64(wrong) / float64(len(got))
-	rep.Note = fmt.Sprintf("%d of %d bytes differ", wrong, len(got))
-	return rep
 }

@@ -178,7 +178,7 @@ func TestFreivaldsDetectsASingleWrongEntry(t *testing.T) {
 func TestSampledEntries(t *testing.T) {
 	const m, n, k = 9, 7, 33
 	a, b, c, _ := freivaldsCase(m, n, k, 3)
-	at := sampleEntries(rand.New(rand.NewPCG(1, 1)), m, n, 5)
+	at := matref.SampleEntries(m, n, 9, 1)
 	assert.Contains(t, at, [2]int{m - 1, n - 1})
 	s := SampleEntriesBF16(a, b, n, k, at)
 	assert.True(t, CheckSamples(s, c, n, defaultTensorTol).OK)
@@ -186,16 +186,4 @@ func TestSampledEntries(t *testing.T) {
 	rep := CheckSamples(s, c, n, defaultTensorTol)
 	assert.False(t, rep.OK)
 	assert.Equal(t, (m-1)*n+n-1, rep.MaxErrAt)
-}
-
-func TestMergeReports(t *testing.T) {
-	_, _, c, f := freivaldsCase(8, 8, 8, 4)
-	ok := f.Check(c, 1e-5)
-	bad := ok
-	bad.OK, bad.RelErr, bad.Note = false, 0.5, "broken"
-	r := mergeReports(ok, bad)
-	assert.False(t, r.OK)
-	assert.Equal(t, 0.5, r.RelErr)
-	assert.Contains(t, r.Note, "broken")
-	assert.True(t, mergeReports(ok, ok).OK)
 }

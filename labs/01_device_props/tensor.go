@@ -3,12 +3,11 @@ package devprops
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // tensorCase is one problem of tensor_bf16: C = A·B with row-major bf16 A (m×k) and B (k×n) and
@@ -66,21 +65,12 @@ func prepareTensor(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		c.Release()
 		return nil, err
 	}
-	c.samples = SampleEntriesBF16(ha, hb, n, k, sampleEntries(env.RNG, m, n, 12))
+	c.samples = SampleEntriesBF16(ha, hb, n, k, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
 	if err := syncStream(env); err != nil { // the uploads finish before ha and hb can go
 		c.Release()
 		return nil, err
 	}
 	return c, nil
-}
-
-// sampleEntries lists the four corners of an m×n output and extra random entries.
-func sampleEntries(rng *rand.Rand, m, n, extra int) [][2]int {
-	at := [][2]int{{0, 0}, {0, n - 1}, {m - 1, 0}, {m - 1, n - 1}}
-	for range extra {
-		at = append(at, [2]int{rng.IntN(m), rng.IntN(n)})
-	}
-	return at
 }
 
 // GemmRowMajor describes the row-major product C = A·B (A m×k, B k×n, C m×n, all contiguous) in
@@ -114,7 +104,7 @@ func (c *tensorCase) Check(v *lab.Variant) (check.Report, error) {
 	}
 	fr := c.freivalds.Check(out, c.tol)
 	sm := CheckSamples(c.samples, out, c.n, c.tol)
-	return mergeReports(fr, sm), nil
+	return check.All(fr, sm), nil
 }
 
 func (c *tensorCase) Work() lab.Work {
@@ -124,37 +114,4 @@ func (c *tensorCase) Work() lab.Work {
 
 func (c *tensorCase) Release() error {
 	return errors.Join(c.a.Free(), c.b.Free(), c.c.Free())
-}
-
-// mergeReports combines the reports of independent checks of one output: it is OK when all are,
-// and it shows the worst figures of any.
-func mergeReports(reps ...check.Report) check.Report {
-	out := check.Report{OK: true, MaxErrAt: -1}
-	var methods, notes []string
-	for i, r := range reps {
-		methods = append(methods, r.Method)
-		if r.Note != "" {
-			notes = append(notes, r.Note)
-		}
-		out.OK = out.OK && r.OK
-		out.Checked += r.Checked
-		out.Unwritten = max(out.Unwritten, r.Unwritten)
-		if r.MaxAbsErr > out.MaxAbsErr {
-			out.MaxAbsErr = r.MaxAbsErr
-		}
-		if i == 0 || r.RelErr > out.RelErr {
-			out.RelErr, out.MaxErrAt = r.RelErr, r.MaxErrAt
-		}
-		if i == 0 || r.Tolerance > out.Tolerance {
-			out.Tolerance = r.Tolerance
-		}
-		for _, m := range r.Mismatches {
-			if len(out.Mismatches) < check.MaxMismatches {
-				out.Mismatches = append(out.Mismatches, m)
-			}
-		}
-	}
-	out.Method = strings.Join(methods, "; and ")
-	out.Note = strings.Join(notes, "; ")
-	return out
 }
