@@ -498,20 +498,30 @@ type Trial struct {
 	variant *Variant
 }
 
-// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena;
-// on an error nothing of it is left allocated.
-func (w *worker) prepare(s *Suite, v *Variant, p Problem) (t *Trial, err error) {
-	w.env.openCase()
+// prepare has the driver prepare problem p of suite s for variant v.
+func (w *worker) prepare(s *Suite, v *Variant, p Problem) (*Trial, error) {
+	t, err := PrepareTrial(w.env, w.drv, s, v, p)
+	if t != nil {
+		t.dev = w.dev // events on the device itself, not on the grader's guard around it
+	}
+	return t, err
+}
+
+// PrepareTrial has drv prepare problem p of suite s for variant v on env, its buffers in a new
+// arena, as the engine does (a driver's tests call it on a fake device); on an error nothing of it
+// is left allocated, and Release frees the rest.
+func PrepareTrial(env *Env, drv Driver, s *Suite, v *Variant, p Problem) (t *Trial, err error) {
+	env.openCase()
 	defer func() {
 		if t == nil {
-			w.env.closeCase()
+			env.closeCase()
 		}
 	}()
-	c, err := w.drv.Prepare(w.env, s, p)
+	c, err := drv.Prepare(env, s, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Trial{Case: c, env: w.env, dev: w.dev, suite: s, variant: v}, nil
+	return &Trial{Case: c, env: env, dev: env.Device, suite: s, variant: v}, nil
 }
 
 // Poison refills the case's outputs and scratch buffers (queued on their streams).

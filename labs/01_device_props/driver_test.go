@@ -44,27 +44,28 @@ func TestEverySuiteOnFakeDevice(t *testing.T) {
 			for _, p := range problems {
 				for _, v := range s.Variants {
 					name := s.Name + "/" + v.Name + "/" + p.Name
-					c, err := Lab{}.Prepare(env, s, p)
+					c, err := lab.PrepareTrial(env, Lab{}, s, v, p)
 					require.NoError(t, err, name)
 					require.NoError(t, c.Poison(), name)
-					require.NoError(t, c.Run(v), name)
-					rep, err := c.Check(v)
+					require.NoError(t, c.Run(), name)
+					rep, err := c.Check()
 					require.NoError(t, err, name)
 					assert.True(t, rep.OK, "%s: %s", name, rep.Detail())
 					assert.Positive(t, rep.Checked, name)
 
 					require.NoError(t, c.Poison(), name)
-					rep, err = c.Check(v)
+					rep, err = c.Check()
 					require.NoError(t, err, name)
 					assert.False(t, rep.OK, "%s: a poisoned output passed the check", name)
 
-					w := c.Work()
+					w := c.Case.Work()
 					assert.True(t, w.FLOPs > 0 || w.Bytes > 0 || w.Ops > 0, "%s: no work counted", name)
 					require.NoError(t, c.Release(), name)
 				}
 			}
 		}
 		assert.Empty(t, d.allocs, "device memory leaked")
+		assert.Zero(t, d.pinned, "pinned host memory leaked")
 	}
 }
 
@@ -72,7 +73,7 @@ func TestDeviceFillIsUsedWhenLoaded(t *testing.T) {
 	d := newFakeDevice()
 	m, env, ks := fakeEnv(t, d, true)
 	s := m.Suite(SuiteHBM)
-	c, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	c, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	require.NoError(t, err)
 	defer c.Release()
 	assert.Equal(t, 1, ks[FillEntry].(*fakeKernel).count)
@@ -82,7 +83,7 @@ func TestInputsNeedTheFillKernel(t *testing.T) {
 	d := newFakeDevice()
 	m, env, _ := fakeEnv(t, d, false)
 	s := m.Suite(SuiteHBM)
-	_, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	_, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	assert.ErrorContains(t, err, "fill_f32")
 	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
@@ -100,14 +101,14 @@ func TestCopyRepeatsSmallWorkingSets(t *testing.T) {
 		{map[string]int64{"bytes": 2 << 20, "run_bytes": 1 << 20}, 1},
 		{map[string]int64{"bytes": 3 << 20, "run_bytes": 10 << 20}, 3},
 	} {
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: tc.params})
+		c, err := lab.PrepareTrial(env, Lab{}, s, s.Variant("copy_f4_flat"), lab.Problem{Name: "t", Params: tc.params})
 		require.NoError(t, err)
 		k := ks["hbm_bandwidth/copy_f4_flat"].(*fakeKernel)
 		before := k.count
-		require.NoError(t, c.Run(s.Variant("copy_f4_flat")))
+		require.NoError(t, c.Run())
 		assert.Equal(t, tc.passes, k.count-before, "%v", tc.params)
-		assert.Equal(t, float64(tc.passes)*float64(tc.params["bytes"]), c.Work().Bytes)
-		rep, err := c.Check(s.Variant("copy_f4_flat"))
+		assert.Equal(t, float64(tc.passes)*float64(tc.params["bytes"]), c.Case.Work().Bytes)
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.True(t, rep.OK)
 		require.NoError(t, c.Release())
@@ -119,10 +120,10 @@ func TestWorkCounts(t *testing.T) {
 	m, env, _ := fakeEnv(t, d, true)
 	prob := func(suite string, params map[string]int64) (lab.Case, *lab.Suite) {
 		s := m.Suite(suite)
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: params})
+		c, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "t", Params: params})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Release() })
-		return c, s
+		return c.Case, s
 	}
 	c, _ := prob(SuiteHBM, map[string]int64{"bytes": 1 << 20})
 	assert.Equal(t, lab.Work{Bytes: 1 << 20}, c.Work())
@@ -155,11 +156,13 @@ func TestBadProblemsAreRefused(t *testing.T) {
 		{SuiteLaunch, map[string]int64{"launches": 0}},
 		{SuiteHostLink, map[string]int64{"bytes": 0}},
 	} {
-		_, err := Lab{}.Prepare(env, m.Suite(tc.suite), lab.Problem{Name: "bad", Params: tc.params})
+		s := m.Suite(tc.suite)
+		_, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "bad", Params: tc.params})
 		assert.Error(t, err, "%s %v", tc.suite, tc.params)
 	}
-	_, err := Lab{}.Prepare(env, &lab.Suite{Name: "nope"}, lab.Problem{})
+	_, err := lab.PrepareTrial(env, Lab{}, &lab.Suite{Name: "nope"}, nil, lab.Problem{})
 	assert.ErrorContains(t, err, "no suite")
+	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
 
 func TestTensorNeedsBLAS(t *testing.T) {
@@ -167,7 +170,7 @@ func TestTensorNeedsBLAS(t *testing.T) {
 	d.noBLAS = true
 	m, env, _ := fakeEnv(t, d, true)
 	s := m.Suite(SuiteTensor)
-	_, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	_, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	assert.ErrorContains(t, err, "vendor BLAS")
 }
 
@@ -189,12 +192,12 @@ func TestChecksCatchNearMisses(t *testing.T) {
 			dst[n-1] = float32(math.NaN())
 			return nil
 		}
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "1001", Params: map[string]int64{"bytes": 8008}})
+		c, err := lab.PrepareTrial(env, Lab{}, s, v, lab.Problem{Name: "1001", Params: map[string]int64{"bytes": 8008}})
 		require.NoError(t, err)
 		defer c.Release()
 		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
+		require.NoError(t, c.Run())
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK)
 		assert.Equal(t, 1, rep.Unwritten)
@@ -215,12 +218,12 @@ func TestChecksCatchNearMisses(t *testing.T) {
 			out[0] = math.Nextafter32(out[0], 10) // thread 0 is always sampled
 			return nil
 		}
-		c, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+		c, err := lab.PrepareTrial(env, Lab{}, s, v, s.Problems.Emu[0])
 		require.NoError(t, err)
 		defer c.Release()
 		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
+		require.NoError(t, c.Run())
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK)
 		assert.Equal(t, 0, rep.MaxErrAt)
@@ -231,12 +234,12 @@ func TestChecksCatchNearMisses(t *testing.T) {
 		m, env, _ := fakeEnv(t, d, true)
 		s := m.Suite(SuiteTensor)
 		v := s.Variant(VariantCublasBF16)
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: map[string]int64{"m": 48, "n": 40, "k": 56}})
+		c, err := lab.PrepareTrial(env, Lab{}, s, v, lab.Problem{Name: "t", Params: map[string]int64{"m": 48, "n": 40, "k": 56}})
 		require.NoError(t, err)
 		defer c.Release()
 		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
+		require.NoError(t, c.Run())
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, rep.Detail())
 	})
@@ -253,12 +256,12 @@ func TestChecksCatchNearMisses(t *testing.T) {
 			}
 			return good(k, cfg, args)
 		}
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: map[string]int64{"launches": 5}})
+		c, err := lab.PrepareTrial(env, Lab{}, s, v, lab.Problem{Name: "t", Params: map[string]int64{"launches": 5}})
 		require.NoError(t, err)
 		defer c.Release()
 		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
+		require.NoError(t, c.Run())
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK)
 		assert.Equal(t, 1, rep.Unwritten)

@@ -19,7 +19,7 @@ import (
 type fmaCase struct {
 	env          *lab.Env
 	threadsPerSM int64
-	sms          int64
+	sms          int64 // SMs of the device
 	fmas         int64 // per thread
 	seed         uint64
 	out          *gpu.Buffer[float32]
@@ -33,7 +33,7 @@ func prepareFMA(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	c := &fmaCase{
 		env:          env,
 		threadsPerSM: p.Int("threads_per_sm", 2048),
-		sms:          smCount(env),
+		sms:          int64(smCount(env)),
 		fmas:         p.Int("fmas", 4096),
 		seed:         env.RNG.Uint64(),
 	}
@@ -44,15 +44,13 @@ func prepareFMA(env *lab.Env, p lab.Problem) (lab.Case, error) {
 		return nil, fmt.Errorf("fmas = %d must be a positive multiple of %d (so that every chain count divides it)", c.fmas, maxFMAChains)
 	}
 	var err error
-	if c.out, err = gpu.Alloc[float32](env.Device, int(c.threads())); err != nil {
+	if c.out, err = lab.Output[float32](env, "out", int(c.threads()), lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 func (c *fmaCase) threads() int64 { return c.sms * c.threadsPerSM }
-
-func (c *fmaCase) Poison() error { return c.out.Fill32(nanBits, c.env.Stream) }
 
 // shape returns the variant's chain count, steps per chain, block and grid.
 func (c *fmaCase) shape(v *lab.Variant) (chains, iters int, block, grid int64, err error) {
@@ -84,15 +82,15 @@ func (c *fmaCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	return gpu.Launch(k, cfg(c.env, grid, block), c.out, int32(iters), c.seed)
+	return gpu.Launch(k, cfg(c.env, int(grid), int(block)), c.out, int32(iters), c.seed)
 }
 
-func (c *fmaCase) Check(v *lab.Variant) (check.Report, error) {
+func (c *fmaCase) Check(v *lab.Variant, outs *lab.Outputs) (check.Report, error) {
 	chains, iters, block, _, err := c.shape(v)
 	if err != nil {
 		return check.Report{}, err
 	}
-	out, err := c.out.Download()
+	out, err := outs.Float32(c.out)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -100,7 +98,7 @@ func (c *fmaCase) Check(v *lab.Variant) (check.Report, error) {
 	bad := 0
 	firstBad := -1
 	for i, x := range out {
-		if !finite32(x) {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
 			bad++
 			if firstBad < 0 {
 				firstBad = i
@@ -175,5 +173,3 @@ func (c *fmaCase) sampleThreads(block int64) []int {
 func (c *fmaCase) Work() lab.Work {
 	return lab.Work{FLOPs: 2 * float64(c.threads()) * float64(c.fmas), Bytes: 4 * float64(c.threads())}
 }
-
-func (c *fmaCase) Release() error { return c.out.Free() }

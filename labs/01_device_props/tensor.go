@@ -1,7 +1,6 @@
 package devprops
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
@@ -20,7 +19,6 @@ type tensorCase struct {
 	env       *lab.Env
 	blas      gpu.BLAS
 	m, n, k   int
-	tol       float64
 	a, b      *gpu.Buffer[uint16]
 	c         *gpu.Buffer[float32]
 	freivalds *Freivalds
@@ -31,45 +29,34 @@ type tensorCase struct {
 // on both sides and both accumulate in at least float32, so only float32 rounding separates them.
 const defaultTensorTol = 1e-5
 
-func prepareTensor(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	m, n, k := int(p.Int("m", 0)), int(p.Int("n", 0)), int(p.Int("k", 0))
 	if m < 1 || n < 1 || k < 1 {
 		return nil, fmt.Errorf("m, n, k = %d, %d, %d: all three must be at least 1", m, n, k)
 	}
-	if err := checkFits(env, int64(m*k+k*n)*2+int64(m*n)*4); err != nil {
+	if err := lab.NeedMemory(env, int64(m*k+k*n)*2+int64(m*n)*4); err != nil {
 		return nil, err
 	}
 	blas, err := env.BLAS()
 	if err != nil {
 		return nil, fmt.Errorf("this suite needs the vendor BLAS: %w", err)
 	}
-	c := &tensorCase{env: env, blas: blas, m: m, n: n, k: k, tol: s.Tolerance}
-	if c.tol == 0 {
-		c.tol = defaultTensorTol
-	}
+	c := &tensorCase{env: env, blas: blas, m: m, n: n, k: k}
 	ha := RandomBF16(env.RNG, m*k)
 	hb := RandomBF16(env.RNG, k*n)
-	if c.a, err = gpu.Upload(env.Device, ha); err != nil {
+	if c.a, err = lab.Upload(env, "A", ha); err != nil {
 		return nil, err
 	}
-	if c.b, err = gpu.Upload(env.Device, hb); err != nil {
-		c.Release()
+	if c.b, err = lab.Upload(env, "B", hb); err != nil {
 		return nil, err
 	}
-	if c.c, err = gpu.Alloc[float32](env.Device, m*n); err != nil {
-		c.Release()
+	if c.c, err = lab.Output[float32](env, "C", m*n, lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
-	r := FreivaldsVector(env.RNG, n)
-	if c.freivalds, err = NewFreivaldsBF16(ha, hb, m, n, k, r); err != nil {
-		c.Release()
+	if c.freivalds, err = NewFreivaldsBF16(ha, hb, m, n, k, FreivaldsVector(env.RNG, n)); err != nil {
 		return nil, err
 	}
 	c.samples = SampleEntriesBF16(ha, hb, n, k, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
-	if err := syncStream(env); err != nil { // the uploads finish before ha and hb can go
-		c.Release()
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -87,8 +74,6 @@ func GemmRowMajor(m, n, k int, a, b, c gpu.Ptr, in, out gpu.DataType) gpu.GemmDe
 	}
 }
 
-func (c *tensorCase) Poison() error { return c.c.Fill32(nanBits, c.env.Stream) }
-
 func (c *tensorCase) Run(v *lab.Variant) error {
 	if v.Library != LibCublasGemmEx {
 		return fmt.Errorf("variant %s: %s only knows the library call %q", v.Name, SuiteTensor, LibCublasGemmEx)
@@ -97,21 +82,19 @@ func (c *tensorCase) Run(v *lab.Variant) error {
 	return c.blas.GemmEx(c.env.Stream, d)
 }
 
-func (c *tensorCase) Check(v *lab.Variant) (check.Report, error) {
-	out, err := c.c.Download()
+func (c *tensorCase) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) {
+	out, err := outs.Float32(c.c)
 	if err != nil {
 		return check.Report{}, err
 	}
-	fr := c.freivalds.Check(out, c.tol)
-	sm := CheckSamples(c.samples, out, c.n, c.tol)
-	return check.All(fr, sm), nil
+	tol := outs.Tolerance()
+	if tol == 0 {
+		tol = defaultTensorTol
+	}
+	return check.All(c.freivalds.Check(out, tol), CheckSamples(c.samples, out, c.n, tol)), nil
 }
 
 func (c *tensorCase) Work() lab.Work {
 	m, n, k := float64(c.m), float64(c.n), float64(c.k)
 	return lab.Work{FLOPs: 2 * m * n * k, Bytes: 2*(m*k+k*n) + 4*m*n}
-}
-
-func (c *tensorCase) Release() error {
-	return errors.Join(c.a.Free(), c.b.Free(), c.c.Free())
 }
