@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
@@ -174,99 +175,85 @@ func TestTensorNeedsBLAS(t *testing.T) {
 	assert.ErrorContains(t, err, "vendor BLAS")
 }
 
+// checkedRun prepares problem p of suite/variant as the engine does, poisons, runs and checks once.
+func checkedRun(t *testing.T, env *lab.Env, s *lab.Suite, variant string, p lab.Problem) check.Report {
+	t.Helper()
+	c, err := lab.PrepareTrial(env, Lab{}, s, s.Variant(variant), p)
+	require.NoError(t, err)
+	defer c.Release()
+	require.NoError(t, c.Poison())
+	require.NoError(t, c.Run())
+	rep, err := c.Check()
+	require.NoError(t, err)
+	return rep
+}
+
 // The checks must catch a kernel that is almost right.
 func TestChecksCatchNearMisses(t *testing.T) {
-	t.Run("copy misses its last element", func(t *testing.T) {
-		d := newFakeDevice()
-		m, env, ks := fakeEnv(t, d, true)
-		s := m.Suite(SuiteHBM)
-		v := s.Variant("copy_f4")
-		k := ks["hbm_bandwidth/copy_f4"].(*fakeKernel)
-		good := k.body
-		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-			n := int64(argU64(args[2]))
-			if err := good(k, cfg, args); err != nil {
-				return err
+	problem := func(params map[string]int64) lab.Problem { return lab.Problem{Name: "t", Params: params} }
+	for _, tc := range []struct {
+		name, suite, variant string
+		problem              lab.Problem // the suite's first emulator problem when it has no name
+		// damage makes the fake kernel of the variant (nil: the fake BLAS) almost right.
+		damage              func(good fakeBody) fakeBody
+		unwritten, maxErrAt int // -1: not asserted
+	}{
+		{"copy misses its last element", SuiteHBM, "copy_f4", problem(map[string]int64{"bytes": 8008}),
+			func(good fakeBody) fakeBody {
+				return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+					n := int64(argU64(args[2]))
+					err := good(k, cfg, args)
+					dst, _ := k.floats(args[1], n)
+					dst[n-1] = float32(math.NaN())
+					return err
+				}
+			}, 1, 1000},
+		{"fma thread off by one ulp", SuiteFMA, "fma_chains4", lab.Problem{},
+			func(good fakeBody) fakeBody {
+				return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+					err := good(k, cfg, args)
+					out, _ := k.floats(args[0], 1)
+					out[0] = math.Nextafter32(out[0], 10) // thread 0 is always sampled
+					return err
+				}
+			}, -1, 0},
+		{"gemm with one wrong entry", SuiteTensor, VariantCublasBF16, problem(map[string]int64{"m": 48, "n": 40, "k": 56}),
+			nil, -1, -1},
+		{"launch_sync with a launch missing", SuiteLaunch, VariantLaunchSync, problem(map[string]int64{"launches": 5}),
+			func(good fakeBody) fakeBody {
+				return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+					if argU32(args[1]) == 3 {
+						return nil // launch 3 does nothing
+					}
+					return good(k, cfg, args)
+				}
+			}, 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newFakeDevice()
+			if tc.damage == nil {
+				d.gemmHook = func(c []float32) { c[len(c)/3] += 0.25 }
 			}
-			dst, _ := k.floats(args[1], n)
-			dst[n-1] = float32(math.NaN())
-			return nil
-		}
-		c, err := lab.PrepareTrial(env, Lab{}, s, v, lab.Problem{Name: "1001", Params: map[string]int64{"bytes": 8008}})
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run())
-		rep, err := c.Check()
-		require.NoError(t, err)
-		assert.False(t, rep.OK)
-		assert.Equal(t, 1, rep.Unwritten)
-		assert.Equal(t, 1000, rep.MaxErrAt)
-	})
-	t.Run("fma thread off by one ulp", func(t *testing.T) {
-		d := newFakeDevice()
-		m, env, ks := fakeEnv(t, d, true)
-		s := m.Suite(SuiteFMA)
-		v := s.Variant("fma_chains4")
-		k := ks["fp32_fma/fma_chains4"].(*fakeKernel)
-		good := k.body
-		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-			if err := good(k, cfg, args); err != nil {
-				return err
+			m, env, ks := fakeEnv(t, d, true)
+			s := m.Suite(tc.suite)
+			if tc.damage != nil {
+				k := ks[tc.suite+"/"+tc.variant].(*fakeKernel)
+				k.body = tc.damage(k.body)
 			}
-			out, _ := k.floats(args[0], 1)
-			out[0] = math.Nextafter32(out[0], 10) // thread 0 is always sampled
-			return nil
-		}
-		c, err := lab.PrepareTrial(env, Lab{}, s, v, s.Problems.Emu[0])
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run())
-		rep, err := c.Check()
-		require.NoError(t, err)
-		assert.False(t, rep.OK)
-		assert.Equal(t, 0, rep.MaxErrAt)
-	})
-	t.Run("gemm with one wrong entry", func(t *testing.T) {
-		d := newFakeDevice()
-		d.gemmHook = func(c []float32) { c[len(c)/3] += 0.25 }
-		m, env, _ := fakeEnv(t, d, true)
-		s := m.Suite(SuiteTensor)
-		v := s.Variant(VariantCublasBF16)
-		c, err := lab.PrepareTrial(env, Lab{}, s, v, lab.Problem{Name: "t", Params: map[string]int64{"m": 48, "n": 40, "k": 56}})
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run())
-		rep, err := c.Check()
-		require.NoError(t, err)
-		assert.False(t, rep.OK, rep.Detail())
-	})
-	t.Run("launch_sync with a launch missing", func(t *testing.T) {
-		d := newFakeDevice()
-		m, env, ks := fakeEnv(t, d, true)
-		s := m.Suite(SuiteLaunch)
-		v := s.Variant(VariantLaunchSync)
-		k := ks["launch_latency/"+VariantLaunchSync].(*fakeKernel)
-		good := k.body
-		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-			if argU32(args[1]) == 3 {
-				return nil // launch 3 does nothing
+			p := tc.problem
+			if p.Name == "" {
+				p = s.Problems.Emu[0]
 			}
-			return good(k, cfg, args)
-		}
-		c, err := lab.PrepareTrial(env, Lab{}, s, v, lab.Problem{Name: "t", Params: map[string]int64{"launches": 5}})
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run())
-		rep, err := c.Check()
-		require.NoError(t, err)
-		assert.False(t, rep.OK)
-		assert.Equal(t, 1, rep.Unwritten)
-		assert.Equal(t, 3, rep.MaxErrAt)
-	})
+			rep := checkedRun(t, env, s, tc.variant, p)
+			assert.False(t, rep.OK, rep.Detail())
+			if tc.unwritten >= 0 {
+				assert.Equal(t, tc.unwritten, rep.Unwritten)
+			}
+			if tc.maxErrAt >= 0 {
+				assert.Equal(t, tc.maxErrAt, rep.MaxErrAt)
+			}
+		})
+	}
 }
 
 // The row-major → column-major mapping, checked against the fake BLAS (which follows cuBLAS's

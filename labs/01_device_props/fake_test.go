@@ -244,13 +244,16 @@ func (b *fakeBLAS) GemmEx(s gpu.Stream, g gpu.GemmDesc) error {
 
 // ---- kernels ----
 
+// fakeBody simulates a kernel launch.
+type fakeBody func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error
+
 // fakeKernel is a Go twin of one kernel entry: params parsed from the .cu file, and a body run
 // for every (block, thread) of the grid.
 type fakeKernel struct {
 	d      *fakeDevice
 	name   string
 	params []gpu.Param
-	body   func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error
+	body   fakeBody
 	count  int // launches
 }
 

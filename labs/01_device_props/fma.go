@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sort"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // fmaCase is one problem of fp32_fma: threads_per_sm threads on every SM, each doing `fmas`
@@ -109,19 +108,15 @@ func (c *fmaCase) Check(v *lab.Variant, outs *lab.Outputs) (check.Report, error)
 	tids := c.sampleThreads(block)
 	got := make([]float32, len(tids))
 	want := make([]float32, len(tids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for s, t := range tids { // each sample is a whole chain (up to millions of FMAs): spread them
+	for s, t := range tids {
 		got[s] = out[t]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			want[s] = FMAChainRef(c.seed, uint64(t), chains, iters)
-			<-sem
-		}()
 	}
-	wg.Wait()
+	// Each sample is a whole chain (up to millions of FMAs): spread them over the cores.
+	matref.ParallelFor(len(tids), func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			want[s] = FMAChainRef(c.seed, uint64(tids[s]), chains, iters)
+		}
+	})
 	rep := check.Exact(got, want)
 	rep.Method = fmt.Sprintf("exact against the FMA chains recomputed on the CPU (FMA32) for %d sampled threads; every output checked for NaN", len(tids))
 	for i := range rep.Mismatches { // report thread ids, not sample numbers

@@ -1,28 +1,19 @@
 package devprops
 
-// Numeric helpers shared by the checks of this lab. They are general (later labs need bf16
-// conversion, exact float32 FMA and Freivalds' test too) and are candidates for a shared package
-// such as internal/check; they live here until the lead moves them.
+// The host side of this lab's checks: the fill hash and the FMA chains recomputed exactly, and
+// Freivalds' test per row with exactly recomputed entries for the bf16 product. (Bf16 rounding,
+// the hash generator and the parallel loops are matref's, shared with the GEMM labs.)
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // ---- counter-based hash (the host twin of kernels/hash.cuh) ----
-
-// SplitMix64 is the i-th output (from 0) of the SplitMix64 generator seeded with seed. It is the
-// same function as kl_splitmix64 in kernels/hash.cuh.
-func SplitMix64(seed, i uint64) uint64 {
-	z := seed + (i+1)*0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
 
 // UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
 // never zero. It is kl_unit_float in kernels/hash.cuh.
@@ -31,8 +22,9 @@ func UnitFloat(h uint64) float32 {
 	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
 }
 
-// HashFloat is element i of the float stream for seed (kl_hash_float on the device).
-func HashFloat(seed, i uint64) float32 { return UnitFloat(SplitMix64(seed, i)) }
+// HashFloat is element i of the float stream for seed (kl_hash_float on the device), from
+// matref.SplitMix64 (kl_splitmix64 in kernels/hash.cuh).
+func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
 
 // ---- exact float32 fused multiply-add ----
 
@@ -84,7 +76,7 @@ const maxFMAChains = 8
 // independent chains x = fma(x, a, b) of iters steps each, summed in order x0 + x1 + … .
 func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 	key := tid * fmaKeysPerThread
-	a := float32(0x8000+uint32(SplitMix64(seed, key)>>49)) * (1.0 / 65536.0)
+	a := float32(0x8000+uint32(matref.SplitMix64(seed, key)>>49)) * (1.0 / 65536.0)
 	b := HashFloat(seed, key+1)
 	var x [maxFMAChains]float32
 	for j := 0; j < chains; j++ {
@@ -151,29 +143,23 @@ func NewFreivaldsBF16(a, b []uint16, m, n, k int, r []float64) (*Freivalds, erro
 		return nil, fmt.Errorf("freivalds: A has %d elements (want %d×%d), B %d (want %d×%d), r %d (want %d)",
 			len(a), m, k, len(b), k, n, len(r), n)
 	}
-	t := make([]float64, k) // t = B·r
-	matref.ParallelFor(k, func(lo, hi int) {
-		for kk := lo; kk < hi; kk++ {
-			row := b[kk*n : (kk+1)*n]
-			var s float64
-			for j, h := range row {
-				s += float64(matref.Float32FromBF16(h)) * r[j]
-			}
-			t[kk] = s
-		}
-	})
-	u := make([]float64, m) // u = A·t
-	matref.ParallelFor(m, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := a[i*k : (i+1)*k]
-			var s float64
-			for kk, h := range row {
-				s += float64(matref.Float32FromBF16(h)) * t[kk]
-			}
-			u[i] = s
-		}
-	})
+	u := bf16MatVec(a, m, k, bf16MatVec(b, k, n, r)) // A·(B·r)
 	return &Freivalds{M: m, N: n, R: r, U: u}, nil
+}
+
+// bf16MatVec is M·x in float64 for a row-major bfloat16 matrix M of rows×cols.
+func bf16MatVec(mat []uint16, rows, cols int, x []float64) []float64 {
+	y := make([]float64, rows)
+	matref.ParallelFor(rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var s float64
+			for j, h := range mat[i*cols : (i+1)*cols] {
+				s += float64(matref.Float32FromBF16(h)) * x[j]
+			}
+			y[i] = s
+		}
+	})
+	return y
 }
 
 // Check compares C·r (C row-major m×n, computed in float64) with A·(B·r), row by row. Row i fails
@@ -300,5 +286,3 @@ func CheckSamples(samples []SampleBF16, c []float32, n int, tol float64) check.R
 	}
 	return rep
 }
-
-// ---- small helpers ----
