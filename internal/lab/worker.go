@@ -152,7 +152,7 @@ type worker struct {
 	emit  func(Event)
 	flush *gpu.Buffer[uint8]
 	mods  []gpu.Module
-	guard *guardDevice // grading: the device as the driver sees it, with red zones and write tracking
+	hook  JobHook      // runs the jobs with a mode (grading), set when the spec has Grade
 	peers []gpu.Device // devices 1.. of a lab that needs several (lab.yaml devices:)
 }
 
@@ -195,17 +195,16 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	}
 	var envDev gpu.Device = dev
 	if spec.Grade != nil {
-		// The emulator surrounds every buffer with NaN slack and faulting fences of its own: a read
-		// or write past a buffer faults there exactly as in a normal run. A GPU has no such
-		// fences, so the guard adds NaN red zones.
-		pad := spec.Grade.redZone()
-		if dev.Info().Emulated {
-			pad = 0
+		// Jobs with a mode run through the grader's hook, which guards the device the driver sees.
+		if w.hook = jobHook(); w.hook == nil {
+			stream.Close()
+			dev.Close()
+			return nil, fmt.Errorf("this binary has no grader linked in (internal/grade registers it): it cannot run grading jobs")
 		}
-		w.guard = newGuardDevice(dev, pad)
-		envDev = w.guard
-		for name, k := range kernels {
-			kernels[name] = &guardKernel{Kernel: k, g: w.guard, readOnly: spec.Grade.ReadOnly[name]}
+		if envDev, err = w.hook.Setup(&w.spec, dev, kernels); err != nil {
+			stream.Close()
+			dev.Close()
+			return nil, err
 		}
 	}
 	w.env = NewEnv(envDev, stream, spec.Seed, kernels, func(f string, a ...any) {
@@ -327,8 +326,8 @@ func (w *worker) run() int {
 	for i, job := range w.spec.Jobs {
 		w.emit(Event{Type: "start", Job: i})
 		run := w.runJob
-		if job.Mode != "" && w.guard != nil {
-			run = w.runGradeJob
+		if job.Mode != "" && w.hook != nil {
+			run = func(j Job) (results.Entry, error) { return w.hook.RunJob(&HookWorker{w: w}, j) }
 		}
 		entry, err := run(job)
 		w.emit(Event{Type: "result", Job: i, Entry: &entry})
@@ -498,26 +497,22 @@ type Trial struct {
 	variant *Variant
 }
 
-// prepare has the driver prepare problem p of suite s for variant v.
+// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena.
 func (w *worker) prepare(s *Suite, v *Variant, p Problem) (*Trial, error) {
-	t, err := PrepareTrial(w.env, w.drv, s, v, p)
-	if t != nil {
-		t.dev = w.dev // events on the device itself, not on the grader's guard around it
-	}
-	return t, err
+	return NewTrial(w.env, w.drv, s, v, p)
 }
 
-// PrepareTrial has drv prepare problem p of suite s for variant v on env, its buffers in a new
-// arena, as the engine does (a driver's tests call it on a fake device); on an error nothing of it
-// is left allocated, and Release frees the rest.
-func PrepareTrial(env *Env, drv Driver, s *Suite, v *Variant, p Problem) (t *Trial, err error) {
+// NewTrial has driver d prepare problem p of suite s for variant v on env, as the engine does;
+// on an error nothing of the case is left allocated. Drivers' own tests use it to poison, run,
+// check and release a case themselves.
+func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, err error) {
 	env.openCase()
 	defer func() {
 		if t == nil {
 			env.closeCase()
 		}
 	}()
-	c, err := drv.Prepare(env, s, p)
+	c, err := d.Prepare(env, s, p)
 	if err != nil {
 		return nil, err
 	}

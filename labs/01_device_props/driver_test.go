@@ -45,7 +45,7 @@ func TestEverySuiteOnFakeDevice(t *testing.T) {
 			for _, p := range problems {
 				for _, v := range s.Variants {
 					name := s.Name + "/" + v.Name + "/" + p.Name
-					c, err := lab.PrepareTrial(env, Lab{}, s, v, p)
+					c, err := lab.NewTrial(env, Lab{}, s, v, p)
 					require.NoError(t, err, name)
 					require.NoError(t, c.Poison(), name)
 					require.NoError(t, c.Run(), name)
@@ -74,7 +74,7 @@ func TestDeviceFillIsUsedWhenLoaded(t *testing.T) {
 	d := newFakeDevice()
 	m, env, ks := fakeEnv(t, d, true)
 	s := m.Suite(SuiteHBM)
-	c, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
+	c, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	require.NoError(t, err)
 	defer c.Release()
 	assert.Equal(t, 1, ks[FillEntry].(*fakeKernel).count)
@@ -84,7 +84,7 @@ func TestInputsNeedTheFillKernel(t *testing.T) {
 	d := newFakeDevice()
 	m, env, _ := fakeEnv(t, d, false)
 	s := m.Suite(SuiteHBM)
-	_, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
+	_, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	assert.ErrorContains(t, err, "fill_f32")
 	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
@@ -102,7 +102,7 @@ func TestCopyRepeatsSmallWorkingSets(t *testing.T) {
 		{map[string]int64{"bytes": 2 << 20, "run_bytes": 1 << 20}, 1},
 		{map[string]int64{"bytes": 3 << 20, "run_bytes": 10 << 20}, 3},
 	} {
-		c, err := lab.PrepareTrial(env, Lab{}, s, s.Variant("copy_f4_flat"), lab.Problem{Name: "t", Params: tc.params})
+		c, err := lab.NewTrial(env, Lab{}, s, s.Variant("copy_f4_flat"), lab.Problem{Name: "t", Params: tc.params})
 		require.NoError(t, err)
 		k := ks["hbm_bandwidth/copy_f4_flat"].(*fakeKernel)
 		before := k.count
@@ -121,7 +121,7 @@ func TestWorkCounts(t *testing.T) {
 	m, env, _ := fakeEnv(t, d, true)
 	prob := func(suite string, params map[string]int64) (lab.Case, *lab.Suite) {
 		s := m.Suite(suite)
-		c, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "t", Params: params})
+		c, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "t", Params: params})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Release() })
 		return c.Case, s
@@ -158,10 +158,10 @@ func TestBadProblemsAreRefused(t *testing.T) {
 		{SuiteHostLink, map[string]int64{"bytes": 0}},
 	} {
 		s := m.Suite(tc.suite)
-		_, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "bad", Params: tc.params})
+		_, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "bad", Params: tc.params})
 		assert.Error(t, err, "%s %v", tc.suite, tc.params)
 	}
-	_, err := lab.PrepareTrial(env, Lab{}, &lab.Suite{Name: "nope"}, nil, lab.Problem{})
+	_, err := lab.NewTrial(env, Lab{}, &lab.Suite{Name: "nope"}, nil, lab.Problem{})
 	assert.ErrorContains(t, err, "no suite")
 	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
@@ -171,14 +171,14 @@ func TestTensorNeedsBLAS(t *testing.T) {
 	d.noBLAS = true
 	m, env, _ := fakeEnv(t, d, true)
 	s := m.Suite(SuiteTensor)
-	_, err := lab.PrepareTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
+	_, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	assert.ErrorContains(t, err, "vendor BLAS")
 }
 
 // checkedRun prepares problem p of suite/variant as the engine does, poisons, runs and checks once.
 func checkedRun(t *testing.T, env *lab.Env, s *lab.Suite, variant string, p lab.Problem) check.Report {
 	t.Helper()
-	c, err := lab.PrepareTrial(env, Lab{}, s, s.Variant(variant), p)
+	c, err := lab.NewTrial(env, Lab{}, s, s.Variant(variant), p)
 	require.NoError(t, err)
 	defer c.Release()
 	require.NoError(t, c.Poison())
