@@ -256,20 +256,6 @@ func TestChecksCatchNearMisses(t *testing.T) {
 	}
 }
 
-// The row-major → column-major mapping, checked against the fake BLAS (which follows cuBLAS's
-// column-major definition) on a non-square product.
-func TestGemmRowMajor(t *testing.T) {
-	g := GemmRowMajor(3, 5, 7, 0xA, 0xB, 0xC, gpu.BF16, gpu.F32)
-	assert.Equal(t, 5, g.M)
-	assert.Equal(t, 3, g.N)
-	assert.Equal(t, 7, g.K)
-	assert.Equal(t, gpu.Ptr(0xB), g.A)
-	assert.Equal(t, gpu.Ptr(0xA), g.B)
-	assert.Equal(t, 5, g.LDA)
-	assert.Equal(t, 7, g.LDB)
-	assert.Equal(t, 5, g.LDC)
-}
-
 func TestDescribeWithoutNVML(t *testing.T) {
 	d := newFakeDevice()
 	_, env, _ := fakeEnv(t, d, true)

@@ -60,25 +60,11 @@ func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	return c, nil
 }
 
-// GemmRowMajor describes the row-major product C = A·B (A m×k, B k×n, C m×n, all contiguous) in
-// the column-major convention of cuBLAS. A row-major matrix is its transpose in column-major
-// order, so the call computes Cᵀ = Bᵀ·Aᵀ: B is passed first, and m and n swap places.
-func GemmRowMajor(m, n, k int, a, b, c gpu.Ptr, in, out gpu.DataType) gpu.GemmDesc {
-	return gpu.GemmDesc{
-		M: n, N: m, K: k,
-		Alpha: 1, Beta: 0,
-		A: b, LDA: n,
-		B: a, LDB: k,
-		C: c, LDC: n,
-		InType: in, OutType: out,
-	}
-}
-
 func (c *tensorCase) Run(v *lab.Variant) error {
 	if v.Library != LibCublasGemmEx {
 		return fmt.Errorf("variant %s: %s only knows the library call %q", v.Name, SuiteTensor, LibCublasGemmEx)
 	}
-	d := GemmRowMajor(c.m, c.n, c.k, c.a.DevicePtr(), c.b.DevicePtr(), c.c.DevicePtr(), gpu.BF16, gpu.F32)
+	d := gpu.RowMajorGemm(c.m, c.n, c.k, c.a.DevicePtr(), c.b.DevicePtr(), c.c.DevicePtr(), gpu.BF16, gpu.F32)
 	return c.blas.GemmEx(c.env.Stream, d)
 }
 
