@@ -2,11 +2,9 @@ package grade
 
 import (
 	"context"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,37 +79,9 @@ func (c *scaleCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) 
 }
 func (c *scaleCase) Work() lab.Work { return lab.Work{Bytes: float64(8 * c.n)} }
 
-func ptrArg(b []byte) gpu.Ptr { return gpu.Ptr(binary.LittleEndian.Uint64(b)) }
-
-func scaleKernel(mutate func(ys []float32)) fake.KernelFunc {
-	return func(cfg gpu.LaunchConfig, args [][]byte) error {
-		n := int(binary.LittleEndian.Uint32(args[2]))
-		xs, ys := fake.Float32s(ptrArg(args[0]), n), fake.Float32s(ptrArg(args[1]), n)
-		for i := range xs {
-			ys[i] = 2 * xs[i]
-		}
-		if mutate != nil {
-			mutate(ys)
-		}
-		return nil
-	}
-}
-
 func init() {
 	lab.RegisterDriver("99_test", scaleDriver{})
-	sig := []string{"const float*", "float*", "int"}
-	fake.RegisterKernel("scale_crash", sig, func(gpu.LaunchConfig, [][]byte) error {
-		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
-		time.Sleep(time.Second)
-		return nil
-	})
-	fake.RegisterKernel("scale_hang", sig, func(gpu.LaunchConfig, [][]byte) error {
-		time.Sleep(time.Hour)
-		return nil
-	})
-	fake.RegisterKernel("scale_sticky", sig, func(gpu.LaunchConfig, [][]byte) error {
-		return gpu.NewCallError("fake", "cuLaunchKernel", 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered", true)
-	})
+	fake.RegisterScaleKernels()
 }
 
 // newCourse writes a course root with the test lab and returns it.
@@ -127,44 +97,14 @@ func newCourse(t *testing.T, manifest string) string {
 	return root
 }
 
-// Grading mode of the engine on the fake backend: every cheat a kernel can try on y = 2x, and
-// the reason the worker gives.
-
-const gradeManifest = `id: "99"
-title: {en: Engine test, zh: 引擎测试}
-timeout: 3s
-suites:
-  - name: scale
-    title: {en: Scale, zh: 缩放}
-    metric: gbps
-    tolerance: 1e-6
-    variants:
-      - {name: lib, library: fake_copy}
-      - {name: good, file: k.cu, entry: scale_good}
-      - {name: zeros, file: k.cu, entry: g_zeros}
-      - {name: partial, file: k.cu, entry: g_partial}
-      - {name: stale, file: k.cu, entry: g_stale}
-      - {name: readpast, file: k.cu, entry: g_readpast}
-      - {name: oob, file: k.cu, entry: g_oob}
-      - {name: corrupt, file: k.cu, entry: g_corrupt}
-      - {name: secret, file: k.cu, entry: g_secret}
-      - {name: hang, file: k.cu, entry: scale_hang}
-      - {name: crash, file: k.cu, entry: scale_crash}
-      - {name: sticky, file: k.cu, entry: scale_sticky}
-      - {name: hopper, file: k.cu, entry: scale_good, needs: [nvidia, sm_99]}
-    problems:
-      gpu: [{name: small, n: 1000}]
-      grade: [{name: one, n: 1}, {name: odd, n: 37}]
-grading:
-  pass_mark: 0.5
-  exercises:
-    - variant: good
-      reference: lib
-      tests:
-        - {problems: [one, odd], points: 2}
-        - {problem: odd, points: 1, hidden: true}
-      speed: {points: 1, problems: [small]}
-`
+// gradeManifest is the engine's test lab with a grading section.
+var gradeManifest = func() string {
+	b, err := os.ReadFile(filepath.Join("..", "lab", "testdata", "grade_lab.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 var (
 	staleMu    sync.Mutex
@@ -173,10 +113,9 @@ var (
 
 func init() {
 	sig := []string{"const float*", "float*", "int"}
-	fake.RegisterKernel("scale_good", sig, scaleKernel(nil))
 	both := func(args [][]byte) ([]float32, []float32, int) {
 		n := int(args[2][0]) | int(args[2][1])<<8
-		return fake.Float32s(ptrArg(args[0]), n), fake.Float32s(ptrArg(args[1]), n), n
+		return fake.Float32s(fake.PtrArg(args[0]), n), fake.Float32s(fake.PtrArg(args[1]), n), n
 	}
 	fake.RegisterKernel("g_zeros", sig, func(_ gpu.LaunchConfig, args [][]byte) error {
 		_, ys, _ := both(args)
@@ -208,7 +147,7 @@ func init() {
 	})
 	fake.RegisterKernel("g_readpast", sig, func(_ gpu.LaunchConfig, args [][]byte) error {
 		_, ys, n := both(args)
-		xs := fake.Float32s(ptrArg(args[0]), n+1) // one past the end
+		xs := fake.Float32s(fake.PtrArg(args[0]), n+1) // one past the end
 		for i := range ys {
 			ys[i] = 2*xs[i] + 0*xs[i+1]
 		}
@@ -216,7 +155,7 @@ func init() {
 	})
 	fake.RegisterKernel("g_oob", sig, func(_ gpu.LaunchConfig, args [][]byte) error {
 		xs, _, n := both(args)
-		ys := fake.Float32s(ptrArg(args[1]), n+1)
+		ys := fake.Float32s(fake.PtrArg(args[1]), n+1)
 		for i := range xs {
 			ys[i] = 2 * xs[i]
 		}

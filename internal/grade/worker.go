@@ -125,11 +125,6 @@ func (h *gradeHook) RunJob(w *lab.HookWorker, job lab.Job) (e results.Entry, err
 			e.Data = map[string]any{"reason": ReasonCrash}
 		}
 	}()
-	if k, kerr := w.Env().Kernel(v); kerr == nil {
-		if attrs, aerr := k.Attrs(); aerr == nil {
-			e.Kernel = &attrs
-		}
-	}
 	seed := w.Spec().Seed
 	if job.Seed != 0 {
 		seed = job.Seed
@@ -180,19 +175,7 @@ func (h *gradeHook) RunJob(w *lab.HookWorker, job lab.Job) (e results.Entry, err
 	}
 	e.Data = map[string]any{"runs": total, "elapsed_s": time.Since(started).Seconds()}
 	if timed {
-		st := bench.Summarize(samples)
-		e.Time = &st
-		e.Ops = work.Ops
-		ops := max(work.Ops, 1)
-		if sec := st.MedianMs / 1e3; sec > 0 {
-			if work.FLOPs > 0 {
-				e.TFLOPs = work.FLOPs / sec / 1e12
-			}
-			if work.Bytes > 0 {
-				e.GBps = work.Bytes / sec / 1e9
-			}
-		}
-		e.PerOpUs = st.MedianMs * 1e3 / float64(ops)
+		lab.SetRates(&e, work, bench.Summarize(samples))
 	}
 	e.Status = results.StatusOK
 	return e, nil

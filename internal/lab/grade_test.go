@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,42 +17,16 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// gradeManifest is a lab with a grading section (the grader's own tests, internal/grade, run it).
-const gradeManifest = `id: "99"
-title: {en: Engine test, zh: 引擎测试}
-timeout: 3s
-suites:
-  - name: scale
-    title: {en: Scale, zh: 缩放}
-    metric: gbps
-    tolerance: 1e-6
-    variants:
-      - {name: lib, library: fake_copy}
-      - {name: good, file: k.cu, entry: scale_good}
-      - {name: zeros, file: k.cu, entry: g_zeros}
-      - {name: partial, file: k.cu, entry: g_partial}
-      - {name: stale, file: k.cu, entry: g_stale}
-      - {name: readpast, file: k.cu, entry: g_readpast}
-      - {name: oob, file: k.cu, entry: g_oob}
-      - {name: corrupt, file: k.cu, entry: g_corrupt}
-      - {name: secret, file: k.cu, entry: g_secret}
-      - {name: hang, file: k.cu, entry: scale_hang}
-      - {name: crash, file: k.cu, entry: scale_crash}
-      - {name: sticky, file: k.cu, entry: scale_sticky}
-      - {name: hopper, file: k.cu, entry: scale_good, needs: [nvidia, sm_99]}
-    problems:
-      gpu: [{name: small, n: 1000}]
-      grade: [{name: one, n: 1}, {name: odd, n: 37}]
-grading:
-  pass_mark: 0.5
-  exercises:
-    - variant: good
-      reference: lib
-      tests:
-        - {problems: [one, odd], points: 2}
-        - {problem: odd, points: 1, hidden: true}
-      speed: {points: 1, problems: [small]}
-`
+// gradeManifest is a lab with a grading section (the grader's tests run it too).
+var gradeManifest = readTestdata("grade_lab.yaml")
+
+func readTestdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestPlanErrors(t *testing.T) {
 	root := newCourse(t, gradeManifest)

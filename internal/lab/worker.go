@@ -349,6 +349,31 @@ func (w *worker) startEntry(job Job) (*Suite, *Variant, Problem, results.Entry) 
 	return s, s.Variant(job.Variant), p, e
 }
 
+// noteKernel records the compiled kernel's figures (registers, shared memory) in the entry.
+func (w *worker) noteKernel(v *Variant, e *results.Entry) {
+	if k, err := w.env.Kernel(v); err == nil {
+		if attrs, err := k.Attrs(); err == nil {
+			e.Kernel = &attrs
+		}
+	}
+}
+
+// SetRates records the timing of a job's runs in its entry, with the rates derived from the
+// median time and the work of one run.
+func SetRates(e *results.Entry, work Work, st bench.Stats) {
+	e.Time = &st
+	e.Ops = work.Ops
+	if sec := st.MedianMs / 1e3; sec > 0 {
+		if work.FLOPs > 0 {
+			e.TFLOPs = work.FLOPs / sec / 1e12
+		}
+		if work.Bytes > 0 {
+			e.GBps = work.Bytes / sec / 1e9
+		}
+	}
+	e.PerOpUs = st.MedianMs * 1e3 / float64(max(work.Ops, 1))
+}
+
 // runJob checks and times one variant on one problem. The returned error is only for the
 // sticky-context decision; the entry already carries the outcome.
 func (w *worker) runJob(job Job) (e results.Entry, err error) {
@@ -383,11 +408,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 			e.Status, e.Error, err = results.StatusFailed, "release: "+rerr.Error(), rerr
 		}
 	}()
-	if k, kerr := w.env.Kernel(v); kerr == nil {
-		if attrs, aerr := k.Attrs(); aerr == nil {
-			e.Kernel = &attrs
-		}
-	}
+	w.noteKernel(v, &e)
 
 	// Correct first: poison, run once, check.
 	if err := c.Poison(); err != nil {
@@ -417,10 +438,6 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 
 	// Then time it.
 	work := c.Case.Work()
-	ops := work.Ops
-	if ops <= 0 {
-		ops = 1
-	}
 	opts := bench.Default
 	if w.spec.Quick {
 		opts = bench.Quick
@@ -429,18 +446,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if err != nil {
 		return fail("timing", err)
 	}
-	e.Time = &stats
-	e.Ops = work.Ops
-	sec := stats.MedianMs / 1e3
-	if sec > 0 {
-		if work.FLOPs > 0 {
-			e.TFLOPs = work.FLOPs / sec / 1e12
-		}
-		if work.Bytes > 0 {
-			e.GBps = work.Bytes / sec / 1e9
-		}
-	}
-	e.PerOpUs = stats.MedianMs * 1e3 / float64(ops)
+	SetRates(&e, work, stats)
 	if r, ok := c.Case.(Recorder); ok {
 		data, err := r.Record(v)
 		if err != nil {
