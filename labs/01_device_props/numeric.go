@@ -94,23 +94,6 @@ func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 	return s
 }
 
-// ---- bfloat16 ----
-
-// RandomBF16 returns n bfloat16 values, uniform in (−1, 1) before rounding (so within [−1, 1]),
-// never zero.
-func RandomBF16(rng *rand.Rand, n int) []uint16 {
-	out := make([]uint16, n)
-	for i := range out {
-		v := float32(rng.Float64()*2 - 1)
-		h := matref.BF16FromFloat32(v)
-		if h&0x7FFF == 0 { // ±0 (only from tiny values): use the smallest normal instead
-			h |= 0x0080
-		}
-		out[i] = h
-	}
-	return out
-}
-
 // ---- Freivalds' test ----
 
 // FreivaldsVector returns a random vector for Freivalds' test: random signs, magnitudes in
@@ -136,25 +119,24 @@ type Freivalds struct {
 	U    []float64 // A·(B·r) in float64 (length M)
 }
 
-// NewFreivaldsBF16 prepares the test for C = A·B with row-major bfloat16 A (m×k) and B (k×n).
-// Products of bfloat16 values are exact in float64, so U is accurate to float64 rounding.
-func NewFreivaldsBF16(a, b []uint16, m, n, k int, r []float64) (*Freivalds, error) {
+// NewFreivalds prepares the test for C = A·B with row-major A (m×k) and B (k×n) that hold bf16
+// values: their products are exact in float64, so U is accurate to float64 rounding.
+func NewFreivalds(a, b []float32, m, n, k int, r []float64) (*Freivalds, error) {
 	if len(a) != m*k || len(b) != k*n || len(r) != n {
 		return nil, fmt.Errorf("freivalds: A has %d elements (want %d×%d), B %d (want %d×%d), r %d (want %d)",
 			len(a), m, k, len(b), k, n, len(r), n)
 	}
-	u := bf16MatVec(a, m, k, bf16MatVec(b, k, n, r)) // A·(B·r)
-	return &Freivalds{M: m, N: n, R: r, U: u}, nil
+	return &Freivalds{M: m, N: n, R: r, U: matVec(a, m, k, matVec(b, k, n, r))}, nil // A·(B·r)
 }
 
-// bf16MatVec is M·x in float64 for a row-major bfloat16 matrix M of rows×cols.
-func bf16MatVec(mat []uint16, rows, cols int, x []float64) []float64 {
+// matVec is M·x in float64 for a row-major matrix M of rows×cols.
+func matVec(mat []float32, rows, cols int, x []float64) []float64 {
 	y := make([]float64, rows)
 	matref.ParallelFor(rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			var s float64
-			for j, h := range mat[i*cols : (i+1)*cols] {
-				s += float64(matref.Float32FromBF16(h)) * x[j]
+			for j, v := range mat[i*cols : (i+1)*cols] {
+				s += float64(v) * x[j]
 			}
 			y[i] = s
 		}
@@ -222,61 +204,52 @@ func (f *Freivalds) Check(c []float32, tol float64) check.Report {
 	return rep
 }
 
-// SampleBF16 is one output entry recomputed exactly: C[i][j] = Σₖ A[i][k]·B[k][j].
-type SampleBF16 struct {
-	I, J       int
-	Want       float64 // the exact dot product (to float64 rounding)
-	Scale      float64 // Σₖ |A[i][k]·B[k][j]|, the scale of the rounding error
-	Got        float64
-	RelToScale float64
+// Sample is one output entry recomputed exactly: C[i][j] = Σₖ A[i][k]·B[k][j].
+type Sample struct {
+	I, J  int
+	Want  float64 // the exact dot product (to float64 rounding)
+	Scale float64 // Σₖ |A[i][k]·B[k][j]|, the scale of the rounding error
 }
 
-// SampleEntriesBF16 recomputes the entries (i, j) listed in at for row-major A (m×k) and B (k×n).
-func SampleEntriesBF16(a, b []uint16, n, k int, at [][2]int) []SampleBF16 {
-	out := make([]SampleBF16, len(at))
+// SampleEntries recomputes the entries (i, j) listed in at.
+func SampleEntries(p *matref.Product, at [][2]int) []Sample {
+	out := make([]Sample, len(at))
 	for s, ij := range at {
-		i, j := ij[0], ij[1]
-		var sum, scale float64
-		for kk := 0; kk < k; kk++ {
-			p := float64(matref.Float32FromBF16(a[i*k+kk])) * float64(matref.Float32FromBF16(b[kk*n+j]))
-			sum += p
-			scale += math.Abs(p)
-		}
-		out[s] = SampleBF16{I: i, J: j, Want: sum, Scale: scale}
+		out[s].I, out[s].J = ij[0], ij[1]
+		out[s].Want, out[s].Scale = p.Entry(ij[0], ij[1])
 	}
 	return out
 }
 
 // CheckSamples compares the sampled entries with C (row-major, n columns): each must be within
 // tol · Scale of the exact value.
-func CheckSamples(samples []SampleBF16, c []float32, n int, tol float64) check.Report {
+func CheckSamples(samples []Sample, c []float32, n int, tol float64) check.Report {
 	rep := check.Report{Method: "sampled entries recomputed exactly in float64", Tolerance: tol, MaxErrAt: -1}
 	rep.Checked = len(samples)
 	wrong := 0
-	for s := range samples {
-		sm := &samples[s]
+	for _, sm := range samples {
 		idx := sm.I*n + sm.J
 		if idx < 0 || idx >= len(c) {
 			rep.Note = fmt.Sprintf("sample (%d, %d) is outside the output", sm.I, sm.J)
 			return rep
 		}
-		sm.Got = float64(c[idx])
-		d := math.Abs(sm.Got - sm.Want)
-		if math.IsNaN(sm.Got) || math.IsInf(sm.Got, 0) {
+		got := float64(c[idx])
+		d := math.Abs(got - sm.Want)
+		if math.IsNaN(got) || math.IsInf(got, 0) {
 			rep.Unwritten++
 			d = math.Inf(1)
 		}
-		sm.RelToScale = d / (sm.Scale + 1e-300)
-		if sm.RelToScale > rep.RelErr || rep.MaxErrAt < 0 {
-			rep.RelErr, rep.MaxErrAt = sm.RelToScale, idx
+		rel := d / (sm.Scale + 1e-300)
+		if rel > rep.RelErr || rep.MaxErrAt < 0 {
+			rep.RelErr, rep.MaxErrAt = rel, idx
 		}
 		if !math.IsInf(d, 0) {
 			rep.MaxAbsErr = math.Max(rep.MaxAbsErr, d)
 		}
-		if sm.RelToScale > tol {
+		if rel > tol {
 			wrong++
 			if len(rep.Mismatches) < check.MaxMismatches {
-				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: idx, Got: sm.Got, Want: sm.Want})
+				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: idx, Got: got, Want: sm.Want})
 			}
 		}
 	}

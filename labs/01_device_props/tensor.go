@@ -22,7 +22,7 @@ type tensorCase struct {
 	a, b      *gpu.Buffer[uint16]
 	c         *gpu.Buffer[float32]
 	freivalds *Freivalds
-	samples   []SampleBF16
+	samples   []Sample
 }
 
 // defaultTensorTol is used when the suite sets no tolerance. The inputs are the same bf16 values
@@ -42,21 +42,25 @@ func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
 		return nil, fmt.Errorf("this suite needs the vendor BLAS: %w", err)
 	}
 	c := &tensorCase{env: env, blas: blas, m: m, n: n, k: k}
-	ha := RandomBF16(env.RNG, m*k)
-	hb := RandomBF16(env.RNG, k*n)
-	if c.a, err = lab.Upload(env, "A", ha); err != nil {
+	// A and B are uniform in [-1, 1), rounded to bf16 in place: the host keeps exactly the values
+	// the device multiplies.
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	matref.FillUniform(a, env.RNG.Uint64())
+	matref.FillUniform(b, env.RNG.Uint64())
+	if c.a, err = lab.Upload(env, "A", matref.RoundBF16(a)); err != nil {
 		return nil, err
 	}
-	if c.b, err = lab.Upload(env, "B", hb); err != nil {
+	if c.b, err = lab.Upload(env, "B", matref.RoundBF16(b)); err != nil {
 		return nil, err
 	}
 	if c.c, err = lab.Output[float32](env, "C", m*n, lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
-	if c.freivalds, err = NewFreivaldsBF16(ha, hb, m, n, k, FreivaldsVector(env.RNG, n)); err != nil {
+	if c.freivalds, err = NewFreivalds(a, b, m, n, k, FreivaldsVector(env.RNG, n)); err != nil {
 		return nil, err
 	}
-	c.samples = SampleEntriesBF16(ha, hb, n, k, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
+	prod := matref.Product{M: m, N: n, K: k, Alpha: 1, A: a, B: b}
+	c.samples = SampleEntries(&prod, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
 	return c, nil
 }
 
