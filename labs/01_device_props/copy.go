@@ -84,9 +84,9 @@ func (c *copyCase) Run(v *lab.Variant) error {
 	// any grid: launch blocks_per_sm blocks on every SM (a full SM's worth of threads by default),
 	// but no more than the data needs. blocks_per_sm = 0 asks for a flat grid instead, as many
 	// blocks as the data needs, for kernels without a loop (copy_f4_flat).
-	perThread := int(max(param(v, "vec", 1)*param(v, "unroll", 1), 1))
+	perThread := int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1))
 	grid := lab.CeilDiv(c.n, block*perThread)
-	if bps := param(v, "blocks_per_sm", 8); bps > 0 {
+	if bps := v.Int("blocks_per_sm", 8); bps > 0 {
 		grid = min(grid, smCount(env)*int(bps))
 	}
 	if grid > math.MaxInt32 {

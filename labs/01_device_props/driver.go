@@ -82,17 +82,9 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 
 // ---- helpers shared by the cases ----
 
-// param reads a launch parameter of a variant, with a default.
-func param(v *lab.Variant, key string, def int64) int64 {
-	if x, ok := v.Params[key]; ok {
-		return x
-	}
-	return def
-}
-
 // blockSize reads the variant's block size and checks it against the device.
 func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
-	b := param(v, "block", def)
+	b := v.Int("block", def)
 	limit := int64(env.Device.Info().MaxThreadsPerBlock)
 	if limit <= 0 {
 		limit = 1024

@@ -53,7 +53,7 @@ func (c *fmaCase) threads() int64 { return c.sms * c.threadsPerSM }
 
 // shape returns the variant's chain count, steps per chain, block and grid.
 func (c *fmaCase) shape(v *lab.Variant) (chains, iters int, block, grid int64, err error) {
-	ch := param(v, "chains", 0)
+	ch := v.Int("chains", 0)
 	if ch < 1 || ch > maxFMAChains || c.fmas%ch != 0 {
 		return 0, 0, 0, 0, fmt.Errorf("variant %s: params.chains = %d must match the kernel's CHAINS (1..%d, dividing fmas = %d)",
 			v.Name, ch, maxFMAChains, c.fmas)

@@ -75,7 +75,7 @@ func randomBytes(env *lab.Env, b []byte) {
 func (c *hostLinkCase) direction(v *lab.Variant) (lib string, pinned bool, err error) {
 	switch v.Library {
 	case LibMemcpyHtoD, LibMemcpyDtoH:
-		return v.Library, param(v, "pinned", 1) != 0, nil
+		return v.Library, v.Int("pinned", 1) != 0, nil
 	}
 	return "", false, fmt.Errorf("variant %s: %s knows the library calls %s and %s, not %q",
 		v.Name, SuiteHostLink, LibMemcpyHtoD, LibMemcpyDtoH, v.Library)

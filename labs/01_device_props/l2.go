@@ -81,8 +81,8 @@ func (c *l2Case) shape(v *lab.Variant) (grid, block, perLaunch int64, err error)
 		return 0, 0, 0, err
 	}
 	block = int64(b)
-	grid = min(int64(smCount(c.env))*param(v, "blocks_per_sm", 8), (c.n4+block-1)/block)
-	perLaunch = param(v, "passes_per_launch", 0)
+	grid = min(int64(smCount(c.env))*v.Int("blocks_per_sm", 8), (c.n4+block-1)/block)
+	perLaunch = v.Int("passes_per_launch", 0)
 	if perLaunch < 0 {
 		return 0, 0, 0, fmt.Errorf("variant %s: passes_per_launch = %d (0: all passes in one launch)", v.Name, perLaunch)
 	}

@@ -76,7 +76,7 @@ func (c *launchCase) Run(v *lab.Variant) error {
 		return err
 	}
 	lc := cfg(c.env, int(c.blocks), block)
-	sync := param(v, "sync", 0) != 0
+	sync := v.Int("sync", 0) != 0
 	for i := int64(0); i < c.launches; i++ {
 		args := [][]byte{packed[0], binary.LittleEndian.AppendUint32(nil, uint32(i)), packed[2]}
 		if err := k.LaunchPacked(lc, args); err != nil {
