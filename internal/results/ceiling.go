@@ -168,16 +168,3 @@ func RidgeOf(flop, mem Ceiling) RidgePoint {
 	}
 	return RidgePoint{Measured: ratio(flop.Measured, mem.Measured), Peak: ratio(flop.Peak, mem.Peak)}
 }
-
-// DeviceCeilingsIn reads the device's ceilings summary out of a results file's extra data; false
-// when it has none (no "hbm_gbps" ceiling).
-func DeviceCeilingsIn(extra map[string]any) (*DeviceCeilings, bool) {
-	if _, ok := AsCeiling(extra["hbm_gbps"]); !ok {
-		return nil, false
-	}
-	var c DeviceCeilings
-	if !decodeExtra(extra, &c) {
-		return nil, false
-	}
-	return &c, true
-}

@@ -104,19 +104,6 @@ type NVLink struct {
 	Version *uint32 `json:"version,omitempty"`
 }
 
-// PropertiesIn reads the device description out of a results file's extra data; false when it
-// has none (no "info" entry, or one of another shape).
-func PropertiesIn(extra map[string]any) (*DeviceProperties, bool) {
-	if _, ok := extra["info"].(map[string]any); !ok {
-		return nil, false
-	}
-	var p DeviceProperties
-	if !decodeExtra(extra, &p) {
-		return nil, false
-	}
-	return &p, true
-}
-
 // ExtraOf turns a typed record (DeviceProperties, DeviceCeilings) into entries of a results
 // file's extra data: one per JSON field of v.
 func ExtraOf(v any) (map[string]any, error) {
@@ -129,13 +116,4 @@ func ExtraOf(v any) (map[string]any, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// decodeExtra decodes the extra data (or part of it) into a typed record.
-func decodeExtra(v any, into any) bool {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return false
-	}
-	return json.Unmarshal(data, into) == nil
 }

@@ -24,13 +24,17 @@ func TestTypedRecordsReadTheRecordedFilesLosslessly(t *testing.T) {
 		require.NoError(t, err)
 		var f File
 		require.NoError(t, json.Unmarshal(data, &f), path)
-		p, hasProps := PropertiesIn(f.Extra)
-		c, hasCeilings := DeviceCeilingsIn(f.Extra)
+		_, hasProps := f.Extra["info"]
+		_, hasCeilings := f.Extra["hbm_gbps"]
 		if !hasProps && !hasCeilings {
 			continue
 		}
 		require.True(t, hasProps && hasCeilings, "%s: a device description without a ceilings summary, or the reverse", path)
 		seen++
+		var p DeviceProperties
+		var c DeviceCeilings
+		decodeInto(t, f.Extra, &p)
+		decodeInto(t, f.Extra, &c)
 		typed, err := ExtraOf(p)
 		require.NoError(t, err)
 		summary, err := ExtraOf(c)
@@ -65,20 +69,32 @@ func assertKept(t *testing.T, path, at string, want, got any) {
 	assert.Equal(t, want, got, "%s: %s", path, at)
 }
 
-func TestPropertiesInNeedsADeviceDescription(t *testing.T) {
-	_, ok := PropertiesIn(map[string]any{"hbm_gbps": map[string]any{"unit": "GB/s", "measured": 1.0}})
-	assert.False(t, ok)
-	_, ok = PropertiesIn(nil)
-	assert.False(t, ok)
-	_, ok = DeviceCeilingsIn(map[string]any{"info": map[string]any{"name": "x"}})
-	assert.False(t, ok)
+// decodeInto reads extra data into a typed record, as a reader of results files does.
+func decodeInto(t *testing.T, extra map[string]any, into any) {
+	t.Helper()
+	data, err := json.Marshal(extra)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, into))
+}
 
+func TestExtraOfIsOneEntryPerField(t *testing.T) {
 	extra, err := ExtraOf(DeviceProperties{Info: gpu.DeviceInfo{Name: "x"}, NVML: NVML{Reason: "none here"}})
 	require.NoError(t, err)
-	p, ok := PropertiesIn(extra)
-	require.True(t, ok)
+	assert.ElementsMatch(t, []string{"info", "peaks", "nvml"}, keysOf(extra), "absent parts are left out")
+	var p DeviceProperties
+	decodeInto(t, extra, &p)
 	assert.Equal(t, "x", p.Info.Name)
 	assert.Equal(t, "none here", p.NVML.Reason)
+	_, err = ExtraOf([]int{1})
+	assert.Error(t, err, "only a record with fields makes extra data")
+}
+
+func keysOf(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 func TestRidgeOf(t *testing.T) {

@@ -1,6 +1,7 @@
 package devprops
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -261,8 +262,10 @@ func TestDescribeWithoutNVML(t *testing.T) {
 	_, env, _ := fakeEnv(t, d, true)
 	extra, err := Lab{}.Describe(env)
 	require.NoError(t, err)
-	p, ok := results.PropertiesIn(extra)
-	require.True(t, ok)
+	var p results.DeviceProperties
+	data, err := json.Marshal(extra)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &p))
 	assert.Equal(t, d.info, p.Info)
 	assert.NotEmpty(t, p.Attributes)
 	assert.Equal(t, &results.MemoryNow{FreeBytes: 1 << 30, TotalBytes: 1 << 30}, p.Memory)
