@@ -238,3 +238,35 @@ func (r Report) wrongElements() string {
 	}
 	return b.String()
 }
+
+// All combines the reports of independent checks of one output (a cheap test of every element
+// and exact values of a few, say): it is OK when every one is, and it shows the worst figures of
+// any.
+func All(reps ...Report) Report {
+	out := Report{OK: true, MaxErrAt: -1}
+	var methods, notes []string
+	for i, r := range reps {
+		methods = append(methods, r.Method)
+		if r.Note != "" {
+			notes = append(notes, r.Note)
+		}
+		out.OK = out.OK && r.OK
+		out.Checked += r.Checked
+		out.Unwritten = max(out.Unwritten, r.Unwritten)
+		out.MaxAbsErr = max(out.MaxAbsErr, r.MaxAbsErr)
+		if i == 0 || r.RelErr > out.RelErr {
+			out.RelErr, out.MaxErrAt = r.RelErr, r.MaxErrAt
+		}
+		if i == 0 || r.Tolerance > out.Tolerance {
+			out.Tolerance = r.Tolerance
+		}
+		for _, m := range r.Mismatches {
+			if len(out.Mismatches) < MaxMismatches {
+				out.Mismatches = append(out.Mismatches, m)
+			}
+		}
+	}
+	out.Method = strings.Join(methods, "; and ")
+	out.Note = strings.Join(notes, "; ")
+	return out
+}

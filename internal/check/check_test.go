@@ -110,3 +110,20 @@ func TestFailureText(t *testing.T) {
 	r := Compare([]float32{1, 2, 30}, []float64{1, 2, 3}, 1e-5)
 	assert.True(t, strings.HasPrefix(r.Figures(), "rel_err 7.22e+00"))
 }
+
+func TestAllShowsTheWorstOfItsChecks(t *testing.T) {
+	ok := Report{OK: true, Method: "rows", Checked: 8, RelErr: 1e-7, MaxAbsErr: 1e-6, MaxErrAt: 3, Tolerance: 1e-5}
+	bad := Report{OK: false, Method: "samples", Checked: 4, RelErr: 0.5, MaxAbsErr: 2, MaxErrAt: 9, Tolerance: 1e-5,
+		Unwritten: 1, Note: "broken", Mismatches: []Mismatch{{Index: 9, Got: 2, Want: 0}}}
+	r := All(ok, bad)
+	assert.False(t, r.OK)
+	assert.Equal(t, 0.5, r.RelErr)
+	assert.Equal(t, 9, r.MaxErrAt)
+	assert.Equal(t, 2.0, r.MaxAbsErr)
+	assert.Equal(t, 12, r.Checked)
+	assert.Equal(t, 1, r.Unwritten)
+	assert.Equal(t, "rows; and samples", r.Method)
+	assert.Equal(t, "broken", r.Note)
+	assert.Len(t, r.Mismatches, 1)
+	assert.True(t, All(ok, ok).OK)
+}

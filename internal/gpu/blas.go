@@ -43,6 +43,13 @@ type GemmDesc struct {
 	InType, OutType DataType
 }
 
+// RowMajorGemm describes the row-major product C = A·B (A m×k, B k×n, C m×n, all contiguous)
+// in the column-major convention of GemmDesc: the call computes Cᵀ = Bᵀ·Aᵀ, so B is passed
+// first, and m and n swap places.
+func RowMajorGemm(m, n, k int, a, b, c Ptr, in, out DataType) GemmDesc {
+	return GemmDesc{M: n, N: m, K: k, Alpha: 1, A: b, LDA: n, B: a, LDB: k, C: c, LDC: n, InType: in, OutType: out}
+}
+
 // BLAS is the vendor baseline for matrix products (cuBLAS, later hipBLAS).
 type BLAS interface {
 	// Sgemm is the FP32 product, with TF32 tensor-core math disabled (a true FP32 baseline).

@@ -177,3 +177,17 @@ func TestFill32EachAndSynchronizeAll(t *testing.T) {
 	assert.Equal(t, []float32{1.5, 1.5, 1.5}, gx)
 	assert.Equal(t, []float32{1.5, 1.5}, gy)
 }
+
+// The row-major → column-major mapping on a non-square product (lab 01's fake BLAS checks it
+// against cuBLAS's column-major definition).
+func TestRowMajorGemm(t *testing.T) {
+	g := gpu.RowMajorGemm(3, 5, 7, 0xA, 0xB, 0xC, gpu.BF16, gpu.F32)
+	assert.Equal(t, 5, g.M)
+	assert.Equal(t, 3, g.N)
+	assert.Equal(t, 7, g.K)
+	assert.Equal(t, gpu.Ptr(0xB), g.A)
+	assert.Equal(t, gpu.Ptr(0xA), g.B)
+	assert.Equal(t, 5, g.LDA)
+	assert.Equal(t, 7, g.LDB)
+	assert.Equal(t, 5, g.LDC)
+}

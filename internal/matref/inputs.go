@@ -23,11 +23,17 @@ func FillUniform(dst []float32, seed uint64) {
 // in [-1, 1) with 24 random bits (splitmix64 of the seed and the index), so that any element can
 // be recomputed alone.
 func HashUniform(seed, i uint64) float32 {
+	return float32(SplitMix64(seed, i)>>40)*(1.0/(1<<23)) - 1
+}
+
+// SplitMix64 is the i-th output (from 0) of the SplitMix64 generator seeded with seed: a
+// counter-based generator, so element i needs no state from the elements before it (kernels
+// compute the same function on the device: kl_splitmix64 in lab 01's hash.cuh).
+func SplitMix64(seed, i uint64) uint64 {
 	z := seed + (i+1)*0x9E3779B97F4A7C15
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	z ^= z >> 31
-	return float32(z>>40)*(1.0/(1<<23)) - 1
+	return z ^ (z >> 31)
 }
 
 // FillHash fills dst with HashUniform values.

@@ -85,3 +85,11 @@ func TestRelErr(t *testing.T) {
 	assert.True(t, math.IsInf(RelErr(1, 0), 1))
 	assert.Equal(t, 0.5, RelErr(1, 4))
 }
+
+func TestSplitMix64MatchesTheReferenceGenerator(t *testing.T) {
+	// The first outputs of SplitMix64 seeded with 0 (the reference C implementation).
+	want := []uint64{0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F}
+	for i, w := range want {
+		assert.Equal(t, w, SplitMix64(0, uint64(i)), "output %d", i)
+	}
+}

@@ -109,3 +109,62 @@ func FindCeiling(cs []NamedCeiling, key string) *Ceiling {
 	}
 	return nil
 }
+
+// DeviceCeilings is what a lab that measures the device derives from its entries (lab 01's
+// Summarize): every ceiling next to its peak, the ridge points of the roofline, and the device it
+// was measured on. Its fields are top-level entries of the results file's extra data; the keys of
+// the ceilings are the ones CeilingsIn finds and later labs and the notes quote.
+type DeviceCeilings struct {
+	Device    string     `json:"device"`
+	Emulated  bool       `json:"emulated"`
+	Note      string     `json:"note,omitempty"` // why the figures may mean little (an emulator)
+	Datasheet *Datasheet `json:"datasheet,omitempty"`
+
+	HBM        Ceiling `json:"hbm_gbps"`
+	L2         Ceiling `json:"l2_gbps"`
+	FP32       Ceiling `json:"fp32_tflops"`
+	BF16       Ceiling `json:"bf16_tflops"`
+	Launch     Ceiling `json:"launch_us"`
+	LaunchSync Ceiling `json:"launch_sync_us"`
+	H2D        Ceiling `json:"h2d_gbps"`
+	D2H        Ceiling `json:"d2h_gbps"`
+
+	// CopyVsMemcpy is the best copy kernel's bandwidth over the driver's copy at HBM sizes.
+	CopyVsMemcpy *CopyRatio `json:"copy_kernel_vs_memcpy,omitempty"`
+	Ridge        Ridge      `json:"ridge"`
+}
+
+// CopyRatio is one variant's figure over a baseline's, on the problem where it was best.
+type CopyRatio struct {
+	Ratio   float64 `json:"ratio"`
+	Variant string  `json:"variant"`
+	Problem string  `json:"problem"`
+}
+
+// Ridge holds the ridge points of the roofline: the arithmetic intensity (FLOPs per byte of
+// memory traffic) above which a kernel can be compute-bound, for HBM and for L2 traffic.
+type Ridge struct {
+	BF16PerByte   RidgePoint `json:"bf16_flop_per_byte"`
+	FP32PerByte   RidgePoint `json:"fp32_flop_per_byte"`
+	BF16PerL2Byte RidgePoint `json:"bf16_flop_per_l2_byte"`
+	FP32PerL2Byte RidgePoint `json:"fp32_flop_per_l2_byte"`
+}
+
+// RidgePoint is a ridge point from the measured ceilings and from the peaks (null when either
+// figure is missing).
+type RidgePoint struct {
+	Measured *float64 `json:"measured"`
+	Peak     *float64 `json:"peak"`
+}
+
+// RidgeOf is the ridge point of a compute ceiling (TFLOP/s) over a memory ceiling (GB/s).
+func RidgeOf(flop, mem Ceiling) RidgePoint {
+	ratio := func(f, m *float64) *float64 {
+		if f == nil || m == nil || *m <= 0 {
+			return nil
+		}
+		r := *f * 1e12 / (*m * 1e9)
+		return &r
+	}
+	return RidgePoint{Measured: ratio(flop.Measured, mem.Measured), Peak: ratio(flop.Peak, mem.Peak)}
+}

@@ -2,53 +2,46 @@ package devprops
 
 import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/nvml"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// Describe records what the device says about itself, for the chapter's property tables:
-//
-//	"info"        the identity and main limits (gpu.DeviceInfo)
-//	"attributes"  every attribute the backend reads, in the backend's order ([]gpu.Attribute)
-//	"memory"      free and total device memory now
-//	"peaks"       the datasheet and clock-derived peak figures the ceilings are compared with
-//	"nvml"        what NVML adds (power, clocks, thermals, PCIe, NVLink, modes), or
-//	              {"available": false, "reason": …} where there is no NVML
-//
-// A part that cannot be read is recorded with its error ("attributes_error", …): a partial
-// description is more useful than none, and NVML's absence is normal (laptops, CI, the emulator).
+// Describe records what the device says about itself, for the chapter's property tables
+// (results.DeviceProperties): its identity and limits, every attribute the backend reads, the
+// memory free now, the peak figures the ceilings are compared with, and what NVML adds.
 func (Lab) Describe(env *lab.Env) (map[string]any, error) {
 	info := env.Device.Info()
-	out := map[string]any{"info": info}
-
+	p := results.DeviceProperties{Info: info, Peaks: peaks(info), NVML: nvml.Describe(info)}
 	if attrs, err := env.Device.Attributes(); err != nil {
-		out["attributes_error"] = err.Error()
+		p.AttributesError = err.Error()
 	} else {
-		out["attributes"] = attrs
+		p.Attributes = attrs
 	}
 	if free, total, err := env.Device.MemInfo(); err != nil {
-		out["memory_error"] = err.Error()
+		p.MemoryError = err.Error()
 	} else {
-		out["memory"] = map[string]any{"free_bytes": free, "total_bytes": total}
+		p.Memory = &results.MemoryNow{FreeBytes: free, TotalBytes: total}
 	}
-	out["peaks"] = peakTable(info)
-	out["nvml"] = describeNVML(info)
-	return out, nil
+	return results.ExtraOf(p)
 }
 
-// peakTable lists, for the property page, every peak figure Summarize may compare with.
-func peakTable(info gpu.DeviceInfo) map[string]any {
-	t := map[string]any{}
+// peaks lists, for the property page, every peak figure Summarize may compare with.
+func peaks(info gpu.DeviceInfo) results.Peaks {
+	var p results.Peaks
 	if ds, ok := LookupDatasheet(info.Name); ok {
-		t["datasheet"] = ds
+		p.Datasheet = &ds
 	}
-	if v, ok := MemoryGBpsFromClocks(info); ok {
-		t["hbm_gbps_from_clocks"] = v
+	p.HBMGBpsFromClocks = optional(MemoryGBpsFromClocks(info))
+	p.FP32TFLOPsFromClocks = optional(FP32TFLOPsFromClocks(info))
+	p.BF16TFLOPsFromClocks = optional(BF16TFLOPsFromClocks(info))
+	return p
+}
+
+// optional is a figure that may be unknown.
+func optional(v float64, ok bool) *float64 {
+	if !ok {
+		return nil
 	}
-	if v, ok := FP32TFLOPsFromClocks(info); ok {
-		t["fp32_tflops_from_clocks"] = v
-	}
-	if v, ok := BF16TFLOPsFromClocks(info); ok {
-		t["bf16_tflops_from_clocks"] = v
-	}
-	return t
+	return &v
 }

@@ -4,16 +4,13 @@
 // cost of a kernel launch, and the host link.
 //
 // Like every lab it only supplies what differs: problems on the device, one call per variant,
-// a check and the work counts (lab.Driver); the engine builds, checks, times and records. It also
-// implements lab.Describer (the property tables) and lab.Summarizer (the measured ceilings).
+// a check and the work counts (lab.Driver); the engine allocates, poisons, checks, times, records
+// and frees. It also implements lab.Describer (the property tables) and lab.Summarizer (the
+// measured ceilings).
 package devprops
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
-	"math"
-	"sync"
-	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -65,11 +62,11 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	case SuiteHBM:
 		c, err = prepareCopy(env, p)
 	case SuiteL2:
-		c, err = prepareL2(env, p)
+		c, err = prepareL2(env, s, p)
 	case SuiteFMA:
 		c, err = prepareFMA(env, p)
 	case SuiteTensor:
-		c, err = prepareTensor(env, s, p)
+		c, err = prepareTensor(env, p)
 	case SuiteLaunch:
 		c, err = prepareLaunch(env, p)
 	case SuiteHostLink:
@@ -85,20 +82,9 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 
 // ---- helpers shared by the cases ----
 
-// nanBits is the float32 NaN that outputs are poisoned with; no correct kernel writes it.
-const nanBits = 0x7FC00000
-
-// param reads a launch parameter of a variant, with a default.
-func param(v *lab.Variant, key string, def int64) int64 {
-	if x, ok := v.Params[key]; ok {
-		return x
-	}
-	return def
-}
-
 // blockSize reads the variant's block size and checks it against the device.
 func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
-	b := param(v, "block", def)
+	b := v.Int("block", def)
 	limit := int64(env.Device.Info().MaxThreadsPerBlock)
 	if limit <= 0 {
 		limit = 1024
@@ -110,104 +96,26 @@ func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
 }
 
 // smCount is the number of SMs, used to size grids (at least 1, even for odd backends).
-func smCount(env *lab.Env) int64 { return int64(max(env.Device.Info().SMs, 1)) }
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+func smCount(env *lab.Env) int { return max(env.Device.Info().SMs, 1) }
 
 // cfg is a 1-D launch on the lab's stream.
-func cfg(env *lab.Env, grid, block int64) gpu.LaunchConfig {
-	return gpu.LaunchConfig{Grid: gpu.D1(int(grid)), Block: gpu.D1(int(block)), Stream: env.Stream}
+func cfg(env *lab.Env, grid, block int) gpu.LaunchConfig {
+	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(block), Stream: env.Stream}
 }
 
-// syncStream waits for the lab's stream (or the whole device when there is none).
-func syncStream(env *lab.Env) error {
-	if env.Stream != nil {
-		return env.Stream.Synchronize()
-	}
-	return env.Device.Synchronize()
-}
-
-// checkFits refuses problems that cannot fit in the device's free memory, with a clear message
-// instead of an out-of-memory error halfway through the allocations.
-func checkFits(env *lab.Env, bytes int64) error {
-	free, total, err := env.Device.MemInfo()
-	if err != nil || total == 0 {
-		return nil // no figure: let the allocation say
-	}
-	if bytes > free {
-		return fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem, or a device with more memory)",
-			gpu.HumanBytes(bytes), gpu.HumanBytes(free), gpu.HumanBytes(total))
-	}
-	return nil
-}
-
-// hostFloats views n float32 values of page-locked memory as a slice.
-func hostFloats(h gpu.HostMem, n int) []float32 {
-	return unsafe.Slice((*float32)(h.Pointer()), n)
-}
-
-// hostBytes views page-locked memory as a byte slice.
-func hostBytes(h gpu.HostMem) []byte {
-	return unsafe.Slice((*byte)(h.Pointer()), int(h.Bytes()))
-}
-
-// stagingFloats is the size of the host buffer that fills and checks stream through.
-const stagingFloats = 16 << 20 // 64 MiB
-
-var fallbackOnce sync.Once
-
-// fillHash writes element i = HashFloat(seed, i) for i in [0, n) at ptr. It uses the device
-// kernel fill_f32 when the engine has loaded it, and otherwise computes the values on the host and
-// uploads them (slower, same values).
-func fillHash(env *lab.Env, ptr gpu.Ptr, n int64, seed uint64) error {
-	if k, err := env.KernelByEntry(FillEntry); err == nil {
-		const block = 256
-		grid := max(min(smCount(env)*8, ceilDiv(n, block)), 1)
-		if err := gpu.Launch(k, cfg(env, grid, block), ptr, n, seed); err != nil {
-			return fmt.Errorf("filling the input on the device: %w", err)
-		}
-		return syncStream(env)
-	}
-	fallbackOnce.Do(func() {
-		env.Logf("lab 01: the fill kernel %s is not loaded; generating inputs on the host (slower, same values)", FillEntry)
-	})
-	staging, err := env.Device.MallocHost(min(n, stagingFloats) * 4)
+// fillHash writes element i = HashFloat(seed, i) for i in [0, n) of buf, with the helper kernel
+// fill_f32 (lab.yaml helpers:): gigabytes of input are generated faster on the device than
+// uploaded.
+func fillHash(env *lab.Env, buf *gpu.Buffer[float32], seed uint64) error {
+	k, err := env.KernelByEntry(FillEntry)
 	if err != nil {
-		return fmt.Errorf("pinned staging buffer for the input: %w", err)
+		return fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
 	}
-	defer staging.Free()
-	buf := hostFloats(staging, int(min(n, stagingFloats)))
-	for off := int64(0); off < n; off += stagingFloats {
-		cnt := min(n-off, stagingFloats)
-		part := buf[:cnt]
-		matref.ParallelFor(int(cnt), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				part[i] = HashFloat(seed, uint64(off)+uint64(i))
-			}
-		})
-		if err := env.Device.CopyHtoD(ptr+gpu.Ptr(off*4), staging.Pointer(), cnt*4, env.Stream); err != nil {
-			return fmt.Errorf("uploading the input: %w", err)
-		}
-		if err := syncStream(env); err != nil {
-			return err
-		}
+	const block = 256
+	n := buf.Len()
+	grid := max(min(smCount(env)*8, lab.CeilDiv(n, block)), 1)
+	if err := gpu.Launch(k, cfg(env, grid, block), buf, int64(n), seed); err != nil {
+		return fmt.Errorf("filling the input on the device: %w", err)
 	}
-	return nil
+	return env.Stream.Synchronize()
 }
-
-// fillBytes sets every byte of b to v (fast: doubling copies).
-func fillBytes(b []byte, v byte) {
-	if len(b) == 0 {
-		return
-	}
-	b[0] = v
-	for filled := 1; filled < len(b); filled *= 2 {
-		copy(b[filled:], b[:filled])
-	}
-}
-
-// isNaN32 reports whether a float32 is NaN without converting.
-func isNaN32(f float32) bool { return f != f }
-
-// finite32 reports whether f is neither NaN nor ±Inf.
-func finite32(f float32) bool { return !isNaN32(f) && !math.IsInf(float64(f), 0) }

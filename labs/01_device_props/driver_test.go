@@ -1,14 +1,17 @@
 package devprops
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // fakeEnv loads the manifest and builds an Env on a fake device with Go twins of the kernels.
@@ -35,35 +38,36 @@ func fakeEnv(t *testing.T, d *fakeDevice, withFill bool) (*lab.Manifest, *lab.En
 // engine does: Prepare, Poison, Run, Check must pass; Poison then Check (no Run) must fail,
 // which proves the poison is visible to the check.
 func TestEverySuiteOnFakeDevice(t *testing.T) {
-	for _, withFill := range []bool{true, false} {
+	{
 		d := newFakeDevice()
-		m, env, _ := fakeEnv(t, d, withFill)
+		m, env, _ := fakeEnv(t, d, true)
 		for _, s := range m.Suites {
 			problems := append(append([]lab.Problem{}, s.Problems.Emu...), s.Problems.Grade...)
 			for _, p := range problems {
 				for _, v := range s.Variants {
 					name := s.Name + "/" + v.Name + "/" + p.Name
-					c, err := Lab{}.Prepare(env, s, p)
+					c, err := lab.NewTrial(env, Lab{}, s, v, p)
 					require.NoError(t, err, name)
 					require.NoError(t, c.Poison(), name)
-					require.NoError(t, c.Run(v), name)
-					rep, err := c.Check(v)
+					require.NoError(t, c.Run(), name)
+					rep, err := c.Check()
 					require.NoError(t, err, name)
 					assert.True(t, rep.OK, "%s: %s", name, rep.Detail())
 					assert.Positive(t, rep.Checked, name)
 
 					require.NoError(t, c.Poison(), name)
-					rep, err = c.Check(v)
+					rep, err = c.Check()
 					require.NoError(t, err, name)
 					assert.False(t, rep.OK, "%s: a poisoned output passed the check", name)
 
-					w := c.Work()
+					w := c.Case.Work()
 					assert.True(t, w.FLOPs > 0 || w.Bytes > 0 || w.Ops > 0, "%s: no work counted", name)
 					require.NoError(t, c.Release(), name)
 				}
 			}
 		}
-		assert.Empty(t, d.allocs, "device memory leaked (withFill=%v)", withFill)
+		assert.Empty(t, d.allocs, "device memory leaked")
+		assert.Zero(t, d.pinned, "pinned host memory leaked")
 	}
 }
 
@@ -71,10 +75,19 @@ func TestDeviceFillIsUsedWhenLoaded(t *testing.T) {
 	d := newFakeDevice()
 	m, env, ks := fakeEnv(t, d, true)
 	s := m.Suite(SuiteHBM)
-	c, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	c, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	require.NoError(t, err)
 	defer c.Release()
 	assert.Equal(t, 1, ks[FillEntry].(*fakeKernel).count)
+}
+
+func TestInputsNeedTheFillKernel(t *testing.T) {
+	d := newFakeDevice()
+	m, env, _ := fakeEnv(t, d, false)
+	s := m.Suite(SuiteHBM)
+	_, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
+	assert.ErrorContains(t, err, "fill_f32")
+	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
 
 func TestCopyRepeatsSmallWorkingSets(t *testing.T) {
@@ -90,14 +103,14 @@ func TestCopyRepeatsSmallWorkingSets(t *testing.T) {
 		{map[string]int64{"bytes": 2 << 20, "run_bytes": 1 << 20}, 1},
 		{map[string]int64{"bytes": 3 << 20, "run_bytes": 10 << 20}, 3},
 	} {
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: tc.params})
+		c, err := lab.NewTrial(env, Lab{}, s, s.Variant("copy_f4_flat"), lab.Problem{Name: "t", Params: tc.params})
 		require.NoError(t, err)
 		k := ks["hbm_bandwidth/copy_f4_flat"].(*fakeKernel)
 		before := k.count
-		require.NoError(t, c.Run(s.Variant("copy_f4_flat")))
+		require.NoError(t, c.Run())
 		assert.Equal(t, tc.passes, k.count-before, "%v", tc.params)
-		assert.Equal(t, float64(tc.passes)*float64(tc.params["bytes"]), c.Work().Bytes)
-		rep, err := c.Check(s.Variant("copy_f4_flat"))
+		assert.Equal(t, float64(tc.passes)*float64(tc.params["bytes"]), c.Case.Work().Bytes)
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.True(t, rep.OK)
 		require.NoError(t, c.Release())
@@ -109,10 +122,10 @@ func TestWorkCounts(t *testing.T) {
 	m, env, _ := fakeEnv(t, d, true)
 	prob := func(suite string, params map[string]int64) (lab.Case, *lab.Suite) {
 		s := m.Suite(suite)
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: params})
+		c, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "t", Params: params})
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Release() })
-		return c, s
+		return c.Case, s
 	}
 	c, _ := prob(SuiteHBM, map[string]int64{"bytes": 1 << 20})
 	assert.Equal(t, lab.Work{Bytes: 1 << 20}, c.Work())
@@ -145,11 +158,13 @@ func TestBadProblemsAreRefused(t *testing.T) {
 		{SuiteLaunch, map[string]int64{"launches": 0}},
 		{SuiteHostLink, map[string]int64{"bytes": 0}},
 	} {
-		_, err := Lab{}.Prepare(env, m.Suite(tc.suite), lab.Problem{Name: "bad", Params: tc.params})
+		s := m.Suite(tc.suite)
+		_, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], lab.Problem{Name: "bad", Params: tc.params})
 		assert.Error(t, err, "%s %v", tc.suite, tc.params)
 	}
-	_, err := Lab{}.Prepare(env, &lab.Suite{Name: "nope"}, lab.Problem{})
+	_, err := lab.NewTrial(env, Lab{}, &lab.Suite{Name: "nope"}, nil, lab.Problem{})
 	assert.ErrorContains(t, err, "no suite")
+	assert.Empty(t, d.allocs, "a refused problem leaves nothing allocated")
 }
 
 func TestTensorNeedsBLAS(t *testing.T) {
@@ -157,144 +172,104 @@ func TestTensorNeedsBLAS(t *testing.T) {
 	d.noBLAS = true
 	m, env, _ := fakeEnv(t, d, true)
 	s := m.Suite(SuiteTensor)
-	_, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
+	_, err := lab.NewTrial(env, Lab{}, s, s.Variants[0], s.Problems.Emu[0])
 	assert.ErrorContains(t, err, "vendor BLAS")
+}
+
+// checkedRun prepares problem p of suite/variant as the engine does, poisons, runs and checks once.
+func checkedRun(t *testing.T, env *lab.Env, s *lab.Suite, variant string, p lab.Problem) check.Report {
+	t.Helper()
+	c, err := lab.NewTrial(env, Lab{}, s, s.Variant(variant), p)
+	require.NoError(t, err)
+	defer c.Release()
+	require.NoError(t, c.Poison())
+	require.NoError(t, c.Run())
+	rep, err := c.Check()
+	require.NoError(t, err)
+	return rep
 }
 
 // The checks must catch a kernel that is almost right.
 func TestChecksCatchNearMisses(t *testing.T) {
-	t.Run("copy misses its last element", func(t *testing.T) {
-		d := newFakeDevice()
-		m, env, ks := fakeEnv(t, d, true)
-		s := m.Suite(SuiteHBM)
-		v := s.Variant("copy_f4")
-		k := ks["hbm_bandwidth/copy_f4"].(*fakeKernel)
-		good := k.body
-		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-			n := int64(argU64(args[2]))
-			if err := good(k, cfg, args); err != nil {
-				return err
+	problem := func(params map[string]int64) lab.Problem { return lab.Problem{Name: "t", Params: params} }
+	for _, tc := range []struct {
+		name, suite, variant string
+		problem              lab.Problem // the suite's first emulator problem when it has no name
+		// damage makes the fake kernel of the variant (nil: the fake BLAS) almost right.
+		damage              func(good fakeBody) fakeBody
+		unwritten, maxErrAt int // -1: not asserted
+	}{
+		{"copy misses its last element", SuiteHBM, "copy_f4", problem(map[string]int64{"bytes": 8008}),
+			func(good fakeBody) fakeBody {
+				return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+					n := int64(argU64(args[2]))
+					err := good(k, cfg, args)
+					dst, _ := k.floats(args[1], n)
+					dst[n-1] = float32(math.NaN())
+					return err
+				}
+			}, 1, 1000},
+		{"fma thread off by one ulp", SuiteFMA, "fma_chains4", lab.Problem{},
+			func(good fakeBody) fakeBody {
+				return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+					err := good(k, cfg, args)
+					out, _ := k.floats(args[0], 1)
+					out[0] = math.Nextafter32(out[0], 10) // thread 0 is always sampled
+					return err
+				}
+			}, -1, 0},
+		{"gemm with one wrong entry", SuiteTensor, VariantCublasBF16, problem(map[string]int64{"m": 48, "n": 40, "k": 56}),
+			nil, -1, -1},
+		{"launch_sync with a launch missing", SuiteLaunch, VariantLaunchSync, problem(map[string]int64{"launches": 5}),
+			func(good fakeBody) fakeBody {
+				return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+					if argU32(args[1]) == 3 {
+						return nil // launch 3 does nothing
+					}
+					return good(k, cfg, args)
+				}
+			}, 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newFakeDevice()
+			if tc.damage == nil {
+				d.gemmHook = func(c []float32) { c[len(c)/3] += 0.25 }
 			}
-			dst, _ := k.floats(args[1], n)
-			dst[n-1] = float32(math.NaN())
-			return nil
-		}
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "1001", Params: map[string]int64{"bytes": 8008}})
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
-		require.NoError(t, err)
-		assert.False(t, rep.OK)
-		assert.Equal(t, 1, rep.Unwritten)
-		assert.Equal(t, 1000, rep.MaxErrAt)
-	})
-	t.Run("fma thread off by one ulp", func(t *testing.T) {
-		d := newFakeDevice()
-		m, env, ks := fakeEnv(t, d, true)
-		s := m.Suite(SuiteFMA)
-		v := s.Variant("fma_chains4")
-		k := ks["fp32_fma/fma_chains4"].(*fakeKernel)
-		good := k.body
-		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-			if err := good(k, cfg, args); err != nil {
-				return err
+			m, env, ks := fakeEnv(t, d, true)
+			s := m.Suite(tc.suite)
+			if tc.damage != nil {
+				k := ks[tc.suite+"/"+tc.variant].(*fakeKernel)
+				k.body = tc.damage(k.body)
 			}
-			out, _ := k.floats(args[0], 1)
-			out[0] = math.Nextafter32(out[0], 10) // thread 0 is always sampled
-			return nil
-		}
-		c, err := Lab{}.Prepare(env, s, s.Problems.Emu[0])
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
-		require.NoError(t, err)
-		assert.False(t, rep.OK)
-		assert.Equal(t, 0, rep.MaxErrAt)
-	})
-	t.Run("gemm with one wrong entry", func(t *testing.T) {
-		d := newFakeDevice()
-		d.gemmHook = func(c []float32) { c[len(c)/3] += 0.25 }
-		m, env, _ := fakeEnv(t, d, true)
-		s := m.Suite(SuiteTensor)
-		v := s.Variant(VariantCublasBF16)
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: map[string]int64{"m": 48, "n": 40, "k": 56}})
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
-		require.NoError(t, err)
-		assert.False(t, rep.OK, rep.Detail())
-	})
-	t.Run("launch_sync with a launch missing", func(t *testing.T) {
-		d := newFakeDevice()
-		m, env, ks := fakeEnv(t, d, true)
-		s := m.Suite(SuiteLaunch)
-		v := s.Variant(VariantLaunchSync)
-		k := ks["launch_latency/"+VariantLaunchSync].(*fakeKernel)
-		good := k.body
-		k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-			if argU32(args[1]) == 3 {
-				return nil // launch 3 does nothing
+			p := tc.problem
+			if p.Name == "" {
+				p = s.Problems.Emu[0]
 			}
-			return good(k, cfg, args)
-		}
-		c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "t", Params: map[string]int64{"launches": 5}})
-		require.NoError(t, err)
-		defer c.Release()
-		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
-		rep, err := c.Check(v)
-		require.NoError(t, err)
-		assert.False(t, rep.OK)
-		assert.Equal(t, 1, rep.Unwritten)
-		assert.Equal(t, 3, rep.MaxErrAt)
-	})
-}
-
-// The row-major → column-major mapping, checked against the fake BLAS (which follows cuBLAS's
-// column-major definition) on a non-square product.
-func TestGemmRowMajor(t *testing.T) {
-	g := GemmRowMajor(3, 5, 7, 0xA, 0xB, 0xC, gpu.BF16, gpu.F32)
-	assert.Equal(t, 5, g.M)
-	assert.Equal(t, 3, g.N)
-	assert.Equal(t, 7, g.K)
-	assert.Equal(t, gpu.Ptr(0xB), g.A)
-	assert.Equal(t, gpu.Ptr(0xA), g.B)
-	assert.Equal(t, 5, g.LDA)
-	assert.Equal(t, 7, g.LDB)
-	assert.Equal(t, 5, g.LDC)
+			rep := checkedRun(t, env, s, tc.variant, p)
+			assert.False(t, rep.OK, rep.Detail())
+			if tc.unwritten >= 0 {
+				assert.Equal(t, tc.unwritten, rep.Unwritten)
+			}
+			if tc.maxErrAt >= 0 {
+				assert.Equal(t, tc.maxErrAt, rep.MaxErrAt)
+			}
+		})
+	}
 }
 
 func TestDescribeWithoutNVML(t *testing.T) {
 	d := newFakeDevice()
 	_, env, _ := fakeEnv(t, d, true)
-	out, err := Lab{}.Describe(env)
+	extra, err := Lab{}.Describe(env)
 	require.NoError(t, err)
-	assert.Equal(t, d.info, out["info"])
-	attrs, ok := out["attributes"].([]gpu.Attribute)
-	require.True(t, ok)
-	assert.NotEmpty(t, attrs)
-	nv := out["nvml"].(map[string]any)
-	assert.Equal(t, false, nv["available"])
-	assert.Contains(t, nv["reason"], "emulator")
-	assert.Contains(t, out, "peaks")
-}
-
-func TestDescribeNVMLNeverFails(t *testing.T) {
-	// On a machine without NVML this records why; on a GPU machine it describes device 0.
-	out := describeNVML(gpu.DeviceInfo{Backend: "cuda", Name: "test"})
-	avail, ok := out["available"].(bool)
-	require.True(t, ok)
-	if !avail {
-		assert.NotEmpty(t, out["reason"])
-		t.Logf("NVML unavailable here: %v", out["reason"])
-		return
-	}
-	assert.NotEmpty(t, out["driver_version"])
-	t.Logf("NVML: %v", out)
+	var p results.DeviceProperties
+	data, err := json.Marshal(extra)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &p))
+	assert.Equal(t, d.info, p.Info)
+	assert.NotEmpty(t, p.Attributes)
+	assert.Equal(t, &results.MemoryNow{FreeBytes: 1 << 30, TotalBytes: 1 << 30}, p.Memory)
+	assert.False(t, p.NVML.Available)
+	assert.Contains(t, p.NVML.Reason, "emulator")
+	assert.Nil(t, p.Peaks.Datasheet, "a fake GPU has no datasheet")
 }

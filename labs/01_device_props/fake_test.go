@@ -24,6 +24,7 @@ type fakeDevice struct {
 	info   gpu.DeviceInfo
 	mu     sync.Mutex
 	allocs map[gpu.Ptr][]byte
+	pinned int // live page-locked host allocations
 	next   gpu.Ptr
 	noBLAS bool
 	// gemmHook, when set, may damage the GEMM output (for negative tests).
@@ -84,14 +85,29 @@ func (d *fakeDevice) mem(p gpu.Ptr, n int64) ([]byte, error) {
 	return nil, fmt.Errorf("fake: [%#x, +%d) is not inside any allocation", p, n)
 }
 
-type fakeHostMem struct{ b []byte }
+type fakeHostMem struct {
+	d *fakeDevice
+	b []byte
+}
 
 func (h *fakeHostMem) Pointer() unsafe.Pointer { return unsafe.Pointer(&h.b[0]) }
 func (h *fakeHostMem) Bytes() int64            { return int64(len(h.b)) }
-func (h *fakeHostMem) Free() error             { h.b = nil; return nil }
+func (h *fakeHostMem) Free() error {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	if h.b == nil {
+		return fmt.Errorf("fake: host memory freed twice")
+	}
+	h.b = nil
+	h.d.pinned--
+	return nil
+}
 
 func (d *fakeDevice) MallocHost(bytes int64) (gpu.HostMem, error) {
-	return &fakeHostMem{b: make([]byte, max(bytes, 1))[:bytes:max(bytes, 1)]}, nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pinned++
+	return &fakeHostMem{d: d, b: make([]byte, max(bytes, 1))[:bytes:max(bytes, 1)]}, nil
 }
 
 func hostSlice(p unsafe.Pointer, n int64) []byte { return unsafe.Slice((*byte)(p), n) }
@@ -228,13 +244,16 @@ func (b *fakeBLAS) GemmEx(s gpu.Stream, g gpu.GemmDesc) error {
 
 // ---- kernels ----
 
+// fakeBody simulates a kernel launch.
+type fakeBody func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error
+
 // fakeKernel is a Go twin of one kernel entry: params parsed from the .cu file, and a body run
 // for every (block, thread) of the grid.
 type fakeKernel struct {
 	d      *fakeDevice
 	name   string
 	params []gpu.Param
-	body   func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error
+	body   fakeBody
 	count  int // launches
 }
 

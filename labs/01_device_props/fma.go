@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sort"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // fmaCase is one problem of fp32_fma: threads_per_sm threads on every SM, each doing `fmas`
@@ -19,7 +18,7 @@ import (
 type fmaCase struct {
 	env          *lab.Env
 	threadsPerSM int64
-	sms          int64
+	sms          int64 // SMs of the device
 	fmas         int64 // per thread
 	seed         uint64
 	out          *gpu.Buffer[float32]
@@ -33,7 +32,7 @@ func prepareFMA(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	c := &fmaCase{
 		env:          env,
 		threadsPerSM: p.Int("threads_per_sm", 2048),
-		sms:          smCount(env),
+		sms:          int64(smCount(env)),
 		fmas:         p.Int("fmas", 4096),
 		seed:         env.RNG.Uint64(),
 	}
@@ -44,7 +43,7 @@ func prepareFMA(env *lab.Env, p lab.Problem) (lab.Case, error) {
 		return nil, fmt.Errorf("fmas = %d must be a positive multiple of %d (so that every chain count divides it)", c.fmas, maxFMAChains)
 	}
 	var err error
-	if c.out, err = gpu.Alloc[float32](env.Device, int(c.threads())); err != nil {
+	if c.out, err = lab.Output[float32](env, "out", int(c.threads()), lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -52,11 +51,9 @@ func prepareFMA(env *lab.Env, p lab.Problem) (lab.Case, error) {
 
 func (c *fmaCase) threads() int64 { return c.sms * c.threadsPerSM }
 
-func (c *fmaCase) Poison() error { return c.out.Fill32(nanBits, c.env.Stream) }
-
 // shape returns the variant's chain count, steps per chain, block and grid.
 func (c *fmaCase) shape(v *lab.Variant) (chains, iters int, block, grid int64, err error) {
-	ch := param(v, "chains", 0)
+	ch := v.Int("chains", 0)
 	if ch < 1 || ch > maxFMAChains || c.fmas%ch != 0 {
 		return 0, 0, 0, 0, fmt.Errorf("variant %s: params.chains = %d must match the kernel's CHAINS (1..%d, dividing fmas = %d)",
 			v.Name, ch, maxFMAChains, c.fmas)
@@ -84,15 +81,15 @@ func (c *fmaCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	return gpu.Launch(k, cfg(c.env, grid, block), c.out, int32(iters), c.seed)
+	return gpu.Launch(k, cfg(c.env, int(grid), int(block)), c.out, int32(iters), c.seed)
 }
 
-func (c *fmaCase) Check(v *lab.Variant) (check.Report, error) {
+func (c *fmaCase) Check(v *lab.Variant, outs *lab.Outputs) (check.Report, error) {
 	chains, iters, block, _, err := c.shape(v)
 	if err != nil {
 		return check.Report{}, err
 	}
-	out, err := c.out.Download()
+	out, err := outs.Float32(c.out)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -100,7 +97,7 @@ func (c *fmaCase) Check(v *lab.Variant) (check.Report, error) {
 	bad := 0
 	firstBad := -1
 	for i, x := range out {
-		if !finite32(x) {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
 			bad++
 			if firstBad < 0 {
 				firstBad = i
@@ -111,19 +108,15 @@ func (c *fmaCase) Check(v *lab.Variant) (check.Report, error) {
 	tids := c.sampleThreads(block)
 	got := make([]float32, len(tids))
 	want := make([]float32, len(tids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for s, t := range tids { // each sample is a whole chain (up to millions of FMAs): spread them
+	for s, t := range tids {
 		got[s] = out[t]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			want[s] = FMAChainRef(c.seed, uint64(t), chains, iters)
-			<-sem
-		}()
 	}
-	wg.Wait()
+	// Each sample is a whole chain (up to millions of FMAs): spread them over the cores.
+	matref.ParallelFor(len(tids), func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			want[s] = FMAChainRef(c.seed, uint64(tids[s]), chains, iters)
+		}
+	})
 	rep := check.Exact(got, want)
 	rep.Method = fmt.Sprintf("exact against the FMA chains recomputed on the CPU (FMA32) for %d sampled threads; every output checked for NaN", len(tids))
 	for i := range rep.Mismatches { // report thread ids, not sample numbers
@@ -175,5 +168,3 @@ func (c *fmaCase) sampleThreads(block int64) []int {
 func (c *fmaCase) Work() lab.Work {
 	return lab.Work{FLOPs: 2 * float64(c.threads()) * float64(c.fmas), Bytes: 4 * float64(c.threads())}
 }
-
-func (c *fmaCase) Release() error { return c.out.Free() }

@@ -3,7 +3,6 @@ package devprops
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -20,17 +19,17 @@ import (
 //	host src (pinned; a pageable twin)  --h2d-->  devDst
 //	host dst (pinned; a pageable twin) <--d2h--   devSrc (a copy of host src, uploaded in Prepare)
 //
-// Poison overwrites the destinations of both directions, so each check proves that the timed
-// copy moved the data: h2d is checked by reading devDst back, d2h by comparing host dst.
+// The destinations of both directions are outputs the engine poisons, so each check proves that
+// the timed copy moved the data: h2d is checked by reading devDst back, d2h by comparing host dst.
 type hostLinkCase struct {
 	env              *lab.Env
-	bytes            int64
-	pinSrc, pinDst   gpu.HostMem
+	bytes            int
+	pinSrc, pinDst   []byte
 	pageSrc, pageDst []byte
 	devSrc, devDst   *gpu.Buffer[uint8]
 }
 
-// poisonByte fills destinations before each run.
+// poisonByte fills destinations before each checked run.
 const poisonByte = 0xA5
 
 func prepareHostLink(env *lab.Env, p lab.Problem) (lab.Case, error) {
@@ -38,36 +37,26 @@ func prepareHostLink(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("bytes = %d must be at least 1", n)
 	}
-	if err := checkFits(env, 2*n); err != nil {
+	if err := lab.NeedMemory(env, 2*n); err != nil {
 		return nil, err
 	}
-	c := &hostLinkCase{env: env, bytes: n}
+	c := &hostLinkCase{env: env, bytes: int(n)}
 	var err error
-	if c.pinSrc, err = env.Device.MallocHost(n); err != nil {
-		return nil, fmt.Errorf("pinned host memory: %w", err)
-	}
-	if c.pinDst, err = env.Device.MallocHost(n); err != nil {
-		c.Release()
-		return nil, fmt.Errorf("pinned host memory: %w", err)
-	}
-	src := hostBytes(c.pinSrc)
-	randomBytes(env, src)
-	c.pageSrc = bytes.Clone(src)
-	c.pageDst = make([]byte, n)
-	if c.devSrc, err = gpu.Alloc[uint8](env.Device, int(n)); err != nil {
-		c.Release()
+	if c.pinSrc, err = lab.PinnedHost(env, "pinned source", c.bytes); err != nil {
 		return nil, err
 	}
-	if c.devDst, err = gpu.Alloc[uint8](env.Device, int(n)); err != nil {
-		c.Release()
+	randomBytes(env, c.pinSrc)
+	c.pageSrc = bytes.Clone(c.pinSrc)
+	if c.pinDst, err = lab.HostOutput(env, "pinned destination", c.bytes, true, lab.PoisonBytes(poisonByte)); err != nil {
 		return nil, err
 	}
-	if err := env.Device.CopyHtoD(c.devSrc.DevicePtr(), c.pinSrc.Pointer(), n, env.Stream); err != nil {
-		c.Release()
+	if c.pageDst, err = lab.HostOutput(env, "pageable destination", c.bytes, false, lab.PoisonBytes(poisonByte)); err != nil {
 		return nil, err
 	}
-	if err := syncStream(env); err != nil {
-		c.Release()
+	if c.devSrc, err = lab.Upload(env, "device source", c.pinSrc); err != nil {
+		return nil, err
+	}
+	if c.devDst, err = lab.Output[uint8](env, "device destination", c.bytes, lab.PoisonBytes(poisonByte)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -75,35 +64,18 @@ func prepareHostLink(env *lab.Env, p lab.Problem) (lab.Case, error) {
 
 // randomBytes fills b from the lab's seeded generator, eight bytes at a time.
 func randomBytes(env *lab.Env, b []byte) {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], env.RNG.Uint64())
+	var word [8]byte
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(word[:], env.RNG.Uint64())
+		copy(b[i:], word[:])
 	}
-	if i < len(b) {
-		var tail [8]byte
-		binary.LittleEndian.PutUint64(tail[:], env.RNG.Uint64())
-		copy(b[i:], tail[:])
-	}
-}
-
-func (c *hostLinkCase) Poison() error {
-	// The host writes below must not race a copy still in flight from an earlier run.
-	if err := syncStream(c.env); err != nil {
-		return err
-	}
-	if err := c.devDst.FillBytes(poisonByte, c.env.Stream); err != nil {
-		return err
-	}
-	fillBytes(hostBytes(c.pinDst), poisonByte)
-	fillBytes(c.pageDst, poisonByte)
-	return syncStream(c.env)
 }
 
 // direction returns the variant's library call and whether it uses pinned memory.
 func (c *hostLinkCase) direction(v *lab.Variant) (lib string, pinned bool, err error) {
 	switch v.Library {
 	case LibMemcpyHtoD, LibMemcpyDtoH:
-		return v.Library, param(v, "pinned", 1) != 0, nil
+		return v.Library, v.Int("pinned", 1) != 0, nil
 	}
 	return "", false, fmt.Errorf("variant %s: %s knows the library calls %s and %s, not %q",
 		v.Name, SuiteHostLink, LibMemcpyHtoD, LibMemcpyDtoH, v.Library)
@@ -114,88 +86,38 @@ func (c *hostLinkCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	d := c.env.Device
+	n := int64(c.bytes)
 	if lib == LibMemcpyHtoD {
-		src := c.pinSrc.Pointer()
+		src := c.pinSrc
 		if !pinned {
-			src = unsafe.Pointer(&c.pageSrc[0])
+			src = c.pageSrc
 		}
-		return d.CopyHtoD(c.devDst.DevicePtr(), src, c.bytes, c.env.Stream)
+		return c.env.Device.CopyHtoD(c.devDst.DevicePtr(), unsafe.Pointer(&src[0]), n, c.env.Stream)
 	}
-	dst := c.pinDst.Pointer()
+	dst := c.pinDst
 	if !pinned {
-		dst = unsafe.Pointer(&c.pageDst[0])
+		dst = c.pageDst
 	}
-	return d.CopyDtoH(dst, c.devSrc.DevicePtr(), c.bytes, c.env.Stream)
+	return c.env.Device.CopyDtoH(unsafe.Pointer(&dst[0]), c.devSrc.DevicePtr(), n, c.env.Stream)
 }
 
-func (c *hostLinkCase) Check(v *lab.Variant) (check.Report, error) {
+func (c *hostLinkCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	lib, pinned, err := c.direction(v)
 	if err != nil {
 		return check.Report{}, err
 	}
-	want := hostBytes(c.pinSrc)
-	var got []byte
+	got := c.pageDst
 	switch {
 	case lib == LibMemcpyHtoD:
-		// Read the device copy back (into the pinned destination, which h2d does not use).
-		if err := c.env.Device.CopyDtoH(c.pinDst.Pointer(), c.devDst.DevicePtr(), c.bytes, c.env.Stream); err != nil {
+		if got, err = lab.Raw(out, c.devDst); err != nil {
 			return check.Report{}, err
 		}
-		if err := syncStream(c.env); err != nil {
-			return check.Report{}, err
-		}
-		got = hostBytes(c.pinDst)
 	case pinned:
-		got = hostBytes(c.pinDst)
-	default:
-		got = c.pageDst
+		got = c.pinDst
 	}
-	rep := exactBytes(got, want)
+	rep := check.Exact(got, c.pinSrc)
 	rep.Method = "exact: random bytes after a round trip through the link"
 	return rep, nil
 }
 
 func (c *hostLinkCase) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes)} }
-
-func (c *hostLinkCase) Release() error {
-	var errs []error
-	for _, h := range []gpu.HostMem{c.pinSrc, c.pinDst} {
-		if h != nil {
-			errs = append(errs, h.Free())
-		}
-	}
-	errs = append(errs, c.devSrc.Free(), c.devDst.Free())
-	c.pinSrc, c.pinDst, c.pageSrc, c.pageDst = nil, nil, nil, nil
-	return errors.Join(errs...)
-}
-
-// exactBytes compares two byte slices: bytes.Equal for the common case, a scan for the details
-// when they differ.
-func exactBytes(got, want []byte) check.Report {
-	rep := check.Report{OK: true, Checked: len(got), MaxErrAt: -1}
-	if len(got) != len(want) {
-		rep.OK = false
-		rep.Note = fmt.Sprintf("output has %d bytes, reference %d", len(got), len(want))
-		return rep
-	}
-	if bytes.Equal(got, want) {
-		return rep
-	}
-	rep.OK = false
-	wrong := 0
-	for i := range got {
-		if got[i] != want[i] {
-			if wrong == 0 {
-				rep.MaxErrAt = i
-			}
-			wrong++
-			if len(rep.Mismatches) < check.MaxMismatches {
-				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: i, Got: float64(got[i]), Want: float64(want[i])})
-			}
-		}
-	}
-	rep.RelErr = float64(wrong) / float64(len(got))
-	rep.Note = fmt.Sprintf("%d of %d bytes differ", wrong, len(got))
-	return rep
-}

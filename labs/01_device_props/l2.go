@@ -24,7 +24,7 @@ type l2Case struct {
 	passes int64
 	seed   uint64
 	src    *gpu.Buffer[float32]
-	out    *gpu.Buffer[uint32]
+	out    *gpu.Buffer[uint32] // one sum per thread, for the largest grid of the suite's variants
 	// set by Run, read by Check: the threads of the launch, and the passes its last launch made
 	threads, lastFirst, lastCount int64
 	block                         int64
@@ -34,12 +34,12 @@ type l2Case struct {
 // so that the one launch is about 2% of the time.
 const l2BytesPerRun = 2 << 30
 
-func prepareL2(env *lab.Env, p lab.Problem) (lab.Case, error) {
+func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	bytes := p.Int("bytes", 0)
 	if bytes < 16 || bytes%16 != 0 {
 		return nil, fmt.Errorf("bytes = %d: it must be a positive multiple of 16 (the buffer, read as 16-byte words)", bytes)
 	}
-	if err := checkFits(env, bytes); err != nil {
+	if err := lab.NeedMemory(env, bytes); err != nil {
 		return nil, err
 	}
 	c := &l2Case{env: env, n4: bytes / 16, seed: env.RNG.Uint64()}
@@ -52,11 +52,22 @@ func prepareL2(env *lab.Env, p lab.Problem) (lab.Case, error) {
 		return nil, fmt.Errorf("run_bytes / bytes = %d passes: more than a launch parameter holds", c.passes)
 	}
 	var err error
-	if c.src, err = gpu.Alloc[float32](env.Device, int(4*c.n4)); err != nil {
+	if c.src, err = lab.Alloc[float32](env, "src", int(4*c.n4)); err != nil {
 		return nil, err
 	}
-	if err := fillHash(env, c.src.DevicePtr(), 4*c.n4, c.seed); err != nil {
-		c.Release()
+	if err := fillHash(env, c.src, c.seed); err != nil {
+		return nil, err
+	}
+	// The output holds a sum per thread. Its size depends on the variant's grid, and Prepare does
+	// not know the variant: size it for the largest grid of the suite (a variant with bad
+	// parameters fails in Run, with the reason).
+	threads := int64(1)
+	for _, v := range s.Variants {
+		if grid, block, _, err := c.shape(v); err == nil {
+			threads = max(threads, grid*block)
+		}
+	}
+	if c.out, err = lab.Output[uint32](env, "out", int(threads), lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -70,8 +81,8 @@ func (c *l2Case) shape(v *lab.Variant) (grid, block, perLaunch int64, err error)
 		return 0, 0, 0, err
 	}
 	block = int64(b)
-	grid = min(smCount(c.env)*param(v, "blocks_per_sm", 8), ceilDiv(c.n4, block))
-	perLaunch = param(v, "passes_per_launch", 0)
+	grid = min(int64(smCount(c.env))*v.Int("blocks_per_sm", 8), (c.n4+block-1)/block)
+	perLaunch = v.Int("passes_per_launch", 0)
 	if perLaunch < 0 {
 		return 0, 0, 0, fmt.Errorf("variant %s: passes_per_launch = %d (0: all passes in one launch)", v.Name, perLaunch)
 	}
@@ -79,13 +90,6 @@ func (c *l2Case) shape(v *lab.Variant) (grid, block, perLaunch int64, err error)
 		perLaunch = c.passes
 	}
 	return max(grid, 1), block, perLaunch, nil
-}
-
-func (c *l2Case) Poison() error {
-	if c.out == nil {
-		return nil // allocated by the first Run, when the grid is known
-	}
-	return c.out.Fill32(nanBits, c.env.Stream)
 }
 
 func (c *l2Case) Run(v *lab.Variant) error {
@@ -97,21 +101,13 @@ func (c *l2Case) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	if c.out == nil || c.threads != grid*block {
-		if c.out != nil {
-			c.out.Free()
-		}
-		if c.out, err = gpu.Alloc[uint32](c.env.Device, int(grid*block)); err != nil {
-			return err
-		}
-		if err := c.out.Fill32(nanBits, c.env.Stream); err != nil {
-			return err
-		}
+	if grid*block > int64(c.out.Len()) {
+		return fmt.Errorf("variant %s: a grid of %d×%d threads, but the output was sized for the suite's variants (%d)", v.Name, grid, block, c.out.Len())
 	}
 	c.threads, c.block = grid*block, block
 	for first := int64(0); first < c.passes; first += perLaunch {
 		n := min(perLaunch, c.passes-first)
-		if err := gpu.Launch(k, cfg(c.env, grid, block), c.src, c.n4, int32(first), int32(n), c.out); err != nil {
+		if err := gpu.Launch(k, cfg(c.env, int(grid), int(block)), c.src, c.n4, int32(first), int32(n), c.out); err != nil {
 			return err
 		}
 		c.lastFirst, c.lastCount = first, n
@@ -147,13 +143,14 @@ func (c *l2Case) threadSum(tid int64) uint32 {
 
 // Check compares the sum over all threads with the passes × the sum of the buffer (integer sums
 // are exact in any order), and sampled threads with their own sums.
-func (c *l2Case) Check(v *lab.Variant) (check.Report, error) {
+func (c *l2Case) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) {
 	rep := check.Report{Method: "exact: the sum of every thread's output against passes × the buffer's sum, and " +
 		"sampled threads against their own reads recomputed on the CPU", MaxErrAt: -1}
-	out, err := c.out.Download()
+	out, err := lab.Raw(outs, c.out)
 	if err != nil {
 		return rep, err
 	}
+	out = out[:c.threads] // the threads of the last launch; the rest keep the poison
 	var total atomic.Uint32
 	matref.ParallelFor(int(c.n4), func(lo, hi int) {
 		var s uint32
@@ -191,13 +188,3 @@ func (c *l2Case) Check(v *lab.Variant) (check.Report, error) {
 }
 
 func (c *l2Case) Work() lab.Work { return lab.Work{Bytes: float64(16 * c.n4 * c.passes)} }
-
-func (c *l2Case) Release() error {
-	err := c.src.Free()
-	if c.out != nil {
-		if e := c.out.Free(); err == nil {
-			err = e
-		}
-	}
-	return err
-}

@@ -22,13 +22,17 @@ type launchCase struct {
 	flags    *gpu.Buffer[uint32]
 }
 
-// flagSentinel is what the flags are poisoned with; the token is never equal to it.
-const flagSentinel = 0xDEADBEEF
+// flagPoison is the byte the flags are poisoned with, flagSentinel a flag that holds it; the
+// token is never equal to it.
+const (
+	flagPoison   = 0xA5
+	flagSentinel = 0xA5A5A5A5
+)
 
 func prepareLaunch(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	c := &launchCase{env: env, launches: p.Int("launches", 1000), blocks: p.Int("blocks", 1)}
 	if bps := p.Int("blocks_per_sm", 0); bps > 0 {
-		c.blocks = bps * smCount(env)
+		c.blocks = bps * int64(smCount(env))
 	}
 	if c.launches < 1 || c.launches > 1<<24 {
 		return nil, fmt.Errorf("launches = %d must be in 1..%d", c.launches, 1<<24)
@@ -40,13 +44,11 @@ func prepareLaunch(env *lab.Env, p lab.Problem) (lab.Case, error) {
 		c.token = env.RNG.Uint32()
 	}
 	var err error
-	if c.flags, err = gpu.Alloc[uint32](env.Device, int(c.launches)); err != nil {
+	if c.flags, err = lab.Output[uint32](env, "flags", int(c.launches), lab.PoisonBytes(flagPoison)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
-
-func (c *launchCase) Poison() error { return c.flags.Fill32(flagSentinel, c.env.Stream) }
 
 // Run launches the kernel `launches` times. With params.sync = 1 it waits for each launch to
 // finish before the next one, so the time per op is the round trip (launch, run, completion seen
@@ -73,15 +75,15 @@ func (c *launchCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	lc := cfg(c.env, c.blocks, int64(block))
-	sync := param(v, "sync", 0) != 0
+	lc := cfg(c.env, int(c.blocks), block)
+	sync := v.Int("sync", 0) != 0
 	for i := int64(0); i < c.launches; i++ {
 		args := [][]byte{packed[0], binary.LittleEndian.AppendUint32(nil, uint32(i)), packed[2]}
 		if err := k.LaunchPacked(lc, args); err != nil {
 			return fmt.Errorf("launch %d of %s grid %v block %v: %w", i, k.Name(), lc.Grid, lc.Block, err)
 		}
 		if sync {
-			if err := syncStream(c.env); err != nil {
+			if err := c.env.Stream.Synchronize(); err != nil {
 				return err
 			}
 		}
@@ -89,8 +91,8 @@ func (c *launchCase) Run(v *lab.Variant) error {
 	return nil
 }
 
-func (c *launchCase) Check(v *lab.Variant) (check.Report, error) {
-	got, err := c.flags.Download()
+func (c *launchCase) Check(_ *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	got, err := lab.Raw(out, c.flags)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -114,5 +116,3 @@ func (c *launchCase) Check(v *lab.Variant) (check.Report, error) {
 }
 
 func (c *launchCase) Work() lab.Work { return lab.Work{Ops: int(c.launches)} }
-
-func (c *launchCase) Release() error { return c.flags.Free() }

@@ -1,28 +1,19 @@
 package devprops
 
-// Numeric helpers shared by the checks of this lab. They are general (later labs need bf16
-// conversion, exact float32 FMA and Freivalds' test too) and are candidates for a shared package
-// such as internal/check; they live here until the lead moves them.
+// The host side of this lab's checks: the fill hash and the FMA chains recomputed exactly, and
+// Freivalds' test per row with exactly recomputed entries for the bf16 product. (Bf16 rounding,
+// the hash generator and the parallel loops are matref's, shared with the GEMM labs.)
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // ---- counter-based hash (the host twin of kernels/hash.cuh) ----
-
-// SplitMix64 is the i-th output (from 0) of the SplitMix64 generator seeded with seed. It is the
-// same function as kl_splitmix64 in kernels/hash.cuh.
-func SplitMix64(seed, i uint64) uint64 {
-	z := seed + (i+1)*0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
 
 // UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
 // never zero. It is kl_unit_float in kernels/hash.cuh.
@@ -31,8 +22,9 @@ func UnitFloat(h uint64) float32 {
 	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
 }
 
-// HashFloat is element i of the float stream for seed (kl_hash_float on the device).
-func HashFloat(seed, i uint64) float32 { return UnitFloat(SplitMix64(seed, i)) }
+// HashFloat is element i of the float stream for seed (kl_hash_float on the device), from
+// matref.SplitMix64 (kl_splitmix64 in kernels/hash.cuh).
+func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
 
 // ---- exact float32 fused multiply-add ----
 
@@ -84,7 +76,7 @@ const maxFMAChains = 8
 // independent chains x = fma(x, a, b) of iters steps each, summed in order x0 + x1 + … .
 func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 	key := tid * fmaKeysPerThread
-	a := float32(0x8000+uint32(SplitMix64(seed, key)>>49)) * (1.0 / 65536.0)
+	a := float32(0x8000+uint32(matref.SplitMix64(seed, key)>>49)) * (1.0 / 65536.0)
 	b := HashFloat(seed, key+1)
 	var x [maxFMAChains]float32
 	for j := 0; j < chains; j++ {
@@ -100,23 +92,6 @@ func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 		s += x[j]
 	}
 	return s
-}
-
-// ---- bfloat16 ----
-
-// RandomBF16 returns n bfloat16 values, uniform in (−1, 1) before rounding (so within [−1, 1]),
-// never zero.
-func RandomBF16(rng *rand.Rand, n int) []uint16 {
-	out := make([]uint16, n)
-	for i := range out {
-		v := float32(rng.Float64()*2 - 1)
-		h := matref.BF16FromFloat32(v)
-		if h&0x7FFF == 0 { // ±0 (only from tiny values): use the smallest normal instead
-			h |= 0x0080
-		}
-		out[i] = h
-	}
-	return out
 }
 
 // ---- Freivalds' test ----
@@ -144,36 +119,29 @@ type Freivalds struct {
 	U    []float64 // A·(B·r) in float64 (length M)
 }
 
-// NewFreivaldsBF16 prepares the test for C = A·B with row-major bfloat16 A (m×k) and B (k×n).
-// Products of bfloat16 values are exact in float64, so U is accurate to float64 rounding.
-func NewFreivaldsBF16(a, b []uint16, m, n, k int, r []float64) (*Freivalds, error) {
+// NewFreivalds prepares the test for C = A·B with row-major A (m×k) and B (k×n) that hold bf16
+// values: their products are exact in float64, so U is accurate to float64 rounding.
+func NewFreivalds(a, b []float32, m, n, k int, r []float64) (*Freivalds, error) {
 	if len(a) != m*k || len(b) != k*n || len(r) != n {
 		return nil, fmt.Errorf("freivalds: A has %d elements (want %d×%d), B %d (want %d×%d), r %d (want %d)",
 			len(a), m, k, len(b), k, n, len(r), n)
 	}
-	t := make([]float64, k) // t = B·r
-	matref.ParallelFor(k, func(lo, hi int) {
-		for kk := lo; kk < hi; kk++ {
-			row := b[kk*n : (kk+1)*n]
-			var s float64
-			for j, h := range row {
-				s += float64(matref.Float32FromBF16(h)) * r[j]
-			}
-			t[kk] = s
-		}
-	})
-	u := make([]float64, m) // u = A·t
-	matref.ParallelFor(m, func(lo, hi int) {
+	return &Freivalds{M: m, N: n, R: r, U: matVec(a, m, k, matVec(b, k, n, r))}, nil // A·(B·r)
+}
+
+// matVec is M·x in float64 for a row-major matrix M of rows×cols.
+func matVec(mat []float32, rows, cols int, x []float64) []float64 {
+	y := make([]float64, rows)
+	matref.ParallelFor(rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row := a[i*k : (i+1)*k]
 			var s float64
-			for kk, h := range row {
-				s += float64(matref.Float32FromBF16(h)) * t[kk]
+			for j, v := range mat[i*cols : (i+1)*cols] {
+				s += float64(v) * x[j]
 			}
-			u[i] = s
+			y[i] = s
 		}
 	})
-	return &Freivalds{M: m, N: n, R: r, U: u}, nil
+	return y
 }
 
 // Check compares C·r (C row-major m×n, computed in float64) with A·(B·r), row by row. Row i fails
@@ -236,61 +204,52 @@ func (f *Freivalds) Check(c []float32, tol float64) check.Report {
 	return rep
 }
 
-// SampleBF16 is one output entry recomputed exactly: C[i][j] = Σₖ A[i][k]·B[k][j].
-type SampleBF16 struct {
-	I, J       int
-	Want       float64 // the exact dot product (to float64 rounding)
-	Scale      float64 // Σₖ |A[i][k]·B[k][j]|, the scale of the rounding error
-	Got        float64
-	RelToScale float64
+// Sample is one output entry recomputed exactly: C[i][j] = Σₖ A[i][k]·B[k][j].
+type Sample struct {
+	I, J  int
+	Want  float64 // the exact dot product (to float64 rounding)
+	Scale float64 // Σₖ |A[i][k]·B[k][j]|, the scale of the rounding error
 }
 
-// SampleEntriesBF16 recomputes the entries (i, j) listed in at for row-major A (m×k) and B (k×n).
-func SampleEntriesBF16(a, b []uint16, n, k int, at [][2]int) []SampleBF16 {
-	out := make([]SampleBF16, len(at))
+// SampleEntries recomputes the entries (i, j) listed in at.
+func SampleEntries(p *matref.Product, at [][2]int) []Sample {
+	out := make([]Sample, len(at))
 	for s, ij := range at {
-		i, j := ij[0], ij[1]
-		var sum, scale float64
-		for kk := 0; kk < k; kk++ {
-			p := float64(matref.Float32FromBF16(a[i*k+kk])) * float64(matref.Float32FromBF16(b[kk*n+j]))
-			sum += p
-			scale += math.Abs(p)
-		}
-		out[s] = SampleBF16{I: i, J: j, Want: sum, Scale: scale}
+		out[s].I, out[s].J = ij[0], ij[1]
+		out[s].Want, out[s].Scale = p.Entry(ij[0], ij[1])
 	}
 	return out
 }
 
 // CheckSamples compares the sampled entries with C (row-major, n columns): each must be within
 // tol · Scale of the exact value.
-func CheckSamples(samples []SampleBF16, c []float32, n int, tol float64) check.Report {
+func CheckSamples(samples []Sample, c []float32, n int, tol float64) check.Report {
 	rep := check.Report{Method: "sampled entries recomputed exactly in float64", Tolerance: tol, MaxErrAt: -1}
 	rep.Checked = len(samples)
 	wrong := 0
-	for s := range samples {
-		sm := &samples[s]
+	for _, sm := range samples {
 		idx := sm.I*n + sm.J
 		if idx < 0 || idx >= len(c) {
 			rep.Note = fmt.Sprintf("sample (%d, %d) is outside the output", sm.I, sm.J)
 			return rep
 		}
-		sm.Got = float64(c[idx])
-		d := math.Abs(sm.Got - sm.Want)
-		if math.IsNaN(sm.Got) || math.IsInf(sm.Got, 0) {
+		got := float64(c[idx])
+		d := math.Abs(got - sm.Want)
+		if math.IsNaN(got) || math.IsInf(got, 0) {
 			rep.Unwritten++
 			d = math.Inf(1)
 		}
-		sm.RelToScale = d / (sm.Scale + 1e-300)
-		if sm.RelToScale > rep.RelErr || rep.MaxErrAt < 0 {
-			rep.RelErr, rep.MaxErrAt = sm.RelToScale, idx
+		rel := d / (sm.Scale + 1e-300)
+		if rel > rep.RelErr || rep.MaxErrAt < 0 {
+			rep.RelErr, rep.MaxErrAt = rel, idx
 		}
 		if !math.IsInf(d, 0) {
 			rep.MaxAbsErr = math.Max(rep.MaxAbsErr, d)
 		}
-		if sm.RelToScale > tol {
+		if rel > tol {
 			wrong++
 			if len(rep.Mismatches) < check.MaxMismatches {
-				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: idx, Got: sm.Got, Want: sm.Want})
+				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: idx, Got: got, Want: sm.Want})
 			}
 		}
 	}
@@ -300,5 +259,3 @@ func CheckSamples(samples []SampleBF16, c []float32, n int, tol float64) check.R
 	}
 	return rep
 }
-
-// ---- small helpers ----

@@ -11,14 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSplitMix64MatchesTheReferenceGenerator(t *testing.T) {
-	// The first outputs of SplitMix64 seeded with 0 (the reference C implementation).
-	want := []uint64{0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F}
-	for i, w := range want {
-		assert.Equal(t, w, SplitMix64(0, uint64(i)), "output %d", i)
-	}
-}
-
 func TestFillHashIsDeterministicAndNeverZero(t *testing.T) {
 	for _, seed := range []uint64{0, 1, 0xDEADBEEF, math.MaxUint64} {
 		for i := uint64(0); i < 20000; i++ {
@@ -78,7 +70,7 @@ func TestFMAChainRef(t *testing.T) {
 	assert.Equal(t, x0+x1, FMAChainRef(seed, 3, 2, 0))
 	// Two steps of one chain, by hand.
 	key := uint64(5 * 16)
-	a := float32(0x8000+uint32(SplitMix64(seed, key)>>49)) / 65536
+	a := float32(0x8000+uint32(matref.SplitMix64(seed, key)>>49)) / 65536
 	b := HashFloat(seed, key+1)
 	x := HashFloat(seed, key+2)
 	x = FMA32(FMA32(x, a, b), a, b)
@@ -87,7 +79,7 @@ func TestFMAChainRef(t *testing.T) {
 	// Long chains stay finite and normal (no overflow, no subnormals) for any thread.
 	for tid := uint64(0); tid < 200; tid++ {
 		v := FMAChainRef(seed, tid, 8, 4096)
-		require.True(t, finite32(v))
+		require.False(t, math.IsNaN(float64(v)) || math.IsInf(float64(v), 0))
 		require.True(t, v == 0 || math.Abs(float64(v)) > 1e-30)
 	}
 }
@@ -106,39 +98,37 @@ func TestBF16(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, matref.Float32FromBF16(matref.BF16FromFloat32(tc.in)), "%g", tc.in)
 	}
-	assert.True(t, isNaN32(matref.Float32FromBF16(matref.BF16FromFloat32(float32(math.NaN())))))
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, h := range RandomBF16(rng, 10000) {
-		v := matref.Float32FromBF16(h)
-		require.True(t, v != 0 && v >= -1 && v <= 1, "%g", v)
-		require.Equal(t, h, matref.BF16FromFloat32(v), "round trip")
-	}
+	assert.True(t, math.IsNaN(float64(matref.Float32FromBF16(matref.BF16FromFloat32(float32(math.NaN()))))))
 }
 
-// freivaldsCase builds a random bf16 product and its float32 result.
-func freivaldsCase(m, n, k int, seed uint64) (a, b []uint16, c []float32, f *Freivalds) {
+// freivaldsCase builds a random product of bf16 values and its float32 result.
+func freivaldsCase(m, n, k int, seed uint64) (p *matref.Product, c []float32, f *Freivalds) {
 	rng := rand.New(rand.NewPCG(seed, 9))
-	a, b = RandomBF16(rng, m*k), RandomBF16(rng, k*n)
+	p = &matref.Product{M: m, N: n, K: k, Alpha: 1, A: make([]float32, m*k), B: make([]float32, k*n)}
+	matref.FillUniform(p.A, seed)
+	matref.FillUniform(p.B, seed+1)
+	matref.RoundBF16(p.A)
+	matref.RoundBF16(p.B)
 	c = make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
 			var s float32 // float32 accumulation, like the GPU
 			for l := 0; l < k; l++ {
-				s += matref.Float32FromBF16(a[i*k+l]) * matref.Float32FromBF16(b[l*n+j])
+				s += p.A[i*k+l] * p.B[l*n+j]
 			}
 			c[i*n+j] = s
 		}
 	}
-	f, err := NewFreivaldsBF16(a, b, m, n, k, FreivaldsVector(rng, n))
+	f, err := NewFreivalds(p.A, p.B, m, n, k, FreivaldsVector(rng, n))
 	if err != nil {
 		panic(err)
 	}
-	return a, b, c, f
+	return p, c, f
 }
 
 func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 	for _, sz := range [][3]int{{1, 1, 1}, {17, 33, 65}, {64, 48, 512}} {
-		_, _, c, f := freivaldsCase(sz[0], sz[1], sz[2], 1)
+		_, c, f := freivaldsCase(sz[0], sz[1], sz[2], 1)
 		rep := f.Check(c, defaultTensorTol)
 		assert.True(t, rep.OK, "%v: %s", sz, rep.Detail())
 		assert.Less(t, rep.RelErr, defaultTensorTol/10, "%v: the noise should be far below the tolerance", sz)
@@ -147,7 +137,7 @@ func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 
 func TestFreivaldsDetectsASingleWrongEntry(t *testing.T) {
 	const m, n, k = 40, 56, 128
-	_, _, c, f := freivaldsCase(m, n, k, 2)
+	_, c, f := freivaldsCase(m, n, k, 2)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := 0; trial < 50; trial++ {
 		idx := rng.IntN(m * n)
@@ -177,25 +167,13 @@ func TestFreivaldsDetectsASingleWrongEntry(t *testing.T) {
 
 func TestSampledEntries(t *testing.T) {
 	const m, n, k = 9, 7, 33
-	a, b, c, _ := freivaldsCase(m, n, k, 3)
-	at := sampleEntries(rand.New(rand.NewPCG(1, 1)), m, n, 5)
+	p, c, _ := freivaldsCase(m, n, k, 3)
+	at := matref.SampleEntries(m, n, 9, 1)
 	assert.Contains(t, at, [2]int{m - 1, n - 1})
-	s := SampleEntriesBF16(a, b, n, k, at)
+	s := SampleEntries(p, at)
 	assert.True(t, CheckSamples(s, c, n, defaultTensorTol).OK)
 	c[(m-1)*n+n-1] += 0.01
 	rep := CheckSamples(s, c, n, defaultTensorTol)
 	assert.False(t, rep.OK)
 	assert.Equal(t, (m-1)*n+n-1, rep.MaxErrAt)
-}
-
-func TestMergeReports(t *testing.T) {
-	_, _, c, f := freivaldsCase(8, 8, 8, 4)
-	ok := f.Check(c, 1e-5)
-	bad := ok
-	bad.OK, bad.RelErr, bad.Note = false, 0.5, "broken"
-	r := mergeReports(ok, bad)
-	assert.False(t, r.OK)
-	assert.Equal(t, 0.5, r.RelErr)
-	assert.Contains(t, r.Note, "broken")
-	assert.True(t, mergeReports(ok, ok).OK)
 }

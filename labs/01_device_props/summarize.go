@@ -20,20 +20,6 @@ const (
 	VariantCublasBF16 = "cublas_bf16"
 )
 
-// Keys of Summarize's map: the measured ceilings that later labs read.
-const (
-	KeyHBM        = "hbm_gbps"
-	KeyL2         = "l2_gbps"
-	KeyFP32       = "fp32_tflops"
-	KeyBF16       = "bf16_tflops"
-	KeyLaunch     = "launch_us"
-	KeyLaunchSync = "launch_sync_us"
-	KeyH2D        = "h2d_gbps"
-	KeyD2H        = "d2h_gbps"
-	// KeyCopyVsMemcpy is the best copy kernel's bandwidth over memcpy's at ≥ 1 GiB.
-	KeyCopyVsMemcpy = "copy_kernel_vs_memcpy"
-)
-
 const (
 	hbmMinBytes       = 1 << 30 // "HBM bandwidth" is read at working sets of 1 GiB and more
 	fallbackL2Bytes   = 4 << 20 // when the device does not report its L2 size
@@ -42,42 +28,30 @@ const (
 	sourceClocks      = "theoretical from clocks: "
 )
 
-// Ceiling is one measured ceiling of the device next to the figure it is compared with (the
-// type every reader of results files shares). Later labs and the site read these by their keys
-// in Summarize's map to draw rooflines and to say how far a kernel is from what the device can do.
-type Ceiling = results.Ceiling
-
-// Datasheet holds a product's published peak figures.
-type Datasheet struct {
-	Product      string  `json:"product"`
-	Source       string  `json:"source"`
-	HBMGBps      float64 `json:"hbm_gbps"`       // memory bandwidth, GB/s (10⁹ B/s)
-	FP32TFLOPs   float64 `json:"fp32_tflops"`    // FP32 on CUDA cores (FMA = 2 FLOPs)
-	BF16TFLOPs   float64 `json:"bf16_tflops"`    // dense BF16 tensor core (without sparsity)
-	HostLinkGBps float64 `json:"host_link_gbps"` // per direction
-	HostLink     string  `json:"host_link"`
-
+// datasheet is a product's published figures and how to recognise it by its CUDA device name.
+type datasheet struct {
+	results.Datasheet
 	match func(name string) bool
 }
 
 // datasheets are the products with published figures, matched on the CUDA device name. Order
 // matters: the first match wins.
-var datasheets = []Datasheet{
-	{
+var datasheets = []datasheet{
+	{results.Datasheet{
 		// Source: NVIDIA H200 Tensor Core GPU datasheet (2024), "H200 SXM" column: FP32 67 TFLOPS;
 		// BF16 Tensor Core 1,979 TFLOPS with sparsity (989 dense); GPU memory bandwidth 4.8 TB/s;
 		// interconnect PCIe Gen5 128 GB/s (both directions together).
 		Product: "H200 SXM", Source: "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column",
-		HBMGBps: 4800, FP32TFLOPs: 67, BF16TFLOPs: 989, HostLinkGBps: 64, HostLink: "PCIe Gen5 x16",
-		match: func(n string) bool { return strings.Contains(n, "H200") && !strings.Contains(n, "NVL") },
+		HBMGBps: 4800, FP32TFLOPs: 67, BF16TFLOPs: 989, HostLinkGBps: 64, HostLink: "PCIe Gen5 x16"},
+		func(n string) bool { return strings.Contains(n, "H200") && !strings.Contains(n, "NVL") },
 	},
-	{
+	{results.Datasheet{
 		// Source: NVIDIA H100 Tensor Core GPU datasheet, "H100 SXM" column: FP32 67 TFLOPS;
 		// BF16 Tensor Core 1,979 TFLOPS with sparsity (989 dense); GPU memory bandwidth 3.35 TB/s;
 		// PCIe Gen5 128 GB/s. CUDA names the SXM part "NVIDIA H100 80GB HBM3".
 		Product: "H100 SXM", Source: "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column",
-		HBMGBps: 3350, FP32TFLOPs: 67, BF16TFLOPs: 989, HostLinkGBps: 64, HostLink: "PCIe Gen5 x16",
-		match: func(n string) bool {
+		HBMGBps: 3350, FP32TFLOPs: 67, BF16TFLOPs: 989, HostLinkGBps: 64, HostLink: "PCIe Gen5 x16"},
+		func(n string) bool {
 			return strings.Contains(n, "H100") && (strings.Contains(n, "SXM") || strings.Contains(n, "HBM3")) &&
 				!strings.Contains(n, "PCIe") && !strings.Contains(n, "NVL")
 		},
@@ -85,13 +59,13 @@ var datasheets = []Datasheet{
 }
 
 // LookupDatasheet finds the published figures for a CUDA device name ("NVIDIA H200").
-func LookupDatasheet(deviceName string) (Datasheet, bool) {
+func LookupDatasheet(deviceName string) (results.Datasheet, bool) {
 	for _, d := range datasheets {
 		if d.match(deviceName) {
-			return d, true
+			return d.Datasheet, true
 		}
 	}
-	return Datasheet{}, false
+	return results.Datasheet{}, false
 }
 
 // fp32LanesPerSM is the number of FP32 FMA units per SM by compute capability (CUDA C
@@ -142,44 +116,44 @@ func BF16TFLOPsFromClocks(info gpu.DeviceInfo) (float64, bool) {
 	return float64(info.SMs) * float64(per) * float64(info.SMClockKHz) * 1e3 / 1e12, true
 }
 
-// Summarize derives the device's measured ceilings from the finished entries. Keys (stable; later
-// labs read them): hbm_gbps, l2_gbps, fp32_tflops, bf16_tflops, launch_us, launch_sync_us,
-// h2d_gbps, d2h_gbps — each a Ceiling — plus "ridge" (the roofline's ridge points), "datasheet"
-// and the device's identity.
+// Summarize derives the device's measured ceilings from the finished entries
+// (results.DeviceCeilings: later labs, the site and the notes read them by their keys).
 func (Lab) Summarize(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
+	return results.ExtraOf(Ceilings(info, entries))
+}
+
+// Ceilings picks every ceiling's best entry and the peak it is compared with.
+func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilings {
 	ds, hasDS := LookupDatasheet(info.Name)
-	out := map[string]any{"device": info.Name, "emulated": info.Emulated}
+	out := results.DeviceCeilings{Device: info.Name, Emulated: info.Emulated}
 	if hasDS {
-		out["datasheet"] = ds
+		out.Datasheet = &ds
 	}
 	if info.Emulated {
-		out["note"] = "emulated device: these figures are not performance figures"
+		out.Note = "emulated device: these figures are not performance figures"
 	}
-
 	peakFor := func(dsVal float64, fromClocks func(gpu.DeviceInfo) (float64, bool), clocksHow string) (*float64, string) {
 		if hasDS && dsVal > 0 {
 			return ptr(dsVal), "datasheet: " + ds.Source
 		}
-		if fromClocks != nil {
-			if v, ok := fromClocks(info); ok {
-				return ptr(v), sourceClocks + clocksHow
-			}
+		if v, ok := fromClocks(info); ok {
+			return ptr(v), sourceClocks + clocksHow
 		}
 		return nil, sourceNoneForThis
 	}
 
 	// HBM: the best copy (library or kernel) whose working set is far larger than L2.
-	hbm := best(entries, SuiteHBM, "", rateGBps, func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes })
+	atHBM := func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes }
 	hbmPeak, hbmSrc := peakFor(ds.HBMGBps, MemoryGBpsFromClocks, "2 × memory clock × bus width / 8")
-	hbmC := ceiling("GB/s", hbm, hbmPeak, hbmSrc, "best copy (bytes read + written) at working sets ≥ 1 GiB")
-	if mc := best(entries, SuiteHBM, VariantMemcpyDtoD, rateGBps, func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes }); mc != nil {
-		hbmC.Baseline = ptr(mc.GBps)
-		notMemcpy := func(e lab.EntryView) bool { return e.Variant != VariantMemcpyDtoD && problemBytes(e) >= hbmMinBytes }
-		if k := best(entries, SuiteHBM, "", rateGBps, notMemcpy); k != nil {
-			out[KeyCopyVsMemcpy] = map[string]any{"ratio": k.GBps / mc.GBps, "variant": k.Variant, "problem": k.Problem}
+	out.HBM = against(best(entries, SuiteHBM, "", rateGBps, atHBM), hbmPeak, hbmSrc,
+		"best copy (bytes read + written) at working sets ≥ 1 GiB")
+	if mc := best(entries, SuiteHBM, VariantMemcpyDtoD, rateGBps, atHBM); mc.Measured != nil {
+		out.HBM.Baseline = mc.Measured
+		notMemcpy := func(e lab.EntryView) bool { return e.Variant != VariantMemcpyDtoD && atHBM(e) }
+		if k := best(entries, SuiteHBM, "", rateGBps, notMemcpy); k.Measured != nil {
+			out.CopyVsMemcpy = &results.CopyRatio{Ratio: *k.Measured / *mc.Measured, Variant: k.Variant, Problem: k.Problem}
 		}
 	}
-	out[KeyHBM] = hbmC
 
 	// L2: the best in-kernel multi-pass read of a buffer that fits in L2. (A copy of such a buffer,
 	// repeated launch after launch, measures the launch rate instead: see l2_read_launches.)
@@ -193,103 +167,70 @@ func (Lab) Summarize(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]a
 		b := problemBytes(e)
 		return b > 0 && b <= l2Limit
 	})
-	out[KeyL2] = ceiling("GB/s", l2, nil, sourceNoPeak+" (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps", l2Note)
+	out.L2 = against(l2, nil, sourceNoPeak+" (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps", l2Note)
 
-	fp32 := best(entries, SuiteFMA, "", rateTFLOPs, nil)
 	fp32Peak, fp32Src := peakFor(ds.FP32TFLOPs, FP32TFLOPsFromClocks, "SMs × FP32 lanes per SM × 2 × SM clock")
-	out[KeyFP32] = ceiling("TFLOP/s", fp32, fp32Peak, fp32Src, "best FMA-chain kernel")
-
-	bf16 := best(entries, SuiteTensor, "", rateTFLOPs, nil)
+	out.FP32 = against(best(entries, SuiteFMA, "", rateTFLOPs, nil), fp32Peak, fp32Src, "best FMA-chain kernel")
 	bf16Peak, bf16Src := peakFor(ds.BF16TFLOPs, BF16TFLOPsFromClocks, "SMs × dense BF16 FLOPs per clock per SM × SM clock")
-	out[KeyBF16] = ceiling("TFLOP/s", bf16, bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)")
+	out.BF16 = against(best(entries, SuiteTensor, "", rateTFLOPs, nil), bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)")
 
-	launch := best(entries, SuiteLaunch, VariantLaunch, ratePerOpUs, nil)
-	out[KeyLaunch] = ceiling("us", launch, nil, sourceNoPeak, "time per launch, launches back to back (lower is better)")
-	launchSync := best(entries, SuiteLaunch, VariantLaunchSync, ratePerOpUs, nil)
-	out[KeyLaunchSync] = ceiling("us", launchSync, nil, sourceNoPeak, "launch, run and wait for completion, per launch (lower is better)")
+	out.Launch = against(best(entries, SuiteLaunch, VariantLaunch, ratePerOpUs, nil), nil, sourceNoPeak,
+		"time per launch, launches back to back (lower is better)")
+	out.LaunchSync = against(best(entries, SuiteLaunch, VariantLaunchSync, ratePerOpUs, nil), nil, sourceNoPeak,
+		"launch, run and wait for completion, per launch (lower is better)")
 
 	linkPeak, linkSrc := (*float64)(nil), sourceNoneForThis+" (see NVML's PCIe generation and width)"
 	if hasDS && ds.HostLinkGBps > 0 {
 		linkPeak, linkSrc = ptr(ds.HostLinkGBps), "datasheet: "+ds.Source+" ("+ds.HostLink+", per direction)"
 	}
-	h2d := best(entries, SuiteHostLink, VariantH2DPinned, rateGBps, nil)
-	out[KeyH2D] = ceiling("GB/s", h2d, linkPeak, linkSrc, "best pinned host-to-device copy")
-	d2h := best(entries, SuiteHostLink, VariantD2HPinned, rateGBps, nil)
-	out[KeyD2H] = ceiling("GB/s", d2h, linkPeak, linkSrc, "best pinned device-to-host copy")
+	out.H2D = against(best(entries, SuiteHostLink, VariantH2DPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned host-to-device copy")
+	out.D2H = against(best(entries, SuiteHostLink, VariantD2HPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned device-to-host copy")
 
-	// The ridge point of the roofline: the arithmetic intensity (FLOPs per byte of memory traffic)
-	// above which a kernel can be compute-bound.
-	ridge := map[string]any{}
-	for _, r := range []struct {
-		key       string
-		flop, mem Ceiling
-	}{{"bf16_flop_per_byte", out[KeyBF16].(Ceiling), hbmC}, {"fp32_flop_per_byte", out[KeyFP32].(Ceiling), hbmC},
-		{"bf16_flop_per_l2_byte", out[KeyBF16].(Ceiling), out[KeyL2].(Ceiling)},
-		{"fp32_flop_per_l2_byte", out[KeyFP32].(Ceiling), out[KeyL2].(Ceiling)}} {
-		m := map[string]any{"measured": nil, "peak": nil}
-		if r.flop.Measured != nil && r.mem.Measured != nil && *r.mem.Measured > 0 {
-			m["measured"] = *r.flop.Measured * 1e12 / (*r.mem.Measured * 1e9)
-		}
-		if r.flop.Peak != nil && r.mem.Peak != nil && *r.mem.Peak > 0 {
-			m["peak"] = *r.flop.Peak * 1e12 / (*r.mem.Peak * 1e9)
-		}
-		ridge[r.key] = m
+	out.Ridge = results.Ridge{
+		BF16PerByte: results.RidgeOf(out.BF16, out.HBM), FP32PerByte: results.RidgeOf(out.FP32, out.HBM),
+		BF16PerL2Byte: results.RidgeOf(out.BF16, out.L2), FP32PerL2Byte: results.RidgeOf(out.FP32, out.L2),
 	}
-	out["ridge"] = ridge
-	return out, nil
+	return out
 }
 
-// rate picks the figure a ceiling is made of; higher is better unless lowerIsBetter.
+// rate picks the figure a ceiling is made of, in its unit; higher is better unless lowerIsBetter.
 type rate struct {
+	unit          string
 	of            func(lab.EntryView) float64
 	lowerIsBetter bool
 }
 
 var (
-	rateGBps    = rate{of: func(e lab.EntryView) float64 { return e.GBps }}
-	rateTFLOPs  = rate{of: func(e lab.EntryView) float64 { return e.TFLOPs }}
-	ratePerOpUs = rate{of: func(e lab.EntryView) float64 { return e.PerOpUs }, lowerIsBetter: true}
+	rateGBps    = rate{unit: "GB/s", of: func(e lab.EntryView) float64 { return e.GBps }}
+	rateTFLOPs  = rate{unit: "TFLOP/s", of: func(e lab.EntryView) float64 { return e.TFLOPs }}
+	ratePerOpUs = rate{unit: "us", of: func(e lab.EntryView) float64 { return e.PerOpUs }, lowerIsBetter: true}
 )
 
-// best returns the best successful entry of a suite (of one variant when variant != "") that
-// passes keep, or nil.
-func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.EntryView) bool) *lab.EntryView {
-	var b *lab.EntryView
-	bv := 0.0
-	for i := range entries {
-		e := &entries[i]
-		if !e.OK || e.Suite != suite || (variant != "" && e.Variant != variant) || (keep != nil && !keep(*e)) {
+// best is the ceiling measured by the best successful entry of a suite (of one variant when
+// variant != "") that passes keep; its Measured is nil when there is none.
+func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.EntryView) bool) results.Ceiling {
+	c := results.Ceiling{Unit: r.unit}
+	for _, e := range entries {
+		if !e.OK || e.Suite != suite || (variant != "" && e.Variant != variant) || (keep != nil && !keep(e)) {
 			continue
 		}
-		v := r.of(*e)
+		v := r.of(e)
 		if v <= 0 {
 			continue
 		}
-		if b == nil || (r.lowerIsBetter && v < bv) || (!r.lowerIsBetter && v > bv) {
-			b, bv = e, v
+		if c.Measured == nil || (r.lowerIsBetter && v < *c.Measured) || (!r.lowerIsBetter && v > *c.Measured) {
+			c.Measured, c.Variant, c.Problem = ptr(v), e.Variant, e.Problem
 		}
 	}
-	return b
+	return c
 }
 
-// ceiling builds a Ceiling from the best entry (nil: nothing measured).
-func ceiling(unit string, e *lab.EntryView, peak *float64, source, note string) Ceiling {
-	c := Ceiling{Unit: unit, Peak: peak, Source: source, Note: note}
-	if e == nil {
-		return c
-	}
-	var v float64
-	switch unit {
-	case "GB/s":
-		v = e.GBps
-	case "TFLOP/s":
-		v = e.TFLOPs
-	default:
-		v = e.PerOpUs
-	}
-	c.Measured, c.Variant, c.Problem = ptr(v), e.Variant, e.Problem
-	if peak != nil && *peak > 0 {
-		c.Ratio = ptr(v / *peak)
+// against sets the peak a ceiling is compared with, where it comes from, and how the measured
+// figure was chosen.
+func against(c results.Ceiling, peak *float64, source, note string) results.Ceiling {
+	c.Peak, c.Source, c.Note = peak, source, note
+	if c.Measured != nil && peak != nil && *peak > 0 {
+		c.Ratio = ptr(*c.Measured / *peak)
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 var h200 = gpu.DeviceInfo{
@@ -49,10 +50,9 @@ func syntheticEntries() []lab.EntryView {
 }
 
 func TestSummarizeH200(t *testing.T) {
-	out, err := Lab{}.Summarize(h200, syntheticEntries())
-	require.NoError(t, err)
+	out := Ceilings(h200, syntheticEntries())
 
-	c := out[KeyHBM].(Ceiling)
+	c := out.HBM
 	require.NotNil(t, c.Measured)
 	assert.Equal(t, 4100.0, *c.Measured)
 	assert.Equal(t, "memcpy_dtod", c.Variant)
@@ -61,11 +61,11 @@ func TestSummarizeH200(t *testing.T) {
 	assert.InDelta(t, 4100.0/4800, *c.Ratio, 1e-12)
 	assert.Contains(t, c.Source, "H200")
 	assert.Equal(t, 4100.0, *c.Baseline)
-	vs := out[KeyCopyVsMemcpy].(map[string]any)
-	assert.InDelta(t, 4050.0/4100, vs["ratio"], 1e-12)
-	assert.Equal(t, "copy_f4_x4", vs["variant"])
+	require.NotNil(t, out.CopyVsMemcpy)
+	assert.InDelta(t, 4050.0/4100, out.CopyVsMemcpy.Ratio, 1e-12)
+	assert.Equal(t, "copy_f4_x4", out.CopyVsMemcpy.Variant)
 
-	c = out[KeyL2].(Ceiling)
+	c = out.L2
 	require.NotNil(t, c.Measured)
 	assert.Equal(t, 7800.0, *c.Measured)
 	assert.Equal(t, "24 MiB", c.Problem)
@@ -73,81 +73,81 @@ func TestSummarizeH200(t *testing.T) {
 	assert.Nil(t, c.Peak)
 	assert.Nil(t, c.Ratio)
 
-	c = out[KeyFP32].(Ceiling)
+	c = out.FP32
 	assert.Equal(t, 62.0, *c.Measured)
 	assert.InDelta(t, 62.0/67, *c.Ratio, 1e-12)
 
-	c = out[KeyBF16].(Ceiling)
+	c = out.BF16
 	assert.InDelta(t, 700.0/989, *c.Ratio, 1e-12)
 
-	c = out[KeyLaunch].(Ceiling)
+	c = out.Launch
 	assert.Equal(t, 2.5, *c.Measured, "the lowest time wins")
 	assert.Nil(t, c.Ratio)
-	assert.Equal(t, 9.0, *out[KeyLaunchSync].(Ceiling).Measured)
+	assert.Equal(t, 9.0, *out.LaunchSync.Measured)
 
-	c = out[KeyH2D].(Ceiling)
+	c = out.H2D
 	assert.Equal(t, 52.0, *c.Measured)
 	assert.InDelta(t, 52.0/64, *c.Ratio, 1e-12)
-	assert.Equal(t, 48.0, *out[KeyD2H].(Ceiling).Measured)
+	assert.Equal(t, 48.0, *out.D2H.Measured)
 
-	ridge := out["ridge"].(map[string]any)["bf16_flop_per_byte"].(map[string]any)
-	assert.InDelta(t, 989e12/4.8e12, ridge["peak"], 1e-9)
-	assert.InDelta(t, 700e12/4100e9, ridge["measured"], 1e-9)
+	ridge := out.Ridge.BF16PerByte
+	assert.InDelta(t, 989e12/4.8e12, *ridge.Peak, 1e-9)
+	assert.InDelta(t, 700e12/4100e9, *ridge.Measured, 1e-9)
+	assert.Nil(t, out.Ridge.BF16PerL2Byte.Peak, "L2 has no published peak")
 
-	// The map is what results files hold: it must encode to JSON with the stable keys.
-	b, err := json.Marshal(out)
+	// Summarize's map is what results files hold: the ceilings under their stable keys, where
+	// results.CeilingsIn finds them again, and the record reads back whole.
+	extra, err := Lab{}.Summarize(h200, syntheticEntries())
 	require.NoError(t, err)
-	var back map[string]map[string]any
-	_ = json.Unmarshal(b, &back)
-	for _, k := range []string{KeyHBM, KeyL2, KeyFP32, KeyBF16, KeyLaunch, KeyH2D, KeyD2H} {
-		assert.Contains(t, back[k], "measured", k)
-		assert.Contains(t, back[k], "peak", k)
-		assert.Contains(t, back[k], "ratio", k)
-		assert.Contains(t, back[k], "source", k)
+	keys := []string{}
+	for _, c := range results.CeilingsIn(extra) {
+		keys = append(keys, c.Key)
 	}
+	assert.Equal(t, []string{"hbm_gbps", "l2_gbps", "fp32_tflops", "bf16_tflops", "launch_us", "launch_sync_us", "h2d_gbps", "d2h_gbps"}, keys)
+	var back results.DeviceCeilings
+	data, err := json.Marshal(extra)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, out, back)
 }
 
 func TestSummarizeFromClocksWithoutDatasheet(t *testing.T) {
 	// An A100 40GB: no datasheet entry here, so the peaks come from its clocks.
 	a100 := gpu.DeviceInfo{Name: "NVIDIA A100-SXM4-40GB", ComputeMajor: 8, ComputeMinor: 0, SMs: 108,
 		L2Bytes: 40 << 20, SMClockKHz: 1410000, MemClockKHz: 1215000, MemBusWidthBits: 5120}
-	out, err := Lab{}.Summarize(a100, syntheticEntries())
-	require.NoError(t, err)
-	assert.NotContains(t, out, "datasheet")
+	out := Ceilings(a100, syntheticEntries())
+	assert.Nil(t, out.Datasheet)
 
-	c := out[KeyHBM].(Ceiling)
+	c := out.HBM
 	assert.InDelta(t, 1555.2, *c.Peak, 0.01) // 2 × 1215 MHz × 640 B
 	assert.Contains(t, c.Source, "theoretical from clocks")
-	c = out[KeyFP32].(Ceiling)
+	c = out.FP32
 	assert.InDelta(t, 19.49, *c.Peak, 0.01) // 108 × 64 × 2 × 1.41 GHz
 	assert.Contains(t, c.Source, "theoretical from clocks")
-	c = out[KeyBF16].(Ceiling)
+	c = out.BF16
 	assert.InDelta(t, 311.9, *c.Peak, 0.1) // 108 × 2048 × 1.41 GHz
-	c = out[KeyH2D].(Ceiling)
+	c = out.H2D
 	assert.Nil(t, c.Peak)
 	assert.Equal(t, 52.0, *c.Measured)
 	// 24 MiB fits in 40 MiB of L2; 128 MiB does not, and the launch-bound variant never counts.
-	assert.Equal(t, "24 MiB", out[KeyL2].(Ceiling).Problem)
-	assert.Equal(t, 7800.0, *out[KeyL2].(Ceiling).Measured)
+	assert.Equal(t, "24 MiB", out.L2.Problem)
+	assert.Equal(t, 7800.0, *out.L2.Measured)
 }
 
 func TestSummarizeWithNothing(t *testing.T) {
-	out, err := Lab{}.Summarize(gpu.DeviceInfo{Name: "CPU emulator", Emulated: true}, nil)
-	require.NoError(t, err)
-	c := out[KeyHBM].(Ceiling)
+	out := Ceilings(gpu.DeviceInfo{Name: "CPU emulator", Emulated: true}, nil)
+	c := out.HBM
 	assert.Nil(t, c.Measured)
 	assert.Nil(t, c.Peak)
 	assert.Equal(t, sourceNoneForThis, c.Source)
-	assert.Contains(t, out["note"], "emulated")
-	assert.NotContains(t, out, KeyCopyVsMemcpy)
+	assert.Contains(t, out.Note, "emulated")
+	assert.Nil(t, out.CopyVsMemcpy)
 }
 
 func TestSummarizeReadsSizesFromProblemNames(t *testing.T) {
 	e := hbmEntry("copy_f4", "2 GiB", 0, 3000, true)
 	e.Params = nil
-	out, err := Lab{}.Summarize(h200, []lab.EntryView{e})
-	require.NoError(t, err)
-	assert.Equal(t, 3000.0, *out[KeyHBM].(Ceiling).Measured)
+	assert.Equal(t, 3000.0, *Ceilings(h200, []lab.EntryView{e}).HBM.Measured)
 }
 
 func TestLookupDatasheet(t *testing.T) {

@@ -1,14 +1,12 @@
 package devprops
 
 import (
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // tensorCase is one problem of tensor_bf16: C = A·B with row-major bf16 A (m×k) and B (k×n) and
@@ -21,140 +19,72 @@ type tensorCase struct {
 	env       *lab.Env
 	blas      gpu.BLAS
 	m, n, k   int
-	tol       float64
 	a, b      *gpu.Buffer[uint16]
 	c         *gpu.Buffer[float32]
 	freivalds *Freivalds
-	samples   []SampleBF16
+	samples   []Sample
 }
 
 // defaultTensorTol is used when the suite sets no tolerance. The inputs are the same bf16 values
 // on both sides and both accumulate in at least float32, so only float32 rounding separates them.
 const defaultTensorTol = 1e-5
 
-func prepareTensor(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	m, n, k := int(p.Int("m", 0)), int(p.Int("n", 0)), int(p.Int("k", 0))
 	if m < 1 || n < 1 || k < 1 {
 		return nil, fmt.Errorf("m, n, k = %d, %d, %d: all three must be at least 1", m, n, k)
 	}
-	if err := checkFits(env, int64(m*k+k*n)*2+int64(m*n)*4); err != nil {
+	if err := lab.NeedMemory(env, int64(m*k+k*n)*2+int64(m*n)*4); err != nil {
 		return nil, err
 	}
 	blas, err := env.BLAS()
 	if err != nil {
 		return nil, fmt.Errorf("this suite needs the vendor BLAS: %w", err)
 	}
-	c := &tensorCase{env: env, blas: blas, m: m, n: n, k: k, tol: s.Tolerance}
-	if c.tol == 0 {
-		c.tol = defaultTensorTol
-	}
-	ha := RandomBF16(env.RNG, m*k)
-	hb := RandomBF16(env.RNG, k*n)
-	if c.a, err = gpu.Upload(env.Device, ha); err != nil {
+	c := &tensorCase{env: env, blas: blas, m: m, n: n, k: k}
+	// A and B are uniform in [-1, 1), rounded to bf16 in place: the host keeps exactly the values
+	// the device multiplies.
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	matref.FillUniform(a, env.RNG.Uint64())
+	matref.FillUniform(b, env.RNG.Uint64())
+	if c.a, err = lab.Upload(env, "A", matref.RoundBF16(a)); err != nil {
 		return nil, err
 	}
-	if c.b, err = gpu.Upload(env.Device, hb); err != nil {
-		c.Release()
+	if c.b, err = lab.Upload(env, "B", matref.RoundBF16(b)); err != nil {
 		return nil, err
 	}
-	if c.c, err = gpu.Alloc[float32](env.Device, m*n); err != nil {
-		c.Release()
+	if c.c, err = lab.Output[float32](env, "C", m*n, lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
-	r := FreivaldsVector(env.RNG, n)
-	if c.freivalds, err = NewFreivaldsBF16(ha, hb, m, n, k, r); err != nil {
-		c.Release()
+	if c.freivalds, err = NewFreivalds(a, b, m, n, k, FreivaldsVector(env.RNG, n)); err != nil {
 		return nil, err
 	}
-	c.samples = SampleEntriesBF16(ha, hb, n, k, sampleEntries(env.RNG, m, n, 12))
-	if err := syncStream(env); err != nil { // the uploads finish before ha and hb can go
-		c.Release()
-		return nil, err
-	}
+	prod := matref.Product{M: m, N: n, K: k, Alpha: 1, A: a, B: b}
+	c.samples = SampleEntries(&prod, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
 	return c, nil
 }
-
-// sampleEntries lists the four corners of an m×n output and extra random entries.
-func sampleEntries(rng *rand.Rand, m, n, extra int) [][2]int {
-	at := [][2]int{{0, 0}, {0, n - 1}, {m - 1, 0}, {m - 1, n - 1}}
-	for range extra {
-		at = append(at, [2]int{rng.IntN(m), rng.IntN(n)})
-	}
-	return at
-}
-
-// GemmRowMajor describes the row-major product C = A·B (A m×k, B k×n, C m×n, all contiguous) in
-// the column-major convention of cuBLAS. A row-major matrix is its transpose in column-major
-// order, so the call computes Cᵀ = Bᵀ·Aᵀ: B is passed first, and m and n swap places.
-func GemmRowMajor(m, n, k int, a, b, c gpu.Ptr, in, out gpu.DataType) gpu.GemmDesc {
-	return gpu.GemmDesc{
-		M: n, N: m, K: k,
-		Alpha: 1, Beta: 0,
-		A: b, LDA: n,
-		B: a, LDB: k,
-		C: c, LDC: n,
-		InType: in, OutType: out,
-	}
-}
-
-func (c *tensorCase) Poison() error { return c.c.Fill32(nanBits, c.env.Stream) }
 
 func (c *tensorCase) Run(v *lab.Variant) error {
 	if v.Library != LibCublasGemmEx {
 		return fmt.Errorf("variant %s: %s only knows the library call %q", v.Name, SuiteTensor, LibCublasGemmEx)
 	}
-	d := GemmRowMajor(c.m, c.n, c.k, c.a.DevicePtr(), c.b.DevicePtr(), c.c.DevicePtr(), gpu.BF16, gpu.F32)
+	d := gpu.RowMajorGemm(c.m, c.n, c.k, c.a.DevicePtr(), c.b.DevicePtr(), c.c.DevicePtr(), gpu.BF16, gpu.F32)
 	return c.blas.GemmEx(c.env.Stream, d)
 }
 
-func (c *tensorCase) Check(v *lab.Variant) (check.Report, error) {
-	out, err := c.c.Download()
+func (c *tensorCase) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) {
+	out, err := outs.Float32(c.c)
 	if err != nil {
 		return check.Report{}, err
 	}
-	fr := c.freivalds.Check(out, c.tol)
-	sm := CheckSamples(c.samples, out, c.n, c.tol)
-	return mergeReports(fr, sm), nil
+	tol := outs.Tolerance()
+	if tol == 0 {
+		tol = defaultTensorTol
+	}
+	return check.All(c.freivalds.Check(out, tol), CheckSamples(c.samples, out, c.n, tol)), nil
 }
 
 func (c *tensorCase) Work() lab.Work {
 	m, n, k := float64(c.m), float64(c.n), float64(c.k)
 	return lab.Work{FLOPs: 2 * m * n * k, Bytes: 2*(m*k+k*n) + 4*m*n}
-}
-
-func (c *tensorCase) Release() error {
-	return errors.Join(c.a.Free(), c.b.Free(), c.c.Free())
-}
-
-// mergeReports combines the reports of independent checks of one output: it is OK when all are,
-// and it shows the worst figures of any.
-func mergeReports(reps ...check.Report) check.Report {
-	out := check.Report{OK: true, MaxErrAt: -1}
-	var methods, notes []string
-	for i, r := range reps {
-		methods = append(methods, r.Method)
-		if r.Note != "" {
-			notes = append(notes, r.Note)
-		}
-		out.OK = out.OK && r.OK
-		out.Checked += r.Checked
-		out.Unwritten = max(out.Unwritten, r.Unwritten)
-		if r.MaxAbsErr > out.MaxAbsErr {
-			out.MaxAbsErr = r.MaxAbsErr
-		}
-		if i == 0 || r.RelErr > out.RelErr {
-			out.RelErr, out.MaxErrAt = r.RelErr, r.MaxErrAt
-		}
-		if i == 0 || r.Tolerance > out.Tolerance {
-			out.Tolerance = r.Tolerance
-		}
-		for _, m := range r.Mismatches {
-			if len(out.Mismatches) < check.MaxMismatches {
-				out.Mismatches = append(out.Mismatches, m)
-			}
-		}
-	}
-	out.Method = strings.Join(methods, "; and ")
-	out.Note = strings.Join(notes, "; ")
-	return out
 }

@@ -1,0 +1,16 @@
+//go:build !(linux && cgo)
+
+package nvml
+
+import (
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+// Describe without cgo (or off Linux): go-nvml loads libnvidia-ml through cgo.
+func Describe(info gpu.DeviceInfo) results.NVML {
+	if reason := notApplicable(info); reason != "" {
+		return unavailable(reason)
+	}
+	return unavailable("this binary was built without cgo (or not for Linux), and NVML is reached through cgo")
+}
