@@ -22,6 +22,9 @@ import (
 //	cluster     blocks per thread-block cluster along x (1): the kernel declares the same number
 //	            with __cluster_dims__, and the grid's x is made a multiple of it (a persistent grid
 //	            gets whole clusters, at most SMs × ctas_per_sm blocks)
+//	max_blocks  the most blocks of a persistent grid (0: SMs × ctas_per_sm). A device may hold fewer
+//	            clusters at once than SMs / cluster (a GPC with an odd number of free SMs leaves one
+//	            idle); blocks beyond what it holds would wait for a second round
 //	split_k     blocks that share one tile of C, each summing a slice of K (1): grid.x =
 //	            ceil(N/bn) × split_k, the blocks of a tile consecutive (with cluster = split_k, one
 //	            cluster a tile, reduced through distributed shared memory)
@@ -44,6 +47,7 @@ const (
 	ParamCTAsPerSM   = "ctas_per_sm"
 	ParamCluster     = "cluster"
 	ParamSplitK      = "split_k"
+	ParamMaxBlocks   = "max_blocks"
 	ParamCBF16       = "cbf16"
 	ParamTMAC        = "tmac"
 	ParamCBoxM       = "cbox_m"
@@ -137,7 +141,11 @@ func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int
 		per := max(int(get(ParamCTAsPerSM, 1)), 1)
 		// Whole clusters: as many as the tiles need (the last may hold a block with no tile), as
 		// many as the SMs hold.
-		clusters := min(ceilDiv(tilesM*tilesN, cluster), max(max(sms, 1)*per/cluster, 1))
+		slots := max(sms, 1) * per
+		if mb := int(get(ParamMaxBlocks, 0)); mb > 0 {
+			slots = min(slots, mb)
+		}
+		clusters := min(ceilDiv(tilesM*tilesN, cluster), max(slots/cluster, 1))
 		ls.Grid = gpu.D1(clusters * cluster)
 		return ls, nil
 	}

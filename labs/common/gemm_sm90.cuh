@@ -346,10 +346,11 @@ __device__ __forceinline__ uint32_t kl_mapa(uint32_t saddr, uint32_t rank) {
 }
 
 // One arrival on the mbarrier at the same place in the shared memory of block `rank` (this block
-// included), ordered after this thread's earlier accesses (release at cluster scope).
+// included), with the default semantics (release at CTA scope, the form CUTLASS's cluster barrier
+// uses): what the arrival announces is that wgmma, whose wait the thread has passed, is done
+// reading a stage.
 __device__ __forceinline__ void kl_mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(kl_mapa(kl_smem_u32(bar), rank))
-                 : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(kl_mapa(kl_smem_u32(bar), rank)) : "memory");
 }
 
 // A TMA load of the box at (c0, c1) into shared memory at dst of every block of the cluster in

@@ -261,12 +261,6 @@ hgemm_wgmma_cluster_g16(int M, int N, int K, float alpha, float beta, uint16_t* 
     const __grid_constant__ CUtensorMap tmC) {
     cluster_body<3, 16, 2>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
-hgemm_wgmma_cluster_g32(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
-    const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-    const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 32, 2>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
-}
 extern "C" __global__ void __launch_bounds__(384, 1)
 hgemm_wgmma_nocluster(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,

@@ -37,17 +37,19 @@
 // or 17 is the better choice). Launch: block 160, grid (ceil(N/128) × S, ceil(M/64)).
 
 #define BM 64
-#define BN 128
 #define BK 64
 #define A_BYTES (BM * BK * 2)
 #define B_PANEL (64 * BK * 2)
-#define B_BYTES (BN / 64 * B_PANEL)
-#define STAGE_BYTES (A_BYTES + B_BYTES)
-#define RED_LD (BN + 8) // floats a row of the partial tile
 
-template <int S, int STAGES>
+// S blocks a cluster (the split of K), STAGES pipeline stages, BN columns of C a block (128, or
+// 256: wgmma m64n256k16 and twice the bytes of B a stage).
+template <int S, int STAGES, int BN>
 __device__ __forceinline__ void splitk_body(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
                                             const CUtensorMap& tmA, const CUtensorMap& tmB) {
+    static_assert(BN == 128 || BN == 256, "wgmma n128 or n256");
+    constexpr int B_BYTES = BN / 64 * B_PANEL, STAGE_BYTES = A_BYTES + B_BYTES;
+    constexpr int RED_LD = BN + 8; // floats a row of the partial tile
+    constexpr int NACC = BN / 2;   // accumulators a thread: m64nBN over 128 threads
     static_assert(BN % (4 * S) == 0, "whole float4 groups of columns a block");
     static_assert(BM * RED_LD * 4 <= STAGES * STAGE_BYTES, "the partial tile fits in the stage buffers");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -91,9 +93,9 @@ __device__ __forceinline__ void splitk_body(int M, int N, int K, float alpha, fl
         }
     } else {
         // ---- consumer warpgroup ----
-        float d[64];
+        float d[NACC];
 #pragma unroll
-        for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+        for (int i = 0; i < NACC; ++i) d[i] = 0.0f;
         for (int it = 0; it < steps; ++it) {
             const int s = it % STAGES;
             kl_mbar_wait(&full[s], (it / STAGES) & 1);
@@ -101,14 +103,21 @@ __device__ __forceinline__ void splitk_body(int M, int N, int K, float alpha, fl
             const uint32_t sB = kl_smem_u32(smem + s * STAGE_BYTES + A_BYTES);
             kl_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk)
-                kl_wgmma_m64n128k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL), 1);
+            for (int kk = 0; kk < BK / 16; ++kk) {
+                if constexpr (BN == 256)
+                    kl_wgmma_m64n256k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL), 1);
+                else
+                    kl_wgmma_m64n128k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL), 1);
+            }
             kl_wgmma_commit();
             kl_wgmma_wait<1>();
             if (it > 0 && tid == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
         }
         kl_wgmma_wait<0>();
-        kl_wgmma_fence_acc64(d);
+        if constexpr (BN == 256)
+            kl_wgmma_fence_acc128(d);
+        else
+            kl_wgmma_fence_acc64(d);
         // Every stage has been waited for and read: the buffers take the partial tile. Thread t
         // holds rows 16w + l/4 (+8), columns 8j + 2(l%4), +1 of each 8-column block j.
         const int rr = 16 * (tid / 32) + (tid % 32) / 4, cc = 2 * (tid % 4);
@@ -164,20 +173,30 @@ __device__ __forceinline__ void splitk_body(int M, int N, int K, float alpha, fl
     if constexpr (S > 1) kl_cluster_sync(); // no block exits while another still reads its partial tile
 }
 
-// As kept (bf16_decode): K split over clusters of 4, 4 stages.
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(160, 2)
+// As kept (bf16_decode): K split in 2, 8 stages of 128 columns (one block an SM).
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(160, 1)
 hgemm_splitk_cluster(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
-    splitk_body<4, 4>(M, N, K, alpha, beta, C, tmA, tmB);
+    splitk_body<2, 8, 128>(M, N, K, alpha, beta, C, tmA, tmB);
 }
-// The alternatives: K split in 2 or 8.
+// The alternatives of the bf16_decode suite: the split, the depth, the width of a block's columns.
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(160, 2)
-hgemm_splitk_cluster_s2(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+hgemm_splitk_cluster_s2p4(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
-    splitk_body<2, 4>(M, N, K, alpha, beta, C, tmA, tmB);
+    splitk_body<2, 4, 128>(M, N, K, alpha, beta, C, tmA, tmB);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(160, 2)
+hgemm_splitk_cluster_s4p4(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+    const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    splitk_body<4, 4, 128>(M, N, K, alpha, beta, C, tmA, tmB);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(160, 2)
-hgemm_splitk_cluster_s8(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+hgemm_splitk_cluster_s8p4(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
-    splitk_body<8, 4>(M, N, K, alpha, beta, C, tmA, tmB);
+    splitk_body<8, 4, 128>(M, N, K, alpha, beta, C, tmA, tmB);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(160, 1)
+hgemm_splitk_cluster_s4p5w(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+    const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB) {
+    splitk_body<4, 5, 256>(M, N, K, alpha, beta, C, tmA, tmB);
 }
