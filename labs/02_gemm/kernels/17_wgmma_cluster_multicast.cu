@@ -52,7 +52,6 @@
 #define CHUNK_COLS 64
 #define CHUNK_BYTES (64 * CHUNK_COLS * 2)      // 64 rows × 64 bf16: one TMA box, 8 KiB
 #define HALF_BYTES (BN / CHUNK_COLS * CHUNK_BYTES) // a warpgroup's 64×256 bf16: 32 KiB
-#define C_EARLY 4                              // k steps before the end at which the old C is asked for
 
 // unit_coords maps a unit number (a pair of vertically adjacent tiles when CL = 2, a tile when
 // CL = 1) to its (unit row, tile column): groups of GU unit rows, walked down a group's rows
@@ -73,7 +72,10 @@ __device__ __forceinline__ uint32_t sw128_offset(int r, int c) {
     return r * 128 + ((((c >> 3) ^ r) & 7) << 4) + (c & 7) * 2;
 }
 
-template <int STAGES, int GM, int CL>
+// STAGES pipeline stages; GM tile rows a group of the tile order; CL blocks a cluster; with beta ≠ 0
+// the old C is loaded CE k steps before the end of a tile's main loop, and, when PF > 0, the
+// producer asks for it to be brought into L2 PF k steps before the end (as kernel 15 does).
+template <int STAGES, int GM, int CL, int CE, int PF>
 __device__ __forceinline__ void cluster_body(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
                                              const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmC) {
     static_assert(CL == 1 || CL == 2, "clusters of 1 or 2 blocks");
@@ -93,7 +95,7 @@ __device__ __forceinline__ void cluster_body(int M, int N, int K, float alpha, f
     const int cid = CL > 1 ? (int)kl_cluster_id_x() : blockIdx.x;
     const int nclusters = CL > 1 ? (int)kl_cluster_count_x() : gridDim.x;
     const bool loadC = beta != 0.0f;
-    const int cAt = max(numK - C_EARLY, 0);
+    const int cAt = max(numK - CE, 0), pfAt = max(numK - PF, 0);
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -139,6 +141,11 @@ __device__ __forceinline__ void cluster_body(int M, int N, int K, float alpha, f
 #pragma unroll
                         for (int p = 0; p < BN / 64; ++p)
                             kl_tma_load_2d(st + A_BYTES + p * B_PANEL, &tmB, &full[s], tn * BN + 64 * p, kt * BK);
+                    }
+                    if (PF > 0 && loadC && kt == pfAt) {
+                        const int col0 = tn * BN, cols = min(BN, N - col0);
+                        for (int r = 0; r < BM && tm * BM + r < M; ++r)
+                            if (cols > 0) kl_prefetch_l2(C + (long long)(tm * BM + r) * N + col0, (uint32_t)cols * 2u);
                     }
                 }
             }
@@ -245,7 +252,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
 hgemm_wgmma_cluster(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
     const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 8, 2>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+    cluster_body<3, 8, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
 
 // The bf16_cluster_tiles suite: group heights, and the same kernel without the cluster.
@@ -253,17 +260,31 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
 hgemm_wgmma_cluster_g4(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
     const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 4, 2>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+    cluster_body<3, 4, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
 hgemm_wgmma_cluster_g16(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
     const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 16, 2>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+    cluster_body<3, 16, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
 extern "C" __global__ void __launch_bounds__(384, 1)
 hgemm_wgmma_nocluster(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
     const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 8, 1>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+    cluster_body<3, 8, 1, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+}
+// The old C earlier: loaded 16 k steps before the end, or prefetched into L2 16 steps before the
+// end and loaded 4 before (groups of 16 tile rows).
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+hgemm_wgmma_cluster_g16_ce16(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+    const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+    const __grid_constant__ CUtensorMap tmC) {
+    cluster_body<3, 16, 2, 16, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+hgemm_wgmma_cluster_g16_pf16(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+    const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+    const __grid_constant__ CUtensorMap tmC) {
+    cluster_body<3, 16, 2, 4, 16>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
