@@ -19,8 +19,9 @@
 //     with it, since the refill writes into both: each empty barrier counts 4 arrivals, and a
 //     consumer warpgroup arrives on its own block's and on the other block's (mbarrier.arrive on a
 //     shared::cluster address from mapa). The two blocks run in step, one stage apart at most;
-//   * the tile order is kernel 15's grouped order over pairs of tile rows (GM tile rows a group),
-//     and both blocks of a cluster walk it together; a block whose tile row is past M (an odd number
+//   * the tile order is kernel 15's grouped order over pairs of tile rows (GM tile rows a group:
+//     16 as kept, chosen by the bf16_cluster_tiles suite), and both blocks of a cluster walk it
+//     together; a block whose tile row is past M (an odd number
 //     of tile rows) still loads and multicasts its half of B, and stores nothing;
 //   * the barriers are initialised, and the kernel ends, behind a cluster barrier (barrier.cluster):
 //     no block may multicast into, or arrive on, a block that has not started or has already
@@ -41,6 +42,12 @@
 // Tensor maps: A and B as kernel 12; C bf16, box {64, 64}, swizzle 128B (loads and stores).
 // Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides); any M otherwise.
 // Launch: block 384, grid = whole clusters, at most one block per SM (persistent: 1, cluster: CL).
+// A cluster runs only where its GPC has two free SMs at once, so a device may hold fewer clusters
+// than SMs / 2; the bf16_cluster_tiles suite compares 66 clusters (g8_132) with 64 (g8,
+// max_blocks: 128), and the kept variants ask for 128 blocks.
+// The release of a stage on the other block uses mbarrier.arrive's default semantics (release at
+// CTA scope, as CUTLASS's cluster barrier): in a trial run, .release.cluster on every k step made
+// this kernel far slower than kernel 15.
 
 #define BM 128
 #define BN 256
@@ -247,12 +254,13 @@ __device__ __forceinline__ void cluster_body(int M, int N, int K, float alpha, f
     if constexpr (CL > 1) kl_cluster_sync(); // no block exits while the other may still arrive on it
 }
 
-// As kept (bf16 suites): clusters of 2, groups of 8 tile rows, 3 stages.
+// As kept (bf16 suites): clusters of 2, groups of 16 tile rows, 3 stages, the old C asked for 4 k
+// steps before the end.
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
 hgemm_wgmma_cluster(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
     const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 8, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+    cluster_body<3, 16, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
 
 // The bf16_cluster_tiles suite: group heights, and the same kernel without the cluster.
@@ -263,10 +271,10 @@ hgemm_wgmma_cluster_g4(int M, int N, int K, float alpha, float beta, uint16_t* _
     cluster_body<3, 4, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
-hgemm_wgmma_cluster_g16(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
+hgemm_wgmma_cluster_g8(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
     const __grid_constant__ CUtensorMap tmC) {
-    cluster_body<3, 16, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
+    cluster_body<3, 8, 2, 4, 0>(M, N, K, alpha, beta, C, tmA, tmB, tmC);
 }
 extern "C" __global__ void __launch_bounds__(384, 1)
 hgemm_wgmma_nocluster(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,

@@ -15,10 +15,11 @@
 //     warpgroup issuing wgmma m64n128k16 (kernel 12's layouts). At M = 16 three quarters of the
 //     products are of zero rows: the tensor cores have that to spare (2·64·N·K flops in the time
 //     of reading B is under a third of their rate);
-//   * a tile of C (64 rows × 128 columns) is split over S blocks along K (launch params split_k: S,
-//     cluster: S; grid.x = N/128 × S), each streaming K/S rows of B: at N = K = 8192 and S = 4 that
-//     is 256 blocks of 160 threads, two to an SM (4 stages × 24 KiB each), so each SM has up to
-//     8 × 16 KiB of B in flight, about what it takes to keep HBM busy;
+//   * a tile of C (64 rows × BN = 128 columns) is split over S blocks along K (launch params
+//     split_k: S, cluster: S; grid.x = N/128 × S), each streaming K/S rows of B. As kept, S = 2
+//     and 8 stages of 24 KiB: at N = K = 8192, 128 blocks of 160 threads, one to an SM, each with
+//     up to 8 × 16 KiB of B in flight. The bf16_decode suite measures the alternatives: 4 stages
+//     with two blocks an SM (S = 2, 4, 8), and 256-column blocks;
 //   * the S blocks of a tile form a cluster (__cluster_dims__(S, 1, 1)). After the main loop each
 //     writes its fp32 partial tile (only the rows < M) into its own shared memory, the cluster
 //     meets at a barrier, and block r adds up columns [r·128/S, (r+1)·128/S) of all S partials,
@@ -27,9 +28,9 @@
 //     second cluster barrier keeps every block's shared memory alive until the others have read it;
 //   * one producer warp (warp 4) issues the TMA loads; the consumer warpgroup (warps 0–3, the first
 //     warpgroup, as wgmma requires) releases a stage as soon as the wgmma that read it is done.
-// Shared memory: STAGES × 24 KiB + barriers + 1 KiB of alignment slack (99 392 bytes at 4 stages);
-// the partial tile (64 × 136 fp32, rows padded by 32 bytes against bank conflicts) reuses the stage
-// buffers once the main loop is over.
+// Shared memory: STAGES × (8 + BN/4) KiB + barriers + 1 KiB of alignment slack (197 760 bytes at 8
+// stages of 128 columns, 99 392 at 4); the partial tile (64 × (BN + 8) fp32, rows padded by 32
+// bytes against bank conflicts) reuses the stage buffers once the main loop is over.
 //
 // Tensor maps: A box {64 (k), 64 rows}, B box {64 columns, 64 (k)}, both 128-byte swizzled
 // (kernel 12's, with bm = 64). Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides); any M (rows of C
