@@ -7,9 +7,11 @@
 //
 // Over kernel 15: every k step each block of kernel 15 loads a 128×64 slice of A (16 KiB) and a
 // 64×256 slice of B (32 KiB) from L2. 132 blocks that finish a k step in about 0.7 µs pull
-// 132 × 48 KiB / 0.7 µs ≈ 9 TB/s out of L2, at what lab 01 measured as its read bandwidth: the
-// tensor cores wait on L2, not on HBM. Two blocks that compute vertically adjacent tiles (tile rows
-// 2p and 2p + 1, the same tile column) need the same B slice, so:
+// 132 × 48 KiB / 0.7 µs ≈ 9 TB/s out of L2, near what lab 01 measured as its read bandwidth, so
+// L2 looked like the limit. (It was not: the bf16_cluster_tiles suite and the profiles in the
+// notes show the multicast removing a third of that traffic and none of the time.) Two blocks that
+// compute vertically adjacent tiles (tile rows 2p and 2p + 1, the same tile column) need the same
+// B slice, so:
 //   * the blocks form a cluster of 2 (__cluster_dims__(2, 1, 1); launch param cluster: 2). Each
 //     loads its own A slice and HALF of B (two of the four 64-column panels), multicast into the
 //     shared memory of both blocks (cp.async.bulk.tensor ... .multicast::cluster, mask 0b11): per
@@ -21,14 +23,14 @@
 //     shared::cluster address from mapa). The two blocks run in step, one stage apart at most;
 //   * the tile order is kernel 15's grouped order over pairs of tile rows (GM tile rows a group:
 //     16 as kept, chosen by the bf16_cluster_tiles suite), and both blocks of a cluster walk it
-//     together; a block whose tile row is past M (an odd number
-//     of tile rows) still loads and multicasts its half of B, and stores nothing;
+//     together; a block whose tile row is past M (an odd number of tile rows) still loads and
+//     multicasts its half of B, and stores nothing;
 //   * the barriers are initialised, and the kernel ends, behind a cluster barrier (barrier.cluster):
 //     no block may multicast into, or arrive on, a block that has not started or has already
 //     exited.
 // The epilogue stages the warpgroup's whole 64×256 half tile (four 64×64 chunks of 8 KiB, 128-byte
 // swizzled as in kernel 15) instead of one chunk at a time: with beta ≠ 0, the warpgroup's leader
-// asks the copy engine for the old C of the next tile four k steps before its main loop ends
+// asks the copy engine for the tile's old C four k steps before its main loop ends
 // (cp.async.bulk.tensor into the staging buffer, on an mbarrier), so the epilogue finds it in shared
 // memory instead of waiting for 16 loads a thread from L2; each thread reads the old value at the
 // place it then writes, converts, and the leader stores each chunk with TMA as in kernel 15. With

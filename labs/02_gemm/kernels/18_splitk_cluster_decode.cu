@@ -14,7 +14,7 @@
 //     a 64×128 slice of B per k step, both through TMA into 128-byte swizzled shared memory, one
 //     warpgroup issuing wgmma m64n128k16 (kernel 12's layouts). At M = 16 three quarters of the
 //     products are of zero rows: the tensor cores have that to spare (2·64·N·K flops in the time
-//     of reading B is under a third of their rate);
+//     of reading B is under half of the rate lab 01 measured for them);
 //   * a tile of C (64 rows × BN = 128 columns) is split over S blocks along K (launch params
 //     split_k: S, cluster: S; grid.x = N/128 × S), each streaming K/S rows of B. As kept, S = 2
 //     and 8 stages of 24 KiB: at N = K = 8192, 128 blocks of 160 threads, one to an SM, each with
