@@ -285,6 +285,9 @@ func (t *compactView) width() float64 {
 		}
 		return w
 	}
+	// Column headings are bold: a tenth wider than the same text in a cell (measured: a heading
+	// of five shapes such as "16×8192×28672" overflowed by 22 px at 7.9 px a character).
+	headW := func(s string) float64 { return textW(s, false) * 1.12 }
 	head := textW(t.Corner, false)
 	for _, r := range t.Rows {
 		head = max(head, textW(r.Head.Name, r.Head.Code))
@@ -297,7 +300,7 @@ func (t *compactView) width() float64 {
 			w = max(w, textW(c.Name, true))
 		} else {
 			for _, word := range strings.Fields(c.Name) {
-				w = max(w, textW(word, false))
+				w = max(w, headW(word))
 			}
 		}
 		for _, r := range t.Rows {

@@ -334,15 +334,20 @@ func TestLaunchShapes(t *testing.T) {
 					continue
 				}
 				assert.GreaterOrEqual(t, ls.Block.Count(), int64(32), "%s: at least a warp", v.Name)
+				assert.Zero(t, int(ls.Grid.X)%ls.Cluster, "%s %v: whole clusters", v.Name, sz)
 				if ls.Persistent {
 					assert.Equal(t, uint32(1), ls.Grid.Y)
 					assert.LessOrEqual(t, int(ls.Grid.X), 132)
-					assert.LessOrEqual(t, int(ls.Grid.X), lab.CeilDiv(mm, ls.BM)*lab.CeilDiv(nn, ls.BN), "%s %v: no more blocks than tiles", v.Name, sz)
+					tiles := lab.CeilDiv(mm, ls.BM) * lab.CeilDiv(nn, ls.BN)
+					assert.LessOrEqual(t, int(ls.Grid.X), lab.CeilDiv(tiles, ls.Cluster)*ls.Cluster, "%s %v: no more clusters than tiles need", v.Name, sz)
 					continue
 				}
-				assert.GreaterOrEqual(t, int(ls.Grid.X)*ls.BN, nn, "%s %v: grid covers N", v.Name, sz)
+				// split_k blocks share a tile of C: the grid's columns of tiles are grid.x / split_k.
+				split := int(max(v.Params[ParamSplitK], 1))
+				tilesX := int(ls.Grid.X) / split
+				assert.GreaterOrEqual(t, tilesX*ls.BN, nn, "%s %v: grid covers N", v.Name, sz)
 				assert.GreaterOrEqual(t, int(ls.Grid.Y)*ls.BM, mm, "%s %v: grid covers M", v.Name, sz)
-				assert.Less(t, (int(ls.Grid.X)-1)*ls.BN, nn, "%s %v: no block entirely outside N", v.Name, sz)
+				assert.Less(t, (tilesX-1)*ls.BN, nn, "%s %v: no block entirely outside N", v.Name, sz)
 				assert.Less(t, (int(ls.Grid.Y)-1)*ls.BM, mm, "%s %v: no block entirely outside M", v.Name, sz)
 			}
 		}
@@ -375,6 +380,22 @@ func TestLaunchRefusals(t *testing.T) {
 	ls, err = shapeFor("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}, 128, 256, 64, 132, 1024)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(1), ls.Grid.X, "no more blocks than tiles")
+
+	// Clusters: a persistent grid of whole clusters, at most one block per SM; a split-K grid has
+	// split_k blocks per tile of C.
+	pc := map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1, ParamCluster: 2}
+	ls, err = shapeFor("c", pc, 8192, 8192, 8192, 133, 1024)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(132), ls.Grid.X, "66 whole clusters of 2 on 133 SMs")
+	ls, err = shapeFor("c", pc, 128, 256, 64, 132, 1024)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(2), ls.Grid.X, "one tile still takes a whole cluster")
+	sk := map[string]int64{ParamBM: 64, ParamBN: 128, ParamThreads: 160, ParamSplitK: 4, ParamCluster: 4}
+	ls, err = shapeFor("s", sk, 16, 8192, 8192, 132, 1024)
+	require.NoError(t, err)
+	assert.Equal(t, gpu.D2(64*4, 1), ls.Grid)
+	_, err = shapeFor("s", map[string]int64{ParamCluster: 17}, 16, 16, 16, 132, 1024)
+	assert.ErrorContains(t, err, "cluster")
 
 }
 

@@ -19,6 +19,15 @@ import (
 //	            128-byte swizzled boxes of cbox_n × cbox_m (64 × 64), for TMA stores
 //	persistent  1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
 //	ctas_per_sm blocks per SM of a persistent grid (1)
+//	cluster     blocks per thread-block cluster along x (1): the kernel declares the same number
+//	            with __cluster_dims__, and the grid's x is made a multiple of it (a persistent grid
+//	            gets whole clusters, at most SMs × ctas_per_sm blocks)
+//	max_blocks  the most blocks of a persistent grid (0: SMs × ctas_per_sm). A device may hold fewer
+//	            clusters at once than SMs / cluster (a GPC with an odd number of free SMs leaves one
+//	            idle); blocks beyond what it holds would wait for a second round
+//	split_k     blocks that share one tile of C, each summing a slice of K (1): grid.x =
+//	            ceil(N/bn) × split_k, the blocks of a tile consecutive (with cluster = split_k, one
+//	            cluster a tile, reduced through distributed shared memory)
 //	max_gflop   refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
 //	a_col_major 1: the kernel reads A stored column-major (element (i, k) at A[k·M + i], lda = M)
 //	b_transposed 1: the kernel reads B stored as Bᵀ, N×K row-major (element (k, j) at B[j·K + k],
@@ -36,6 +45,9 @@ const (
 	ParamBK          = "bk"
 	ParamPersistent  = "persistent"
 	ParamCTAsPerSM   = "ctas_per_sm"
+	ParamCluster     = "cluster"
+	ParamSplitK      = "split_k"
+	ParamMaxBlocks   = "max_blocks"
 	ParamCBF16       = "cbf16"
 	ParamTMAC        = "tmac"
 	ParamCBoxM       = "cbox_m"
@@ -56,6 +68,7 @@ type launchShape struct {
 	CBF16       bool   // C is bf16
 	TMAC        bool   // a third tensor map, of C
 	CBox        [2]int // the C map's box: rows (cbox_m), columns (cbox_n)
+	Cluster     int    // blocks per cluster (the grid's x is a multiple of it)
 }
 
 // shapeFor computes the launch of a kernel variant (params from lab.yaml) on an M×N×K problem,
@@ -111,16 +124,33 @@ func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int
 				name, ls.CBox[0], ls.CBox[1])
 		}
 	}
+	cluster, splitK := int(get(ParamCluster, 1)), int(get(ParamSplitK, 1))
+	if cluster < 1 || cluster > 16 || splitK < 1 {
+		return ls, fmt.Errorf("variant %s: cluster=%d must be 1..16 and split_k=%d positive (params in lab.yaml)", name, cluster, splitK)
+	}
+	ls.Cluster = cluster
 	tilesM, tilesN := lab.CeilDiv(m, ls.BM), lab.CeilDiv(n, ls.BN)
 	if get(ParamPersistent, 0) != 0 {
+		if splitK != 1 {
+			return ls, fmt.Errorf("variant %s: split_k and persistent do not go together (params in lab.yaml)", name)
+		}
 		ls.Persistent = true
 		per := max(int(get(ParamCTAsPerSM, 1)), 1)
-		ls.Grid = gpu.D1(min(tilesM*tilesN, max(sms, 1)*per))
+		// Whole clusters: as many as the tiles need (the last may hold a block with no tile), as
+		// many as the SMs hold.
+		slots := max(sms, 1) * per
+		if mb := int(get(ParamMaxBlocks, 0)); mb > 0 {
+			slots = min(slots, mb)
+		}
+		clusters := min(lab.CeilDiv(tilesM*tilesN, cluster), max(slots/cluster, 1))
+		ls.Grid = gpu.D1(clusters * cluster)
 		return ls, nil
 	}
-	if tilesN > 1<<31-1 || tilesM > 65535 {
-		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, tilesN, tilesM)
+	gx := tilesN * splitK
+	gx = lab.CeilDiv(gx, cluster) * cluster
+	if gx > 1<<31-1 || tilesM > 65535 {
+		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, gx, tilesM)
 	}
-	ls.Grid = gpu.D2(tilesN, tilesM)
+	ls.Grid = gpu.D2(gx, tilesM)
 	return ls, nil
 }

@@ -306,3 +306,72 @@ __device__ __forceinline__ void kl_store_acc_m64(const float (&d)[NREG], float* 
 __device__ __forceinline__ void kl_prefetch_l2(const void* p, uint32_t bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
 }
+
+// ---- thread-block clusters (sm_90): ranks, barriers, distributed shared memory ----
+// A cluster is a group of blocks (declared with __cluster_dims__) that the hardware runs at the
+// same time on one GPC: they can read each other's shared memory, arrive on each other's
+// mbarriers, and receive one TMA load multicast into all of them.
+
+// This block's rank in its cluster (0 .. cluster size - 1), the cluster's index in the grid, and
+// the number of clusters in the grid (x dimension).
+__device__ __forceinline__ uint32_t kl_cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t kl_cluster_id_x() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ uint32_t kl_cluster_count_x() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+    return r;
+}
+
+// Every thread of the cluster's blocks: a barrier across the cluster, with release/acquire order
+// on shared memory (so mbarriers initialised before it may be used by the other blocks after it,
+// and a block's shared memory stays alive until the others are done with it).
+__device__ __forceinline__ void kl_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// The shared::cluster address of the same shared-memory location in the block of rank `rank`.
+__device__ __forceinline__ uint32_t kl_mapa(uint32_t saddr, uint32_t rank) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(saddr), "r"(rank));
+    return r;
+}
+
+// One arrival on the mbarrier at the same place in the shared memory of block `rank` (this block
+// included), with the default semantics (release at CTA scope, the form CUTLASS's cluster barrier
+// uses): what the arrival announces is that wgmma, whose wait the thread has passed, is done
+// reading a stage. (Kernel 17 with .release.cluster here ran far slower in a trial run.)
+__device__ __forceinline__ void kl_mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(kl_mapa(kl_smem_u32(bar), rank)) : "memory");
+}
+
+// A TMA load of the box at (c0, c1) into shared memory at dst of every block of the cluster in
+// ctaMask (bit r = rank r), each at the same offset, each signalling its own mbarrier at bar's
+// offset with the box's bytes. One block issues it; every receiving block must expect the bytes.
+__device__ __forceinline__ void kl_tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                                         uint16_t ctaMask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(kl_smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(kl_smem_u32(bar)), "r"(c0), "r"(c1), "h"(ctaMask)
+        : "memory");
+}
+
+// Four floats from distributed shared memory (a shared::cluster address from kl_mapa, 16-byte
+// aligned).
+__device__ __forceinline__ float4 kl_ld_dsmem_f4(uint32_t caddr) {
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(caddr)
+                 : "memory");
+    return v;
+}
