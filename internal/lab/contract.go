@@ -34,6 +34,13 @@ type Case interface {
 	Work() Work
 }
 
+// VariantWorker is implemented by cases whose variants do different work on the same problem (a
+// variant that writes a bf16 C moves half the bytes of one that writes fp32): the engine derives
+// each variant's rates from WorkFor instead of Work.
+type VariantWorker interface {
+	WorkFor(v *Variant) Work
+}
+
 // Checker is the check every Case has.
 type Checker interface {
 	// Check compares the outputs of the last Run (already complete, every output poisoned before

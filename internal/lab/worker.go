@@ -429,6 +429,9 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 
 	// Then time it.
 	work := c.Case.Work()
+	if vw, ok := c.Case.(VariantWorker); ok {
+		work = vw.WorkFor(v)
+	}
 	opts := bench.Default
 	if w.spec.Quick {
 		opts = bench.Quick

@@ -458,12 +458,21 @@ func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 
 // Work is 2·M·N·K flops; the bytes are the least traffic possible: A and B read once, C written
 // once (and read once when beta ≠ 0).
-func (c *gemmCase) Work() lab.Work { return WorkOf(c.prec, c.sh) }
+func (c *gemmCase) Work() lab.Work { return WorkOf(c.prec, c.sh, 4) }
 
-// WorkOf is the work of one product.
-func WorkOf(prec lab.Precision, sh Shape) lab.Work {
+// WorkFor is the work of variant v: a variant that writes a bf16 C moves half the bytes of C.
+func (c *gemmCase) WorkFor(v *lab.Variant) lab.Work {
+	if WritesBF16(v) {
+		return WorkOf(c.prec, c.sh, 2)
+	}
+	return c.Work()
+}
+
+// WorkOf is the work of one product whose C elements are cBytes wide: A and B read, C written,
+// and C read too when beta ≠ 0.
+func WorkOf(prec lab.Precision, sh Shape, cBytes int) lab.Work {
 	m, n, k := float64(sh.M), float64(sh.N), float64(sh.K)
-	cb := 4 * m * n
+	cb := float64(cBytes) * m * n
 	if !sh.Beta0 {
 		cb *= 2
 	}
@@ -472,7 +481,7 @@ func WorkOf(prec lab.Precision, sh Shape) lab.Work {
 
 // ArithmeticIntensity is FLOPs per byte of the minimum traffic.
 func ArithmeticIntensity(prec lab.Precision, sh Shape) float64 {
-	w := WorkOf(prec, sh)
+	w := WorkOf(prec, sh, 4)
 	if w.Bytes == 0 {
 		return math.Inf(1)
 	}

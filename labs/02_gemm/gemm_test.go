@@ -514,11 +514,13 @@ func TestShapeAndWork(t *testing.T) {
 	_, err = ShapeOf(lab.Problem{Name: "huge", Params: map[string]int64{"m": 1 << 16, "n": 1 << 16, "k": 8}})
 	assert.ErrorContains(t, err, "32-bit")
 
-	w := WorkOf(lab.FP32, Shape{M: 4096, N: 4096, K: 4096})
+	w := WorkOf(lab.FP32, Shape{M: 4096, N: 4096, K: 4096}, 4)
 	assert.Equal(t, 2*math.Pow(4096, 3), w.FLOPs)
 	assert.Equal(t, 4*3*4096*4096.0+4*4096*4096.0, w.Bytes, "A, B, C read and C written")
-	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096, Beta0: true})
+	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}, 4)
 	assert.Equal(t, 2*2*4096*4096.0+4*4096*4096.0, w.Bytes, "bf16 A and B, fp32 C written only")
+	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096}, 2)
+	assert.Equal(t, 2*2*4096*4096.0+2*2*4096*4096.0, w.Bytes, "bf16 A and B, bf16 C read and written")
 	assert.InDelta(t, 4096.0/6, ArithmeticIntensity(lab.FP32, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}), 1e-9)
 }
 
