@@ -1,19 +1,16 @@
 package site
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/strictyaml"
 )
 
 // The cells, each a fenced block with a YAML body:
@@ -39,8 +36,6 @@ import (
 // registered (each kind registers itself from its file: sourcecell.go, resultscell.go, ...).
 var CellKinds []string
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
 // parseCell decodes a cell's body strictly (unknown keys are errors) and checks the keys every
 // kind needs.
 func parseCell(d *notesDoc, c *cell) error {
@@ -50,19 +45,12 @@ func parseCell(d *notesDoc, c *cell) error {
 	}
 	spec := k.newSpec()
 	if strings.TrimSpace(c.Body) != "" {
-		dec := yaml.NewDecoder(bytes.NewReader([]byte(c.Body)))
-		dec.KnownFields(true)
-		if err := dec.Decode(spec); err != nil {
-			msg := strings.TrimPrefix(err.Error(), "yaml: ")
-			msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+		if errs := strictyaml.Unmarshal([]byte(c.Body), spec); len(errs) > 0 {
 			line := c.Line
-			if m := yamlLine.FindStringSubmatch(msg); m != nil {
-				n, _ := strconv.Atoi(m[1])
-				line = c.Line + n
-				msg = strings.TrimSpace(yamlLine.ReplaceAllString(msg, ""))
-				msg = strings.TrimPrefix(msg, ": ")
+			if errs[0].Line > 0 {
+				line += errs[0].Line
 			}
-			return d.errAt(line, "%s: %s", c.Kind, strings.TrimSpace(msg))
+			return d.errAt(line, "%s: %s", c.Kind, errs[0].Msg)
 		}
 	}
 	if k.check != nil {

@@ -157,7 +157,7 @@ func TestCellErrors(t *testing.T) {
 		{"missing device", "```kl-results\nsuite: hbm_bandwidth\ndevice: nvidia-b200\n```", "device nvidia-b200 has no results for 01_device_props (devices with results: synthetic-gpu, emulator)"},
 		{"device without that suite", "```kl-plot\nkind: throughput\nsuite: launch_latency\ndevice: emulator\n```", "device emulator has no results for suite launch_latency"},
 		{"unknown kind", "```kl-table\nsuite: x\n```", "unknown cell kl-table"},
-		{"unknown key", "```kl-results\nsuite: hbm_bandwidth\nsorted: true\n```", "field sorted not found"},
+		{"unknown key", "```kl-results\nsuite: hbm_bandwidth\nsorted: true\n```", `unknown key "sorted"`},
 		{"bad plot kind", "```kl-plot\nkind: pie\nsuite: hbm_bandwidth\n```", `kind "pie"`},
 		{"roofline without FLOPs", "```kl-plot\nkind: roofline\nsuite: hbm_bandwidth\n```", "roofline needs results with both TFLOP/s and GB/s"},
 		{"unknown roof", "```kl-plot\nkind: roofline\nsuite: fp32_fma\nroofs: [smem_gbps]\n```", "roof smem_gbps is not among the device's ceilings"},
