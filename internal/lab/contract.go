@@ -13,26 +13,39 @@ import (
 
 // Driver is the Go side of a lab: everything that differs between labs, and nothing else.
 // Like a collective in nccl-tests, it supplies the problem on the device, the reference, one call
-// per variant, and the work counts; the engine builds, checks, times, records and prints.
+// per variant, and the work counts; the engine allocates, poisons, checks, times, records and
+// frees (case.go says how a case uses it).
 type Driver interface {
-	// Prepare allocates the problem p of suite s on env's device, fills the inputs with fresh
-	// random data from env.RNG (never zeros), and prepares what Check compares against.
-	// The engine calls it once for every variant × problem, so every check sees new inputs.
+	// Prepare allocates the problem p of suite s through the engine (lab.Upload, lab.Output, ...:
+	// case.go), fills the inputs with fresh random data from env.RNG (never zeros), and prepares
+	// what Check compares against. The engine calls it once for every variant × problem (every
+	// checked run, in grading), so every check sees new inputs, and frees the case's buffers when
+	// the job ends, whatever happened.
 	Prepare(env *Env, s *Suite, p Problem) (Case, error)
 }
 
-// Case is one prepared problem.
+// Case is one prepared problem. Besides Run and Work it has Check (Checker): the engine calls it
+// after every checked run.
 type Case interface {
-	// Poison fills the outputs with a value no correct kernel writes (NaN for floats).
-	Poison() error
 	// Run launches variant v once on env.Stream. It should not synchronize: the engine times it
 	// with events around the call.
 	Run(v *Variant) error
-	// Check compares the outputs of the last Run (already complete) with the reference.
-	Check(v *Variant) (check.Report, error)
 	// Work is what one Run does, for the derived rates.
 	Work() Work
-	// Release frees the device memory of the case.
+}
+
+// Checker is the check every Case has.
+type Checker interface {
+	// Check compares the outputs of the last Run (already complete, every output poisoned before
+	// it) with the reference; out downloads them.
+	Check(v *Variant, out *Outputs) (check.Report, error)
+}
+
+// legacyCase is the contract of the labs not yet moved onto the engine's lifecycle (case.go): they
+// poison, download and free their own buffers. To be removed once every lab is converted.
+type legacyCase interface {
+	Poison() error
+	Check(v *Variant) (check.Report, error)
 	Release() error
 }
 
@@ -101,12 +114,15 @@ type Env struct {
 	libMu sync.Mutex
 	blas  gpu.BLAS
 
-	// A lab of ranks (ranks_env.go): the worker's rank state, and the current case's shared
-	// buffers and signals, which the engine frees when the case is released.
+	// The buffers of the case being prepared or run (case.go), and those allocated outside a case.
+	current, lasting *arena
+
+	// A lab of ranks (ranks_env.go): the worker's rank state, and the signals of the case
+	// signalsOf (the device barrier's, allocated once per case).
 	rk        *rankState
 	w         *worker
-	caseFrees []func() error
 	signals   *Shared[uint32]
+	signalsOf *arena
 }
 
 // NewEnv is used by the engine (and by tests of drivers) to build an Env.
@@ -186,6 +202,10 @@ func (e *Env) Close() error {
 	e.libMu.Lock()
 	defer e.libMu.Unlock()
 	var errs []error
+	errs = append(errs, e.closeCase())
+	if e.lasting != nil {
+		errs = append(errs, e.lasting.release())
+	}
 	if e.blas != nil {
 		errs = append(errs, e.blas.Close())
 	}

@@ -82,18 +82,17 @@ func (scaleDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
 		host[i] = env.RNG.Float32() + 0.5
 		ref[i] = 2 * float64(host[i])
 	}
-	x, err := gpu.Upload(env.Device, host)
+	x, err := Upload(env, "x", host)
 	if err != nil {
 		return nil, err
 	}
-	y, err := gpu.Alloc[float32](env.Device, n)
+	y, err := Output[float32](env, "y", n, PoisonNaN32)
 	if err != nil {
 		return nil, err
 	}
 	return &scaleCase{env: env, n: n, x: x, y: y, ref: ref}, nil
 }
 
-func (c *scaleCase) Poison() error { return c.y.Fill32(0x7fc00000, c.env.Stream) }
 func (c *scaleCase) Run(v *Variant) error {
 	if !v.IsKernel() {
 		// the "library": scale on the host side of the fake device
@@ -110,8 +109,8 @@ func (c *scaleCase) Run(v *Variant) error {
 	}
 	return gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(1), Stream: c.env.Stream}, c.x, c.y, int32(c.n))
 }
-func (c *scaleCase) Check(v *Variant) (check.Report, error) {
-	out, err := c.y.Download()
+func (c *scaleCase) Check(v *Variant, o *Outputs) (check.Report, error) {
+	out, err := o.Float32(c.y)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -120,10 +119,6 @@ func (c *scaleCase) Check(v *Variant) (check.Report, error) {
 func (c *scaleCase) Work() Work { return Work{Bytes: float64(8 * c.n)} }
 func (c *scaleCase) Record(v *Variant) (map[string]any, error) {
 	return map[string]any{"n": c.n}, nil
-}
-func (c *scaleCase) Release() error {
-	c.x.Free()
-	return c.y.Free()
 }
 
 func ptrArg(b []byte) gpu.Ptr { return gpu.Ptr(binary.LittleEndian.Uint64(b)) }

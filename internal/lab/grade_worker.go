@@ -221,7 +221,7 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches 
 	fail := func(reason, stage string, err error) runOutcome {
 		return runOutcome{reason: reason, msg: stage + ": " + err.Error(), err: err}
 	}
-	c, err := w.drv.Prepare(w.env, s, p)
+	c, err := w.prepare(s, v, p)
 	if why, ok := skipReason(err); ok {
 		return runOutcome{skip: why}
 	}
@@ -233,7 +233,7 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches 
 			o = fail(ReasonError, "release", rerr)
 		}
 	}()
-	*work = c.Work()
+	*work = c.Case.Work()
 	g.setPhase(phasePoison)
 	if err := c.Poison(); err != nil {
 		return fail(ReasonError, "poison outputs", err)
@@ -251,7 +251,7 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches 
 	// that what the check sees is the last run's (a counter that grows across runs must work).
 	for l := 1; l < launches; l++ {
 		g.setPhase(phaseRun)
-		err = c.Run(v)
+		err = c.Run()
 		g.setPhase(phaseIdle)
 		if err == nil {
 			err = w.env.Stream.Synchronize()
@@ -270,9 +270,9 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches 
 	}
 	g.setPhase(phaseRun)
 	if timed {
-		o.ms, err = w.timedRun(c, v)
+		o.ms, err = c.TimedRun(nil, nil)
 	} else {
-		err = c.Run(v)
+		err = c.Run()
 	}
 	g.setPhase(phaseIdle)
 	if why, ok := skipReason(err); ok {
@@ -305,12 +305,9 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches 
 			return runOutcome{reason: ReasonInputCorrupted, msg: "the kernel " + msg}
 		}
 	}
-	rep, err := c.Check(v)
+	rep, err := c.Check()
 	if err != nil {
 		return fail(ReasonOfError(err), "check", err)
-	}
-	if rep.Tolerance == 0 {
-		rep.Tolerance = s.Tolerance
 	}
 	o.rep = &rep
 	outs := g.outputs()
@@ -329,33 +326,6 @@ func (w *worker) gradeRun(s *Suite, v *Variant, p Problem, timed bool, launches 
 		o.reason, o.msg = explain(pre, o.out, prev)
 	}
 	return o
-}
-
-// timedRun runs the case once between two device events.
-func (w *worker) timedRun(c Case, v *Variant) (float64, error) {
-	start, err := w.dev.NewEvent()
-	if err != nil {
-		return 0, err
-	}
-	defer start.Close()
-	end, err := w.dev.NewEvent()
-	if err != nil {
-		return 0, err
-	}
-	defer end.Close()
-	if err := start.Record(w.env.Stream); err != nil {
-		return 0, err
-	}
-	if err := c.Run(v); err != nil {
-		return 0, err
-	}
-	if err := end.Record(w.env.Stream); err != nil {
-		return 0, err
-	}
-	if err := end.Synchronize(); err != nil {
-		return 0, err
-	}
-	return end.ElapsedMs(start)
 }
 
 // explain says why a check failed, from the outputs before the run (poisoned), after it, and

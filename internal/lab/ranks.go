@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -252,7 +251,6 @@ func (w *worker) agreeErr(tag string, err error) error {
 func (w *worker) endRankJob(i int, e results.Entry) results.Entry {
 	rk := w.rk
 	rk.job = i
-	w.env.releaseCase()
 	var all []rankMsg
 	for {
 		var err error
@@ -319,14 +317,9 @@ type rankDriver struct {
 }
 
 func (d rankDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
-	d.w.env.releaseCase() // what a case left behind (a grading job prepares a case per run)
 	c, err := d.Driver.Prepare(env, s, p)
 	if aerr := d.w.agreeErr("prepare", err); aerr != nil {
-		if c != nil {
-			c.Release()
-		}
-		d.w.env.releaseCase()
-		return nil, aerr
+		return nil, aerr // the engine frees what the case allocated
 	}
 	return &rankCase{Case: c, w: d.w}, nil
 }
@@ -349,8 +342,14 @@ func (c *rankCase) Run(v *Variant) error {
 
 // Check checks this rank's outputs and returns the worst rank's report (the first failing one,
 // else the one with the largest error), the same on every rank.
-func (c *rankCase) Check(v *Variant) (check.Report, error) {
-	rep, err := c.Case.Check(v)
+func (c *rankCase) Check(v *Variant, out *Outputs) (check.Report, error) {
+	var rep check.Report
+	var err error
+	if ch, ok := c.Case.(Checker); ok {
+		rep, err = ch.Check(v, out)
+	} else {
+		err = fmt.Errorf("the case of %s (%T) has no Check method (lab.Checker)", v.Name, c.Case)
+	}
 	m := rankMsg{}
 	if err != nil {
 		m.Err = err.Error()
@@ -401,10 +400,4 @@ func mergeReports(all []rankMsg, me int, mine check.Report, myErr error) (check.
 	}
 	worst.Note = note
 	return worst, nil
-}
-
-// Release frees the case on this rank, with the shared buffers and signals the engine made for it.
-func (c *rankCase) Release() error {
-	err := c.Case.Release()
-	return errors.Join(err, c.w.env.releaseCase())
 }

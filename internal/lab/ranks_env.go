@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
@@ -73,7 +74,8 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // Shared is a buffer that every rank allocates (each its own length) and every rank of the node
-// maps: kernels reach a peer's part through Peers, or through Table on the device.
+// maps: kernels reach a peer's part through Peers, or through Table on the device. The engine
+// frees it with the case.
 type Shared[T gpu.Elem] struct {
 	Mine  *gpu.Buffer[T]      // this rank's part: fill it, read it, pass it to kernels
 	Peers []gpu.Ptr           // every rank's part as this process maps it, by rank (0 where unreachable)
@@ -81,23 +83,45 @@ type Shared[T gpu.Elem] struct {
 	Table *gpu.Buffer[uint64] // Peers on this rank's device: the table of peer pointers a kernel takes
 }
 
-// Ptr is rank r's part, as this process maps it.
-func (s *Shared[T]) Ptr(r int) gpu.Ptr { return s.Peers[r] }
+// AllocShared allocates this rank's n elements of a shared buffer and maps every reachable
+// peer's: every rank calls it at the same point, each with its own n. Contents undefined.
+func AllocShared[T gpu.Elem](e *Env, name string, n int) (*Shared[T], error) {
+	s, _, err := allocShared[T](e, name, n)
+	return s, err
+}
 
-// AllocShared allocates this rank's n elements of a shared buffer and maps every peer's: every
-// rank calls it at the same point, each with its own n. The buffer lives until the case is
-// released (the engine frees it). The contents are undefined: fill or poison them.
-func AllocShared[T gpu.Elem](e *Env, n int) (*Shared[T], error) {
+// SharedOutput is AllocShared for an output that peers write (a push): the engine fills this
+// rank's part with p before every checked run (the device barrier that starts every run keeps a
+// peer's writes after it), and Check reads it through Outputs.
+func SharedOutput[T gpu.Elem](e *Env, name string, n int, p Poison) (*Shared[T], error) {
+	var zero T
+	if p.fill32 && unsafe.Sizeof(zero) != 4 || p.src != nil {
+		return nil, fmt.Errorf("%s: a shared output takes a byte or 32-bit poison of its own type", name)
+	}
+	s, cb, err := allocShared[T](e, name, n)
+	if err != nil {
+		return nil, err
+	}
+	cb.output = true
+	b, st := s.Mine, e.Stream
+	if p.fill32 {
+		cb.poison = func() error { return b.Fill32(p.word, st) }
+	} else {
+		cb.poison = func() error { return b.FillBytes(p.b, st) }
+	}
+	return s, nil
+}
+
+func allocShared[T gpu.Elem](e *Env, name string, n int) (*Shared[T], *caseBuf, error) {
 	w := e.World()
 	s := &Shared[T]{Peers: make([]gpu.Ptr, w.Size), Lens: make([]int, w.Size)}
-	var frees []func() error
-	defer func() { e.onRelease(frees...) }()
+	var mine *caseBuf
 	if e.rk == nil || w.Size == 1 {
 		b, err := gpu.Alloc[T](e.Device, n)
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("allocating %s: %w", name, err)
 		}
-		frees = append(frees, b.Free)
+		mine = track(e, name, b)
 		s.Mine, s.Peers[0], s.Lens[0] = b, b.DevicePtr(), n
 	} else {
 		b, handle, err := gpu.AllocShared[T](e.Device, n)
@@ -109,23 +133,23 @@ func AllocShared[T gpu.Elem](e *Env, n int) (*Shared[T], error) {
 		if err != nil {
 			msg.Err = err.Error()
 		} else {
-			frees = append(frees, b.Free)
+			mine = track(e, name, b)
 			msg.Data = mustJSON(offer{handle, n})
 		}
 		all, aerr := e.w.agree("shared", msg)
 		if aerr != nil {
-			return nil, aerr
+			return nil, nil, aerr
 		}
 		for r, m := range all {
 			if m.Err != "" {
-				return nil, fmt.Errorf("rank %d: allocating a shared buffer: %s", r, m.Err)
+				return nil, nil, fmt.Errorf("rank %d: allocating %s (shared): %s", r, name, m.Err)
 			}
 		}
 		s.Mine = b
 		for r, m := range all {
 			var o offer
 			if err := json.Unmarshal(m.Data, &o); err != nil {
-				return nil, fmt.Errorf("rank %d's shared buffer: %w", r, err)
+				return nil, nil, fmt.Errorf("rank %d's %s: %w", r, name, err)
 			}
 			s.Lens[r] = o.N
 			switch {
@@ -134,9 +158,9 @@ func AllocShared[T gpu.Elem](e *Env, n int) (*Shared[T], error) {
 			case e.Reachable(r):
 				pb, err := gpu.OpenSharedBuffer[T](e.Device, o.Handle, o.N)
 				if err != nil {
-					return nil, fmt.Errorf("mapping rank %d's shared buffer: %w", r, err)
+					return nil, nil, fmt.Errorf("mapping rank %d's %s: %w", r, name, err)
 				}
-				frees = append(frees, pb.Free)
+				track(e, fmt.Sprintf("%s of rank %d", name, r), pb)
 				s.Peers[r] = pb.DevicePtr()
 			}
 		}
@@ -145,28 +169,12 @@ func AllocShared[T gpu.Elem](e *Env, n int) (*Shared[T], error) {
 	for r, p := range s.Peers {
 		tab[r] = uint64(p)
 	}
-	t, err := gpu.Upload(e.Device, tab)
+	t, err := Upload(e, name+" (table of peer pointers)", tab)
 	if err != nil {
-		return nil, fmt.Errorf("uploading the table of peer pointers: %w", err)
+		return nil, nil, err
 	}
-	frees = append(frees, t.Free)
 	s.Table = t
-	return s, nil
-}
-
-// onRelease registers what the engine frees when the current case is released.
-func (e *Env) onRelease(frees ...func() error) {
-	e.caseFrees = append(e.caseFrees, frees...)
-}
-
-// releaseCase frees what the current case's shared buffers and signals hold, last first.
-func (e *Env) releaseCase() error {
-	var errs []error
-	for i := len(e.caseFrees) - 1; i >= 0; i-- {
-		errs = append(errs, e.caseFrees[i]())
-	}
-	e.caseFrees, e.signals = nil, nil
-	return errors.Join(errs...)
+	return s, mine, nil
 }
 
 // SignalWords is the number of 32-bit words of one rank's signals for n ranks (kl.cuh's
@@ -176,10 +184,10 @@ func SignalWords(n int) int { return 2 + 2*n }
 // Signals is the table of every rank's signal words for the device barrier (kl.cuh's
 // kl_rank_barrier*), allocated zeroed once per case: kernels take it as `unsigned* const* sig`.
 func (e *Env) Signals() (*gpu.Buffer[uint64], error) {
-	if e.signals != nil {
+	if e.signals != nil && e.signalsOf == e.current {
 		return e.signals.Table, nil
 	}
-	s, err := AllocShared[uint32](e, SignalWords(e.World().Size))
+	s, err := AllocShared[uint32](e, "signals of the device barrier", SignalWords(e.World().Size))
 	if err != nil {
 		return nil, fmt.Errorf("the signals of the device barrier: %w", err)
 	}
@@ -190,7 +198,7 @@ func (e *Env) Signals() (*gpu.Buffer[uint64], error) {
 	if err := e.Stream.Synchronize(); err != nil {
 		return nil, err
 	}
-	e.signals = s
+	e.signals, e.signalsOf = s, e.current
 	return s.Table, nil
 }
 

@@ -53,8 +53,8 @@ func (w *worker) step(ms float64, more bool) (float64, bool, error) {
 
 // rankTime measures runs of v on every rank (see above) and returns the same statistics on every
 // rank, per run.
-func (w *worker) rankTime(v *Variant, c Case, o bench.Options) (bench.Stats, error) {
-	rc, ok := c.(*rankCase)
+func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, error) {
+	rc, ok := t.Case.(*rankCase)
 	if !ok {
 		return bench.Stats{}, fmt.Errorf("a lab of ranks times its cases through the engine's rank case")
 	}
@@ -80,7 +80,7 @@ func (w *worker) rankTime(v *Variant, c Case, o bench.Options) (bench.Stats, err
 	// host barrier after it: every run starts with a device barrier, so no peer writes into this
 	// rank's buffers before this rank's stream has reached the run.
 	batch := func(k int) (float64, error) {
-		if err := inner.Poison(); err != nil {
+		if err := t.Poison(); err != nil {
 			return 0, err
 		}
 		if err := start.Record(st); err != nil {
@@ -178,7 +178,7 @@ func (w *worker) rankTime(v *Variant, c Case, o bench.Options) (bench.Stats, err
 		}
 	}
 	// The last timed batch's outputs, on every rank.
-	rep, err := rc.Check(v)
+	rep, err := t.Check()
 	if err != nil {
 		return bench.Stats{}, err
 	}

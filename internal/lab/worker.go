@@ -344,7 +344,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if v.IsPeer() {
 		return w.runPeer(s, v, p, e), nil
 	}
-	c, err := w.drv.Prepare(w.env, s, p)
+	c, err := w.prepare(s, v, p)
 	if why, ok := skipReason(err); ok {
 		e.Status, e.Error = results.StatusSkipped, why
 		return e, nil
@@ -367,7 +367,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if err := c.Poison(); err != nil {
 		return fail("poison outputs", err)
 	}
-	if err := c.Run(v); err != nil {
+	if err := c.Run(); err != nil {
 		// A variant may refuse a problem it cannot run (a size its tiles do not support).
 		if why, ok := skipReason(err); ok {
 			e.Status, e.Error = results.StatusSkipped, why
@@ -378,12 +378,9 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if err := w.env.Stream.Synchronize(); err != nil {
 		return fail("run", err)
 	}
-	rep, err := c.Check(v)
+	rep, err := c.Check()
 	if err != nil {
 		return fail("check", err)
-	}
-	if rep.Tolerance == 0 {
-		rep.Tolerance = s.Tolerance
 	}
 	e.Check = &rep
 	if !rep.OK {
@@ -393,7 +390,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	}
 
 	// Then time it.
-	work := c.Work()
+	work := c.Case.Work()
 	ops := work.Ops
 	if ops <= 0 {
 		ops = 1
@@ -418,7 +415,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 		}
 	}
 	e.PerOpUs = stats.MedianMs * 1e3 / float64(ops)
-	if r, ok := c.(Recorder); ok {
+	if r, ok := c.Case.(Recorder); ok {
 		data, err := r.Record(v)
 		if err != nil {
 			return fail("record", err)
@@ -430,7 +427,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 }
 
 // time measures Runs of v with device events, flushing L2 before each when the suite asks.
-func (w *worker) time(s *Suite, v *Variant, c Case, o bench.Options) (bench.Stats, error) {
+func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.Stats, error) {
 	if w.rk != nil {
 		return w.rankTime(v, c, o)
 	}
@@ -462,21 +459,112 @@ func (w *worker) time(s *Suite, v *Variant, c Case, o bench.Options) (bench.Stat
 				return 0, err
 			}
 		}
-		if err := start.Record(w.env.Stream); err != nil {
-			return 0, err
-		}
-		if err := c.Run(v); err != nil {
-			return 0, err
-		}
-		if err := end.Record(w.env.Stream); err != nil {
-			return 0, err
-		}
-		if err := end.Synchronize(); err != nil {
-			return 0, err
-		}
-		return end.ElapsedMs(start)
+		return c.timedRun(start, end)
 	})
 	return st, err
+}
+
+// Trial is a case the engine holds for a job: the driver's Case, the variant it runs, and the
+// buffers it owns (case.go). Grading (internal/grade) runs its checked runs through it too.
+type Trial struct {
+	Case    Case
+	env     *Env
+	dev     gpu.Device
+	suite   *Suite
+	variant *Variant
+}
+
+// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena;
+// on an error nothing of it is left allocated.
+func (w *worker) prepare(s *Suite, v *Variant, p Problem) (t *Trial, err error) {
+	w.env.openCase()
+	defer func() {
+		if t == nil {
+			w.env.closeCase()
+		}
+	}()
+	c, err := w.drv.Prepare(w.env, s, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Trial{Case: c, env: w.env, dev: w.dev, suite: s, variant: v}, nil
+}
+
+// Poison refills the case's outputs and scratch buffers (queued on their streams).
+func (t *Trial) Poison() error {
+	if err := t.env.arena().poison(); err != nil {
+		return err
+	}
+	if l, ok := t.Case.(legacyCase); ok {
+		return l.Poison()
+	}
+	return nil
+}
+
+// Run launches the variant once.
+func (t *Trial) Run() error { return t.Case.Run(t.variant) }
+
+// Check compares the outputs of the last, completed Run with the reference.
+func (t *Trial) Check() (check.Report, error) {
+	var rep check.Report
+	var err error
+	switch c := t.Case.(type) {
+	case Checker:
+		rep, err = c.Check(t.variant, newOutputs(t.env, t.suite.Tolerance))
+	case legacyCase:
+		rep, err = c.Check(t.variant)
+	default:
+		return rep, fmt.Errorf("the case of %s (%T) has no Check method (lab.Checker)", t.variant.Name, t.Case)
+	}
+	if err == nil && rep.Tolerance == 0 {
+		rep.Tolerance = t.suite.Tolerance
+	}
+	return rep, err
+}
+
+// Outputs are the raw contents of the case's outputs, in allocation order.
+func (t *Trial) Outputs() ([][]byte, error) { return t.env.caseOutputs() }
+
+// Release frees every buffer of the case.
+func (t *Trial) Release() error {
+	var err error
+	if l, ok := t.Case.(legacyCase); ok {
+		err = l.Release()
+	}
+	return errors.Join(err, t.env.closeCase())
+}
+
+// TimedRun runs the variant once between two device events (new ones when start is nil) and
+// returns the milliseconds between them.
+func (t *Trial) TimedRun(start, end gpu.Event) (float64, error) {
+	if start == nil || end == nil {
+		var err error
+		if start, err = t.dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer start.Close()
+		if end, err = t.dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer end.Close()
+	}
+	return t.timedRun(start, end)
+}
+
+func (t *Trial) timedRun(start, end gpu.Event) (float64, error) {
+	if err := start.Record(t.env.Stream); err != nil {
+		return 0, err
+	}
+	if err := t.Run(); err != nil {
+		return 0, err
+	}
+	if err := end.Record(t.env.Stream); err != nil {
+		return 0, err
+	}
+	if err := end.Synchronize(); err != nil {
+		return 0, err
+	}
+	return end.ElapsedMs(start)
 }
 
 // RunWorkerFromEnv is the worker's entry point for the CLI: spec on stdin, events on fd 3.

@@ -13,8 +13,8 @@
 //     so that both kinds start from the same values.
 //   - alpha = 1.25 and beta = -0.5, with a random initial C, unless the problem sets beta0: 1
 //     (then beta = 0 and C is poisoned with NaN: a kernel that reads C when beta is 0 fails).
-//     cuBLAS gets the same alpha and beta. With beta ≠ 0, C is an input: Poison restores the
-//     pristine random C0 before the checked run (a stale or unwritten element then holds a value
+//     cuBLAS gets the same alpha and beta. With beta ≠ 0, C is an input: the engine restores the
+//     pristine random C0 before the checked run (lab.RestoreFrom) (a stale or unwritten element then holds a value
 //     that no correct kernel leaves there), and the timed runs accumulate into C, which stays
 //     bounded since |beta| < 1 and costs every variant, the baseline included, the same read of C.
 //   - Problems up to M·N·K = 2^30 are checked element by element against a float64 CPU product;
@@ -29,14 +29,11 @@ package gemm
 import (
 	"fmt"
 	"math"
-	"strings"
-	"sync"
-
-	"github.com/kernel-labs/kernellabs/internal/matref"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -84,38 +81,12 @@ const (
 	SampledElements  = 64
 )
 
-// nanBits is the float32 NaN that outputs are poisoned with.
-const nanBits = 0x7FC00000
-
 // Lab is the driver of lab 02.
 type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var _ lab.Driver = Lab{}
-
-// Precision of a suite's inputs.
-type Precision int
-
-const (
-	FP32 Precision = iota // fp32 A, B, C
-	BF16                  // bf16 A, B; fp32 C and accumulation
-)
-
-func (p Precision) String() string {
-	if p == BF16 {
-		return "bf16"
-	}
-	return "fp32"
-}
-
-// PrecisionOf says what a suite's inputs are: suites named bf16... are bf16, the others fp32.
-func PrecisionOf(s *lab.Suite) Precision {
-	if strings.HasPrefix(s.Name, "bf16") {
-		return BF16
-	}
-	return FP32
-}
 
 // Shape is one problem: the sizes and whether beta is 0.
 type Shape struct {
@@ -125,18 +96,8 @@ type Shape struct {
 
 // ShapeOf reads a problem's m, n, k (n and k default to m) and beta0.
 func ShapeOf(p lab.Problem) (Shape, error) {
-	m := p.Int("m", 0)
-	s := Shape{M: int(m), N: int(p.Int("n", m)), K: int(p.Int("k", m)), Beta0: p.Int("beta0", 0) != 0}
-	if s.M < 1 || s.N < 1 || s.K < 1 {
-		return s, fmt.Errorf("problem %q: m, n and k must be at least 1 (got %d×%d×%d)", p.Name, s.M, s.N, s.K)
-	}
-	// The kernels index with 32-bit ints.
-	for _, e := range [][2]int{{s.M, s.K}, {s.K, s.N}, {s.M, s.N}} {
-		if int64(e[0])*int64(e[1]) >= 1<<31 {
-			return s, fmt.Errorf("problem %q: a %d×%d matrix has 2^31 elements or more, beyond the kernels' 32-bit indices", p.Name, e[0], e[1])
-		}
-	}
-	return s, nil
+	s, err := lab.MNKOf(p, true)
+	return Shape{M: s.M, N: s.N, K: s.K, Beta0: p.Int("beta0", 0) != 0}, err
 }
 
 // CheckProblem refuses a custom problem the kernels cannot take, before anything runs.
@@ -177,67 +138,53 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	prec := PrecisionOf(s)
-	bf16Out := prec == BF16 && suiteWritesBF16(s)
-	c, err := prepare(env, prec, sh, bf16Out, suiteLayouts(s))
+	prec := lab.PrecisionOf(s)
+	c, err := prepare(env, prec, sh, prec == lab.BF16 && suiteWritesBF16(s), suiteLayouts(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
 	return c, nil
 }
 
-// gemmCase is one prepared problem on the device.
+// gemmCase is one prepared problem on the device (its buffers belong to the engine).
 type gemmCase struct {
 	env  *lab.Env
-	prec Precision
+	prec lab.Precision
 	sh   Shape
 	prod Product
 	seed uint64 // for the check's random vectors and samples
 
-	dA32, dB32  *gpu.Buffer[float32] // fp32 inputs
-	dA16, dB16  *gpu.Buffer[uint16]  // bf16 inputs (bit patterns)
-	dC, dC0     *gpu.Buffer[float32] // the output, and the pristine initial C (beta ≠ 0)
-	dC16, dC016 *gpu.Buffer[uint16]  // the same two in bf16, for variants that write a bf16 C
-
-	has   Layout               // what was prepared beyond the default
-	dAT32 *gpu.Buffer[float32] // A stored column-major (fp32 suites)
-	dAT16 *gpu.Buffer[uint16]  // A stored column-major (bf16 suites)
-	dBT32 *gpu.Buffer[float32] // B stored transposed, N×K (fp32 suites)
-	dBT16 *gpu.Buffer[uint16]  // B stored transposed, N×K (bf16 suites)
-	bias  []float32            // the bias of the bias + ReLU epilogue (N values)
-	dBias *gpu.Buffer[float32]
-
-	maps map[string][3]gpu.RawArg // TMA tensor maps by variant: A, B and (tmac) C
+	a, b   gpu.Ptr              // the inputs, in the suite's precision
+	dC     *gpu.Buffer[float32] // the output
+	dC16   *gpu.Buffer[uint16]  // the bf16 C, for variants that write one (nil otherwise)
+	has    Layout               // what was prepared beyond the default
+	aT, bT gpu.Ptr              // A stored column-major, B stored transposed (N×K)
+	bias   []float32            // the bias of the bias + ReLU epilogue (N values)
+	dBias  gpu.Ptr
 }
 
-func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool, need Layout) (*gemmCase, error) {
+func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layout) (*gemmCase, error) {
 	m, n, k := sh.M, sh.N, sh.K
-	elem := int64(4)
-	if prec == BF16 {
-		elem = 2
-	}
 	cMats := int64(2)
 	if sh.Beta0 {
 		cMats = 1
 	}
-	aMats := int64(1)
+	aMats, bMats := int64(1), int64(1)
 	if need.AColMajor {
 		aMats = 2
 	}
-	bMats := int64(1)
 	if need.BTransposed {
 		bMats = 2
 	}
-	bytes := elem*(aMats*int64(m)*int64(k)+bMats*int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
+	bytes := int64(prec.Bytes())*(aMats*int64(m)*int64(k)+bMats*int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
 	if bf16Out {
 		bytes += 2 * cMats * int64(m) * int64(n)
 	}
-	if free, total, err := env.Device.MemInfo(); err == nil && total > 0 && bytes > free {
-		return nil, fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem)",
-			gpu.HumanBytes(bytes), gpu.HumanBytes(free), gpu.HumanBytes(total))
+	if err := lab.NeedMemory(env, bytes); err != nil {
+		return nil, err
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, maps: map[string][3]gpu.RawArg{}}
+	c := &gemmCase{env: env, prec: prec, sh: sh, has: need}
 	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta}
 	if sh.Beta0 {
 		c.prod.Beta = 0
@@ -245,96 +192,77 @@ func prepare(env *lab.Env, prec Precision, sh Shape, bf16Out bool, need Layout) 
 	c.seed = env.RNG.Uint64()
 	c.prod.A = make([]float32, m*k)
 	c.prod.B = make([]float32, k*n)
-	fillUniform(c.prod.A, env.RNG.Uint64())
-	fillUniform(c.prod.B, env.RNG.Uint64())
+	matref.FillUniform(c.prod.A, env.RNG.Uint64())
+	matref.FillUniform(c.prod.B, env.RNG.Uint64())
+	var c0bits []uint16
 	if !sh.Beta0 {
 		c.prod.C0 = make([]float32, m*n)
-		fillUniform(c.prod.C0, env.RNG.Uint64())
-		if prec == BF16 {
-			// Representable in bf16, so that a bf16 C starts from exactly the same values.
-			for i, v := range roundToBF16(c.prod.C0) {
-				c.prod.C0[i] = matref.Float32FromBF16(v)
-			}
+		matref.FillUniform(c.prod.C0, env.RNG.Uint64())
+		if prec == lab.BF16 {
+			c0bits = matref.RoundBF16(c.prod.C0) // so that a bf16 C starts from exactly the same values
 		}
 	}
 
-	ok := false
-	defer func() {
-		if !ok {
-			c.Release()
-		}
-	}()
+	// The inputs in the suite's precision: a bf16 suite's A and B are rounded in place, so the
+	// reference multiplies exactly what the device has.
 	var err error
-	if prec == BF16 {
-		if c.dA16, err = gpu.Upload(env.Device, roundToBF16(c.prod.A)); err != nil {
-			return nil, fmt.Errorf("uploading A: %w", err)
-		}
-		if c.dB16, err = gpu.Upload(env.Device, roundToBF16(c.prod.B)); err != nil {
-			return nil, fmt.Errorf("uploading B: %w", err)
-		}
-	} else {
-		if c.dA32, err = gpu.Upload(env.Device, c.prod.A); err != nil {
-			return nil, fmt.Errorf("uploading A: %w", err)
-		}
-		if c.dB32, err = gpu.Upload(env.Device, c.prod.B); err != nil {
-			return nil, fmt.Errorf("uploading B: %w", err)
-		}
+	if c.a, err = lab.UploadAs(env, "A", prec, c.prod.A); err != nil {
+		return nil, err
 	}
-	if c.dC, err = gpu.Alloc[float32](env.Device, m*n); err != nil {
-		return nil, fmt.Errorf("allocating C: %w", err)
+	if c.b, err = lab.UploadAs(env, "B", prec, c.prod.B); err != nil {
+		return nil, err
 	}
+	// C is poisoned with NaN when beta is 0; otherwise it is an input too, restored to the
+	// pristine C0 before every checked run.
+	poison, poison16 := lab.PoisonNaN32, lab.PoisonNaN
 	if !sh.Beta0 {
-		if c.dC0, err = gpu.Upload(env.Device, c.prod.C0); err != nil {
-			return nil, fmt.Errorf("uploading C: %w", err)
+		c0, err := lab.Upload(env, "the initial C", c.prod.C0)
+		if err != nil {
+			return nil, err
 		}
+		poison = lab.RestoreFrom(c0)
+		if bf16Out {
+			c016, err := lab.Upload(env, "the initial bf16 C", c0bits)
+			if err != nil {
+				return nil, err
+			}
+			poison16 = lab.RestoreFrom(c016)
+		}
+	}
+	if c.dC, err = lab.Output[float32](env, "C", m*n, poison); err != nil {
+		return nil, err
 	}
 	if bf16Out {
-		if c.dC16, err = gpu.Alloc[uint16](env.Device, m*n); err != nil {
-			return nil, fmt.Errorf("allocating the bf16 C: %w", err)
-		}
-		if !sh.Beta0 {
-			if c.dC016, err = gpu.Upload(env.Device, roundToBF16(c.prod.C0)); err != nil {
-				return nil, fmt.Errorf("uploading the bf16 C: %w", err)
-			}
+		if c.dC16, err = lab.Output[uint16](env, "the bf16 C", m*n, poison16); err != nil {
+			return nil, err
 		}
 	}
 	if need.AColMajor {
-		// c.prod.A already holds the bf16-rounded values in a bf16 suite: rounding again is exact.
-		at := transpose(c.prod.A, m, k)
-		if prec == BF16 {
-			c.dAT16, err = gpu.Upload(env.Device, roundToBF16(at))
-		} else {
-			c.dAT32, err = gpu.Upload(env.Device, at)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("uploading A (column-major): %w", err)
+		if c.aT, err = lab.UploadAs(env, "A (column-major)", prec, transpose(c.prod.A, m, k)); err != nil {
+			return nil, err
 		}
 	}
 	if need.BTransposed {
-		// The same B (bf16-rounded in a bf16 suite), stored N×K: the kernel's product is still
-		// A·B, so it is checked against the same float64 reference.
-		bt := transpose(c.prod.B, k, n)
-		if prec == BF16 {
-			c.dBT16, err = gpu.Upload(env.Device, roundToBF16(bt))
-		} else {
-			c.dBT32, err = gpu.Upload(env.Device, bt)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("uploading B (transposed): %w", err)
+		// The same B, stored N×K: the kernel's product is still A·B, checked against the same
+		// float64 reference.
+		if c.bT, err = lab.UploadAs(env, "B (transposed)", prec, transpose(c.prod.B, k, n)); err != nil {
+			return nil, err
 		}
 	}
 	if need.BiasReLU {
 		// Drawn from the case's seed, not from env.RNG, so that adding the epilogue to a suite
 		// leaves the inputs of its other variants as they were.
 		c.bias = make([]float32, n)
-		fillUniform(c.bias, c.seed^0x62696173) // "bias"
-		if c.dBias, err = gpu.Upload(env.Device, c.bias); err != nil {
-			return nil, fmt.Errorf("uploading the bias: %w", err)
+		matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
+		if c.dBias, err = lab.UploadAs(env, "the bias", lab.FP32, c.bias); err != nil {
+			return nil, err
 		}
 	}
-	ok = true
 	return c, nil
 }
+
+// Product is the CPU view of a problem (see matref).
+type Product = matref.Product
 
 // transpose returns the rows×cols row-major matrix x stored column-major (cols×rows row-major).
 func transpose(x []float32, rows, cols int) []float32 {
@@ -347,27 +275,6 @@ func transpose(x []float32, rows, cols int) []float32 {
 		}
 	})
 	return t
-}
-
-// Poison makes sure the checked run starts from a known C: NaN when beta is 0, the pristine C0
-// otherwise.
-func (c *gemmCase) Poison() error {
-	if c.sh.Beta0 {
-		if err := c.dC.Fill32(nanBits, c.env.Stream); err != nil {
-			return err
-		}
-		if c.dC16 != nil {
-			return c.dC16.FillBytes(0xFF, c.env.Stream) // 0xFFFF: a bf16 NaN
-		}
-		return nil
-	}
-	if err := c.dC.CopyFrom(c.dC0, c.env.Stream); err != nil {
-		return err
-	}
-	if c.dC16 != nil {
-		return c.dC16.CopyFrom(c.dC016, c.env.Stream)
-	}
-	return nil
 }
 
 // outBF16 is the bf16 C for variant v, or an error when the suite has none.
@@ -393,10 +300,8 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	if ls.Shared > staticSharedLimit {
-		if err := optIn(k, ls.Shared); err != nil {
-			return fmt.Errorf("variant %s needs %s of shared memory: %w", v.Name, gpu.HumanBytes(int64(ls.Shared)), err)
-		}
+	if err := lab.OptInShared(k, ls.Shared); err != nil {
+		return fmt.Errorf("variant %s: %w", v.Name, err)
 	}
 	cfg := gpu.LaunchConfig{Grid: ls.Grid, Block: ls.Block, SharedBytes: ls.Shared, Stream: c.env.Stream}
 	m, n, kk := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
@@ -416,23 +321,33 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		}
 		out = c16
 	}
-	if ls.TMA {
-		if c.prec != BF16 {
-			return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
-		}
-		maps, err := c.tensorMaps(v.Name, ls)
-		if err != nil {
-			return err
-		}
-		if ls.TMAC {
-			return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, maps[0], maps[1], maps[2])
-		}
-		return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, maps[0], maps[1])
+	if !ls.TMA {
+		return gpu.Launch(k, cfg, m, n, kk, alpha, c.a, c.b, beta, out)
 	}
-	if c.prec == BF16 {
-		return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA16, c.dB16, beta, out)
+	if c.prec != lab.BF16 {
+		return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
 	}
-	return gpu.Launch(k, cfg, m, n, kk, alpha, c.dA32, c.dB32, beta, c.dC)
+	da, db := TensorMapDescs(c.a, c.b, c.sh.M, c.sh.N, c.sh.K, ls.BM, ls.BK)
+	ma, err := lab.TensorMap(c.env, "A", da)
+	if err != nil {
+		return err
+	}
+	mb, err := lab.TensorMap(c.env, "B", db)
+	if err != nil {
+		return err
+	}
+	if !ls.TMAC {
+		return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, ma, mb)
+	}
+	c16, err := c.outBF16(v)
+	if err != nil {
+		return fmt.Errorf("variant %s: a tensor map of C needs the suite's bf16 C", v.Name)
+	}
+	mc, err := lab.TensorMap(c.env, "C", CTensorMapDesc(c16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox))
+	if err != nil {
+		return err
+	}
+	return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, ma, mb, mc)
 }
 
 // runLayout launches a kernel with a column-major A, a transposed B or the bias + ReLU epilogue:
@@ -446,51 +361,18 @@ func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig,
 		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
 			v.Name, v.Suite.Name)
 	}
-	args := []any{int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha}
-	if c.prec == BF16 {
-		a, b := c.dA16, c.dB16
-		if lay.AColMajor {
-			a = c.dAT16
-		}
-		if lay.BTransposed {
-			b = c.dBT16
-		}
-		args = append(args, a, b)
-	} else {
-		a, b := c.dA32, c.dB32
-		if lay.AColMajor {
-			a = c.dAT32
-		}
-		if lay.BTransposed {
-			b = c.dBT32
-		}
-		args = append(args, a, b)
+	a, b := c.a, c.b
+	if lay.AColMajor {
+		a = c.aT
 	}
-	args = append(args, c.prod.Beta, c.dC)
+	if lay.BTransposed {
+		b = c.bT
+	}
+	args := []any{int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha, a, b, c.prod.Beta, c.dC}
 	if lay.BiasReLU {
 		args = append(args, c.dBias)
 	}
 	return gpu.Launch(k, cfg, args...)
-}
-
-// The opt-in to more than 48 KiB of shared memory is a property of the kernel: set it once per
-// kernel and size, not in every timed run.
-var (
-	optMu   sync.Mutex
-	optDone = map[gpu.Kernel]int{}
-)
-
-func optIn(k gpu.Kernel, bytes int) error {
-	optMu.Lock()
-	defer optMu.Unlock()
-	if optDone[k] >= bytes {
-		return nil
-	}
-	if err := k.SetMaxDynamicShared(bytes); err != nil {
-		return err
-	}
-	optDone[k] = bytes
-	return nil
 }
 
 // TensorMapDescs are the TMA descriptions of A and B that the wgmma kernels expect (see
@@ -512,31 +394,6 @@ func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
 		Strides: []uint64{uint64(n) * 2}, Box: []uint32{uint32(box[1]), uint32(box[0])}, Swizzle: 128, L2Promotion: 256}
 }
 
-func (c *gemmCase) tensorMaps(variant string, ls launchShape) ([3]gpu.RawArg, error) {
-	if m, ok := c.maps[variant]; ok {
-		return m, nil
-	}
-	var maps [3]gpu.RawArg
-	da, db := TensorMapDescs(c.dA16.DevicePtr(), c.dB16.DevicePtr(), c.sh.M, c.sh.N, c.sh.K, ls.BM, ls.BK)
-	var err error
-	if maps[0], err = gpu.EncodeTensorMap(c.env.Device, da); err != nil {
-		return maps, fmt.Errorf("tensor map of A: %w", err)
-	}
-	if maps[1], err = gpu.EncodeTensorMap(c.env.Device, db); err != nil {
-		return maps, fmt.Errorf("tensor map of B: %w", err)
-	}
-	if ls.TMAC {
-		if c.dC16 == nil {
-			return maps, fmt.Errorf("variant %s: a tensor map of C needs the suite's bf16 C", variant)
-		}
-		if maps[2], err = gpu.EncodeTensorMap(c.env.Device, CTensorMapDesc(c.dC16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox)); err != nil {
-			return maps, fmt.Errorf("tensor map of C: %w", err)
-		}
-	}
-	c.maps[variant] = maps
-	return maps, nil
-}
-
 // runLibrary calls cuBLAS. cuBLAS is column-major: the row-major C = A·B is the column-major
 // Cᵀ = Bᵀ·Aᵀ, and a row-major K×N matrix B read column-major with leading dimension N is exactly
 // Bᵀ. So: swap the operands and the sizes (m ↔ n), keep "no transpose".
@@ -546,18 +403,13 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 		return err
 	}
 	g := gpu.GemmDesc{M: c.sh.N, N: c.sh.M, K: c.sh.K, Alpha: c.prod.Alpha, Beta: c.prod.Beta,
-		LDA: c.sh.N, LDB: c.sh.K, C: c.dC.DevicePtr(), LDC: c.sh.N, OutType: gpu.F32}
+		A: c.b, LDA: c.sh.N, B: c.a, LDB: c.sh.K, C: c.dC.DevicePtr(), LDC: c.sh.N, InType: c.prec.DataType(), OutType: gpu.F32}
 	switch {
-	case v.Library == LibSgemm && c.prec == FP32:
-		g.A, g.B, g.InType = c.dB32.DevicePtr(), c.dA32.DevicePtr(), gpu.F32
+	case v.Library == LibSgemm && c.prec == lab.FP32:
 		return blas.Sgemm(c.env.Stream, g)
-	case v.Library == LibGemmEx && c.prec == BF16:
-		g.A, g.B, g.InType = c.dB16.DevicePtr(), c.dA16.DevicePtr(), gpu.BF16
+	case v.Library == LibGemmEx:
 		return blas.GemmEx(c.env.Stream, g)
-	case v.Library == LibGemmEx && c.prec == FP32:
-		g.A, g.B, g.InType = c.dB32.DevicePtr(), c.dA32.DevicePtr(), gpu.F32
-		return blas.GemmEx(c.env.Stream, g)
-	case v.Library == LibLt && c.prec == BF16:
+	case v.Library == LibLt && c.prec == lab.BF16:
 		lt, ok := blas.(gpu.LtBLAS)
 		if !ok {
 			return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
@@ -566,7 +418,7 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 		if err != nil {
 			return err
 		}
-		g.A, g.B, g.InType, g.C, g.OutType = c.dB16.DevicePtr(), c.dA16.DevicePtr(), gpu.BF16, c16.DevicePtr(), gpu.BF16
+		g.C, g.OutType = c16.DevicePtr(), gpu.BF16
 		return lt.LtMatmul(c.env.Stream, g)
 	}
 	return fmt.Errorf("variant %s: library %q does not take %s inputs (lab 02 knows %s for fp32, %s and %s for bf16)",
@@ -574,28 +426,21 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 }
 
 // Check compares the output of the last Run with the CPU's float64 product.
-func (c *gemmCase) Check(v *lab.Variant) (check.Report, error) {
-	tol := v.Suite.Tolerance
+func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
+	tol := o.Tolerance()
 	var out []float32
+	var err error
 	if WritesBF16(v) {
-		c16, err := c.outBF16(v)
-		if err != nil {
-			return check.Report{}, err
-		}
-		h, err := c16.Download()
-		if err != nil {
-			return check.Report{}, fmt.Errorf("reading the bf16 C back: %w", err)
-		}
-		out = make([]float32, len(h))
-		for i, x := range h {
-			out[i] = matref.Float32FromBF16(x)
+		var c16 *gpu.Buffer[uint16]
+		if c16, err = c.outBF16(v); err == nil {
+			out, err = o.BF16(c16)
 		}
 		tol += BF16OutputRounding
 	} else {
-		var err error
-		if out, err = c.dC.Download(); err != nil {
-			return check.Report{}, fmt.Errorf("reading C back: %w", err)
-		}
+		out, err = o.Float32(c.dC)
+	}
+	if err != nil {
+		return check.Report{}, err
 	}
 	if LayoutOf(v.Params).BiasReLU {
 		return c.checkBiasReLU(out, tol), nil
@@ -613,36 +458,20 @@ func (c *gemmCase) Check(v *lab.Variant) (check.Report, error) {
 func (c *gemmCase) Work() lab.Work { return WorkOf(c.prec, c.sh) }
 
 // WorkOf is the work of one product.
-func WorkOf(prec Precision, sh Shape) lab.Work {
+func WorkOf(prec lab.Precision, sh Shape) lab.Work {
 	m, n, k := float64(sh.M), float64(sh.N), float64(sh.K)
-	elem := 4.0
-	if prec == BF16 {
-		elem = 2
-	}
 	cb := 4 * m * n
 	if !sh.Beta0 {
 		cb *= 2
 	}
-	return lab.Work{FLOPs: 2 * m * n * k, Bytes: elem*(m*k+k*n) + cb}
+	return lab.Work{FLOPs: 2 * m * n * k, Bytes: float64(prec.Bytes())*(m*k+k*n) + cb}
 }
 
 // ArithmeticIntensity is FLOPs per byte of the minimum traffic.
-func ArithmeticIntensity(prec Precision, sh Shape) float64 {
+func ArithmeticIntensity(prec lab.Precision, sh Shape) float64 {
 	w := WorkOf(prec, sh)
 	if w.Bytes == 0 {
 		return math.Inf(1)
 	}
 	return w.FLOPs / w.Bytes
-}
-
-// Release frees the case's device memory.
-func (c *gemmCase) Release() error {
-	var first error
-	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dA16.Free, c.dB16.Free, c.dC.Free, c.dC0.Free,
-		c.dC16.Free, c.dC016.Free, c.dAT32.Free, c.dAT16.Free, c.dBT32.Free, c.dBT16.Free, c.dBias.Free} {
-		if err := f(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }

@@ -34,9 +34,9 @@ func TestManifestLoads(t *testing.T) {
 	for _, name := range []string{"fp32", "fp32_tiles", "bf16"} {
 		require.NotNil(t, m.Suite(name), "suite %s", name)
 	}
-	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32")))
-	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32_tiles")))
-	assert.Equal(t, BF16, PrecisionOf(m.Suite("bf16")))
+	assert.Equal(t, lab.FP32, lab.PrecisionOf(m.Suite("fp32")))
+	assert.Equal(t, lab.FP32, lab.PrecisionOf(m.Suite("fp32_tiles")))
+	assert.Equal(t, lab.BF16, lab.PrecisionOf(m.Suite("bf16")))
 	assert.Equal(t, "cublas_sgemm", m.Suite("fp32").Baseline)
 	assert.Equal(t, "cublaslt_bf16", m.Suite("bf16").Baseline)
 	assert.Equal(t, 1e-5, m.Suite("fp32").Tolerance)
@@ -167,13 +167,13 @@ func TestBF16Rounding(t *testing.T) {
 
 func randomProduct(seed uint64, m, n, k int, beta0 bool) *Product {
 	p := &Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
-	fillUniform(p.A, seed)
-	fillUniform(p.B, seed+1)
+	matref.FillUniform(p.A, seed)
+	matref.FillUniform(p.B, seed+1)
 	if beta0 {
 		p.Beta = 0
 	} else {
 		p.C0 = make([]float32, m*n)
-		fillUniform(p.C0, seed+2)
+		matref.FillUniform(p.C0, seed+2)
 	}
 	return p
 }
@@ -337,7 +337,7 @@ func TestLaunchShapes(t *testing.T) {
 				if ls.Persistent {
 					assert.Equal(t, uint32(1), ls.Grid.Y)
 					assert.LessOrEqual(t, int(ls.Grid.X), 132)
-					assert.LessOrEqual(t, int(ls.Grid.X), ceilDiv(mm, ls.BM)*ceilDiv(nn, ls.BN), "%s %v: no more blocks than tiles", v.Name, sz)
+					assert.LessOrEqual(t, int(ls.Grid.X), lab.CeilDiv(mm, ls.BM)*lab.CeilDiv(nn, ls.BN), "%s %v: no more blocks than tiles", v.Name, sz)
 					continue
 				}
 				assert.GreaterOrEqual(t, int(ls.Grid.X)*ls.BN, nn, "%s %v: grid covers N", v.Name, sz)
@@ -451,12 +451,12 @@ func TestBF16OutputTolerance(t *testing.T) {
 
 	const m, n, k, tol = 64, 48, 256, 1e-3
 	p := Product{M: m, N: n, K: k, Alpha: Alpha, Beta: 0, A: make([]float32, m*k), B: make([]float32, k*n)}
-	fillUniform(p.A, 1)
-	fillUniform(p.B, 2)
-	for i, v := range roundToBF16(p.A) {
+	matref.FillUniform(p.A, 1)
+	matref.FillUniform(p.B, 2)
+	for i, v := range matref.RoundBF16(p.A) {
 		p.A[i] = matref.Float32FromBF16(v)
 	}
-	for i, v := range roundToBF16(p.B) {
+	for i, v := range matref.RoundBF16(p.B) {
 		p.B[i] = matref.Float32FromBF16(v)
 	}
 	ref, scale := p.Reference()
@@ -493,19 +493,19 @@ func TestShapeAndWork(t *testing.T) {
 	_, err = ShapeOf(lab.Problem{Name: "huge", Params: map[string]int64{"m": 1 << 16, "n": 1 << 16, "k": 8}})
 	assert.ErrorContains(t, err, "32-bit")
 
-	w := WorkOf(FP32, Shape{M: 4096, N: 4096, K: 4096})
+	w := WorkOf(lab.FP32, Shape{M: 4096, N: 4096, K: 4096})
 	assert.Equal(t, 2*math.Pow(4096, 3), w.FLOPs)
 	assert.Equal(t, 4*3*4096*4096.0+4*4096*4096.0, w.Bytes, "A, B, C read and C written")
-	w = WorkOf(BF16, Shape{M: 4096, N: 4096, K: 4096, Beta0: true})
+	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096, Beta0: true})
 	assert.Equal(t, 2*2*4096*4096.0+4*4096*4096.0, w.Bytes, "bf16 A and B, fp32 C written only")
-	assert.InDelta(t, 4096.0/6, ArithmeticIntensity(FP32, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}), 1e-9)
+	assert.InDelta(t, 4096.0/6, ArithmeticIntensity(lab.FP32, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}), 1e-9)
 }
 
 func TestFillUniform(t *testing.T) {
 	x := make([]float32, 200000)
-	fillUniform(x, 42)
+	matref.FillUniform(x, 42)
 	y := make([]float32, len(x))
-	fillUniform(y, 42)
+	matref.FillUniform(y, 42)
 	assert.Equal(t, x, y, "the same seed gives the same values")
 	zeros, lo, hi := 0, float32(1), float32(-1)
 	for _, v := range x {

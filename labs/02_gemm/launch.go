@@ -46,9 +46,6 @@ const (
 	ParamBiasReLU    = "bias_relu"
 )
 
-// staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
-const staticSharedLimit = 48 << 10
-
 // launchShape is how a kernel variant is launched on one problem.
 type launchShape struct {
 	Grid, Block gpu.Dim3
@@ -114,7 +111,7 @@ func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int
 				name, ls.CBox[0], ls.CBox[1])
 		}
 	}
-	tilesM, tilesN := ceilDiv(m, ls.BM), ceilDiv(n, ls.BN)
+	tilesM, tilesN := lab.CeilDiv(m, ls.BM), lab.CeilDiv(n, ls.BN)
 	if get(ParamPersistent, 0) != 0 {
 		ls.Persistent = true
 		per := max(int(get(ParamCTAsPerSM, 1)), 1)
@@ -127,5 +124,3 @@ func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int
 	ls.Grid = gpu.D2(tilesN, tilesM)
 	return ls, nil
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -10,7 +10,7 @@ func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, e
 	if err != nil {
 		return nil, lab.Work{}, err
 	}
-	prec := PrecisionOf(s)
+	prec := lab.PrecisionOf(s)
 	beta := Beta
 	if sh.Beta0 {
 		beta = 0

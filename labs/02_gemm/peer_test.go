@@ -30,7 +30,7 @@ func TestPeerProblemMatchesTheKernelsProblem(t *testing.T) {
 		sh, err := ShapeOf(tc.p)
 		require.NoError(t, err)
 		assert.Equal(t, map[string]any{"m": sh.M, "n": sh.N, "k": sh.K, "alpha": Alpha, "beta": tc.beta, "inputs": tc.in}, params)
-		assert.Equal(t, WorkOf(PrecisionOf(s), sh), work)
+		assert.Equal(t, WorkOf(lab.PrecisionOf(s), sh), work)
 	}
 	_, _, err := Lab{}.PeerProblem(m.Suite("fp32"), lab.Problem{Name: "empty", Params: map[string]int64{"m": 0}})
 	assert.Error(t, err)
