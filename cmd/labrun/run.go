@@ -61,7 +61,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	noSave := fs.Bool("no-save", false, "do not write the results file")
 	record := fs.Bool("record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
-	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
+	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2)")
+	rankCount := fs.Int("ranks", 0, "labs 04 and 05: how many rank processes, one per GPU (default: the GPUs of the machine; 2 on the emulator; more ranks than GPUs share them, for correctness only)")
+	graph := fs.Bool("graph", false, "labs 04 and 05: capture each batch of timed collectives in a CUDA graph")
 	emuWarp := fs.Int("emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
 	noExercises := fs.Bool("no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
 	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
@@ -159,7 +161,7 @@ Flags:
 	defer stop()
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: problems, Suites: suites, Quick: *quick, Backend: *backend,
-		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Record: *record, InProcess: *inProcess,
+		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Record: *record, InProcess: *inProcess, Ranks: *rankCount, Graph: *graph,
 		Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)

@@ -83,6 +83,9 @@ type Shared[T gpu.Elem] struct {
 	Table *gpu.Buffer[uint64] // Peers on this rank's device: the table of peer pointers a kernel takes
 }
 
+// Ptr is rank r's part, as this process maps it.
+func (s *Shared[T]) Ptr(r int) gpu.Ptr { return s.Peers[r] }
+
 // AllocShared allocates this rank's n elements of a shared buffer and maps every reachable
 // peer's: every rank calls it at the same point, each with its own n. Contents undefined.
 func AllocShared[T gpu.Elem](e *Env, name string, n int) (*Shared[T], error) {
