@@ -100,9 +100,9 @@ type EntryView struct {
 // Env is what a driver gets from the engine: the device, a stream, the loaded kernels, a seeded
 // random source, and the vendor libraries on demand.
 type Env struct {
-	Device gpu.Device
-	Stream gpu.Stream
-	RNG    *rand.Rand
+	Device  gpu.Device
+	Stream  gpu.Stream
+	RNG     *rand.Rand
 	Seed    uint64
 	Quick   bool
 	Backend string

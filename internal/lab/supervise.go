@@ -30,7 +30,8 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	var extra map[string]any
 	_, wantDescribe := driverOf(r.man).(Describer)
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
-	if r.ranks > 0 { // a lab of ranks: every job at the run's world size unless it names one
+	// A lab of ranks: every job at the run's world size unless it names one.
+	if r.ranks > 0 {
 		for i := range jobs {
 			if jobs[i].Ranks == 0 {
 				jobs[i].Ranks = r.ranks
