@@ -123,6 +123,7 @@ type Env struct {
 	w         *worker
 	signals   *Shared[uint32]
 	signalsOf *arena
+	side      gpu.Stream // SideStream
 }
 
 // NewEnv is used by the engine (and by tests of drivers) to build an Env.
@@ -205,6 +206,10 @@ func (e *Env) Close() error {
 	errs = append(errs, e.closeCase())
 	if e.lasting != nil {
 		errs = append(errs, e.lasting.release())
+	}
+	if e.side != nil {
+		errs = append(errs, e.side.Close())
+		e.side = nil
 	}
 	if e.blas != nil {
 		errs = append(errs, e.blas.Close())

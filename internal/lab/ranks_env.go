@@ -97,6 +97,17 @@ func AllocShared[T gpu.Elem](e *Env, name string, n int) (*Shared[T], error) {
 // rank's part with p before every checked run (the device barrier that starts every run keeps a
 // peer's writes after it), and Check reads it through Outputs.
 func SharedOutput[T gpu.Elem](e *Env, name string, n int, p Poison) (*Shared[T], error) {
+	return sharedPoisoned[T](e, name, n, p, true)
+}
+
+// SharedScratch is AllocShared for a buffer that peers write and the engine refills with p
+// before every checked run without checking it (a staging buffer that a kernel must not read
+// before its data has arrived).
+func SharedScratch[T gpu.Elem](e *Env, name string, n int, p Poison) (*Shared[T], error) {
+	return sharedPoisoned[T](e, name, n, p, false)
+}
+
+func sharedPoisoned[T gpu.Elem](e *Env, name string, n int, p Poison, output bool) (*Shared[T], error) {
 	var zero T
 	if p.fill32 && unsafe.Sizeof(zero) != 4 || p.src != nil {
 		return nil, fmt.Errorf("%s: a shared output takes a byte or 32-bit poison of its own type", name)
@@ -105,7 +116,7 @@ func SharedOutput[T gpu.Elem](e *Env, name string, n int, p Poison) (*Shared[T],
 	if err != nil {
 		return nil, err
 	}
-	cb.output = true
+	cb.output = output
 	b, st := s.Mine, e.Stream
 	if p.fill32 {
 		cb.poison = func() error { return b.Fill32(p.word, st) }
@@ -289,3 +300,33 @@ func errorsNoCollectives(msg string) error {
 	}
 	return nil
 }
+
+// SideStream is a second stream on env's device, for schedules that overlap two streams of work
+// (a copy beside a GEMM); it lives as long as the worker. Work on it is ordered against Stream
+// with events (NewEvent).
+func (e *Env) SideStream() (gpu.Stream, error) {
+	if e.side != nil {
+		return e.side, nil
+	}
+	s, err := e.Device.NewStream()
+	if err != nil {
+		return nil, fmt.Errorf("a second stream: %w", err)
+	}
+	e.side = s
+	return s, nil
+}
+
+// NewEvent makes an event on env's device for the current case; the engine closes it with the case.
+func NewEvent(e *Env) (gpu.Event, error) {
+	ev, err := e.Device.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	a := e.arena()
+	a.bufs = append(a.bufs, &caseBuf{name: "an event", free: ev.Close, read: func() ([]byte, error) { return nil, nil }})
+	return ev, nil
+}
+
+// Poison32 fills every 32-bit word with w: a NaN of a payload of its own, say, so that a value
+// computed from this buffer tells itself from an output left unwritten (PoisonNaN32).
+func Poison32(w uint32) Poison { return Poison{word: w, fill32: true} }
