@@ -191,7 +191,10 @@ func (w *worker) agree(tag string, m rankMsg) ([]rankMsg, error) {
 	rk := w.rk
 	m.Job, m.Tag = rk.job, tag
 	b, _ := json.Marshal(m)
+	// The parent learns where each rank waits, to name the rank that hangs when a job times out.
+	w.emit(Event{Type: "wait", Msg: tag})
 	raw, err := rk.group.AllGather(context.Background(), b)
+	w.emit(Event{Type: "wait"})
 	if err != nil {
 		return nil, fmt.Errorf("rank %d lost the other ranks at %s: %w", rk.world.Rank, tag, err)
 	}

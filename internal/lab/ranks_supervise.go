@@ -112,6 +112,9 @@ type rankProc struct {
 	// What the parent saw of it: the jobs it finished, and why it stopped when that was early.
 	mu       sync.Mutex
 	finished int
+	atKill   int    // finished when the group was killed (-1: not killed)
+	waiting  string // the meeting of the ranks it waits at ("": it is not waiting for the others)
+	waitKill string // waiting, when the group was killed
 	exited   bool
 	failure  string
 }
@@ -160,6 +163,13 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 	procs := make([]*rankProc, 0, len(local))
 	var pipes []*os.File
 	killAll := func() {
+		for _, p := range procs { // what each had finished, before the dying ranks notice
+			p.mu.Lock()
+			if p.atKill < 0 {
+				p.atKill, p.waitKill = p.finished, p.waiting
+			}
+			p.mu.Unlock()
+		}
 		for _, p := range procs {
 			if p.cmd.Process != nil {
 				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -174,7 +184,7 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 		if rank != 0 || r.ext != nil {
 			prefix = fmt.Sprintf("  | rank %d: ", rank)
 		}
-		p := &rankProc{rank: rank, cmd: cmd, out: &tail{w: prefixWriter(r.o.Progress, prefix)}}
+		p := &rankProc{rank: rank, cmd: cmd, out: &tail{w: prefixWriter(r.o.Progress, prefix)}, atKill: -1}
 		cmd.Stdout, cmd.Stderr = p.out, p.out
 		cmd.Stdin = strings.NewReader(string(specJSON))
 		cmd.Env = r.rankEnv(cmd.Env, rank, n, rendezvous)
@@ -304,10 +314,16 @@ func (r *runner) watchRoot(in <-chan Event, p *rankProc) <-chan Event {
 	go func() {
 		defer close(out)
 		for e := range in {
-			if e.Type == "result" {
-				p.mu.Lock()
+			p.mu.Lock()
+			switch e.Type {
+			case "result":
 				p.finished++
-				p.mu.Unlock()
+			case "wait":
+				p.waiting = e.Msg
+			}
+			p.mu.Unlock()
+			if e.Type == "wait" {
+				continue
 			}
 			out <- e
 		}
@@ -323,6 +339,8 @@ func (r *runner) watchPeer(in <-chan Event, p *rankProc) {
 		switch e.Type {
 		case "result":
 			p.finished++
+		case "wait":
+			p.waiting = e.Msg
 		case "fatal":
 			p.failure = e.Msg
 		case "log":
@@ -332,20 +350,35 @@ func (r *runner) watchPeer(in <-chan Event, p *rankProc) {
 	}
 }
 
-// unfinishedRanks names, for a timed-out group, the ranks that had not finished the job in flight.
+// unfinishedRanks names, for a timed-out group, the ranks that had not finished the job in
+// flight: those that were not waiting for the others at one of their meetings hung.
 func (r *runner) unfinishedRanks(procs []*rankProc, current, offset, done int) string {
-	var late []string
+	var hung, waited []string
+	at := ""
 	for _, p := range procs {
 		p.mu.Lock()
-		if p.finished <= done {
-			late = append(late, strconv.Itoa(p.rank))
+		finished, waiting := p.finished, p.waiting
+		if p.atKill >= 0 {
+			finished, waiting = p.atKill, p.waitKill
 		}
 		p.mu.Unlock()
+		switch {
+		case finished > done:
+		case waiting == "":
+			hung = append(hung, strconv.Itoa(p.rank))
+		default:
+			waited, at = append(waited, strconv.Itoa(p.rank)), waiting
+		}
 	}
-	if len(late) == 0 || r.ext != nil {
+	switch {
+	case r.ext != nil || len(hung)+len(waited) == 0:
 		return ""
+	case len(hung) == 0:
+		return fmt.Sprintf(" (ranks %s waited for each other at %q)", strings.Join(waited, ", "), at)
+	case len(waited) == 0:
+		return fmt.Sprintf(" (ranks still in it: %s)", strings.Join(hung, ", "))
 	}
-	return fmt.Sprintf(" (ranks still in it: %s; a rank waiting on the device for a peer that never came?)", strings.Join(late, ", "))
+	return fmt.Sprintf(" (rank %s never reached the ranks' next meeting; ranks %s waited for it at %q)", strings.Join(hung, ", "), strings.Join(waited, ", "), at)
 }
 
 // groupReport is what each labrun of an external job says of its group of jobs.

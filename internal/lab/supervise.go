@@ -454,7 +454,7 @@ func (r *runner) invalidEvent(e Event, spec WorkerSpec, current, done int) strin
 		if done > 0 || current >= 0 {
 			return "a device description after the jobs started"
 		}
-	case "log", "fatal":
+	case "log", "fatal", "wait": // wait: where a rank of a lab of ranks waits for the others
 	default:
 		return fmt.Sprintf("an event of unknown type %q", e.Type)
 	}
