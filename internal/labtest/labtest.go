@@ -35,6 +35,9 @@ func Main(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(lab.RunWorkerFromEnv())
 	}
+	if spec := os.Getenv(runEnv); spec != "" {
+		os.Exit(runRank(spec)) // one labrun of a job of ranks (ranks.go)
+	}
 	os.Exit(m.Run())
 }
 
