@@ -223,12 +223,13 @@ Flags:
 // the check's relative error against its tolerance. Skipped variants become one line per suite,
 // and a variant that failed the same way on every problem (a compile error) one row.
 func printTable(w io.Writer, out *lab.Outcome, width int) {
-	emulated := false
+	emulated, shared := false, false
 	var suites []string
 	bySuite := map[string][]*results.Entry{}
 	for i := range out.Results.Entries {
 		e := &out.Results.Entries[i]
 		emulated = emulated || e.Emulated
+		shared = shared || lab.SharedGPU(e)
 		if _, ok := bySuite[e.Suite]; !ok {
 			suites = append(suites, e.Suite)
 		}
@@ -243,7 +244,14 @@ func printTable(w io.Writer, out *lab.Outcome, width int) {
 			title = s.Title.EN
 		}
 		fmt.Fprintln(w, term.Elide("== "+title, width))
-		suiteTable(bySuite[name], emulated).Write(w, width)
+		suiteTable(bySuite[name], emulated || shared).Write(w, width)
+	}
+	if shared && len(suites) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range term.Wrap("Several ranks shared a GPU ("+lab.SharedGPULabel+"): the tables show each check's "+
+			"relative error against its tolerance. Run one rank per GPU for times, rates and speedups.", width, "") {
+			fmt.Fprintln(w, l)
+		}
 	}
 	if emulated && len(suites) > 0 {
 		fmt.Fprintln(w)

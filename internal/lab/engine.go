@@ -260,6 +260,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed, Planned: planned}
 	out.Path, out.Local = resultsPath(o.Root, info, man.Name, o.Record)
+	if r.sharedGPURun(file.Entries) { // times of ranks on one GPU are no performance results
+		out.Path, out.Local = results.LocalPathFor(o.Root, info, man.Name), true
+	}
 	for _, e := range file.Entries {
 		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
 			out.Failures++

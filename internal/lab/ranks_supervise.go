@@ -473,3 +473,21 @@ func (r *runner) reportRanks(gpus int) {
 		fmt.Fprintf(r.o.Progress, "%d ranks, one process per GPU\n", r.ranks)
 	}
 }
+
+// SharedGPU says whether an entry was measured with several ranks on one GPU (its times are no
+// performance figures).
+func SharedGPU(e *results.Entry) bool { v, _ := e.Data["shared_gpu"].(bool); return v }
+
+// sharedGPURun says whether any entry of the run had ranks sharing a GPU: such a run is saved
+// where unrecorded runs go (results/local/, which neither git nor the site reads), so that its
+// times never stand for performance results, nor replace the entries of a run on one GPU per rank.
+func (r *runner) sharedGPURun(es []results.Entry) bool {
+	for i := range es {
+		if SharedGPU(&es[i]) && !r.info.Emulated {
+			fmt.Fprintf(r.o.Progress, "several ranks shared a GPU: the times are %q, and the results go to results/%s/, not to the recorded results\n",
+				SharedGPULabel, results.LocalDir)
+			return true
+		}
+	}
+	return false
+}

@@ -136,6 +136,7 @@ func TestRanksAsProcesses(t *testing.T) {
 	out, err := Run(context.Background(), Options{Root: root, Lab: "98", Backend: "fake", Seed: 3, SeedSet: true, Quick: true,
 		NoSave: true, Worker: testWorker, Ranks: 3})
 	require.NoError(t, err)
+	assert.True(t, out.Local, "ranks sharing a GPU are not recorded as performance results")
 	got := byVariant(out.Results.Entries)
 	good := got["good"]
 	assert.Equal(t, results.StatusOK, good.Status, good.Error)
