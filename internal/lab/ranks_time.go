@@ -141,6 +141,9 @@ func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, e
 				return bench.Stats{}, fmt.Errorf("capturing %d runs in a graph: %w", k, err)
 			}
 			graph = g
+		} else if w.rk.world.Rank == 0 && !w.graphNoted {
+			w.graphNoted = true
+			w.env.Logf("--graph: the %s backend cannot capture a stream into a graph; the runs are launched one by one", w.env.Backend)
 		}
 	}
 

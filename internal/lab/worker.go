@@ -149,7 +149,8 @@ type worker struct {
 	guard *guardDevice // grading: the device as the driver sees it, with red zones and write tracking
 	rk    *rankState   // a rank process of a lab of ranks (ranks.go)
 	// timing is what the timing of the last job adds to its entry's data (a collective's batch).
-	timing map[string]any
+	timing     map[string]any
+	graphNoted bool // --graph was asked for where the backend cannot capture (said once)
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
