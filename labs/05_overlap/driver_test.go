@@ -133,7 +133,7 @@ func TestManifest(t *testing.T) {
 	for _, h := range m.Helpers {
 		entries = append(entries, h.Entry)
 	}
-	assert.ElementsMatch(t, []string{EntryGather, EntryReduceRows}, entries)
+	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows}, entries)
 
 	require.NotNil(t, m.Grading)
 	require.Len(t, m.Grading.Exercises, 1)
