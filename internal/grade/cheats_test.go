@@ -123,36 +123,36 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 		file, reason, text string
 		problems           []string
 	}{
-		{"zeros.cu", lab.ReasonWrong, "every output is 0", nil},
-		{"partial.cu", lab.ReasonUnwritten, "did not write", nil},
-		{"previous_answer.cu", lab.ReasonStale, "previous run's answer", nil},
+		{"zeros.cu", ReasonWrong, "every output is 0", nil},
+		{"partial.cu", ReasonUnwritten, "did not write", nil},
+		{"previous_answer.cu", ReasonStale, "previous run's answer", nil},
 		// M = 17: the off-by-one column of the column-major A is 68 bytes, within the slack.
-		{"read_past.cu", lab.ReasonReadOutside, "computed NaN", []string{"17×33×65"}},
-		{"forever.cu", lab.ReasonTimeout, "timed out", []string{"17×33×65"}},
-		{"crash.cu", lab.ReasonIllegalAddress, "EMU_ILLEGAL_ADDRESS", nil},
-		{"abort.cu", lab.ReasonCrash, "signal", nil},
+		{"read_past.cu", ReasonReadOutside, "computed NaN", []string{"17×33×65"}},
+		{"forever.cu", ReasonTimeout, "timed out", []string{"17×33×65"}},
+		{"crash.cu", ReasonIllegalAddress, "EMU_ILLEGAL_ADDRESS", nil},
+		{"abort.cu", ReasonCrash, "signal", nil},
 		// A race: threads read tiles others have not stored yet, which hold the last step's values
 		// (wrong) or, at the first step, shared memory's NaN (read_outside), by the schedule.
-		{"missing_barrier.cu", lab.ReasonWrong + "|" + lab.ReasonReadOutside, "", nil},
-		{"early_return.cu", lab.ReasonBarrier, "EMU_BARRIER_DIVERGENCE", nil},
-		{"oob_write.cu", lab.ReasonOutOfBounds, "past the end of", nil},
-		{"corrupt_input.cu", lab.ReasonInputCorrupted, "changed its input", nil},
-		{"no_compile.cu", lab.ReasonCompile, "compile", nil},
+		{"missing_barrier.cu", ReasonWrong + "|" + ReasonReadOutside, "", nil},
+		{"early_return.cu", ReasonBarrier, "EMU_BARRIER_DIVERGENCE", nil},
+		{"oob_write.cu", ReasonOutOfBounds, "past the end of", nil},
+		{"corrupt_input.cu", ReasonInputCorrupted, "changed its input", nil},
+		{"no_compile.cu", ReasonCompile, "compile", nil},
 		// Reaching the reference solution from the build (hermetic builds).
-		{"include_relative.cu", lab.ReasonCompile, "include_relative.cu:4: error:", nil},
-		{"include_dotdot.cu", lab.ReasonCompile, "include_dotdot.cu:4: error: refused include", nil},
-		{"include_absolute.cu", lab.ReasonCompile, "include_absolute.cu:3: error: refused include", nil},
-		{"include_cross_lab.cu", lab.ReasonCompile, "include_cross_lab.cu:4: error: refused include", nil},
-		{"include_macro.cu", lab.ReasonCompile, "02_gemm/exercises/ex1_smem_tiling.cu", nil},
+		{"include_relative.cu", ReasonCompile, "include_relative.cu:4: error:", nil},
+		{"include_dotdot.cu", ReasonCompile, "include_dotdot.cu:4: error: refused include", nil},
+		{"include_absolute.cu", ReasonCompile, "include_absolute.cu:3: error: refused include", nil},
+		{"include_cross_lab.cu", ReasonCompile, "include_cross_lab.cu:4: error: refused include", nil},
+		{"include_macro.cu", ReasonCompile, "02_gemm/exercises/ex1_smem_tiling.cu", nil},
 		// Host-only C++ that nvcc would reject (the device-code check).
-		{"host_only.cu", lab.ReasonCompile, "host_only.cu:15: error:", nil},
+		{"host_only.cu", ReasonCompile, "host_only.cu:15: error:", nil},
 		// Escapes from the sandbox: each computes the answer only if its escape worked.
-		{"forged_events.cu", lab.ReasonCrash, "died", nil},
-		{"daemon.cu", lab.ReasonWrong, "same value (1)", nil},          // EPERM: no new processes
-		{"replace_grader.cu", lab.ReasonWrong, "same value (13)", nil}, // EACCES: read-only
-		{"read_secret.cu", lab.ReasonWrong, "same value (13)", nil},    // EACCES: no /proc
+		{"forged_events.cu", ReasonCrash, "died", nil},
+		{"daemon.cu", ReasonWrong, "same value (1)", nil},          // EPERM: no new processes
+		{"replace_grader.cu", ReasonWrong, "same value (13)", nil}, // EACCES: read-only
+		{"read_secret.cu", ReasonWrong, "same value (13)", nil},    // EACCES: no /proc
 		// K < 32: the first (and only) tile step reads what it never stored.
-		{"stale_shared.cu", lab.ReasonReadOutside, "computed NaN", []string{"1×300×7", "300×1×5"}},
+		{"stale_shared.cu", ReasonReadOutside, "computed NaN", []string{"1×300×7", "300×1×5"}},
 	}
 	// The secret in the initial environment of a process of the same user, as in a CI step's
 	// shell: read_secret.cu looks for it there.
@@ -173,7 +173,7 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 			}
 			started := time.Now()
 			limit := 30 * time.Second
-			if f.reason == lab.ReasonTimeout {
+			if f.reason == ReasonTimeout {
 				limit = 1500 * time.Millisecond
 			}
 			rep := gradeFixture(t, filepath.Join(dir, f.file), Options{Problems: f.problems, TimeLimit: limit})
@@ -209,7 +209,7 @@ func TestReadPastFailsWithoutRedZones(t *testing.T) {
 	for _, tr := range rep.Tests {
 		if tr.Kind == KindCorrectness {
 			assert.Equal(t, StatusFailed, tr.Status, "%s: %s", tr.Name, tr.Output)
-			assert.Contains(t, []string{lab.ReasonReadOutside, lab.ReasonIllegalAddress}, tr.Reason, tr.Output)
+			assert.Contains(t, []string{ReasonReadOutside, ReasonIllegalAddress}, tr.Reason, tr.Output)
 		}
 	}
 }
@@ -251,7 +251,7 @@ func TestLab02ReferenceFullMarksStubsZero(t *testing.T) {
 	for _, tr := range rep.Tests {
 		if tr.Kind == KindCorrectness {
 			assert.Equal(t, StatusFailed, tr.Status, tr.Name)
-			assert.NotEqual(t, lab.ReasonCompile, tr.Reason, "the stubs compile: %s", tr.Output)
+			assert.NotEqual(t, ReasonCompile, tr.Reason, "the stubs compile: %s", tr.Output)
 		}
 	}
 	t.Logf("stubs: %s/%s in %.1fs (%d CPUs)", pts(rep.Score), pts(rep.MaxScore), time.Since(started).Seconds(), runtime.NumCPU())
@@ -377,10 +377,10 @@ func TestRankAndScheduleFixtures(t *testing.T) {
 		// and no other test may fail.
 		race bool
 	}{
-		{"04", "two_ranks.cu", []string{"3 ranks", "4 ranks", "secret"}, []string{lab.ReasonUnwritten, lab.ReasonWrong}, false},
-		{"05", "missing_wait.cu", []string{""}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}, true},
-		{"05", "missing_barrier_after_wait.cu", []string{""}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}, true},
-		{"05", "wrong_count.cu", []string{"three launches"}, []string{lab.ReasonReadOutside, lab.ReasonUnwritten, lab.ReasonWrong}, true},
+		{"04", "two_ranks.cu", []string{"3 ranks", "4 ranks", "secret"}, []string{ReasonUnwritten, ReasonWrong}, false},
+		{"05", "missing_wait.cu", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
+		{"05", "missing_barrier_after_wait.cu", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
+		{"05", "wrong_count.cu", []string{"three launches"}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
 	}
 	for _, f := range fixtures {
 		for _, seed := range []uint64{1, 2} {

@@ -144,31 +144,31 @@ type TestResult struct {
 // ReasonText is a reason code in words.
 func ReasonText(code string) string {
 	switch code {
-	case lab.ReasonWrong:
+	case ReasonWrong:
 		return "wrong result"
-	case lab.ReasonUnwritten:
+	case ReasonUnwritten:
 		return "outputs not written"
-	case lab.ReasonStale:
+	case ReasonStale:
 		return "returned a previous answer"
-	case lab.ReasonReadOutside:
+	case ReasonReadOutside:
 		return "read outside its inputs"
-	case lab.ReasonOutOfBounds:
+	case ReasonOutOfBounds:
 		return "wrote outside its buffers"
-	case lab.ReasonInputCorrupted:
+	case ReasonInputCorrupted:
 		return "changed its inputs"
-	case lab.ReasonIllegalAddress:
+	case ReasonIllegalAddress:
 		return "illegal memory access"
-	case lab.ReasonBarrier:
+	case ReasonBarrier:
 		return "barrier divergence or deadlock"
-	case lab.ReasonTimeout:
+	case ReasonTimeout:
 		return "time limit exceeded"
-	case lab.ReasonCrash:
+	case ReasonCrash:
 		return "crashed"
-	case lab.ReasonTrap:
+	case ReasonTrap:
 		return "trapped (assert, __trap, stack overflow)"
-	case lab.ReasonLaunch:
+	case ReasonLaunch:
 		return "launch refused"
-	case lab.ReasonCompile:
+	case ReasonCompile:
 		return "does not compile"
 	case ReasonNotSubmitted:
 		return "not submitted"
@@ -686,18 +686,18 @@ func entryReason(e *results.Entry) string {
 	}
 	switch e.Status {
 	case results.StatusTimeout:
-		return lab.ReasonTimeout
+		return ReasonTimeout
 	case results.StatusCrashed:
-		return lab.ReasonCrash
+		return ReasonCrash
 	case results.StatusSkipped:
 		return "skipped"
 	case results.StatusWrong:
-		return lab.ReasonWrong
+		return ReasonWrong
 	}
 	if strings.HasPrefix(e.Error, "compile: ") {
-		return lab.ReasonCompile
+		return ReasonCompile
 	}
-	return lab.ReasonOfError(errors.New(e.Error))
+	return ReasonOfError(errors.New(e.Error))
 }
 
 // score fills a test's result from the entries of its jobs.

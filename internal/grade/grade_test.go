@@ -139,9 +139,9 @@ func sampleSummary() *Summary {
 		Seed: 42, Score: 3, MaxScore: 7, PassMark: 0.6, Passed: false, Speed: "not graded: no GPU", ElapsedS: 1.5,
 		Tests: []TestResult{
 			{Name: "ex1 / a & <b>", Exercise: "ex1", Kind: KindCorrectness, Score: 3, MaxScore: 3, Status: StatusPassed, Visibility: "visible"},
-			{Name: "ex1 / c", Exercise: "ex1", Kind: KindCorrectness, MaxScore: 2, Status: StatusFailed, Reason: lab.ReasonWrong,
+			{Name: "ex1 / c", Exercise: "ex1", Kind: KindCorrectness, MaxScore: 2, Status: StatusFailed, Reason: ReasonWrong,
 				Output: "c: wrong result\n  first wrong elements: [0]: 1, 2 ]]> <x>", Visibility: "visible", TimeS: 0.2},
-			{Name: "ex1 / hidden: d", Exercise: "ex1", Kind: KindCorrectness, MaxScore: 2, Status: StatusFailed, Reason: lab.ReasonStale,
+			{Name: "ex1 / hidden: d", Exercise: "ex1", Kind: KindCorrectness, MaxScore: 2, Status: StatusFailed, Reason: ReasonStale,
 				Hidden: true, Visibility: "after_published", Output: "d: failed"},
 			{Name: "ex1 / speed", Exercise: "ex1", Kind: KindSpeed, MaxScore: 2, Status: StatusNotGraded,
 				Output: "speed is graded on a GPU only; this runner checked correctness", Visibility: "visible"},

@@ -2,12 +2,10 @@ package lab
 
 import (
 	"context"
-	"encoding/binary"
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,39 +119,9 @@ func (c *scaleCase) Record(v *Variant) (map[string]any, error) {
 	return map[string]any{"n": c.n}, nil
 }
 
-func ptrArg(b []byte) gpu.Ptr { return gpu.Ptr(binary.LittleEndian.Uint64(b)) }
-
-func scaleKernel(mutate func(ys []float32)) fake.KernelFunc {
-	return func(cfg gpu.LaunchConfig, args [][]byte) error {
-		n := int(binary.LittleEndian.Uint32(args[2]))
-		xs, ys := fake.Float32s(ptrArg(args[0]), n), fake.Float32s(ptrArg(args[1]), n)
-		for i := range xs {
-			ys[i] = 2 * xs[i]
-		}
-		if mutate != nil {
-			mutate(ys)
-		}
-		return nil
-	}
-}
-
 func init() {
 	RegisterDriver("99_test", scaleDriver{})
-	sig := []string{"const float*", "float*", "int"}
-	fake.RegisterKernel("scale_good", sig, scaleKernel(nil))
-	fake.RegisterKernel("scale_wrong", sig, scaleKernel(func(ys []float32) { ys[len(ys)/2] += 1 }))
-	fake.RegisterKernel("scale_crash", sig, func(gpu.LaunchConfig, [][]byte) error {
-		syscall.Kill(os.Getpid(), syscall.SIGSEGV)
-		time.Sleep(time.Second)
-		return nil
-	})
-	fake.RegisterKernel("scale_hang", sig, func(gpu.LaunchConfig, [][]byte) error {
-		time.Sleep(time.Hour)
-		return nil
-	})
-	fake.RegisterKernel("scale_sticky", sig, func(gpu.LaunchConfig, [][]byte) error {
-		return gpu.NewCallError("fake", "cuLaunchKernel", 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered", true)
-	})
+	fake.RegisterScaleKernels()
 }
 
 // newCourse writes a course root with the test lab and returns it.

@@ -146,8 +146,8 @@ type worker struct {
 	emit  func(Event)
 	flush *gpu.Buffer[uint8]
 	mods  []gpu.Module
-	guard *guardDevice // grading: the device as the driver sees it, with red zones and write tracking
-	rk    *rankState   // a rank process of a lab of ranks (ranks.go)
+	hook  JobHook    // runs the jobs with a mode (grading), set when the spec has Grade
+	rk    *rankState // a rank process of a lab of ranks (ranks.go)
 	// timing is what the timing of the last job adds to its entry's data (a collective's batch).
 	timing     map[string]any
 	graphNoted bool // --graph was asked for where the backend cannot capture (said once)
@@ -192,17 +192,16 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	}
 	var envDev gpu.Device = dev
 	if spec.Grade != nil {
-		// The emulator surrounds every buffer with NaN slack and faulting fences of its own: a read
-		// or write past a buffer faults there exactly as in a normal run. A GPU has no such
-		// fences, so the guard adds NaN red zones.
-		pad := spec.Grade.redZone()
-		if dev.Info().Emulated {
-			pad = 0
+		// Jobs with a mode run through the grader's hook, which guards the device the driver sees.
+		if w.hook = jobHook(); w.hook == nil {
+			stream.Close()
+			dev.Close()
+			return nil, fmt.Errorf("this binary has no grader linked in (internal/grade registers it): it cannot run grading jobs")
 		}
-		w.guard = newGuardDevice(dev, pad)
-		envDev = w.guard
-		for name, k := range kernels {
-			kernels[name] = &guardKernel{Kernel: k, g: w.guard, readOnly: spec.Grade.ReadOnly[name]}
+		if envDev, err = w.hook.Setup(&w.spec, dev, kernels); err != nil {
+			stream.Close()
+			dev.Close()
+			return nil, err
 		}
 	}
 	w.env = NewEnv(envDev, stream, spec.Seed, kernels, func(f string, a ...any) {
@@ -298,8 +297,8 @@ func (w *worker) run() int {
 	for i, job := range w.spec.Jobs {
 		w.emit(Event{Type: "start", Job: i})
 		run := w.runJob
-		if job.Mode != "" && w.guard != nil {
-			run = w.runGradeJob
+		if job.Mode != "" && w.hook != nil {
+			run = func(j Job) (results.Entry, error) { return w.hook.RunJob(&HookWorker{w: w}, j) }
 		}
 		entry, err := run(job)
 		if w.rk != nil {
@@ -322,6 +321,31 @@ func (w *worker) startEntry(job Job) (*Suite, *Variant, Problem, results.Entry) 
 		Custom: job.Custom != "", Seed: w.spec.Seed, RunAt: time.Now().UTC(), Emulated: w.dev.Info().Emulated,
 		Status: results.StatusFailed}
 	return s, s.Variant(job.Variant), p, e
+}
+
+// noteKernel records the compiled kernel's figures (registers, shared memory) in the entry.
+func (w *worker) noteKernel(v *Variant, e *results.Entry) {
+	if k, err := w.env.Kernel(v); err == nil {
+		if attrs, err := k.Attrs(); err == nil {
+			e.Kernel = &attrs
+		}
+	}
+}
+
+// SetRates records the timing of a job's runs in its entry, with the rates derived from the
+// median time and the work of one run.
+func SetRates(e *results.Entry, work Work, st bench.Stats) {
+	e.Time = &st
+	e.Ops = work.Ops
+	if sec := st.MedianMs / 1e3; sec > 0 {
+		if work.FLOPs > 0 {
+			e.TFLOPs = work.FLOPs / sec / 1e12
+		}
+		if work.Bytes > 0 {
+			e.GBps = work.Bytes / sec / 1e9
+		}
+	}
+	e.PerOpUs = st.MedianMs * 1e3 / float64(max(work.Ops, 1))
 }
 
 // runJob checks and times one variant on one problem. The returned error is only for the
@@ -358,11 +382,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 			e.Status, e.Error, err = results.StatusFailed, "release: "+rerr.Error(), rerr
 		}
 	}()
-	if k, kerr := w.env.Kernel(v); kerr == nil {
-		if attrs, aerr := k.Attrs(); aerr == nil {
-			e.Kernel = &attrs
-		}
-	}
+	w.noteKernel(v, &e)
 
 	// Correct first: poison, run once, check.
 	if err := c.Poison(); err != nil {
@@ -392,10 +412,6 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 
 	// Then time it.
 	work := c.Case.Work()
-	ops := work.Ops
-	if ops <= 0 {
-		ops = 1
-	}
 	opts := bench.Default
 	if w.spec.Quick {
 		opts = bench.Quick
@@ -404,18 +420,7 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	if err != nil {
 		return fail("timing", err)
 	}
-	e.Time = &stats
-	e.Ops = work.Ops
-	sec := stats.MedianMs / 1e3
-	if sec > 0 {
-		if work.FLOPs > 0 {
-			e.TFLOPs = work.FLOPs / sec / 1e12
-		}
-		if work.Bytes > 0 {
-			e.GBps = work.Bytes / sec / 1e9
-		}
-	}
-	e.PerOpUs = stats.MedianMs * 1e3 / float64(ops)
+	SetRates(&e, work, stats)
 	if r, ok := c.Case.(Recorder); ok {
 		data, err := r.Record(v)
 		if err != nil {
@@ -475,20 +480,26 @@ type Trial struct {
 	variant *Variant
 }
 
-// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena;
-// on an error nothing of it is left allocated.
-func (w *worker) prepare(s *Suite, v *Variant, p Problem) (t *Trial, err error) {
-	w.env.openCase()
+// prepare has the driver prepare problem p of suite s for variant v, its buffers in a new arena.
+func (w *worker) prepare(s *Suite, v *Variant, p Problem) (*Trial, error) {
+	return NewTrial(w.env, w.drv, s, v, p)
+}
+
+// NewTrial has driver d prepare problem p of suite s for variant v on env, as the engine does;
+// on an error nothing of the case is left allocated. Drivers' own tests use it to poison, run,
+// check and release a case themselves.
+func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, err error) {
+	env.openCase()
 	defer func() {
 		if t == nil {
-			w.env.closeCase()
+			env.closeCase()
 		}
 	}()
-	c, err := w.drv.Prepare(w.env, s, p)
+	c, err := d.Prepare(env, s, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Trial{Case: c, env: w.env, dev: w.dev, suite: s, variant: v}, nil
+	return &Trial{Case: c, env: env, dev: env.Device, suite: s, variant: v}, nil
 }
 
 // Poison refills the case's outputs and scratch buffers (queued on their streams).

@@ -25,7 +25,8 @@ func TestMain(m *testing.M) { labtest.Main(m) }
 
 func init() { lab.RegisterDriver("01_vector_add", addDriver{}) }
 
-// addDriver prepares c = a + b on n elements.
+// addDriver prepares c = a + b on n elements. The engine frees the buffers, poisons c before the
+// checked run and hands it to Check.
 type addDriver struct{}
 
 type addCase struct {
@@ -35,36 +36,27 @@ type addCase struct {
 	ref     []float64
 }
 
-func (addDriver) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (_ lab.Case, err error) {
+func (addDriver) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	n := int(p.Int("n", 0))
 	if n < 1 {
 		return nil, lab.Skip("problem %s: n=%d, want at least 1 element (n: in lab.yaml)", p.Name, n)
 	}
 	a, b := make([]float32, n), make([]float32, n)
-	ref := make([]float64, n)
+	c := &addCase{env: env, n: n, ref: make([]float64, n)}
 	for i := range a {
 		a[i], b[i] = env.RNG.Float32()+0.5, env.RNG.Float32()-1.5 // never zero, never cancelling
-		ref[i] = float64(a[i]) + float64(b[i])
+		c.ref[i] = float64(a[i]) + float64(b[i])
 	}
-	c := &addCase{env: env, n: n, ref: ref}
-	defer func() {
-		if err != nil {
-			_ = c.Release()
-		}
-	}()
-	if c.a, err = gpu.Upload(env.Device, a); err != nil {
+	var err error
+	if c.a, err = lab.Upload(env, "a", a); err != nil {
 		return nil, err
 	}
-	if c.b, err = gpu.Upload(env.Device, b); err != nil {
+	if c.b, err = lab.Upload(env, "b", b); err != nil {
 		return nil, err
 	}
-	if c.c, err = gpu.Alloc[float32](env.Device, n); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.c, err = lab.Output[float32](env, "c", n, lab.PoisonNaN32)
+	return c, err
 }
-
-func (c *addCase) Poison() error { return c.c.Fill32(0x7fc00000, c.env.Stream) } // NaN
 
 func (c *addCase) Run(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
@@ -75,29 +67,16 @@ func (c *addCase) Run(v *lab.Variant) error {
 	if threads < 1 {
 		return lab.Skip("variant %s: params.threads must be at least 1 (lab.yaml)", v.Name)
 	}
-	cfg := gpu.LaunchConfig{Grid: gpu.D1((c.n + threads - 1) / threads), Block: gpu.D1(threads), Stream: c.env.Stream}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(lab.CeilDiv(c.n, threads)), Block: gpu.D1(threads), Stream: c.env.Stream}
 	return gpu.Launch(k, cfg, c.a, c.b, c.c, int32(c.n))
 }
 
-func (c *addCase) Check(v *lab.Variant) (check.Report, error) {
-	out, err := c.c.Download()
-	if err != nil {
-		return check.Report{}, err
-	}
-	return check.Compare(out, c.ref, v.Suite.Tolerance), nil
+func (c *addCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	return out.Compare(c.c, c.ref)
 }
 
 // Work: two loads and one store of 4 bytes per element, one FLOP.
 func (c *addCase) Work() lab.Work { return lab.Work{Bytes: float64(12 * c.n), FLOPs: float64(c.n)} }
-
-func (c *addCase) Release() error {
-	for _, b := range []*gpu.Buffer[float32]{c.a, c.b, c.c} {
-		if b != nil {
-			_ = b.Free()
-		}
-	}
-	return nil
-}
 
 // fixtureCourse is a course folder holding only the vector-add chapter, with the real course's
 // portability header (labs/common) and emulator runtime.

@@ -77,8 +77,34 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 		r.Note = notes(r.Unwritten, 0, len(out))
 		return r
 	}
+	num, den := FreivaldsSums(p, out, vectors, seed)
+	r.RelErr = RelErr(num, den)
+	bad := 0
+	for _, s := range samples {
+		i, j := s[0], s[1]
+		want, scale := p.Entry(i, j)
+		g := float64(out[i*p.N+j])
+		if ad := math.Abs(g - want); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
+			r.MaxAbsErr, r.MaxErrAt = ad, i*p.N+j
+		}
+		if !ElementOK(g, want, scale, tol) {
+			bad++
+			addMismatch(&r, i*p.N+j, g, want)
+		}
+	}
+	r.OK = bad == 0 && r.RelErr <= tol
+	if bad > 0 {
+		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", bad, len(samples))
+	}
+	return r
+}
+
+// FreivaldsSums is the core of Freivalds' check: for vectors random ±1 vectors x (from seed) the
+// summed ‖out·x − (alpha·A·(B·x) + beta·C0·x)‖² and ‖alpha·A·(B·x) + beta·C0·x‖², in float64.
+// RelErr(num, den) estimates the relative error of the whole output; callers that check several
+// products (lab 03's groups) add the sums up first.
+func FreivaldsSums(p *Product, out []float32, vectors int, seed uint64) (num, den float64) {
 	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"
-	var num, den float64
 	for v := 0; v < vectors; v++ {
 		x := make([]float64, p.N)
 		for j := range x {
@@ -122,25 +148,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 			mu.Unlock()
 		})
 	}
-	r.RelErr = RelErr(num, den)
-	bad := 0
-	for _, s := range samples {
-		i, j := s[0], s[1]
-		want, scale := p.Entry(i, j)
-		g := float64(out[i*p.N+j])
-		if ad := math.Abs(g - want); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
-			r.MaxAbsErr, r.MaxErrAt = ad, i*p.N+j
-		}
-		if !ElementOK(g, want, scale, tol) {
-			bad++
-			addMismatch(&r, i*p.N+j, g, want)
-		}
-	}
-	r.OK = bad == 0 && r.RelErr <= tol
-	if bad > 0 {
-		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", bad, len(samples))
-	}
-	return r
+	return num, den
 }
 
 func addMismatch(r *check.Report, i int, got, want float64) {

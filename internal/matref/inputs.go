@@ -30,24 +30,13 @@ func HashUniform(seed, i uint64) float32 {
 	return float32(z>>40)*(1.0/(1<<23)) - 1
 }
 
-// FillHash fills dst with HashUniform values; with bf16 set they are rounded to bf16 and the bit
-// patterns are returned too (dst then holds exactly the values the device gets).
-func FillHash(dst []float32, seed uint64, bf16 bool) []uint16 {
-	var bits []uint16
-	if bf16 {
-		bits = make([]uint16, len(dst))
-	}
+// FillHash fills dst with HashUniform values.
+func FillHash(dst []float32, seed uint64) {
 	ParallelFor(len(dst), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			v := HashUniform(seed, uint64(i))
-			if bf16 {
-				bits[i] = BF16FromFloat32(v)
-				v = Float32FromBF16(bits[i])
-			}
-			dst[i] = v
+			dst[i] = HashUniform(seed, uint64(i))
 		}
 	})
-	return bits
 }
 
 // RoundBF16 rounds every value of x to bf16 in place and returns the bit patterns.

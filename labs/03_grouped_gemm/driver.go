@@ -15,8 +15,8 @@
 //     uniform or skewed token counts and empty experts). The groups' matrices live in three arenas
 //     (layout.go): when all groups share N and K, exactly the token matrix X, the stacked weights W
 //     and the output Y of a MoE layer.
-//   - Inputs are fresh for every check (HashUniform of a seed drawn from the run's seed). C is
-//     poisoned with NaN before the checked run; every element of every group must be written and
+//   - Inputs are fresh for every check (matref.HashUniform of a seed drawn from the run's seed).
+//     The engine poisons C with NaN before the checked run; every element of every group must be written and
 //     right, and nothing outside the groups may be written (canaries).
 //   - Groups of up to 2^26 multiply-adds are checked element by element against a float64 CPU
 //     product; larger ones with Freivalds' check plus sampled elements, group by group.
@@ -24,14 +24,13 @@ package grouped
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -51,39 +50,6 @@ func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var _ lab.Driver = Lab{}
 
-// Precision of a suite's data.
-type Precision int
-
-const (
-	FP32 Precision = iota // fp32 A, B, C
-	BF16                  // bf16 A, B, C; fp32 accumulation
-)
-
-func (p Precision) String() string {
-	if p == BF16 {
-		return "bf16"
-	}
-	return "fp32"
-}
-
-// PrecisionOf says what a suite's data are: suites named bf16... are bf16, the others fp32.
-func PrecisionOf(s *lab.Suite) Precision {
-	if strings.HasPrefix(s.Name, "bf16") {
-		return BF16
-	}
-	return FP32
-}
-
-func (p Precision) bytes() int {
-	if p == BF16 {
-		return 2
-	}
-	return 4
-}
-
-// poisonByte fills C: 0xFF bytes are a NaN in fp32 (0xFFFFFFFF) and in bf16 (0xFFFF).
-const poisonByte = 0xFF
-
 // Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
 // with the metadata every variant needs.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
@@ -91,25 +57,26 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := prepare(env, PrecisionOf(s), shapes, suiteGathers(s))
+	c, err := prepare(env, lab.PrecisionOf(s), shapes, suiteGathers(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, GroupsLine(shapes), err)
 	}
 	return c, nil
 }
 
-// groupedCase is one prepared problem on the device.
+// groupedCase is one prepared problem on the device (its buffers belong to the engine).
 type groupedCase struct {
 	env    *lab.Env
-	prec   Precision
+	prec   lab.Precision
 	shapes []Shape
 	lay    Layout
 	seed   uint64 // of the check's random vectors and samples
 
 	hA, hB []float32 // the inputs as the device has them (bf16 values widened exactly)
 
-	dA32, dB32, dC32 *gpu.Buffer[float32]
-	dA16, dB16, dC16 *gpu.Buffer[uint16]
+	a, b gpu.Ptr              // the A and B arenas, in the suite's precision
+	dC32 *gpu.Buffer[float32] // the C arena (fp32 suites)
+	dC16 *gpu.Buffer[uint16]  // the C arena (bf16 suites)
 
 	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
 	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
@@ -117,14 +84,12 @@ type groupedCase struct {
 	dGroups, dGroupsLPT *gpu.Buffer[uint64] // kl_group arrays, natural and longest-first order
 	dOffs               *gpu.Buffer[int32]  // MoE row offsets (E+1)
 	dCounters           *gpu.Buffer[int32]  // the dynamic scheduler's two counters
-	dPtrA, dPtrB        *gpu.Buffer[uint64] // cuBLAS grouped: arrays of device pointers
-	dPtrC               *gpu.Buffer[uint64]
+	dPtrA, dPtrB, dPtrC *gpu.Buffer[uint64] // cuBLAS grouped: arrays of device pointers
 	blasGroups          []gpu.GemmGroup
 
-	maps map[string][2]gpu.RawArg // TMA tensor maps by variant
-	tl   *gpu.Buffer[uint64]      // the timeline records of the last timeline Run
-	tlN  int                      // tiles recorded
-	tlL  int                      // launches per Run
+	tl  *gpu.Buffer[uint64] // the timeline records of the last timeline Run
+	tlN int                 // tiles recorded
+	tlL int                 // launches per Run
 }
 
 // suiteGathers says whether a variant of suite s takes the MoE form with the dispatch fused: its
@@ -138,92 +103,69 @@ func suiteGathers(s *lab.Suite) bool {
 	return false
 }
 
-func prepare(env *lab.Env, prec Precision, shapes []Shape, gather bool) (*groupedCase, error) {
-	in := prec.bytes()
+func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool) (*groupedCase, error) {
+	in := prec.Bytes()
 	lay := NewLayout(shapes, in, in)
 	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes))
-	if free, total, err := env.Device.MemInfo(); err == nil && total > 0 && need > free {
-		return nil, fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem)",
-			gpu.HumanBytes(need), gpu.HumanBytes(free), gpu.HumanBytes(total))
+	if err := lab.NeedMemory(env, need); err != nil {
+		return nil, err
 	}
-	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, maps: map[string][2]gpu.RawArg{}}
+	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay}
 	c.seed = env.RNG.Uint64()
 	c.hA = make([]float32, lay.ALen)
 	c.hB = make([]float32, lay.BLen)
-	bitsA := fillInputs(c.hA, env.RNG.Uint64(), prec == BF16)
-	bitsB := fillInputs(c.hB, env.RNG.Uint64(), prec == BF16)
+	matref.FillHash(c.hA, env.RNG.Uint64())
+	matref.FillHash(c.hB, env.RNG.Uint64())
 
-	ok := false
-	defer func() {
-		if !ok {
-			c.Release()
-		}
-	}()
+	// A bf16 suite's inputs are rounded in place: the reference multiplies what the device has.
 	var err error
-	if prec == BF16 {
-		if c.dA16, err = gpu.Upload(env.Device, bitsA); err != nil {
-			return nil, fmt.Errorf("uploading A: %w", err)
-		}
-		if c.dB16, err = gpu.Upload(env.Device, bitsB); err != nil {
-			return nil, fmt.Errorf("uploading B: %w", err)
-		}
-		if c.dC16, err = gpu.Alloc[uint16](env.Device, int(lay.CLen)); err != nil {
-			return nil, fmt.Errorf("allocating C: %w", err)
-		}
+	if c.a, err = lab.UploadAs(env, "A", prec, c.hA); err != nil {
+		return nil, err
+	}
+	if c.b, err = lab.UploadAs(env, "B", prec, c.hB); err != nil {
+		return nil, err
+	}
+	// C, the groups and the canaries around them, is poisoned with NaN (0xFF bytes, in fp32 and bf16).
+	if prec == lab.BF16 {
+		c.dC16, err = lab.Output[uint16](env, "C", int(lay.CLen), lab.PoisonNaN)
 	} else {
-		if c.dA32, err = gpu.Upload(env.Device, c.hA); err != nil {
-			return nil, fmt.Errorf("uploading A: %w", err)
-		}
-		if c.dB32, err = gpu.Upload(env.Device, c.hB); err != nil {
-			return nil, fmt.Errorf("uploading B: %w", err)
-		}
-		if c.dC32, err = gpu.Alloc[float32](env.Device, int(lay.CLen)); err != nil {
-			return nil, fmt.Errorf("allocating C: %w", err)
-		}
+		c.dC32, err = lab.Output[float32](env, "C", int(lay.CLen), lab.PoisonNaN)
 	}
-	a, b, cc := uint64(c.aBase()), uint64(c.bBase()), uint64(c.cBase())
-	if c.dGroups, err = gpu.Upload(env.Device, lay.EncodeGroups(NaturalOrder(len(shapes)), a, b, cc, in, in)); err != nil {
-		return nil, fmt.Errorf("uploading the group descriptors: %w", err)
+	if err != nil {
+		return nil, err
 	}
-	if c.dGroupsLPT, err = gpu.Upload(env.Device, lay.EncodeGroups(LongestFirst(shapes), a, b, cc, in, in)); err != nil {
-		return nil, fmt.Errorf("uploading the group descriptors: %w", err)
+	a, b, cc := uint64(c.a), uint64(c.b), uint64(c.cBase())
+	if c.dGroups, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(NaturalOrder(len(shapes)), a, b, cc, in, in)); err != nil {
+		return nil, err
+	}
+	if c.dGroupsLPT, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(LongestFirst(shapes), a, b, cc, in, in)); err != nil {
+		return nil, err
 	}
 	if lay.MoE {
-		if c.dOffs, err = gpu.Upload(env.Device, lay.Offsets); err != nil {
-			return nil, fmt.Errorf("uploading the row offsets: %w", err)
-		}
-	}
-	if gather && lay.MoE && prec == FP32 {
-		if err := c.prepareGather(env.RNG); err != nil {
+		if c.dOffs, err = lab.Upload(env, "the row offsets", lay.Offsets); err != nil {
 			return nil, err
 		}
 	}
-	if c.dCounters, err = gpu.Upload(env.Device, []int32{0, 0}); err != nil {
-		return nil, fmt.Errorf("allocating the tile counter: %w", err)
+	if gather && lay.MoE && prec == lab.FP32 {
+		xtok, rows := c.gatherInputs(env.RNG)
+		if c.dXTok32, err = lab.Upload(env, "the token matrix", xtok); err != nil {
+			return nil, err
+		}
+		if c.dRows, err = lab.Upload(env, "the routing's row list", rows); err != nil {
+			return nil, err
+		}
+	}
+	if c.dCounters, err = lab.Scratch[int32](env, "the tile counters", 2, lab.PoisonBytes(0)); err != nil {
+		return nil, err
 	}
 	if err := c.prepareBLAS(); err != nil {
 		return nil, err
 	}
-	ok = true
 	return c, nil
 }
 
-func (c *groupedCase) aBase() gpu.Ptr {
-	if c.prec == BF16 {
-		return c.dA16.DevicePtr()
-	}
-	return c.dA32.DevicePtr()
-}
-
-func (c *groupedCase) bBase() gpu.Ptr {
-	if c.prec == BF16 {
-		return c.dB16.DevicePtr()
-	}
-	return c.dB32.DevicePtr()
-}
-
 func (c *groupedCase) cBase() gpu.Ptr {
-	if c.prec == BF16 {
+	if c.prec == lab.BF16 {
 		return c.dC16.DevicePtr()
 	}
 	return c.dC32.DevicePtr()
@@ -231,23 +173,8 @@ func (c *groupedCase) cBase() gpu.Ptr {
 
 // ptrs are the device addresses of group g's matrices.
 func (c *groupedCase) ptrs(g int) (a, b, cc gpu.Ptr) {
-	e := gpu.Ptr(c.prec.bytes())
-	return c.aBase() + gpu.Ptr(c.lay.A[g])*e, c.bBase() + gpu.Ptr(c.lay.B[g])*e, c.cBase() + gpu.Ptr(c.lay.C[g])*e
-}
-
-// Poison fills all of C (the groups and the canaries around them) with NaN and clears the
-// dynamic scheduler's counters.
-func (c *groupedCase) Poison() error {
-	var err error
-	if c.prec == BF16 {
-		err = c.dC16.FillBytes(poisonByte, c.env.Stream)
-	} else {
-		err = c.dC32.FillBytes(poisonByte, c.env.Stream)
-	}
-	if err != nil {
-		return err
-	}
-	return c.dCounters.FillBytes(0, c.env.Stream)
+	e := gpu.Ptr(c.prec.Bytes())
+	return c.a + gpu.Ptr(c.lay.A[g])*e, c.b + gpu.Ptr(c.lay.B[g])*e, c.cBase() + gpu.Ptr(c.lay.C[g])*e
 }
 
 // Run launches variant v once on the lab's stream: the whole loop for the loop variants.
@@ -267,7 +194,7 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	if err := optIn(k, ls.Smem); err != nil {
+	if err := lab.OptInShared(k, ls.Smem); err != nil {
 		return err
 	}
 	tl := gpu.Ptr(0)
@@ -286,7 +213,7 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 			if s.Empty() {
 				continue // a host loop knows the sizes: it launches nothing for an empty group
 			}
-			tilesM, tilesN := ceilDiv(s.M, ls.BM), ceilDiv(s.N, ls.BN)
+			tilesM, tilesN := lab.CeilDiv(s.M, ls.BM), lab.CeilDiv(s.N, ls.BN)
 			if tilesM > 65535 {
 				return fmt.Errorf("variant %s: group %d needs %d tile rows, beyond the grid's 65535", v.Name, g, tilesM)
 			}
@@ -300,7 +227,11 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 		return nil
 	}
 	info := c.env.Device.Info()
-	perSM := min(ls.CTAsPerSM, blocksPerSM(k, ls.Threads, ls.Smem, limitsOf(c.env.Device)))
+	fit, err := lab.BlocksPerSM(k, ls.Threads, ls.Smem)
+	if err != nil {
+		return err
+	}
+	perSM := min(ls.CTAsPerSM, fit)
 	if info.Emulated {
 		perSM = 1 // the emulator runs one block per worker at a time
 	}
@@ -315,11 +246,19 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 		if s.N%8 != 0 || s.K%8 != 0 {
 			return lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: N and K must be multiples of 8 (this problem has N=%d, K=%d)", v.Name, s.N, s.K)
 		}
-		maps, err := c.tensorMaps(v.Name, ls)
+		if c.prec != lab.BF16 {
+			return fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", v.Name, c.prec)
+		}
+		dx, dw := TensorMapDescs(c.a, c.b, c.lay.Rows(), s.N, s.K, len(c.shapes), ls.BM)
+		mx, err := lab.TensorMap(c.env, "X", dx)
 		if err != nil {
 			return err
 		}
-		return gpu.Launch(k, cfg(grid), c.dOffs, G, int32(s.N), int32(s.K), c.cBase(), maps[0], maps[1], tl)
+		mw, err := lab.TensorMap(c.env, "W", dw)
+		if err != nil {
+			return err
+		}
+		return gpu.Launch(k, cfg(grid), c.dOffs, G, int32(s.N), int32(s.K), c.cBase(), mx, mw, tl)
 	case ls.Gather:
 		if err := c.moeOK(v); err != nil {
 			return err
@@ -328,13 +267,13 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 			return fmt.Errorf("variant %s: gather: 1 takes fp32 data (suite %s is %s)", v.Name, v.Suite.Name, c.prec)
 		}
 		s := c.shapes[0]
-		return gpu.Launch(k, cfg(grid), c.dXTok32, c.dRows, c.bBase(), c.cBase(), c.dOffs, G, int32(s.N), int32(s.K), tl)
+		return gpu.Launch(k, cfg(grid), c.dXTok32, c.dRows, c.b, c.cBase(), c.dOffs, G, int32(s.N), int32(s.K), tl)
 	case ls.MoE:
 		if err := c.moeOK(v); err != nil {
 			return err
 		}
 		s := c.shapes[0]
-		return gpu.Launch(k, cfg(grid), c.aBase(), c.bBase(), c.cBase(), c.dOffs, G, int32(s.N), int32(s.K), tl)
+		return gpu.Launch(k, cfg(grid), c.a, c.b, c.cBase(), c.dOffs, G, int32(s.N), int32(s.K), tl)
 	}
 	groups := c.dGroups
 	if ls.LPT {
@@ -346,10 +285,10 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 	return gpu.Launch(k, cfg(grid), groups, G, tl)
 }
 
-// prepareGather undoes the dispatch for the kernels that fuse it: the routed rows X_sorted (the
+// gatherInputs undoes the dispatch for the kernels that fuse it: the routed rows X_sorted (the
 // A arena, T×K) come from a token matrix X_tok in another order, a random permutation drawn for
 // this case, and rows[j] says which row of X_tok routed row j is. The reference stays X_sorted·W.
-func (c *groupedCase) prepareGather(rng *rand.Rand) error {
+func (c *groupedCase) gatherInputs(rng *rand.Rand) ([]float32, []int32) {
 	t, k := c.lay.Rows(), c.shapes[0].K
 	perm := rng.Perm(t)
 	rows := make([]int32, max(t, 1)) // one element at least, so that there is a pointer to pass
@@ -358,14 +297,7 @@ func (c *groupedCase) prepareGather(rng *rand.Rand) error {
 		rows[j] = int32(tok)
 		copy(xtok[tok*k:(tok+1)*k], c.hA[j*k:(j+1)*k])
 	}
-	var err error
-	if c.dXTok32, err = gpu.Upload(c.env.Device, xtok); err != nil {
-		return fmt.Errorf("uploading the token matrix: %w", err)
-	}
-	if c.dRows, err = gpu.Upload(c.env.Device, rows); err != nil {
-		return fmt.Errorf("uploading the routing's row list: %w", err)
-	}
-	return nil
+	return xtok, rows
 }
 
 // moeOK says why the MoE form cannot describe this problem (the groups differ in N or K).
@@ -387,35 +319,22 @@ func TensorMapDescs(x, w gpu.Ptr, t, n, k, e, bm int) (gpu.TensorMapDesc, gpu.Te
 	return dx, dw
 }
 
-func (c *groupedCase) tensorMaps(variant string, ls launchShape) ([2]gpu.RawArg, error) {
-	if m, ok := c.maps[variant]; ok {
-		return m, nil
-	}
-	if c.prec != BF16 {
-		return [2]gpu.RawArg{}, fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", variant, c.prec)
-	}
-	s := c.shapes[0]
-	dx, dw := TensorMapDescs(c.aBase(), c.bBase(), c.lay.Rows(), s.N, s.K, len(c.shapes), ls.BM)
-	mx, err := gpu.EncodeTensorMap(c.env.Device, dx)
-	if err != nil {
-		return [2]gpu.RawArg{}, fmt.Errorf("tensor map of X: %w", err)
-	}
-	mw, err := gpu.EncodeTensorMap(c.env.Device, dw)
-	if err != nil {
-		return [2]gpu.RawArg{}, fmt.Errorf("tensor map of W: %w", err)
-	}
-	c.maps[variant] = [2]gpu.RawArg{mx, mw}
-	return c.maps[variant], nil
-}
-
 // Check compares the output of the last Run with the CPU's float64 products, group by group, and
 // checks that nothing outside the groups was written.
-func (c *groupedCase) Check(v *lab.Variant) (check.Report, error) {
-	out, raw, err := c.download()
-	if err != nil {
-		return check.Report{}, fmt.Errorf("reading C back: %w", err)
+func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
+	// Still the poison: 0xFFFFFFFF in fp32; 0xFFFF in bf16, 0xFFFF0000 once widened.
+	out, poison := []float32(nil), uint32(0xFFFFFFFF)
+	var err error
+	if c.prec == lab.BF16 {
+		out, err = o.BF16(c.dC16)
+		poison = 0xFFFF0000
+	} else {
+		out, err = o.Float32(c.dC32)
 	}
-	gc := newGroupCheck(v.Suite.Tolerance)
+	if err != nil {
+		return check.Report{}, err
+	}
+	gc := newGroupCheck(o.Tolerance())
 	if v.Library == LibDense {
 		if !c.lay.MoE {
 			return check.Fail("dense", "the dense GEMM needs groups that share N and K"), nil
@@ -437,7 +356,7 @@ func (c *groupedCase) Check(v *lab.Variant) (check.Report, error) {
 	written, first := 0, ""
 	for _, r := range c.lay.Canaries {
 		for i := r[0]; i < r[1]; i++ {
-			if !raw(i) {
+			if math.Float32bits(out[i]) != poison {
 				if written == 0 {
 					first = fmt.Sprintf("C arena element %d", i)
 					gc.mismatch(int(i), float64(out[i]), math.NaN())
@@ -450,33 +369,11 @@ func (c *groupedCase) Check(v *lab.Variant) (check.Report, error) {
 	return gc.report(), nil
 }
 
-// download reads C as float32 values and a test "still the poison" by element.
-func (c *groupedCase) download() ([]float32, func(int64) bool, error) {
-	if c.prec == BF16 {
-		bits, err := c.dC16.Download()
-		if err != nil {
-			return nil, nil, err
-		}
-		out := make([]float32, len(bits))
-		matref.ParallelFor(len(bits), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				out[i] = matref.Float32FromBF16(bits[i])
-			}
-		})
-		return out, func(i int64) bool { return bits[i] == 0xFFFF }, nil
-	}
-	out, err := c.dC32.Download()
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, func(i int64) bool { return math.Float32bits(out[i]) == 0xFFFFFFFF }, nil
-}
-
 // Work is the FLOPs of all groups (2·M·N·K each) and the least traffic: every A_g and B_g read
 // once, every C_g written once. The dense variant does the same FLOPs (with shared N and K,
 // Σ 2·M_g·N·K = 2·T·N·K).
 func (c *groupedCase) Work() lab.Work {
-	e := float64(c.prec.bytes())
+	e := float64(c.prec.Bytes())
 	var w lab.Work
 	for _, s := range c.shapes {
 		m, n, k := float64(s.M), float64(s.N), float64(s.K)
@@ -486,17 +383,4 @@ func (c *groupedCase) Work() lab.Work {
 		}
 	}
 	return w
-}
-
-// Release frees the case's device memory.
-func (c *groupedCase) Release() error {
-	var first error
-	for _, f := range []func() error{c.dA32.Free, c.dB32.Free, c.dC32.Free, c.dA16.Free, c.dB16.Free, c.dC16.Free,
-		c.dXTok32.Free, c.dRows.Free, c.dGroups.Free, c.dGroupsLPT.Free, c.dOffs.Free, c.dCounters.Free, c.dPtrA.Free, c.dPtrB.Free, c.dPtrC.Free,
-		c.tl.Free} {
-		if err := f(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }

@@ -88,21 +88,21 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 	v := s.Variant("persistent")
 	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
 	for _, name := range []string{"edge groups", "8 experts, Zipf, 3 empty"} {
-		c, err := Lab{}.Prepare(env, s, problemNamed(t, s, name))
+		c, err := lab.NewTrial(env, Lab{}, s, v, problemNamed(t, s, name))
 		require.NoError(t, err)
-		gc := c.(*groupedCase)
+		gc := c.Case.(*groupedCase)
 
 		require.NoError(t, c.Poison())
 		require.NoError(t, env.Stream.Synchronize())
-		rep, err := c.Check(v)
+		rep, err := c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: the poison alone passed the check", name)
 		assert.Positive(t, rep.Unwritten)
 
 		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
+		require.NoError(t, c.Run())
 		require.NoError(t, env.Stream.Synchronize())
-		rep, err = c.Check(v)
+		rep, err = c.Check()
 		require.NoError(t, err)
 		require.True(t, rep.OK, "%s: %s", name, rep.Detail())
 		assert.Contains(t, rep.Method, "every element")
@@ -111,14 +111,14 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 		canary := gc.lay.Canaries[0][0]
 		one := float32(1)
 		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*canary), unsafe.Pointer(&one), 4, nil))
-		rep, err = c.Check(v)
+		rep, err = c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: a write outside the groups passed", name)
 		assert.Contains(t, rep.Note, "outside every group")
 
 		// One wrong element of a group.
 		require.NoError(t, c.Poison())
-		require.NoError(t, c.Run(v))
+		require.NoError(t, c.Run())
 		require.NoError(t, env.Stream.Synchronize())
 		last := len(gc.shapes) - 1
 		for gc.shapes[last].Empty() {
@@ -129,13 +129,13 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 		at := gc.lay.C[last] + int64(gc.shapes[last].M*gc.shapes[last].N) - 1
 		bad := out[at] + 0.5
 		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*at), unsafe.Pointer(&bad), 4, nil))
-		rep, err = c.Check(v)
+		rep, err = c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: a wrong element passed", name)
 		require.NotEmpty(t, rep.Mismatches)
 		assert.Equal(t, int(at), rep.Mismatches[0].Index)
 
-		w := c.Work()
+		w := c.Case.Work()
 		assert.Positive(t, w.FLOPs)
 		require.NoError(t, c.Release())
 	}
@@ -148,21 +148,21 @@ func TestBF16MoEOnEmulator(t *testing.T) {
 	s := m.Suite("bf16_moe")
 	v := s.Variant("wmma_moe")
 	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
-	c, err := Lab{}.Prepare(env, s, problemNamed(t, s, "sizes 0, 1, 17, 129"))
+	c, err := lab.NewTrial(env, Lab{}, s, v, problemNamed(t, s, "sizes 0, 1, 17, 129"))
 	require.NoError(t, err)
 	defer c.Release()
 	require.NoError(t, c.Poison())
 	require.NoError(t, env.Stream.Synchronize())
-	rep, err := c.Check(v)
+	rep, err := c.Check()
 	require.NoError(t, err)
 	assert.False(t, rep.OK)
-	require.NoError(t, c.Run(v))
+	require.NoError(t, c.Run())
 	require.NoError(t, env.Stream.Synchronize())
-	rep, err = c.Check(v)
+	rep, err = c.Check()
 	require.NoError(t, err)
 	assert.True(t, rep.OK, rep.Detail())
 	assert.Less(t, rep.RelErr, 5e-3, "bf16 outputs: the rounding of C, no more")
-	assert.Equal(t, 2*float64(1+17+129)*136*72, c.Work().FLOPs)
+	assert.Equal(t, 2*float64(1+17+129)*136*72, c.Case.Work().FLOPs)
 }
 
 // Variants that cannot describe a problem refuse it with a reason.
@@ -172,10 +172,10 @@ func TestRefusals(t *testing.T) {
 	s := m.Suite("fp32")
 	moe := &lab.Variant{Name: "moe_x", File: "x.cu", Entry: "x", Suite: s, Params: map[string]int64{ParamPersistent: 1, ParamMoE: 1}}
 	env2 := newEnv(t, dev, map[string]gpu.Kernel{"moe_x": buildKernel(t, dev, "kernels/04_wmma.cu", "moe_wmma_persistent")})
-	c2, err := Lab{}.Prepare(env2, s, problemNamed(t, s, "3 groups"))
+	c2, err := lab.NewTrial(env2, Lab{}, s, moe, problemNamed(t, s, "3 groups"))
 	require.NoError(t, err)
 	defer c2.Release()
-	err = c2.Run(moe)
+	err = c2.Run()
 	var skip *lab.SkipError
 	require.ErrorAs(t, err, &skip)
 	assert.Contains(t, err.Error(), "differ in N or K")
@@ -252,12 +252,12 @@ func TestExerciseStubFailsReferencePasses(t *testing.T) {
 			env  *lab.Env
 			pass bool
 		}{{ref, true}, {student, false}} {
-			c, err := Lab{}.Prepare(tc.env, s, p)
+			c, err := lab.NewTrial(tc.env, Lab{}, s, v, p)
 			require.NoError(t, err)
 			require.NoError(t, c.Poison())
-			require.NoError(t, c.Run(v))
+			require.NoError(t, c.Run())
 			require.NoError(t, tc.env.Stream.Synchronize())
-			rep, err := c.Check(v)
+			rep, err := c.Check()
 			require.NoError(t, err)
 			assert.Equal(t, tc.pass, rep.OK, "%s (reference %v): %s", p.Name, tc.pass, rep.String())
 			require.NoError(t, c.Release())
@@ -283,8 +283,8 @@ func naiveProduct(p *Product) []float32 {
 
 func randomProduct(seed uint64, m, n, k int) *Product {
 	p := &Product{M: m, N: n, K: k, Alpha: 1, A: make([]float32, m*k), B: make([]float32, k*n)}
-	fillInputs(p.A, seed, false)
-	fillInputs(p.B, seed+1, false)
+	matref.FillHash(p.A, seed)
+	matref.FillHash(p.B, seed+1)
 	return p
 }
 
@@ -346,8 +346,8 @@ func TestBF16Rounding(t *testing.T) {
 	}
 	assert.True(t, math.IsNaN(float64(matref.Float32FromBF16(0xFFFF))), "the poison is a NaN")
 	for i := uint64(0); i < 10000; i++ {
-		v := HashUniform(99, i)
+		v := matref.HashUniform(99, i)
 		require.True(t, v >= -1 && v < 1, "%v", v)
 	}
-	assert.NotEqual(t, HashUniform(1, 5), HashUniform(2, 5))
+	assert.NotEqual(t, matref.HashUniform(1, 5), matref.HashUniform(2, 5))
 }

@@ -360,10 +360,10 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 					continue // a Python script, run by the worker, never through a Case
 				}
 				name := suite + "/" + v.Name + " " + p.Name
-				c, err := Lab{}.Prepare(env, s, p)
+				c, err := lab.NewTrial(env, Lab{}, s, v, p)
 				require.NoError(t, err, name)
 				require.NoError(t, c.Poison(), name)
-				if err := c.Run(v); err != nil {
+				if err := c.Run(); err != nil {
 					// A MoE-form kernel refuses groups of different N or K, and TMA strides that
 					// are not multiples of 16 bytes, by name, as a skip.
 					var skip *lab.SkipError
@@ -372,10 +372,10 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 					require.NoError(t, c.Release(), name)
 					continue
 				}
-				rep, err := c.Check(v)
+				rep, err := c.Check()
 				require.NoError(t, err, name)
 				assert.True(t, rep.OK, "%s: %s", name, rep.Detail())
-				data, err := c.(lab.Recorder).Record(v)
+				data, err := c.Case.(lab.Recorder).Record(v)
 				require.NoError(t, err, name)
 				if param(v, ParamTimeline, 0) != 0 {
 					require.Contains(t, data, TimelineKey, name)
@@ -402,11 +402,11 @@ func TestFP32LibrariesOnFakeDevice(t *testing.T) {
 	for _, p := range s.Problems.Grade[:3] {
 		for _, name := range []string{"cublas_loop", "cublas_grouped"} {
 			v := s.Variant(name)
-			c, err := Lab{}.Prepare(env, s, p)
+			c, err := lab.NewTrial(env, Lab{}, s, v, p)
 			require.NoError(t, err)
 			require.NoError(t, c.Poison())
-			require.NoError(t, c.Run(v))
-			rep, err := c.Check(v)
+			require.NoError(t, c.Run())
+			rep, err := c.Check()
 			require.NoError(t, err)
 			assert.True(t, rep.OK, "%s %s: %s", name, p.Name, rep.Detail())
 			require.NoError(t, c.Release())
@@ -420,10 +420,10 @@ func TestBLASBuckets(t *testing.T) {
 	st, _ := dev.NewStream()
 	env := lab.NewEnv(dev, st, 5, nil, nil)
 	s := &lab.Suite{Name: "bf16_x", Tolerance: 1e-2}
-	c, err := Lab{}.Prepare(env, s, lab.Problem{Name: "p", Params: map[string]int64{"g": 5, "m0": 3, "m1": 0, "m2": 3, "m3": 5, "m4": 3, "n": 8, "k": 16}})
+	c, err := lab.NewTrial(env, Lab{}, s, nil, lab.Problem{Name: "p", Params: map[string]int64{"g": 5, "m0": 3, "m1": 0, "m2": 3, "m3": 5, "m4": 3, "n": 8, "k": 16}})
 	require.NoError(t, err)
 	defer c.Release()
-	gc := c.(*groupedCase)
+	gc := c.Case.(*groupedCase)
 	require.Len(t, gc.blasGroups, 2)
 	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGroups[0])
 	assert.Equal(t, 1, gc.blasGroups[1].Count)

@@ -2,9 +2,7 @@ package grouped
 
 import (
 	"fmt"
-	"sync"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
@@ -43,9 +41,6 @@ const (
 	ParamCTAsPerSM  = "ctas_per_sm"
 	ParamTimeline   = "timeline"
 )
-
-// staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
-const staticSharedLimit = 48 << 10
 
 // launchShape is how a kernel variant is launched.
 type launchShape struct {
@@ -92,84 +87,4 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		return ls, fmt.Errorf("variant %s: bad launch parameters %v", v.Name, v.Params)
 	}
 	return ls, nil
-}
-
-// smLimits are the per-SM limits the occupancy estimate needs.
-type smLimits struct {
-	regs, smem, threads, blocks int
-}
-
-var (
-	limitsMu sync.Mutex
-	limits   = map[gpu.Device]smLimits{}
-)
-
-// limitsOf reads the device's per-SM limits once (Hopper's figures when an attribute is missing).
-func limitsOf(d gpu.Device) smLimits {
-	limitsMu.Lock()
-	defer limitsMu.Unlock()
-	if l, ok := limits[d]; ok {
-		return l
-	}
-	l := smLimits{regs: 65536, smem: 233472, threads: 2048, blocks: 32}
-	if attrs, err := d.Attributes(); err == nil {
-		for _, a := range attrs {
-			if a.Value <= 0 {
-				continue
-			}
-			switch a.Name {
-			case "MAX_REGISTERS_PER_MULTIPROCESSOR":
-				l.regs = int(a.Value)
-			case "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR":
-				l.smem = int(a.Value)
-			case "MAX_THREADS_PER_MULTIPROCESSOR":
-				l.threads = int(a.Value)
-			case "MAX_BLOCKS_PER_MULTIPROCESSOR":
-				l.blocks = int(a.Value)
-			}
-		}
-	}
-	limits[d] = l
-	return l
-}
-
-// blocksPerSM estimates how many blocks of kernel k fit on one SM at once, as the CUDA occupancy
-// calculator does: registers (allocated per warp in units of 256), shared memory (with the 1 KiB
-// each block reserves), threads and blocks. Without register figures (the emulator) it is 1: the
-// emulator runs one block per worker.
-func blocksPerSM(k gpu.Kernel, threads, dynSmem int, l smLimits) int {
-	a, err := k.Attrs()
-	if err != nil || a.NumRegs <= 0 {
-		return 1
-	}
-	warps := ceilDiv(threads, 32)
-	regsPerWarp := ceilDiv(a.NumRegs*32, 256) * 256
-	n := min(l.blocks, l.threads/(warps*32))
-	n = min(n, (l.regs/regsPerWarp)/warps)
-	if smem := a.StaticSharedBytes + dynSmem + 1024; smem > 0 {
-		n = min(n, l.smem/smem)
-	}
-	return max(n, 1)
-}
-
-// The opt-in to more than 48 KiB of dynamic shared memory is a property of the kernel: set it once.
-var (
-	optMu   sync.Mutex
-	optDone = map[gpu.Kernel]int{}
-)
-
-func optIn(k gpu.Kernel, bytes int) error {
-	if bytes <= staticSharedLimit {
-		return nil
-	}
-	optMu.Lock()
-	defer optMu.Unlock()
-	if optDone[k] >= bytes {
-		return nil
-	}
-	if err := k.SetMaxDynamicShared(bytes); err != nil {
-		return fmt.Errorf("%s needs %s of dynamic shared memory: %w", k.Name(), gpu.HumanBytes(int64(bytes)), err)
-	}
-	optDone[k] = bytes
-	return nil
 }

@@ -3,6 +3,8 @@ package grouped
 import (
 	"encoding/binary"
 	"sort"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 // Layout places the matrices of all groups in three arenas, one device allocation each for A, B
@@ -153,7 +155,7 @@ func Tiles(s Shape, bm, bn int) int {
 	if s.Empty() {
 		return 0
 	}
-	return ceilDiv(s.M, bm) * ceilDiv(s.N, bn)
+	return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn)
 }
 
 // TotalTiles is the number of tiles of all groups.
@@ -164,5 +166,3 @@ func TotalTiles(shapes []Shape, bm, bn int) int {
 	}
 	return t
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }

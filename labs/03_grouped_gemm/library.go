@@ -42,31 +42,22 @@ func (c *groupedCase) prepareBLAS() error {
 		}
 	}
 	var err error
-	if c.dPtrA, err = gpu.Upload(c.env.Device, pa); err != nil {
-		return fmt.Errorf("uploading cuBLAS's pointer arrays: %w", err)
+	if c.dPtrA, err = lab.Upload(c.env, "cuBLAS's A pointers", pa); err != nil {
+		return err
 	}
-	if c.dPtrB, err = gpu.Upload(c.env.Device, pb); err != nil {
-		return fmt.Errorf("uploading cuBLAS's pointer arrays: %w", err)
+	if c.dPtrB, err = lab.Upload(c.env, "cuBLAS's B pointers", pb); err != nil {
+		return err
 	}
-	if c.dPtrC, err = gpu.Upload(c.env.Device, pc); err != nil {
-		return fmt.Errorf("uploading cuBLAS's pointer arrays: %w", err)
-	}
-	return nil
-}
-
-func (c *groupedCase) dataType() gpu.DataType {
-	if c.prec == BF16 {
-		return gpu.BF16
-	}
-	return gpu.F32
+	c.dPtrC, err = lab.Upload(c.env, "cuBLAS's C pointers", pc)
+	return err
 }
 
 // gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream.
 func (c *groupedCase) gemm(blas gpu.BLAS, a, b, cc gpu.Ptr, s Shape) error {
-	t := c.dataType()
+	t := c.prec.DataType()
 	d := gpu.GemmDesc{M: s.N, N: s.M, K: s.K, Alpha: 1, Beta: 0, A: b, LDA: s.N, B: a, LDB: s.K, C: cc, LDC: s.N,
 		InType: t, OutType: t}
-	if c.prec == FP32 {
+	if c.prec == lab.FP32 {
 		return blas.Sgemm(c.env.Stream, d) // true FP32, no TF32
 	}
 	return blas.GemmEx(c.env.Stream, d) // bf16 in and out, fp32 accumulation
@@ -95,14 +86,14 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 		if !ok {
 			return fmt.Errorf("variant %s: this BLAS has no grouped batched GEMM (cuBLAS 12.5 or newer has cublasGemmGroupedBatchedEx)", v.Name)
 		}
-		t := c.dataType()
+		t := c.prec.DataType()
 		return gb.GemmGroupedBatched(c.env.Stream, c.blasGroups, c.dPtrA.DevicePtr(), c.dPtrB.DevicePtr(), c.dPtrC.DevicePtr(), t, t)
 	case LibDense:
 		if !c.lay.MoE {
 			return lab.Skip("%s is one GEMM of the token matrix X (T×K) by one K×N matrix: the groups must share N and K", v.Name)
 		}
 		s := c.shapes[0]
-		return c.gemm(blas, c.aBase(), c.bBase(), c.cBase(), Shape{M: c.lay.Rows(), N: s.N, K: s.K})
+		return c.gemm(blas, c.a, c.b, c.cBase(), Shape{M: c.lay.Rows(), N: s.N, K: s.K})
 	}
 	return fmt.Errorf("variant %s: unknown library %q (lab 03 knows %s, %s and %s)", v.Name, v.Library, LibLoop, LibGrouped, LibDense)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 func TestManifestSuites(t *testing.T) {
@@ -22,9 +24,9 @@ func TestManifestSuites(t *testing.T) {
 		require.NotNil(t, s, "suite %s", name)
 		assert.Equal(t, base, s.Baseline, "suite %s", name)
 	}
-	assert.Equal(t, FP32, PrecisionOf(m.Suite("fp32")))
-	assert.Equal(t, BF16, PrecisionOf(m.Suite("bf16_moe")))
-	assert.Equal(t, FP32, PrecisionOf(m.Suite("timeline")))
+	assert.Equal(t, lab.FP32, lab.PrecisionOf(m.Suite("fp32")))
+	assert.Equal(t, lab.BF16, lab.PrecisionOf(m.Suite("bf16_moe")))
+	assert.Equal(t, lab.FP32, lab.PrecisionOf(m.Suite("timeline")))
 }
 
 // Every kernel variant's entry is an extern "C" __global__ function of its file, with launch
@@ -75,7 +77,7 @@ func TestManifestVariants(t *testing.T) {
 			switch {
 			case ls.Loop:
 				e := "float"
-				if PrecisionOf(s) == BF16 {
+				if lab.PrecisionOf(s) == lab.BF16 {
 					e = "__nv_bfloat16"
 				}
 				assert.Regexp(t, sig(fmt.Sprintf("const %[1]s* __restrict__ A, const %[1]s* __restrict__ B, %[1]s* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc, unsigned long long* tl, int tile_base, int group", e)), string(src), name)

@@ -2,46 +2,11 @@ package grouped
 
 import (
 	"fmt"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
-	"math/rand/v2"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
-
-// ---- inputs ----
-
-// HashUniform is the input value at index i of a matrix filled from seed: a uniform number in
-// [-1, 1) with 24 random bits (splitmix64 of the seed and the index). Any element can be
-// recomputed alone, and a fill runs in parallel with the same result on any number of threads.
-func HashUniform(seed, i uint64) float32 {
-	z := seed + (i+1)*0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	z ^= z >> 31
-	return float32(z>>40)*(1.0/(1<<23)) - 1
-}
-
-// fillInputs fills dst with HashUniform values; with bf16 set they are rounded to bf16 and the
-// bit patterns are returned too (dst then holds exactly the values the device gets).
-func fillInputs(dst []float32, seed uint64, bf16 bool) []uint16 {
-	var bits []uint16
-	if bf16 {
-		bits = make([]uint16, len(dst))
-	}
-	matref.ParallelFor(len(dst), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v := HashUniform(seed, uint64(i))
-			if bf16 {
-				bits[i] = matref.BF16FromFloat32(v)
-				v = matref.Float32FromBF16(bits[i])
-			}
-			dst[i] = v
-		}
-	})
-	return bits
-}
 
 // Product is the CPU view of one group (see matref); a plain product sets Alpha 1.
 type Product = matref.Product
@@ -124,7 +89,7 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 		}
 	} else {
 		gc.freivalds++
-		num, den = freivalds(p, out, FreivaldsVectors, seed)
+		num, den = matref.FreivaldsSums(p, out, FreivaldsVectors, seed)
 		for _, s := range matref.SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
 			i, j := s[0], s[1]
 			want, scale := p.Entry(i, j)
@@ -141,50 +106,6 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 	gc.num += num
 	gc.den += den
 	gc.noteWorst(label, num, den)
-}
-
-// freivalds compares y = out·x with z = A·(B·x) for random ±1 vectors x, in float64:
-// E‖(out − A·B)·x‖² = ‖out − A·B‖²_F, so ‖y − z‖/‖z‖ estimates the relative error of the whole
-// output in O(MN + NK + MK) work instead of O(MNK). It returns the summed squares.
-func freivalds(p *Product, out []float32, vectors int, seed uint64) (num, den float64) {
-	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"
-	for v := 0; v < vectors; v++ {
-		x := make([]float64, p.N)
-		for j := range x {
-			x[j] = float64(1 - 2*int(rng.IntN(2)))
-		}
-		bx := make([]float64, p.K)
-		matref.ParallelFor(p.K, func(lo, hi int) {
-			for k := lo; k < hi; k++ {
-				s := 0.0
-				for j, b := range p.B[k*p.N : (k+1)*p.N] {
-					s += float64(b) * x[j]
-				}
-				bx[k] = s
-			}
-		})
-		var mu sync.Mutex
-		matref.ParallelFor(p.M, func(lo, hi int) {
-			var n2, d2 float64
-			for i := lo; i < hi; i++ {
-				z := 0.0
-				for k, a := range p.A[i*p.K : (i+1)*p.K] {
-					z += float64(a) * bx[k]
-				}
-				y := 0.0
-				for j, o := range out[i*p.N : (i+1)*p.N] {
-					y += float64(o) * x[j]
-				}
-				n2 += (y - z) * (y - z)
-				d2 += z * z
-			}
-			mu.Lock()
-			num += n2
-			den += d2
-			mu.Unlock()
-		})
-	}
-	return num, den
 }
 
 // canaries checks that the C arena outside every group still holds the poison bytes.

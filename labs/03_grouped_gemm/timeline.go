@@ -46,10 +46,9 @@ func (c *groupedCase) timelineBuffer(ls launchShape) (gpu.Ptr, error) {
 		c.tlL = launches
 		return c.tl.DevicePtr(), nil
 	}
-	c.tl.Free()
-	var err error
-	if c.tl, err = gpu.Alloc[uint64](c.env.Device, 4*n); err != nil {
-		return 0, fmt.Errorf("allocating the timeline (%d tiles): %w", n, err)
+	var err error // a timeline of another size: a new buffer (the engine frees both with the case)
+	if c.tl, err = lab.Alloc[uint64](c.env, fmt.Sprintf("the timeline (%d tiles)", n), 4*n); err != nil {
+		return 0, err
 	}
 	c.tlN, c.tlL = n, launches
 	if err := c.tl.FillBytes(0, c.env.Stream); err != nil {

@@ -273,7 +273,8 @@ func allocSite() string {
 		f, more := frames.Next()
 		dir := filepath.ToSlash(filepath.Dir(f.File))
 		inAPI := strings.HasSuffix(dir, "/internal/gpu") || strings.HasSuffix(dir, "/internal/gpu/emu") ||
-			strings.HasSuffix(f.File, "/internal/lab/guard.go") // the grader's guard allocates for the driver
+			strings.HasSuffix(f.File, "/internal/lab/case.go") || // the engine allocates a case's buffers for the driver
+			strings.HasSuffix(f.File, "/internal/grade/worker.go") // and the grader's guard under it
 		if f.File != "" && (!inAPI || strings.HasSuffix(f.File, "_test.go")) {
 			return fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(filepath.Dir(f.File)), filepath.Base(f.File)), f.Line)
 		}
