@@ -97,14 +97,13 @@ func newCourse(t *testing.T, manifest string) string {
 	return root
 }
 
-// gradeManifest is the engine's test lab with a grading section.
-var gradeManifest = func() string {
+// gradeManifest is the engine's test lab with a grading section. (Read by the tests, not at init:
+// the test binary also runs as the engine's worker, elsewhere.)
+func gradeManifest(t *testing.T) string {
 	b, err := os.ReadFile(filepath.Join("..", "lab", "testdata", "grade_lab.yaml"))
-	if err != nil {
-		panic(err)
-	}
+	require.NoError(t, err)
 	return string(b)
-}()
+}
 
 var (
 	staleMu    sync.Mutex
@@ -191,7 +190,7 @@ func gradePlan(variants ...string) []lab.Job {
 }
 
 func TestGradeModeCatchesEveryCheat(t *testing.T) {
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	t.Setenv(lab.SecretSeedEnv, "not for the worker")
 	variants := []string{"good", "zeros", "partial", "stale", "readpast", "oob", "corrupt", "secret", "crash", "sticky", "good", "hopper"}
 	out, err := lab.Run(context.Background(), lab.Options{Root: root, Lab: "99", Backend: "fake", Seed: 3, SeedSet: true, NoSave: true,
@@ -232,7 +231,7 @@ func TestGradeModeCatchesEveryCheat(t *testing.T) {
 func TestGradeModeWithoutReadOnlyInputsAreNotChecked(t *testing.T) {
 	// Without the course's signature (ReadOnly), a write through a pointer argument is the
 	// kernel's business: the same kernel passes.
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	out, err := lab.Run(context.Background(), lab.Options{Root: root, Lab: "99", Backend: "fake", NoSave: true, Worker: testWorker,
 		Plan: gradePlan("corrupt"), Grade: &lab.GradeSpec{Rounds: 1}})
 	require.NoError(t, err)
@@ -240,7 +239,7 @@ func TestGradeModeWithoutReadOnlyInputsAreNotChecked(t *testing.T) {
 }
 
 func TestGradeModeSpeedJobsCheckEveryTimedRun(t *testing.T) {
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	plan := []lab.Job{
 		{Suite: "scale", Variant: "lib", Problem: "small", Set: "gpu", Mode: lab.GradeSpeed, Reps: 4},
 		{Suite: "scale", Variant: "good", Problem: "small", Set: "gpu", Mode: lab.GradeSpeed, Reps: 4},
@@ -262,7 +261,7 @@ func TestGradeModeSpeedJobsCheckEveryTimedRun(t *testing.T) {
 }
 
 func TestGradeModeTotalTimeLimit(t *testing.T) {
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	started := time.Now()
 	out, err := lab.Run(context.Background(), lab.Options{Root: root, Lab: "99", Backend: "fake", NoSave: true, Worker: testWorker,
 		Plan: gradePlan("good", "hang", "good"), Grade: &lab.GradeSpec{Rounds: 1}, TotalTimeout: 1500 * time.Millisecond})

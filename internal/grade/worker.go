@@ -26,7 +26,9 @@ func init() { lab.RegisterJobHook(&gradeHook{}) }
 
 // gradeHook runs grading jobs; one worker process holds one.
 type gradeHook struct {
-	guard *guardDevice // the device as the driver sees it, with red zones and write tracking
+	guard  *guardDevice           // the device as the driver sees it, with red zones and write tracking
+	before map[*guardAlloc][]byte // the current run's buffers after the poison
+	kernel bool                   // the current run is a kernel's (the guard checks it)
 }
 
 // Setup wraps the device and the kernels the driver gets. The emulator surrounds every buffer
@@ -102,6 +104,53 @@ func ReasonOfError(err error) string {
 		return ReasonLaunch
 	}
 	return ReasonError
+}
+
+// violation is what the guard found wrong in a run (or could not read): a reason and a headline.
+type violation struct {
+	reason, msg string
+	err         error // the device error, when reading failed
+}
+
+func (v *violation) Error() string { return v.msg }
+
+func readFailure(reason, what string, err error) *violation {
+	return &violation{reason: reason, msg: what + ": " + err.Error(), err: err}
+}
+
+// Phase, Poisoned and Ran make the hook the engine's lab.RunGuard of a checked run.
+func (h *gradeHook) Phase(p lab.Phase) { h.guard.setPhase(p) }
+
+// Poisoned takes the snapshot of every buffer that the inputs are compared with after the run.
+func (h *gradeHook) Poisoned() error {
+	var err error
+	if h.before, err = h.guard.snapshot(); err != nil {
+		return readFailure(ReasonError, "reading the inputs", err)
+	}
+	return nil
+}
+
+// Ran checks the red zones and the inputs of a kernel variant's run.
+func (h *gradeHook) Ran() error {
+	if !h.kernel {
+		return nil
+	}
+	g := h.guard
+	msg, err := g.checkZones()
+	if err != nil {
+		return readFailure(ReasonOfError(err), "reading the red zones", err)
+	}
+	if msg != "" {
+		return &violation{reason: ReasonOutOfBounds, msg: "the kernel " + msg +
+			" (in grading every buffer has a red zone around it, checked after each run)"}
+	}
+	if msg, err = g.changedInputs(h.before); err != nil {
+		return readFailure(ReasonOfError(err), "reading the inputs back", err)
+	}
+	if msg != "" {
+		return &violation{reason: ReasonInputCorrupted, msg: "the kernel " + msg}
+	}
+	return nil
 }
 
 // runOutcome is one checked run of a grading job.
@@ -181,13 +230,12 @@ func (h *gradeHook) RunJob(w *lab.HookWorker, job lab.Job) (e results.Entry, err
 	return e, nil
 }
 
-// gradeRun is one checked run: prepare afresh, poison, snapshot, run (timed when asked), then
-// the red zones, the inputs and the outputs.
+// gradeRun is one checked run: prepare afresh, then the engine's checked run (poison, run, timed
+// when asked, check) with the guard watching: a snapshot of every buffer after the poison, the red
+// zones and the inputs after the run. A failed check is explained from the outputs.
 func (h *gradeHook) gradeRun(w *lab.HookWorker, s *lab.Suite, v *lab.Variant, p lab.Problem, timed bool, launches int, prev [][]byte, work *lab.Work) (o runOutcome) {
 	g := h.guard
-	stream := w.Env().Stream
 	g.begin()
-	defer g.setPhase(phaseIdle)
 	fail := func(reason, stage string, err error) runOutcome {
 		return runOutcome{reason: reason, msg: stage + ": " + err.Error(), err: err}
 	}
@@ -204,82 +252,22 @@ func (h *gradeHook) gradeRun(w *lab.HookWorker, s *lab.Suite, v *lab.Variant, p 
 		}
 	}()
 	*work = c.Case.Work()
-	g.setPhase(phasePoison)
-	if err := c.Poison(); err != nil {
-		return fail(ReasonError, "poison outputs", err)
-	}
-	g.setPhase(phaseIdle)
-	if err := stream.Synchronize(); err != nil {
-		return fail(ReasonOfError(err), "poison outputs", err)
-	}
-	before, err := g.snapshot()
-	if err != nil {
-		return fail(ReasonError, "reading the inputs", err)
-	}
-
-	// Launches > 1: run on the same case again, the outputs poisoned afresh before each run, so
-	// that what the check sees is the last run's (a counter that grows across runs must work).
-	for l := 1; l < launches; l++ {
-		g.setPhase(phaseRun)
-		err = c.Run()
-		g.setPhase(phaseIdle)
-		if err == nil {
-			err = stream.Synchronize()
-		}
+	h.before, h.kernel = nil, v.IsKernel()
+	rep, ms, step, err := c.CheckedRun(h, launches, timed)
+	var viol *violation
+	switch {
+	case err == nil:
+	case errors.As(err, &viol):
+		return runOutcome{reason: viol.reason, msg: viol.msg, err: viol.err}
+	default:
 		if why, ok := lab.SkipReason(err); ok {
 			return runOutcome{skip: why}
 		}
-		if err != nil {
-			return fail(ReasonOfError(err), fmt.Sprintf("run %d of %d on one case", l, launches), err)
-		}
-		g.setPhase(phasePoison)
-		if err := c.Poison(); err != nil {
-			return fail(ReasonError, "poison outputs", err)
-		}
-		g.setPhase(phaseIdle)
+		return fail(ReasonOfError(err), step, err)
 	}
-	g.setPhase(phaseRun)
-	if timed {
-		o.ms, err = c.TimedRun(nil, nil)
-	} else {
-		err = c.Run()
-	}
-	g.setPhase(phaseIdle)
-	if why, ok := lab.SkipReason(err); ok {
-		return runOutcome{skip: why}
-	}
-	if err == nil {
-		err = stream.Synchronize()
-	}
-	if err == nil {
-		err = g.Device.Synchronize()
-	}
-	if err != nil {
-		return fail(ReasonOfError(err), "run", err)
-	}
-
-	if v.IsKernel() {
-		msg, err := g.checkZones()
-		if err != nil {
-			return fail(ReasonOfError(err), "reading the red zones", err)
-		}
-		if msg != "" {
-			return runOutcome{reason: ReasonOutOfBounds, msg: "the kernel " + msg +
-				" (in grading every buffer has a red zone around it, checked after each run)"}
-		}
-		msg, err = g.changedInputs(before)
-		if err != nil {
-			return fail(ReasonOfError(err), "reading the inputs back", err)
-		}
-		if msg != "" {
-			return runOutcome{reason: ReasonInputCorrupted, msg: "the kernel " + msg}
-		}
-	}
-	rep, err := c.Check()
-	if err != nil {
-		return fail(ReasonOfError(err), "check", err)
-	}
+	o.ms = ms
 	o.rep = &rep
+	before := h.before
 	outs := g.outputs()
 	for _, a := range outs {
 		b, err := g.read(a.user, a.bytes)
@@ -366,13 +354,12 @@ func explain(pre, out, prev [][]byte) (string, string) {
 //     pointers to writable memory. Every other buffer of the case is an input, and must hold the
 //     same bytes after the run as before it.
 
-// guardPhase is what the host is doing with the case.
-type guardPhase int
-
+// The phases of a case (lab.Phase): while the engine poisons, host writes mark outputs; while
+// the driver runs, they mark workspaces.
 const (
-	phaseIdle   guardPhase = iota
-	phasePoison            // Case.Poison: host writes mark outputs
-	phaseRun               // Case.Run: host writes mark workspaces
+	phaseIdle   = lab.PhaseIdle
+	phasePoison = lab.PhasePoison
+	phaseRun    = lab.PhaseRun
 )
 
 type guardAlloc struct {
@@ -388,7 +375,7 @@ type guardDevice struct {
 
 	mu       sync.Mutex
 	allocs   map[gpu.Ptr]*guardAlloc // by the address handed out
-	phase    guardPhase
+	phase    lab.Phase
 	gen      int
 	order    int
 	poisoned map[*guardAlloc]bool // written by the host while poisoning: outputs
@@ -417,7 +404,7 @@ func (g *guardDevice) begin() {
 	g.constArg = map[*guardAlloc]int{}
 }
 
-func (g *guardDevice) setPhase(p guardPhase) {
+func (g *guardDevice) setPhase(p lab.Phase) {
 	g.mu.Lock()
 	g.phase = p
 	g.mu.Unlock()

@@ -17,19 +17,16 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// gradeManifest is a lab with a grading section (the grader's tests run it too).
-var gradeManifest = readTestdata("grade_lab.yaml")
-
-func readTestdata(name string) string {
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		panic(err)
-	}
+// gradeManifest is a lab with a grading section (the grader's tests run it too). It is read by
+// the tests, not at init: the test binary also runs as the engine's worker, elsewhere.
+func gradeManifest(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join("testdata", "grade_lab.yaml"))
+	require.NoError(t, err)
 	return string(b)
 }
 
 func TestPlanErrors(t *testing.T) {
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	for _, j := range []Job{
 		{Suite: "nope", Variant: "good", Problem: "odd", Set: "grade"},
 		{Suite: "scale", Variant: "nope", Problem: "odd", Set: "grade"},
@@ -43,7 +40,7 @@ func TestPlanErrors(t *testing.T) {
 }
 
 func TestFilesReplaceKernelSources(t *testing.T) {
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	man, err := LoadManifest(filepath.Join(root, "labs", "99_test"))
 	require.NoError(t, err)
 	be, _, err := gpu.Open("fake")
@@ -60,7 +57,7 @@ func TestFilesReplaceKernelSources(t *testing.T) {
 }
 
 func TestGradingSection(t *testing.T) {
-	root := newCourse(t, gradeManifest)
+	root := newCourse(t, gradeManifest(t))
 	m, err := LoadManifest(filepath.Join(root, "labs", "99_test"))
 	require.NoError(t, err)
 	g := m.Grading
@@ -78,7 +75,7 @@ func TestGradingSection(t *testing.T) {
 }
 
 func TestGradingSectionErrorsCarryLines(t *testing.T) {
-	base := strings.SplitN(gradeManifest, "grading:", 2)[0]
+	base := strings.SplitN(gradeManifest(t), "grading:", 2)[0]
 	baseLines := strings.Count(base, "\n")
 	tests := []struct {
 		name, grading, want string
@@ -108,7 +105,7 @@ func TestGradingSectionErrorsCarryLines(t *testing.T) {
 		})
 	}
 	// A graded suite's tolerance must fail an all-zeros output.
-	loose := strings.Replace(gradeManifest, "tolerance: 1e-6", "tolerance: 1.5", 1)
+	loose := strings.Replace(gradeManifest(t), "tolerance: 1e-6", "tolerance: 1.5", 1)
 	root := newCourse(t, loose)
 	_, err := LoadManifest(filepath.Join(root, "labs", "99_test"))
 	require.Error(t, err)

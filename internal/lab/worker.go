@@ -385,23 +385,14 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	w.noteKernel(v, &e)
 
 	// Correct first: poison, run once, check.
-	if err := c.Poison(); err != nil {
-		return fail("poison outputs", err)
-	}
-	if err := c.Run(); err != nil {
+	rep, _, step, err := c.CheckedRun(nil, 1, false)
+	if why, ok := skipReason(err); ok {
 		// A variant may refuse a problem it cannot run (a size its tiles do not support).
-		if why, ok := skipReason(err); ok {
-			e.Status, e.Error = results.StatusSkipped, why
-			return e, nil
-		}
-		return fail("run", err)
+		e.Status, e.Error = results.StatusSkipped, why
+		return e, nil
 	}
-	if err := w.env.Stream.Synchronize(); err != nil {
-		return fail("run", err)
-	}
-	rep, err := c.Check()
 	if err != nil {
-		return fail("check", err)
+		return fail(step, err)
 	}
 	e.Check = &rep
 	if !rep.OK {
@@ -544,6 +535,93 @@ func (t *Trial) Release() error {
 		err = l.Release()
 	}
 	return errors.Join(err, t.env.closeCase())
+}
+
+// Phase is what the host is doing with a case, for a RunGuard.
+type Phase int
+
+const (
+	PhaseIdle   Phase = iota
+	PhasePoison       // the engine is poisoning the outputs and scratch buffers
+	PhaseRun          // the driver's Run is launching the variant
+)
+
+// A RunGuard watches the checked runs of a JobHook (the grader's red zones and input snapshots).
+type RunGuard interface {
+	// Phase says what the host is about to do with the case.
+	Phase(p Phase)
+	// Poisoned is called when the poison is on the device, before the first run.
+	Poisoned() error
+	// Ran is called when the last run is complete, before the check: an error fails the run.
+	Ran() error
+}
+
+// CheckedRun is the checked run of every job, normal or graded: poison the outputs, run the
+// variant launches times on the case (poisoning again between runs, so that the check sees the
+// last), timed between device events when asked, wait for it, and check the outputs. g, when not
+// nil, watches it. On an error, step names the step that failed; a refusal (Skip) is an error too.
+func (t *Trial) CheckedRun(g RunGuard, launches int, timed bool) (rep check.Report, ms float64, step string, err error) {
+	phase := func(p Phase) {
+		if g != nil {
+			g.Phase(p)
+		}
+	}
+	defer phase(PhaseIdle)
+	poison := func() error {
+		phase(PhasePoison)
+		defer phase(PhaseIdle)
+		return t.Poison()
+	}
+	if err := poison(); err != nil {
+		return rep, 0, "poison outputs", err
+	}
+	if g != nil {
+		if err := t.env.Stream.Synchronize(); err != nil {
+			return rep, 0, "poison outputs", err
+		}
+		if err := g.Poisoned(); err != nil {
+			return rep, 0, "guard", err
+		}
+	}
+	for l := 1; l < launches; l++ {
+		phase(PhaseRun)
+		err := t.Run()
+		phase(PhaseIdle)
+		if err == nil {
+			err = t.env.Stream.Synchronize()
+		}
+		if err != nil {
+			return rep, 0, fmt.Sprintf("run %d of %d on one case", l, launches), err
+		}
+		if err := poison(); err != nil {
+			return rep, 0, "poison outputs", err
+		}
+	}
+	phase(PhaseRun)
+	if timed {
+		ms, err = t.TimedRun(nil, nil)
+	} else {
+		err = t.Run()
+	}
+	phase(PhaseIdle)
+	if err == nil {
+		err = t.env.Stream.Synchronize()
+	}
+	if err == nil && g != nil {
+		err = t.dev.Synchronize() // work a Run left on other streams of the device
+	}
+	if err != nil {
+		return rep, 0, "run", err
+	}
+	if g != nil {
+		if err := g.Ran(); err != nil {
+			return rep, 0, "guard", err
+		}
+	}
+	if rep, err = t.Check(); err != nil {
+		return rep, 0, "check", err
+	}
+	return rep, ms, "", nil
 }
 
 // TimedRun runs the variant once between two device events (new ones when start is nil) and
