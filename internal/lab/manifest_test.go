@@ -51,7 +51,7 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 			"add nvidia to its needs", 8},
 		// Strict keys: a typo anywhere is an error at its line that lists the allowed keys.
 		{"unknown top-level key", "id: \"01\"\ntitle: {en: a, zh: b}\ntimout: 5s\n",
-			"unknown key \"timout\" in lab.yaml; the keys allowed there are: devices, grading, helpers, id, ", 3},
+			"unknown key \"timout\" in lab.yaml; the keys allowed there are: grading, helpers, id, ranks, ", 3},
 		{"unknown key in a title", "id: \"01\"\ntitle: {en: a, zh: b, fr: c}\n", "unknown key \"fr\" in lab.yaml.title; the keys allowed there are: en, zh", 2},
 		{"unknown suite key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerence: 0.1\n",
 			"unknown key \"tolerence\" in lab.yaml.suites[0]", 6},
