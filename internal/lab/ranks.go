@@ -196,7 +196,10 @@ func (w *worker) agree(tag string, m rankMsg) ([]rankMsg, error) {
 	raw, err := rk.group.AllGather(context.Background(), b)
 	w.emit(Event{Type: "wait"})
 	if err != nil {
-		return nil, fmt.Errorf("rank %d lost the other ranks at %s: %w", rk.world.Rank, tag, err)
+		// A rank died (or its connection did): no job can run on this group any more. Stop, so
+		// that the parent blames the job in flight and starts a fresh group for the rest.
+		w.emit(Event{Type: "fatal", Msg: fmt.Sprintf("rank %d %s at %s: %v", rk.world.Rank, lostMark, tag, err)})
+		os.Exit(2)
 	}
 	all := make([]rankMsg, len(raw))
 	for r, x := range raw {

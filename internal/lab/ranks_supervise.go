@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,9 +217,11 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 		}
 	}
 
-	// The first rank to fail (other than the one whose events are the group's) ends the group.
-	var firstMu sync.Mutex
-	first := ""
+	// The first rank to fail (other than the one whose events are the group's) ends the group;
+	// the failure reported is that of the lowest rank that failed for a reason of its own, not
+	// because it lost a peer that had died.
+	var failMu sync.Mutex
+	failed := map[int]string{}
 	var wg sync.WaitGroup
 	for _, p := range procs {
 		wg.Add(1)
@@ -236,19 +239,20 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 				}
 			}
 			sticky := p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == workerSticky
+			killedByUs := p.atKill >= 0 && p.failure == "" // the group was ended, not by this rank
 			p.mu.Unlock()
-			if p.rank == local[0] || sticky || (!early && err == nil) {
+			if p.rank == local[0] || sticky || killedByUs || (!early && err == nil) {
 				return
 			}
 			if why == "" {
 				why = "the worker exited early"
 			}
-			firstMu.Lock()
-			if first == "" {
-				first = fmt.Sprintf("rank %d: %s", p.rank, why)
+			failMu.Lock()
+			if len(failed) == 0 {
 				killAll()
 			}
-			firstMu.Unlock()
+			failed[p.rank] = why
+			failMu.Unlock()
 		}(p)
 	}
 	current := r.collect(ctx, &res, rootEvents, spec, timeout, total, offset, killAll)
@@ -265,9 +269,7 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 	for _, pr := range pipes {
 		pr.Close()
 	}
-	firstMu.Lock()
-	culprit := first
-	firstMu.Unlock()
+	culprit := pickCulprit(failed)
 	if res.timedOut {
 		res.failure += r.unfinishedRanks(procs, current, offset, len(res.entries))
 	}
@@ -412,7 +414,7 @@ func (r *runner) agreeGroup(res *workerResult) {
 	}
 	for i := 1; i < len(reps); i++ {
 		f := reps[i].Failure
-		if f != "" && !strings.Contains(f, "lost") && !strings.Contains(f, "killed by signal killed") {
+		if f != "" && !strings.Contains(f, lostMark) {
 			res.failure = fmt.Sprintf("rank %d: %s", i, f)
 			return
 		}
@@ -458,7 +460,7 @@ func joinExternal(ctx context.Context, man *Manifest, o *Options) (*extRanks, er
 
 // reportRanks says how the ranks run.
 func (r *runner) reportRanks(gpus int) {
-	if r.ranks == 0 {
+	if r.ranks == 0 || len(r.o.Plan) > 0 { // a grader's jobs name their own world sizes
 		return
 	}
 	switch {
@@ -490,4 +492,26 @@ func (r *runner) sharedGPURun(es []results.Entry) bool {
 		}
 	}
 	return false
+}
+
+// lostMark is in the failure of a rank that stopped because it lost another.
+const lostMark = "lost the other ranks"
+
+// pickCulprit names the failure of a group: the lowest rank that failed for a reason of its own,
+// else the lowest that failed ("" when none did).
+func pickCulprit(failed map[int]string) string {
+	ranksFailed := make([]int, 0, len(failed))
+	for r := range failed {
+		ranksFailed = append(ranksFailed, r)
+	}
+	slices.Sort(ranksFailed)
+	for _, r := range ranksFailed {
+		if !strings.Contains(failed[r], lostMark) {
+			return fmt.Sprintf("rank %d: %s", r, failed[r])
+		}
+	}
+	if len(ranksFailed) > 0 {
+		return fmt.Sprintf("rank %d: %s", ranksFailed[0], failed[ranksFailed[0]])
+	}
+	return ""
 }
