@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the AMD compilers of `labrun hip-check` on a Debian machine (no AMD GPU needed):
 # hipcc with the HIP headers and device libraries for gfx90a, clang-19 and lld-19 for gfx942.
-# The package list comes from labrun (internal/toolchain's HIP targets), so it is kept in one place.
+# The package list comes from labrun (the targets of internal/gpu/hip), so it is kept in one place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake" // a GPU backend with one device
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
-	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // The test binary doubles as labrun's worker: the engine re-executes it with "__worker".
@@ -44,7 +44,7 @@ func repoRoot(t *testing.T) string {
 
 func needEmu(t *testing.T) {
 	t.Helper()
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here (%v): install g++ and libboost-context-dev", err)
 	}
 }

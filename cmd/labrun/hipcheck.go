@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/hip"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
@@ -23,7 +24,7 @@ import (
 type hipJob struct {
 	lab    *lab.Manifest
 	kernel lab.KernelBuild
-	target toolchain.HIPTarget
+	target hip.Target
 	err    error
 }
 
@@ -57,11 +58,11 @@ Flags:
 		fmt.Fprintf(stderr, "labrun hip-check: --jobs %d: give at least 1\n", *jobs)
 		return exitUsage
 	}
-	ts := toolchain.HIPTargets
+	ts := hip.Targets
 	if *targets != "" {
 		ts = nil
 		for _, a := range strings.Split(*targets, ",") {
-			t, err := toolchain.HIPTargetByArch(strings.TrimSpace(a))
+			t, err := hip.TargetByArch(strings.TrimSpace(a))
 			if err != nil {
 				fmt.Fprintf(stderr, "labrun hip-check: --targets: %v\n", err)
 				return exitUsage
@@ -124,7 +125,7 @@ Flags:
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			j.err = toolchain.CompileHIP(ctx, j.target, toolchain.HIPRequest{
+			j.err = hip.Compile(ctx, j.target, hip.Request{
 				Source:      filepath.Join(j.lab.Dir, j.kernel.File),
 				IncludeDirs: []string{filepath.Join(root, "labs", "common"), j.lab.Dir},
 				Flags:       j.kernel.Flags,
@@ -184,7 +185,7 @@ func hipSize(j *hipJob) int64 {
 
 func hipArchs() string {
 	var a []string
-	for _, t := range toolchain.HIPTargets {
+	for _, t := range hip.Targets {
 		a = append(a, t.Arch)
 	}
 	return strings.Join(a, ",")

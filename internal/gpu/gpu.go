@@ -10,31 +10,32 @@
 // There is no HIP backend yet: nothing below has run on an AMD GPU. What exists is the kernel
 // side: labs/common/kl.cuh maps warps, lane masks, collectives, atomics, acquire/release, bf16
 // and launch bounds for HIP; `labrun hip-check` compiles every portable kernel (variants without
-// needs: [nvidia]) for gfx90a and gfx942 (internal/toolchain's HIPTargets); and the emulator runs
-// them with 64-lane warps (--emu-warp 64). A backend "hip" (package internal/gpu/hip, registered
-// with Register("hip", ...) from init; autoOrder already tries it after "cuda") adds:
+// needs: [nvidia]) for gfx90a and gfx942 (the Targets of internal/gpu/hip, the backend's folder,
+// which holds only that compiler today); and the emulator runs them with 64-lane warps
+// (--emu-warp 64). The backend "hip" (its runtime, rules and one backends.Register call in that
+// folder, as internal/gpu/cuda and internal/gpu/emu do; autoOrder already tries it after
+// "cuda") adds:
 //
 //   - The HIP runtime through dlopen: libamdhip64.so.N opened at run time by a C shim, as
 //     internal/gpu/cuda opens libcuda.so.1, so that labrun builds and its tests run with no ROCm
 //     installed. Backend.DeviceCount/Describe/Open map to hipGetDeviceCount, hipGetDeviceProperties
 //     (DeviceInfo: CUs as SMs, warpSize 64, sharedMemPerBlock, and gcnArchName such as gfx942,
-//     which DeviceInfo has no field for yet: Arch() returns sm_XY today and would return the gfx
-//     name, the compile target the engine passes to the builder). One HIP context per device
+//     which DeviceInfo has no field for yet: its rules' Target would return the gfx name, the
+//     compile target the engine passes to its compiler). One HIP context per device
 //     (hipSetDevice per call, in the shim, as the CUDA shim sets the context).
-//   - Code objects: Toolchain() returns "hipcc", a Builder registered with
-//     toolchain.RegisterBuilder("hipcc", ...) compiles a kernel file with
+//   - Code objects: the registration's Compiler (family "hipcc") compiles a kernel file with
 //     --offload-arch=<gfx name> --cuda-device-only into a code object (the gfx90a command of
-//     toolchain.CompileHIP, cached like BuildCUDA's cubins), and Device.LoadModule loads it with
-//     hipModuleLoad; Module.Kernel is hipModuleGetFunction, Kernel.LaunchPacked is
-//     hipModuleLaunchKernel with the packed arguments, Kernel.Attrs is hipFuncGetAttribute, and
-//     SetMaxDynamicShared is hipFuncSetAttribute. Streams and events are hipStream_t and
+//     hip.Compile, cached through toolchain.Workspace as nvcc.Build caches cubins), and
+//     Device.LoadModule loads it with hipModuleLoad; Module.Kernel is hipModuleGetFunction,
+//     Kernel.LaunchPacked is hipModuleLaunchKernel with the packed arguments, Kernel.Attrs is
+//     hipFuncGetAttribute, and SetMaxDynamicShared is hipFuncSetAttribute. Streams and events are hipStream_t and
 //     hipEvent_t behind Stream and Event, unchanged for the drivers.
 //   - Baselines: BLASProvider with rocBLAS (rocblas_sgemm, rocblas_gemm_ex for bf16 in, fp32
 //     accumulation), LtBLAS with hipBLASLt (hipblasLtMatmul, heuristic algorithm), GroupedBLAS
 //     with hipBLASLt's grouped GEMM; CommunicatorProvider with RCCL (librccl.so, NCCL's API: the
 //     calls of internal/gpu/cuda's nccl.go with another library name). The lab.yaml needs cublas
-//     and nccl would then mean "the backend's BLAS" and "its collectives library" (the engine's
-//     skipReason and labrun doctor probe rocBLAS and RCCL on a HIP device).
+//     and nccl would then mean "the backend's BLAS" and "its collectives library" (the HIP
+//     rules' SkipReason and its doctor checks probe rocBLAS and RCCL).
 //   - Peer memory: CanAccessPeer and EnablePeerAccess map to hipDeviceCanAccessPeer and
 //     hipDeviceEnablePeerAccess (xGMI / Infinity Fabric between the GPUs of a node). Buffers that
 //     one GPU writes while a kernel on another polls them (labs 04 and 05: flags and the rows
@@ -43,7 +44,7 @@
 //     Device.Malloc would allocate fine-grained on devices that have peer access enabled, or the
 //     API gains a flag for peer buffers that the collective drivers pass.
 //   - Not provided: TensorMapEncoder (TMA) and everything NVIDIA-only; the engine skips variants
-//     with needs: [nvidia] on it (skipReason), as the emulator does with 64-lane warps. Lab 03's
+//     with needs: [nvidia] on it (its rules), as the emulator does with 64-lane warps. Lab 03's
 //     timelines would scale kl_globaltimer_ns (wall_clock64 ticks) by
 //     hipDeviceAttributeWallClockRate.
 package gpu
@@ -80,7 +81,9 @@ type Backend interface {
 	Describe(index int) (DeviceInfo, error)
 	// Open creates a context on the device. Close the device when done.
 	Open(index int) (Device, error)
-	// Toolchain says which compiler family builds kernels for this backend ("nvcc", "hipcc", "c++").
+	// Toolchain names the compiler family that builds kernels for this backend ("nvcc", "hipcc",
+	// "c++"): the Family of the Compiler its registration gives (internal/gpu/backends), which
+	// the engine builds with.
 	Toolchain() string
 }
 
@@ -108,7 +111,9 @@ type DeviceInfo struct {
 	PCIBusID           string `json:"pci_bus_id,omitempty"`
 }
 
-// Arch is the compute capability as nvcc spells it, e.g. "sm_90".
+// Arch is the compute capability as nvcc spells it, e.g. "sm_90", for NVIDIA devices and the
+// results files that record them. The compile target of a run is its backend's rules' Target
+// (internal/gpu/backends), which a backend with other target names (gfx942) names its own way.
 func (d DeviceInfo) Arch() string { return fmt.Sprintf("sm_%d%d", d.ComputeMajor, d.ComputeMinor) }
 
 // Attribute is one named device attribute, for lab 01's full property table.

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,26 @@ func Backends() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Preference lists the registered backends in the order --backend auto tries them: real hardware
+// first, the emulator last, then any others by name.
+func Preference() []string {
+	var out []string
+	for _, n := range autoOrder {
+		regMu.Lock()
+		_, ok := registry[n]
+		regMu.Unlock()
+		if ok {
+			out = append(out, n)
+		}
+	}
+	for _, n := range Backends() {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Open opens the named backend. "auto" tries real hardware first and falls back to the

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
@@ -54,7 +55,7 @@ func courseRoot(t *testing.T) string {
 // needEmulator skips when the emulator's compiler or Boost.Context is missing.
 func needEmulator(t *testing.T) {
 	t.Helper()
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here (%v): grading tests need g++ and libboost-context-dev", err)
 	}
 }

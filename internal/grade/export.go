@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
@@ -266,7 +267,7 @@ func HasSolution(data []byte) bool { return solution.HasBegin(data) }
 // compileExercises builds the exported exercise files for the emulator, when it is installed, to
 // prove that the stubs compile.
 func compileExercises(ctx context.Context, dir string) ([]string, string, error) {
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		return nil, "the emulator's compiler is not installed here: " + firstLine(err.Error()), nil
 	}
 	labs, err := lab.LabDirs(dir)
@@ -290,7 +291,7 @@ func compileExercises(ctx context.Context, dir string) ([]string, string, error)
 			}
 			seen[ex.V.File] = true
 			src := filepath.Join(m.Dir, ex.V.File)
-			_, err := toolchain.Build(ctx, "c++", toolchain.Request{Source: src,
+			_, err := emucc.Build(ctx, toolchain.Request{Source: src,
 				IncludeDirs: []string{filepath.Join(dir, "labs", "common"), m.Dir}, Flags: ex.V.Flags})
 			if err != nil {
 				return done, "", fmt.Errorf("export: the student edition of %s does not compile: %w\n(give the solution region STUB lines that make it compile)",

@@ -273,3 +273,22 @@ func TestGradeModeTotalTimeLimit(t *testing.T) {
 	assert.Equal(t, results.StatusTimeout, out.Planned[2].Status)
 	assert.Contains(t, out.Planned[2].Error, "not run: the total time limit")
 }
+
+// The parent refuses a passed grading result that lacks what the worker's RunJob always sends.
+func TestGenuineResults(t *testing.T) {
+	ok := &check.Report{OK: true}
+	for _, tc := range []struct {
+		name  string
+		e     results.Entry
+		valid bool
+	}{
+		{"passed with its check and runs", results.Entry{Status: results.StatusOK, Check: ok, Data: map[string]any{"runs": 3.0}}, true},
+		{"passed without a check", results.Entry{Status: results.StatusOK, Data: map[string]any{"runs": 3.0}}, false},
+		{"passed with a failed check", results.Entry{Status: results.StatusOK, Check: &check.Report{}, Data: map[string]any{"runs": 3.0}}, false},
+		{"passed without runs", results.Entry{Status: results.StatusOK, Check: ok}, false},
+		{"failed", results.Entry{Status: results.StatusWrong}, true},
+	} {
+		why := (&gradeHook{}).Genuine(lab.Job{Mode: lab.GradeCheck}, &tc.e)
+		assert.Equal(t, tc.valid, why == "", "%s: %q", tc.name, why)
+	}
+}

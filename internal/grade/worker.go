@@ -31,6 +31,18 @@ type gradeHook struct {
 	kernel bool                   // the current run is a kernel's (the guard checks it)
 }
 
+// Genuine refuses a passed result without its passed check or its runs: the worker's RunJob
+// always sends both, so such a result was written by something else.
+func (h *gradeHook) Genuine(job lab.Job, e *results.Entry) string {
+	if e.Status != results.StatusOK {
+		return ""
+	}
+	if runs, _ := e.Data["runs"].(float64); e.Check == nil || !e.Check.OK || int(runs) < 1 {
+		return "a passed grading result without its check"
+	}
+	return ""
+}
+
 // Setup wraps the device and the kernels the driver gets. The emulator surrounds every buffer
 // with NaN slack and faulting fences of its own: a read or write past a buffer faults there exactly
 // as in a normal run. A GPU has no such fences, so the guard adds NaN red zones.

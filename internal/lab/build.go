@@ -22,15 +22,6 @@ type buildItem struct {
 	variants []*Variant // variants that fail when the file does not compile
 }
 
-// warpFlags build the emulator's kernels for its warp width (internal/gpu/emu.WarpBuildFlags:
-// nothing for 32 lanes, -DKL_EMU_WARP_SIZE=64 for wave64), so that the modules match the device.
-func (r *runner) warpFlags() []string {
-	if !r.info.Emulated || r.info.WarpSize == 0 || r.info.WarpSize == 32 {
-		return nil
-	}
-	return []string{fmt.Sprintf("-DKL_EMU_WARP_SIZE=%d", r.info.WarpSize)}
-}
-
 // build compiles every kernel file the run needs, once per file, flags and target, in parallel.
 // It returns the images by "file:entry" and failed entries for variants whose kernel did not
 // compile.
@@ -63,7 +54,9 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 			add(h.File, h.Entry, nil, nil, nil)
 		}
 	}
-	tc := results.Toolchain{Compiler: r.be.Toolchain(), Arch: r.info.Arch()}
+	// The backend compiles, with the flags its rules give every kernel built for this device.
+	compiler, deviceFlags := r.backend().Compiler, r.backend().Rules.BuildFlags(r.info)
+	tc := results.Toolchain{Compiler: compiler.Family(), Arch: r.archFor(nil)}
 	images := map[string]string{}
 	var failed []results.Entry
 	var mu sync.Mutex
@@ -86,7 +79,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 				Source:      filepath.Join(r.man.Dir, it.file),
 				IncludeDirs: []string{filepath.Join(r.o.Root, "labs", "common"), r.man.Dir},
 				Arch:        it.arch,
-				Flags:       append(append([]string{}, it.flags...), r.warpFlags()...),
+				Flags:       append(append([]string{}, it.flags...), deviceFlags...),
 			}
 			if sub, ok := r.o.Files[it.file]; ok {
 				// A submission is built hermetically: alone, with only the shared headers
@@ -98,7 +91,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 					req.Submission = &toolchain.Submission{Protect: []string{r.o.Root}}
 				}
 			}
-			art, err := toolchain.Build(ctx, r.be.Toolchain(), req)
+			art, err := compiler.Build(ctx, req)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -135,7 +128,7 @@ func (r *runner) build(ctx context.Context) (map[string]string, []results.Entry,
 		}
 		fmt.Fprintf(r.o.Progress, "built %d kernel file(s) in %.1fs%s\n", len(items), time.Since(started).Seconds(), from)
 	}
-	if v, err := toolchain.Version(r.be.Toolchain()); err == nil {
+	if v, err := compiler.Version(); err == nil {
 		tc.Version = v
 	}
 	return images, failed, tc

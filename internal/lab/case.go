@@ -5,11 +5,13 @@ package lab
 // The engine owns every buffer of a case. A driver's Prepare allocates through the engine,
 // never through gpu.Alloc / gpu.Upload:
 //
-//	a, err := lab.Upload(env, "A", hostA)             // an input, filled from the host
+//	a, err := lab.Upload(env, "A", hostA)                       // an input, filled from the host
+//	p, err := lab.UploadAs(env, "B", lab.PrecisionOf(s), hostB) // fp32 or bf16 by the suite
 //	c, err := lab.Output[float32](env, "C", n, lab.PoisonNaN32) // an output (see Poison)
 //	w, err := lab.Scratch[int32](env, "counters", 2, lab.PoisonBytes(0)) // reset, not checked
-//	t, err := lab.Alloc[uint64](env, "timeline", n)   // anything else (contents undefined)
+//	t, err := lab.Alloc[uint64](env, "timeline", n)             // anything else (undefined)
 //
+// The name is for error messages ("uploading A: ..."), so return such errors as they are.
 // (UploadOn, OutputOn, ScratchOn, AllocOn do the same on device i of env.Devices, for labs with
 // several devices.) The engine records every buffer of the case, also those allocated while it
 // runs, and frees them all when the job ends, on every path: an error in Prepare, a skip, a
@@ -30,8 +32,10 @@ package lab
 // occupancy, the memory-fit and device-count preconditions) and matref's input fillers cover
 // what labs used to copy from each other.
 //
-// In grading (internal/grade) the same calls run on a guarded device: every allocation gets red
-// zones, and the buffers that are not outputs or scratch are inputs that must not change.
+// A driver's own tests prepare a case as the engine does with lab.NewTrial(env, drv, s, v, p) and
+// call its Poison, Run, Check and Release. In grading (internal/grade) the same calls run on a
+// guarded device: every allocation gets red zones, and the buffers that are not outputs or
+// scratch are inputs that must not change.
 
 import (
 	"errors"

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/results"
-	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // A lab of one real kernel for the emulator: y = 2x, as the fake test lab computes it.
@@ -43,7 +43,7 @@ func init() { RegisterDriver("98_concurrent", scaleDriver{}) }
 // Two emulator runs of one lab at once, each of its own variant, against one results file: both
 // runs' entries are in it afterwards (the file is updated under a lock).
 func TestConcurrentRunsBothLand(t *testing.T) {
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
 	course, err := FindRoot(".")

@@ -144,11 +144,15 @@ func NewEnv(dev gpu.Device, stream gpu.Stream, seed uint64, kernels map[string]g
 
 // reseed gives each job its own random stream derived from the run's seed and the job's name,
 // so that a job's inputs are the same whichever worker runs it and in whatever order.
-func (e *Env) reseed(seed uint64, j Job) {
+func (e *Env) reseed(seed uint64, j Job) { e.seedFrom(seed, j.Suite+"/"+j.Variant+"/"+j.Problem) }
+
+// seedFrom points RNG at the stream of seed and key, and returns that stream's seed.
+func (e *Env) seedFrom(seed uint64, key string) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s/%s/%s", seed, j.Suite, j.Variant, j.Problem)
+	fmt.Fprintf(h, "%d/%s", seed, key)
 	s := h.Sum64()
 	e.RNG = rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+	return s
 }
 
 // Kernel returns the compiled kernel of variant v.

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kernel-labs/kernellabs/internal/dl"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/backends"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/term"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
@@ -176,13 +176,17 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	be, note, err := gpu.Open(o.Backend)
 	if err != nil {
-		if !strings.Contains(err.Error(), "--backend emu") {
-			err = fmt.Errorf("%w\n(without a GPU, run on the CPU emulator: --backend emu)", err)
+		if instead := backends.Instead(o.Backend, err); instead != "" {
+			err = fmt.Errorf("%w\n(%s)", err, instead)
 		}
 		return nil, &EnvError{err}
 	}
 	if note != "" {
 		fmt.Fprintln(o.Progress, note)
+	}
+	reg, err := backends.Lookup(be.Name())
+	if err != nil {
+		return nil, &EnvError{err}
 	}
 	n, err := be.DeviceCount()
 	if err != nil {
@@ -213,13 +217,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Progress, "lab %s — %s\n", man.Name, man.Title.EN)
-	fmt.Fprintf(o.Progress, "on %s (%s, %s), problem set %s\n", info.Name, be.Name(), info.Arch(), set)
+	fmt.Fprintf(o.Progress, "on %s (%s, %s), problem set %s\n", info.Name, be.Name(), reg.Rules.Target(info, nil), set)
 	fmt.Fprintf(o.Progress, "seed %d (repeat with --seed %d)\n", o.Seed, o.Seed)
 	if info.Emulated {
 		fmt.Fprintln(o.Progress, "the emulator checks correctness: its times are emulated, not performance figures")
 	}
 
-	r := &runner{o: o, man: man, be: be, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
+	r := &runner{o: o, man: man, be: be, reg: reg, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
 		untrusted: map[string]bool{},
 		available: n - o.Device}
 	r.ext = ext
@@ -399,6 +403,7 @@ type runner struct {
 	o    Options
 	man  *Manifest
 	be   gpu.Backend
+	reg  backends.Registration // the backend's compiler and rules
 	info gpu.DeviceInfo
 	set  string
 
@@ -458,56 +463,33 @@ func (r *runner) selected(v *Variant) bool {
 	return false
 }
 
-// skipReason says why a variant cannot run on this backend and device ("" when it can).
+// skipReason says why a variant cannot run on this backend and device ("" when it can): the
+// backend's rules judge lab.yaml's needs, emu_skip and the devices the lab uses at once; Python
+// peers (torch, triton) are the engine's own.
 func (r *runner) skipReason(needs []string, emuSkip string) string {
-	if r.info.Emulated && emuSkip != "" {
-		return "not on the emulator: " + emuSkip
+	req := backends.Requirements{Needs: needs, EmuSkip: emuSkip, Available: r.available, First: r.o.Device}
+	if r.man != nil {
+		req.Devices = r.man.DeviceCount()
 	}
-	if r.man != nil && r.available > 0 && r.man.DeviceCount() > r.available {
-		return fmt.Sprintf("needs %d devices at once; the %s backend has %d from device %d (the emulator: --emu-devices %d)",
-			r.man.DeviceCount(), r.be.Name(), r.available, r.o.Device, r.man.DeviceCount())
-	}
-	if why := peerSkipReason(needs, r.info.Emulated); why != "" {
+	if why := r.backend().Rules.SkipReason(r.info, req); why != "" {
 		return why
 	}
-	for _, n := range needs {
-		switch {
-		case n == "gpu" && r.info.Emulated:
-			return "needs a GPU (the emulator runs plain CUDA only)"
-		case n == NeedNVIDIA && r.info.Emulated && r.info.WarpSize != 32:
-			return fmt.Sprintf("NVIDIA-only (32-lane warps, wmma or PTX): not run with %d-lane warps (--emu-warp %d)",
-				r.info.WarpSize, r.info.WarpSize)
-		case n == "cublas" && r.info.Emulated:
-			return "needs cuBLAS, which exists on NVIDIA GPUs only"
-		case n == "nccl" && r.info.Emulated:
-			return "needs NCCL, which exists on NVIDIA GPUs only"
-		case n == "nccl":
-			if _, err := dl.Probe("libnccl.so.2", "libnccl.so"); err != nil {
-				return "needs NCCL, which is not installed here (libnccl.so.2; labrun doctor says how to get it)"
-			}
-		case n == "sm_90a":
-			if r.info.ComputeMajor != 9 || r.info.ComputeMinor != 0 {
-				return fmt.Sprintf("needs sm_90a (Hopper: wgmma, TMA); this device is %s", r.info.Arch())
-			}
-		case strings.HasPrefix(n, "sm_"):
-			var maj, min int
-			if _, err := fmt.Sscanf(n, "sm_%1d%1d", &maj, &min); err == nil && !r.info.Emulated &&
-				r.info.ComputeMajor*10+r.info.ComputeMinor < maj*10+min {
-				return fmt.Sprintf("needs %s or newer; this device is %s", n, r.info.Arch())
-			}
-		}
-	}
-	return ""
+	return peerSkipReason(needs, r.info.Emulated)
 }
 
-// archFor picks the compile target: sm_90a when the variant uses Hopper-only instructions.
-func (r *runner) archFor(needs []string) string {
-	for _, n := range needs {
-		if n == "sm_90a" {
-			return "sm_90a"
+// archFor is the compile target of a kernel with these needs, as the backend's rules name it.
+func (r *runner) archFor(needs []string) string { return r.backend().Rules.Target(r.info, needs) }
+
+// backend is the registration of the run's backend: its compiler and rules.
+func (r *runner) backend() backends.Registration {
+	if r.reg.Rules == nil {
+		reg, err := backends.Lookup(r.be.Name())
+		if err != nil {
+			panic(err) // Run looked it up already: only a runner made by hand gets here
 		}
+		r.reg = reg
 	}
-	return r.info.Arch()
+	return r.reg
 }
 
 func (r *runner) problems(s *Suite) []Problem {

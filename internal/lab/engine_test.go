@@ -273,43 +273,18 @@ func TestRunErrors(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 }
 
-func TestSkipReasons(t *testing.T) {
-	r := &runner{info: gpu.DeviceInfo{ComputeMajor: 8, ComputeMinor: 0}}
-	assert.Contains(t, r.skipReason([]string{"sm_90a"}, ""), "needs sm_90a")
-	assert.Contains(t, r.skipReason([]string{"sm_89"}, ""), "needs sm_89")
-	assert.Equal(t, "", r.skipReason([]string{"sm_80", "cublas"}, ""))
-	r.info = gpu.DeviceInfo{Emulated: true}
-	assert.Contains(t, r.skipReason(nil, "inline PTX"), "inline PTX")
-	assert.Contains(t, r.skipReason([]string{"cublas"}, ""), "cuBLAS")
-	assert.Contains(t, r.skipReason([]string{"gpu"}, ""), "needs a GPU")
-	assert.Contains(t, r.skipReason([]string{"nccl"}, ""), "needs NCCL")
-	r.info = gpu.DeviceInfo{ComputeMajor: 9}
-	assert.Contains(t, r.skipReason([]string{"nccl"}, ""), "not installed here", "this machine has no libnccl")
-	assert.Equal(t, "sm_90a", (&runner{info: gpu.DeviceInfo{ComputeMajor: 9}}).archFor([]string{"sm_90a"}))
-}
-
-// With 64-lane warps the emulator skips NVIDIA-only kernels and builds the rest for wave64.
-func TestWave64SkipsNVIDIAOnlyAndBuildsForIt(t *testing.T) {
-	for _, tc := range []struct {
-		info  gpu.DeviceInfo
-		needs []string
-		skip  string
-		flags []string
-	}{
-		{gpu.DeviceInfo{Emulated: true, WarpSize: 32}, []string{NeedNVIDIA}, "", nil},
-		{gpu.DeviceInfo{Emulated: true, WarpSize: 64}, []string{NeedNVIDIA}, "not run with 64-lane warps (--emu-warp 64)", []string{"-DKL_EMU_WARP_SIZE=64"}},
-		{gpu.DeviceInfo{Emulated: true, WarpSize: 64}, nil, "", []string{"-DKL_EMU_WARP_SIZE=64"}},
-		{gpu.DeviceInfo{ComputeMajor: 9, WarpSize: 32}, []string{NeedNVIDIA, "sm_90a"}, "", nil},
-	} {
-		r := &runner{info: tc.info}
-		why := r.skipReason(tc.needs, "")
-		if tc.skip == "" {
-			assert.Empty(t, why, "%+v %v", tc.info, tc.needs)
-		} else {
-			assert.Contains(t, why, tc.skip, "%+v %v", tc.info, tc.needs)
-		}
-		assert.Equal(t, tc.flags, r.warpFlags(), "%+v", tc.info)
-	}
+// The engine asks the run's backend (here the fake GPU, compute capability 9.0) what it can run
+// and for which target; the backends' own tests cover their rules.
+func TestSkipReasonsAreTheBackends(t *testing.T) {
+	be, _, err := gpu.Open("fake")
+	require.NoError(t, err)
+	info, err := be.Describe(0)
+	require.NoError(t, err)
+	r := &runner{be: be, info: info, available: 1}
+	assert.Contains(t, r.skipReason([]string{"nvidia", "sm_100a"}, ""), "needs sm_100a")
+	assert.Empty(t, r.skipReason([]string{"nvidia", "sm_90a", "cublas"}, "inline PTX"))
+	assert.Equal(t, "sm_90a", r.archFor([]string{"nvidia", "sm_90a"}))
+	assert.Equal(t, "sm_90", r.archFor(nil))
 }
 
 func TestEmulatorRunsStayOutOfTheTrackedResults(t *testing.T) {

@@ -53,8 +53,6 @@ func PrecisionOf(s *Suite) Precision {
 // MNK is a matrix product's sizes: C (M×N) = A (M×K) · B (K×N).
 type MNK struct{ M, N, K int }
 
-func (s MNK) String() string { return fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K) }
-
 // MNKOf reads a problem's m, n and k; def says what a missing n or k takes (the problem's m when
 // true, nothing otherwise). Every size must be at least 1 and every matrix below 2^31 elements,
 // the reach of the kernels' 32-bit indices.
@@ -79,8 +77,8 @@ func MNKOf(p Problem, squareDefault bool) (MNK, error) {
 // CeilDiv is ⌈a/b⌉ for positive b.
 func CeilDiv(a, b int) int { return (a + b - 1) / b }
 
-// StaticSharedLimit is the dynamic shared memory a kernel may use without opting in.
-const StaticSharedLimit = 48 << 10
+// staticSharedLimit is the dynamic shared memory a kernel may use without opting in.
+const staticSharedLimit = 48 << 10
 
 // The opt-in to more than 48 KiB of shared memory is a property of the kernel: set it once per
 // kernel and size, not in every timed run.
@@ -91,7 +89,7 @@ var (
 
 // OptInShared lets kernel k use bytes of dynamic shared memory (nothing to do up to 48 KiB).
 func OptInShared(k gpu.Kernel, bytes int) error {
-	if bytes <= StaticSharedLimit {
+	if bytes <= staticSharedLimit {
 		return nil
 	}
 	optMu.Lock()

@@ -1,9 +1,6 @@
 package lab
 
 import (
-	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -22,6 +19,10 @@ type JobHook interface {
 	// RunJob runs one job with a mode; the error only says whether the context is spoiled
 	// (gpu.IsSticky), the entry carries the outcome.
 	RunJob(w *HookWorker, job Job) (results.Entry, error)
+	// Genuine says, in the parent, why a result the worker sent for a job with a mode cannot be
+	// what the hook's RunJob produced ("" when it can): the grader's passed results carry their
+	// passed check and the number of runs made.
+	Genuine(job Job, e *results.Entry) string
 }
 
 var (
@@ -65,13 +66,7 @@ func (h *HookWorker) Prepare(s *Suite, v *Variant, p Problem) (*Trial, error) {
 }
 
 // Reseed gives the driver's random source (and Env.Seed) a stream of its own for key.
-func (h *HookWorker) Reseed(seed uint64, key string) {
-	f := fnv.New64a()
-	fmt.Fprintf(f, "%d/%s", seed, key)
-	s := f.Sum64()
-	h.w.env.RNG = rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
-	h.w.env.Seed = s
-}
+func (h *HookWorker) Reseed(seed uint64, key string) { h.w.env.Seed = h.w.env.seedFrom(seed, key) }
 
 // SkipReason recognises a refusal (lab.Skip, or an error with a SkipReason method) and its reason.
 func SkipReason(err error) (string, bool) { return skipReason(err) }

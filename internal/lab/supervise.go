@@ -429,7 +429,7 @@ func (r *runner) gradeMachineEnv(env []string, spec WorkerSpec) []string {
 
 // invalidEvent says why an event cannot be the worker's next one ("" when it can): the worker
 // starts its jobs in order, sends one result per started job for that job's suite, variant and
-// problem, and a passed grading job carries its passed check and the number of runs it made.
+// problem, and the job hook accepts the results of jobs with a mode (JobHook.Genuine).
 func (r *runner) invalidEvent(e Event, spec WorkerSpec, current, done int) string {
 	switch e.Type {
 	case "start":
@@ -444,10 +444,13 @@ func (r *runner) invalidEvent(e Event, spec WorkerSpec, current, done int) strin
 		if en == nil || en.Suite != j.Suite || en.Variant != j.Variant || en.Problem != j.Problem {
 			return fmt.Sprintf("a result for job %d that names another variant or problem", e.Job)
 		}
-		if j.Mode != "" && en.Status == results.StatusOK {
-			runs, _ := en.Data["runs"].(float64)
-			if en.Check == nil || !en.Check.OK || int(runs) < 1 {
-				return fmt.Sprintf("a passed grading result for job %d without its check", e.Job)
+		if j.Mode != "" {
+			why := "a result of a grading job, and no grader is linked in to tell a genuine one"
+			if h := jobHook(); h != nil {
+				why = h.Genuine(j, en)
+			}
+			if why != "" {
+				return fmt.Sprintf("job %d: %s", e.Job, why)
 			}
 		}
 	case "describe":

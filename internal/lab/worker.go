@@ -490,6 +490,9 @@ func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, er
 	if err != nil {
 		return nil, err
 	}
+	if c == nil {
+		return nil, fmt.Errorf("%s, problem %q: Prepare returned neither a case nor an error", s.Name, p.Name)
+	}
 	return &Trial{Case: c, env: env, dev: env.Device, suite: s, variant: v}, nil
 }
 

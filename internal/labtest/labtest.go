@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/solution"
-	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // workerEnv marks a test binary started by the engine as its worker.
@@ -70,7 +70,7 @@ func RunOnEmulatorAt(t *testing.T, root, labDir, set string, devices int) *lab.O
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
 	}
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
 	t.Setenv("LABRUN_EMU_SMS", "4")

@@ -14,33 +14,70 @@ import (
 // may be off by more than tol times its own error scale (which catches a single wrong element that
 // the norm would hide).
 func CompareFull(out []float32, ref, scale []float64, tol float64) check.Report {
-	r := check.Report{Method: "every element against a float64 CPU reference", Tolerance: tol, MaxErrAt: -1,
-		Checked: len(out)}
-	var num, den float64
-	bad := 0
-	for i, o := range out {
-		g, w := float64(o), ref[i]
+	return CompareAt(out, nil, ref, scale, tol)
+}
+
+// CompareAt is CompareFull on the elements of out at the indices at (all of out when at is nil):
+// ref and scale hold their references in the same order, and the report names elements by their
+// index in out.
+func CompareAt(out []float32, at []int, ref, scale []float64, tol float64) check.Report {
+	t := NewTally(tol)
+	t.R.Method = "every element against a float64 CPU reference"
+	for k := range ref {
+		i := k
+		if at != nil {
+			i = at[k]
+		}
+		g, w := float64(out[i]), ref[k]
 		if math.IsNaN(g) || math.IsInf(g, 0) {
-			r.Unwritten++
-			addMismatch(&r, i, g, w)
+			t.R.Unwritten++
+			t.Mismatch(i, g, w)
 			continue
 		}
-		d := g - w
-		num += d * d
-		den += w * w
-		if ad := math.Abs(d); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
-			r.MaxAbsErr, r.MaxErrAt = ad, i
-		}
-		if !ElementOK(g, w, scale[i], tol) {
-			bad++
-			addMismatch(&r, i, g, w)
-		}
+		t.Element(i, g, w, scale[k])
 	}
-	r.RelErr = RelErr(num, den)
-	r.OK = r.Unwritten == 0 && bad == 0 && r.RelErr <= tol
-	r.Note = notes(r.Unwritten, bad, len(out))
+	r := t.R
+	r.Checked = len(ref)
+	r.RelErr = RelErr(t.Num, t.Den)
+	r.OK = r.Unwritten == 0 && t.Bad == 0 && r.RelErr <= tol
+	r.Note = notes(r.Unwritten, t.Bad, len(ref))
 	return r
 }
+
+// Tally adds up an elementwise comparison over a whole output, pieces of one (lab 03's groups) or
+// sampled elements: the sums of the relative error, the largest error and where, and the elements
+// off by more than the tolerance times their error scale.
+type Tally struct {
+	R        check.Report // Tolerance, MaxAbsErr, MaxErrAt, Mismatches so far
+	Num, Den float64      // Σ (got − want)², Σ want² of the elements added with Element
+	Bad      int          // elements beyond the tolerance
+}
+
+// NewTally starts a tally under tolerance tol.
+func NewTally(tol float64) *Tally { return &Tally{R: check.Report{Tolerance: tol, MaxErrAt: -1}} }
+
+// Sample checks the element at index i of the output against want within tol × scale, without
+// adding to the sums (Freivalds' check estimates those).
+func (t *Tally) Sample(i int, got, want, scale float64) {
+	if ad := math.Abs(got - want); ad > t.R.MaxAbsErr || t.R.MaxErrAt < 0 {
+		t.R.MaxAbsErr, t.R.MaxErrAt = ad, i
+	}
+	if !ElementOK(got, want, scale, t.R.Tolerance) {
+		t.Bad++
+		t.Mismatch(i, got, want)
+	}
+}
+
+// Element is Sample, and adds the element to the sums of the relative error.
+func (t *Tally) Element(i int, got, want, scale float64) {
+	d := got - want
+	t.Num += d * d
+	t.Den += want * want
+	t.Sample(i, got, want, scale)
+}
+
+// Mismatch lists a wrong element (the first check.MaxMismatches are kept).
+func (t *Tally) Mismatch(i int, got, want float64) { addMismatch(&t.R, i, got, want) }
 
 // Freivalds checks a large product without forming A·B: for random vectors x of ±1 it compares
 // y = out·x with z = alpha·A·(B·x) + beta·C0·x, both in float64 on the CPU — O(MN + NK + MK) work
@@ -78,23 +115,17 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 		return r
 	}
 	num, den := FreivaldsSums(p, out, vectors, seed)
-	r.RelErr = RelErr(num, den)
-	bad := 0
+	t := &Tally{R: r}
 	for _, s := range samples {
 		i, j := s[0], s[1]
 		want, scale := p.Entry(i, j)
-		g := float64(out[i*p.N+j])
-		if ad := math.Abs(g - want); ad > r.MaxAbsErr || r.MaxErrAt < 0 {
-			r.MaxAbsErr, r.MaxErrAt = ad, i*p.N+j
-		}
-		if !ElementOK(g, want, scale, tol) {
-			bad++
-			addMismatch(&r, i*p.N+j, g, want)
-		}
+		t.Sample(i*p.N+j, float64(out[i*p.N+j]), want, scale)
 	}
-	r.OK = bad == 0 && r.RelErr <= tol
-	if bad > 0 {
-		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", bad, len(samples))
+	r = t.R
+	r.RelErr = RelErr(num, den)
+	r.OK = t.Bad == 0 && r.RelErr <= tol
+	if t.Bad > 0 {
+		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", t.Bad, len(samples))
 	}
 	return r
 }

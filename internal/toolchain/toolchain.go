@@ -1,16 +1,17 @@
-// Package toolchain compiles kernel files: nvcc for CUDA (a cubin for the detected device), the
-// host C++ compiler for the CPU emulator (emu*.go). Builds are cached by a hash of the source,
-// the flags and the compiler's version, checked against every file the compiler read
-// (depcache.go); files submitted for grading are built hermetically (hermetic.go). Compile errors
-// come back as file:line with the compiler's own message.
+// Package toolchain is what every backend's compiler shares: a build in a scratch folder of its
+// own (Workspace), the build cache, keyed by a hash of the source, the flags and the compiler's
+// version and checked against every file the compiler read (depcache.go), the hermetic,
+// sandboxed build of files submitted for grading (hermetic.go, sandbox.go), the device-code
+// check of emulator submissions (devcheck.go), and compile errors as file:line with the
+// compiler's own message. The compilers themselves live with their backends:
+// internal/gpu/cuda/nvcc (nvcc, cubins), internal/gpu/emu/emucc (the host C++ compiler, the
+// emulator's shared objects), internal/gpu/hip (hipcc, the HIP compile check); package
+// internal/gpu/backend says which compiler builds for which backend.
 package toolchain
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -150,22 +151,6 @@ func CompilerVersion(compiler string) (string, error) {
 	return v, nil
 }
 
-// FindNVCC locates nvcc: $NVCC, then PATH, then /usr/local/cuda/bin.
-func FindNVCC() (string, error) {
-	if p := os.Getenv("NVCC"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("nvcc"); err == nil {
-		return p, nil
-	}
-	for _, p := range []string{"/usr/local/cuda/bin/nvcc", "/opt/cuda/bin/nvcc"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("nvcc not found: install the CUDA toolkit (or put nvcc on PATH, or set NVCC=/path/to/nvcc)")
-}
-
 // Key hashes everything a build depends on.
 func Key(parts []string, files []string) (string, error) {
 	h := sha256.New()
@@ -187,127 +172,14 @@ func Key(parts []string, files []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }
 
-// Request is one kernel file to build for CUDA.
+// Request is one kernel file to build, for any backend's compiler.
 type Request struct {
 	Source      string   // the .cu file
 	IncludeDirs []string // labs/common and the lab's own folder
-	Arch        string   // "sm_90", or "sm_90a" for Hopper-only instructions
-	Flags       []string // extra nvcc flags from the manifest
+	Arch        string   // the target, from the backend's rules: "sm_90", "sm_90a" (unused by the emulator)
+	Flags       []string // extra compiler flags from the manifest and the backend's rules
 	// Submission, when set, builds Source as a file submitted for grading: hermetically, alone in
 	// an empty folder, with only IncludeDirs (labs/common) and the emulator's headers to include
 	// (hermetic.go).
 	Submission *Submission
-}
-
-// NVCCArgs is the nvcc command line for r (without the program name).
-func NVCCArgs(r Request, out string) []string {
-	arch := strings.TrimPrefix(r.Arch, "sm_")
-	args := []string{"-cubin", "-O3", "-std=c++17", "-lineinfo", "-Xptxas", "-v",
-		fmt.Sprintf("-gencode=arch=compute_%s,code=sm_%s", arch, arch)}
-	for _, d := range r.IncludeDirs {
-		args = append(args, "-I", d)
-	}
-	args = append(args, r.Flags...)
-	return append(args, "-o", out, r.Source)
-}
-
-// BuildCUDA compiles r to a cubin, reusing a cached one while nothing it read changed (the
-// compiler's dependency list, depcache.go). A submission (r.Submission) is built hermetically.
-func BuildCUDA(ctx context.Context, r Request) (Artifact, error) {
-	nvcc, err := FindNVCC()
-	if err != nil {
-		return Artifact{}, err
-	}
-	ver, err := CompilerVersion(nvcc)
-	if err != nil {
-		return Artifact{}, err
-	}
-	parts := append([]string{"cuda-2", ver, r.Arch, strings.Join(r.IncludeDirs, "\x00")}, r.Flags...)
-	if r.Submission != nil {
-		parts = append(parts, "submission", filepath.Base(r.Source))
-	} else {
-		parts = append(parts, r.Source)
-	}
-	key, err := Key(parts, []string{r.Source})
-	if err != nil {
-		return Artifact{}, err
-	}
-	base := strings.TrimSuffix(filepath.Base(r.Source), filepath.Ext(r.Source))
-	dir := filepath.Join(CacheDir(), "cuda")
-	index := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.deps.json", base, r.Arch, key))
-	if obj, ok := cachedObject(index); ok {
-		log, _ := os.ReadFile(obj + ".log")
-		return Artifact{Path: obj, Log: string(log), Cached: true}, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Artifact{}, err
-	}
-	// Two processes (or goroutines) may build the same file at once: each in its own scratch
-	// folder; objects are named by what they were built from, so either result is right.
-	scratch, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return Artifact{}, err
-	}
-	defer os.RemoveAll(scratch)
-	req, orig := r, r.Source
-	if r.Submission != nil {
-		data, err := os.ReadFile(orig)
-		if err != nil {
-			return Artifact{}, fmt.Errorf("submitted file: %w", err)
-		}
-		if ds := ScanIncludes(orig, data); len(ds) > 0 {
-			return Artifact{}, &CompileError{Source: orig, Command: "include scan", Diagnostics: ds, Output: diagText(ds), Stage: "include refused"}
-		}
-		if req.Source, _, err = hermeticCopy(orig, scratch); err != nil {
-			return Artifact{}, err
-		}
-	}
-	tmp := filepath.Join(scratch, base+".cubin")
-	depFile := filepath.Join(scratch, "build.d")
-	args := append(NVCCArgs(req, tmp), "-MD", "-MF", depFile)
-	var stderr bytes.Buffer
-	if r.Submission != nil {
-		// nvcc's own tools and headers live in the CUDA toolkit's folder: readable too.
-		pol := submissionPolicy(scratch, r.IncludeDirs, r.Submission)
-		pol.Read = append(pol.Read, filepath.Dir(filepath.Dir(nvcc)))
-		so, se, rerr := runCompiler(ctx, pol, nvcc, args)
-		stderr.WriteString(so + se)
-		err = rerr
-	} else {
-		cmd := exec.CommandContext(ctx, nvcc, args...)
-		cmd.Stdout = &stderr
-		cmd.Stderr = &stderr
-		err = cmd.Run()
-	}
-	if err != nil {
-		out := relocate(stderr.String(), scratch, filepath.Dir(orig))
-		return Artifact{}, &CompileError{Source: orig, Command: nvcc + " " + strings.Join(args, " "),
-			Diagnostics: ParseDiagnostics(out), Output: out}
-	}
-	log := relocate(stderr.String(), scratch, filepath.Dir(orig))
-	deps, err := readDeps(depFile)
-	if err != nil {
-		return Artifact{}, err
-	}
-	if r.Submission != nil {
-		if msgs := AuditDeps(deps, scratch, append([]string{scratch}, r.IncludeDirs...), append(append([]string{}, r.Submission.Protect...), CacheDir())); len(msgs) > 0 {
-			return Artifact{}, &CompileError{Source: orig, Command: "dependency audit", Stage: "it read the course tree",
-				Diagnostics: []Diagnostic{{File: orig, Line: 1, Kind: "error", Message: msgs[0]}}, Output: strings.Join(msgs, "\n")}
-		}
-	}
-	hashed, depHash, err := hashDeps(deps, scratch, []string{scratch})
-	if err != nil {
-		return Artifact{}, err
-	}
-	out := filepath.Join(dir, fmt.Sprintf("%s-%s-%s-%s.cubin", base, r.Arch, key, depHash))
-	if err := os.WriteFile(out+".log", []byte(log), 0o644); err != nil {
-		return Artifact{}, err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return Artifact{}, err
-	}
-	if err := writeIndex(index, out, hashed); err != nil {
-		return Artifact{}, err
-	}
-	return Artifact{Path: out, Log: log}, nil
 }

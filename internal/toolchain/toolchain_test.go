@@ -3,7 +3,6 @@ package toolchain
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,20 +47,4 @@ func TestKeyDependsOnContentAndFlags(t *testing.T) {
 	assert.NotEqual(t, k1, k3)
 	_, err = Key(nil, []string{filepath.Join(dir, "missing.cu")})
 	assert.Error(t, err)
-}
-
-func TestNVCCArgs(t *testing.T) {
-	args := strings.Join(NVCCArgs(Request{Source: "k.cu", Arch: "sm_90a", IncludeDirs: []string{"inc"}, Flags: []string{"-DX=1"}}, "o.cubin"), " ")
-	assert.Contains(t, args, "-gencode=arch=compute_90a,code=sm_90a")
-	assert.Contains(t, args, "-cubin")
-	assert.Contains(t, args, "-I inc")
-	assert.Contains(t, args, "-DX=1")
-	assert.True(t, strings.HasSuffix(args, "-o o.cubin k.cu"))
-}
-
-func TestFindNVCCHonoursEnv(t *testing.T) {
-	t.Setenv("NVCC", "/opt/my/nvcc")
-	p, err := FindNVCC()
-	require.NoError(t, err)
-	assert.Equal(t, "/opt/my/nvcc", p)
 }

@@ -86,7 +86,10 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.Driver = Lab{}
+var (
+	_ lab.Driver  = Lab{}
+	_ lab.Checker = (*gemmCase)(nil)
+)
 
 // Shape is one problem: the sizes and whether beta is 0.
 type Shape struct {

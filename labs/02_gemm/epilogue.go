@@ -36,26 +36,18 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 		return r
 	}
 	samples := matref.SampleEntries(m, n, EpilogueSamples, c.seed)
-	got := make([]float32, len(samples))
+	at := make([]int, len(samples))
 	ref := make([]float64, len(samples))
 	scale := make([]float64, len(samples))
 	matref.ParallelFor(len(samples), func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			i, j := samples[s][0], samples[s][1]
-			got[s] = out[i*n+j]
+			at[s] = i*n + j
 			ref[s], scale[s] = c.prod.Entry(i, j)
 		}
 	})
 	BiasReLUSamples(ref, scale, c.bias, samples)
-	r := matref.CompareFull(got, ref, scale, tol)
-	for k := range r.Mismatches { // back to indices of C
-		s := samples[r.Mismatches[k].Index]
-		r.Mismatches[k].Index = s[0]*n + s[1]
-	}
-	if r.MaxErrAt >= 0 {
-		s := samples[r.MaxErrAt]
-		r.MaxErrAt = s[0]*n + s[1]
-	}
+	r := matref.CompareAt(out, at, ref, scale, tol)
 	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
 	nan := 0
 	for _, v := range out {

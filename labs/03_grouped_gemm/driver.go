@@ -48,7 +48,10 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.Driver = Lab{}
+var (
+	_ lab.Driver  = Lab{}
+	_ lab.Checker = (*groupedCase)(nil)
+)
 
 // Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
 // with the metadata every variant needs.
@@ -359,7 +362,7 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 			if math.Float32bits(out[i]) != poison {
 				if written == 0 {
 					first = fmt.Sprintf("C arena element %d", i)
-					gc.mismatch(int(i), float64(out[i]), math.NaN())
+					gc.Mismatch(int(i), float64(out[i]), math.NaN())
 				}
 				written++
 			}

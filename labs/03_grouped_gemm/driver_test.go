@@ -15,6 +15,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
@@ -27,7 +28,7 @@ func emuDevice(t *testing.T) gpu.Device {
 	if testing.Short() {
 		t.Skip("-short: builds kernels for the emulator")
 	}
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
 	be, _, err := gpu.Open("emu")
@@ -47,7 +48,7 @@ func buildKernel(t *testing.T, dev gpu.Device, src, entry string, flags ...strin
 	require.NoError(t, err)
 	labDir, _ := filepath.Abs(".")
 	src, _ = filepath.Abs(src)
-	art, err := toolchain.Build(context.Background(), "c++", toolchain.Request{Source: src,
+	art, err := emucc.Build(context.Background(), toolchain.Request{Source: src,
 		IncludeDirs: []string{filepath.Join(root, "labs", "common"), labDir}, Flags: flags})
 	require.NoError(t, err, "building %s", src)
 	mod, err := dev.LoadModule(art.Path)

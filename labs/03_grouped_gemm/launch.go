@@ -24,7 +24,7 @@ import (
 //	threads      block size (1-D)
 //	smem         dynamic shared memory in bytes (the driver opts in above 48 KiB)
 //	ctas_per_sm  the most blocks per SM of a persistent grid (default 2); the driver lowers it to
-//	             what fits on the SM (registers, shared memory), from the compiled kernel's figures
+//	             what fits on the SM (registers, shared memory): the backend's occupancy calculator
 //	timeline     1: the kernel is built with -DKL_TIMELINE; the driver keeps its tile records
 const (
 	ParamLoop       = "loop"

@@ -17,8 +17,8 @@ import (
 //   - Otherwise each matrix starts on a 256-byte boundary, and after each group's C come at least
 //     64 bytes that belong to no group.
 //
-// C ends with 256 bytes that belong to no group either. Those gaps are canaries: Poison fills the
-// whole C arena with NaN bytes, and Check fails a kernel that wrote anywhere outside its groups —
+// C ends with 256 bytes that belong to no group either. Those gaps are canaries: the engine
+// poisons the whole C arena with NaN bytes before the checked run, and Check fails a kernel that wrote anywhere outside its groups —
 // an empty group's tiles, a tile's rows past the end of its group.
 type Layout struct {
 	Shapes           []Shape

@@ -24,102 +24,70 @@ const (
 
 // groupCheck accumulates the comparison of several groups into one report.
 type groupCheck struct {
-	r         check.Report
-	num, den  float64
-	bad       int
+	*matref.Tally
 	freivalds int // groups checked with Freivalds' method
 	full      int // groups checked element by element
 	worst     string
 	worstRel  float64
 }
 
-func newGroupCheck(tol float64) *groupCheck {
-	return &groupCheck{r: check.Report{Tolerance: tol, MaxErrAt: -1}}
-}
-
-func (gc *groupCheck) mismatch(i int, got, want float64) {
-	if len(gc.r.Mismatches) < check.MaxMismatches {
-		gc.r.Mismatches = append(gc.r.Mismatches, check.Mismatch{Index: i, Got: got, Want: want})
-	}
-}
-
-func (gc *groupCheck) noteWorst(label string, num, den float64) {
-	rel := matref.RelErr(num, den)
-	if rel > gc.worstRel || gc.worst == "" {
-		gc.worstRel, gc.worst = rel, label
-	}
-}
+func newGroupCheck(tol float64) *groupCheck { return &groupCheck{Tally: matref.NewTally(tol)} }
 
 // group checks one group's output out (M×N, row-major, contiguous) against p; base is the index
 // of its first element in the C arena (for the mismatch list), label names it in messages.
 func (gc *groupCheck) group(p *Product, out []float32, base int, label string, seed uint64) {
-	tol := gc.r.Tolerance
-	gc.r.Checked += len(out)
+	gc.R.Checked += len(out)
 	// NaN or Inf anywhere: never written (the poison), or computed from garbage.
 	nans := 0
 	for i, v := range out {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-			if nans == 0 && gc.r.Unwritten == 0 {
+			if nans == 0 && gc.R.Unwritten == 0 {
 				gc.worst = label
 			}
 			nans++
-			gc.mismatch(base+i, f, math.NaN())
+			gc.Mismatch(base+i, f, math.NaN())
 		}
 	}
 	if nans > 0 {
-		gc.r.Unwritten += nans
+		gc.R.Unwritten += nans
 		return
 	}
-	var num, den float64
+	// The group's own sums first, then added to the others' (its share of the relative error).
+	num0, den0 := gc.Num, gc.Den
+	gc.Num, gc.Den = 0, 0
 	if int64(p.M)*int64(p.N)*int64(p.K) <= FullCheckLimit {
 		gc.full++
 		ref, scale := p.Reference()
 		for i, o := range out {
-			g, w := float64(o), ref[i]
-			d := g - w
-			num += d * d
-			den += w * w
-			if ad := math.Abs(d); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
-				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i
-			}
-			if !matref.ElementOK(g, w, scale[i], tol) {
-				gc.bad++
-				gc.mismatch(base+i, g, w)
-			}
+			gc.Element(base+i, float64(o), ref[i], scale[i])
 		}
 	} else {
 		gc.freivalds++
-		num, den = matref.FreivaldsSums(p, out, FreivaldsVectors, seed)
+		gc.Num, gc.Den = matref.FreivaldsSums(p, out, FreivaldsVectors, seed)
 		for _, s := range matref.SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
 			i, j := s[0], s[1]
 			want, scale := p.Entry(i, j)
-			g := float64(out[i*p.N+j])
-			if ad := math.Abs(g - want); ad > gc.r.MaxAbsErr || gc.r.MaxErrAt < 0 {
-				gc.r.MaxAbsErr, gc.r.MaxErrAt = ad, base+i*p.N+j
-			}
-			if !matref.ElementOK(g, want, scale, tol) {
-				gc.bad++
-				gc.mismatch(base+i*p.N+j, g, want)
-			}
+			gc.Sample(base+i*p.N+j, float64(out[i*p.N+j]), want, scale)
 		}
 	}
-	gc.num += num
-	gc.den += den
-	gc.noteWorst(label, num, den)
+	if rel := matref.RelErr(gc.Num, gc.Den); rel > gc.worstRel || gc.worst == "" {
+		gc.worstRel, gc.worst = rel, label
+	}
+	gc.Num, gc.Den = num0+gc.Num, den0+gc.Den
 }
 
 // canaries checks that the C arena outside every group still holds the poison bytes.
 func (gc *groupCheck) canaries(written int, where string) {
 	if written > 0 {
-		gc.bad += written
-		gc.r.Note = joinNote(gc.r.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
+		gc.Bad += written
+		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
 			"a tile of an empty group, or rows or columns past the end of a group", written, where))
 	}
 }
 
 // report finishes the check.
 func (gc *groupCheck) report() check.Report {
-	r := gc.r
+	r := gc.R
 	switch {
 	case gc.full > 0 && gc.freivalds > 0:
 		r.Method = fmt.Sprintf("every group against float64: %d element by element, %d by Freivalds' check (%d ±1 vectors) and %d sampled elements each",
@@ -135,14 +103,14 @@ func (gc *groupCheck) report() check.Report {
 		r.RelErr = math.Inf(1)
 		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
 	} else {
-		r.RelErr = matref.RelErr(gc.num, gc.den)
-		if gc.bad > 0 && r.Note == "" {
-			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.bad, gc.worst)
+		r.RelErr = matref.RelErr(gc.Num, gc.Den)
+		if gc.Bad > 0 && r.Note == "" {
+			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.Bad, gc.worst)
 		} else if r.RelErr > r.Tolerance {
 			r.Note = joinNote(r.Note, fmt.Sprintf("worst group: %s (relative error %.2e)", gc.worst, gc.worstRel))
 		}
 	}
-	r.OK = r.Unwritten == 0 && gc.bad == 0 && r.RelErr <= r.Tolerance
+	r.OK = r.Unwritten == 0 && gc.Bad == 0 && r.RelErr <= r.Tolerance
 	return r
 }
 

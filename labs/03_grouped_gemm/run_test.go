@@ -34,11 +34,11 @@ import (
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/results"
-	"github.com/kernel-labs/kernellabs/internal/toolchain"
 	grouped "github.com/kernel-labs/kernellabs/labs/03_grouped_gemm"
 )
 
@@ -72,7 +72,7 @@ func runOnEmulator(t *testing.T, set string) *lab.Outcome {
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs every kernel (about a minute)")
 	}
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
 	root, err := lab.FindRoot(".")
@@ -179,7 +179,7 @@ func TestEmulatorGrading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: grading builds and runs the exercise on the emulator")
 	}
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
 	root, err := lab.FindRoot(".")

@@ -193,6 +193,10 @@ const (
 	attrComputeCapabilityMajor       = 75
 	attrComputeCapabilityMinor       = 76
 	attrMaxSharedMemoryPerBlockOptin = 97
+
+	// What sharing buffers between processes needs (shared.go).
+	attrVirtualMemoryManagementSupported       = 102
+	attrHandleTypePosixFileDescriptorSupported = 103
 )
 
 func attributeName(id int) string {

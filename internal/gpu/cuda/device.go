@@ -20,6 +20,9 @@ type device struct {
 	ctx  C.CUcontext
 	info gpu.DeviceInfo
 
+	sharedMu sync.Mutex
+	shared   map[gpu.Ptr]*vmmBuffer // buffers made by MallocShared or mapped by OpenShared
+
 	closeOnce sync.Once
 }
 

@@ -26,7 +26,12 @@ func (d *device) Malloc(bytes int64) (gpu.Ptr, error) {
 	return gpu.Ptr(p), nil
 }
 
+// Free releases memory from Malloc, and shared buffers (MallocShared, OpenShared): unmapped and
+// released here, the memory itself lives on until every process that mapped it has freed it.
 func (d *device) Free(p gpu.Ptr) error {
+	if ok, err := d.freeShared(p); ok {
+		return err
+	}
 	return check("cuMemFree_v2", C.kl_mem_free(d.ctx, C.CUdeviceptr(p)))
 }
 

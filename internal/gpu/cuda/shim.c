@@ -7,9 +7,12 @@
 // below sets the context and makes the API call inside one C call, on one thread.
 
 #include <dlfcn.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim.h"
 
@@ -76,6 +79,24 @@ static struct {
     CUresult (*cuEventRecord)(CUevent, CUstream);
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent); // _v2 on CUDA 13, else the plain one
+    // Virtual memory management (CUDA 10.2+), optional: buffers shared between processes.
+    CUresult (*cuMemGetAllocationGranularity)(size_t *, const kl_mem_prop *, int);
+    CUresult (*cuMemCreate)(unsigned long long *, size_t, const kl_mem_prop *, unsigned long long);
+    CUresult (*cuMemRelease)(unsigned long long);
+    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
+    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
+    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
+    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const kl_mem_access *, size_t);
+    CUresult (*cuMemExportToShareableHandle)(void *, unsigned long long, int, unsigned long long);
+    CUresult (*cuMemImportFromShareableHandle)(unsigned long long *, void *, int);
+    // Stream capture and graphs (CUDA 11.4+), optional.
+    CUresult (*cuStreamBeginCapture)(CUstream, int); // cuStreamBeginCapture_v2
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
 } cu;
 
 static char *dup_err(const char *prefix, const char *detail) {
@@ -180,6 +201,24 @@ int kl_cuda_load(const char *path, char **err) {
     // Optional: drivers older than CUDA 12.4 lack it, and Kernel.Params says so.
     *(void **)(&cu.cuFuncGetParamInfo) = dlsym(lib, "cuFuncGetParamInfo");
     *(void **)(&cu.cuTensorMapEncodeTiled) = dlsym(lib, "cuTensorMapEncodeTiled");
+#define OPT(field, name) *(void **)(&cu.field) = dlsym(lib, name)
+    OPT(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
+    OPT(cuMemCreate, "cuMemCreate");
+    OPT(cuMemRelease, "cuMemRelease");
+    OPT(cuMemAddressReserve, "cuMemAddressReserve");
+    OPT(cuMemAddressFree, "cuMemAddressFree");
+    OPT(cuMemMap, "cuMemMap");
+    OPT(cuMemUnmap, "cuMemUnmap");
+    OPT(cuMemSetAccess, "cuMemSetAccess");
+    OPT(cuMemExportToShareableHandle, "cuMemExportToShareableHandle");
+    OPT(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle");
+    *(void **)(&cu.cuStreamBeginCapture) = sym(lib, "cuStreamBeginCapture_v2", "cuStreamBeginCapture");
+    OPT(cuStreamEndCapture, "cuStreamEndCapture");
+    OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    OPT(cuGraphLaunch, "cuGraphLaunch");
+    OPT(cuGraphExecDestroy, "cuGraphExecDestroy");
+    OPT(cuGraphDestroy, "cuGraphDestroy");
+#undef OPT
     cu.lib = lib;
     return 0;
 }
@@ -384,6 +423,163 @@ CUresult kl_event_synchronize(CUcontext ctx, CUevent e) {
 CUresult kl_event_elapsed(CUcontext ctx, float *ms, CUevent start, CUevent end) {
     SET_CTX(ctx);
     return cu.cuEventElapsedTime(ms, start, end);
+}
+
+// ---- virtual memory management: buffers other processes map (memory.go's Sharer) ----
+#define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+#define CU_MEM_ALLOC_GRANULARITY_MINIMUM 0x0
+
+static kl_mem_prop vmm_prop(CUdevice dev, int handle_type) {
+    kl_mem_prop prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requested_handle_types = handle_type;
+    prop.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location_id = dev;
+    return prop;
+}
+
+static int vmm_loaded(void) {
+    return cu.cuMemGetAllocationGranularity && cu.cuMemCreate && cu.cuMemRelease && cu.cuMemAddressReserve &&
+           cu.cuMemAddressFree && cu.cuMemMap && cu.cuMemUnmap && cu.cuMemSetAccess &&
+           cu.cuMemExportToShareableHandle && cu.cuMemImportFromShareableHandle;
+}
+
+#define VMM_CALL(name, call)      \
+    do {                          \
+        r = (call);               \
+        if (r != 0) {             \
+            *failed = name;       \
+            goto fail;            \
+        }                         \
+    } while (0)
+
+// vmm_map reserves an address range for handle, maps it and gives dev read-write access.
+static CUresult vmm_map(CUdevice dev, unsigned long long handle, size_t size, size_t align, CUdeviceptr *p,
+                        const char **failed) {
+    CUresult r;
+    CUdeviceptr va = 0;
+    int mapped = 0;
+    VMM_CALL("cuMemAddressReserve", cu.cuMemAddressReserve(&va, size, align, 0, 0));
+    VMM_CALL("cuMemMap", cu.cuMemMap(va, size, 0, handle, 0));
+    mapped = 1;
+    kl_mem_access acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location_id = dev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    VMM_CALL("cuMemSetAccess", cu.cuMemSetAccess(va, size, &acc, 1));
+    *p = va;
+    return 0;
+fail:
+    if (mapped) cu.cuMemUnmap(va, size);
+    if (va) cu.cuMemAddressFree(va, size);
+    return r;
+}
+
+CUresult kl_vmm_granularity(CUdevice dev, int handle_type, size_t *g) {
+    if (!vmm_loaded()) return KL_MISSING_SYMBOL;
+    kl_mem_prop prop = vmm_prop(dev, handle_type);
+    return cu.cuMemGetAllocationGranularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+}
+
+CUresult kl_vmm_alloc(CUcontext ctx, CUdevice dev, int handle_type, size_t size, size_t align, CUdeviceptr *p,
+                      unsigned long long *handle, const char **failed) {
+    if (!vmm_loaded()) {
+        *failed = "cuMemCreate";
+        return KL_MISSING_SYMBOL;
+    }
+    SET_CTX(ctx);
+    CUresult r;
+    *handle = 0;
+    kl_mem_prop prop = vmm_prop(dev, handle_type);
+    VMM_CALL("cuMemCreate", cu.cuMemCreate(handle, size, &prop, 0));
+    if ((r = vmm_map(dev, *handle, size, align, p, failed)) != 0) goto fail;
+    return 0;
+fail:
+    if (*handle) cu.cuMemRelease(*handle);
+    *handle = 0;
+    return r;
+}
+
+CUresult kl_vmm_export_fd(CUcontext ctx, unsigned long long handle, int handle_type, int *fd) {
+    if (!vmm_loaded()) return KL_MISSING_SYMBOL;
+    SET_CTX(ctx);
+    return cu.cuMemExportToShareableHandle(fd, handle, handle_type, 0);
+}
+
+CUresult kl_vmm_import_fd(CUcontext ctx, CUdevice dev, int fd, int handle_type, size_t size, size_t align,
+                          CUdeviceptr *p, unsigned long long *handle, const char **failed) {
+    if (!vmm_loaded()) {
+        *failed = "cuMemImportFromShareableHandle";
+        return KL_MISSING_SYMBOL;
+    }
+    SET_CTX(ctx);
+    CUresult r;
+    *handle = 0;
+    VMM_CALL("cuMemImportFromShareableHandle",
+             cu.cuMemImportFromShareableHandle(handle, (void *)(uintptr_t)fd, handle_type));
+    if ((r = vmm_map(dev, *handle, size, align, p, failed)) != 0) goto fail;
+    return 0;
+fail:
+    if (*handle) cu.cuMemRelease(*handle);
+    *handle = 0;
+    return r;
+}
+
+CUresult kl_vmm_free(CUcontext ctx, CUdeviceptr p, size_t size, unsigned long long handle, const char **failed) {
+    if (!vmm_loaded()) {
+        *failed = "cuMemUnmap";
+        return KL_MISSING_SYMBOL;
+    }
+    SET_CTX(ctx);
+    // Release every part even after a failure, and report the first failure.
+    CUresult first = 0, r;
+    if ((r = cu.cuMemUnmap(p, size)) != 0 && !first) first = r, *failed = "cuMemUnmap";
+    if ((r = cu.cuMemAddressFree(p, size)) != 0 && !first) first = r, *failed = "cuMemAddressFree";
+    if ((r = cu.cuMemRelease(handle)) != 0 && !first) first = r, *failed = "cuMemRelease";
+    return first;
+}
+#undef VMM_CALL
+
+// ---- stream capture and graphs (stream.go's GraphCapturer) ----
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+
+static int graphs_loaded(void) {
+    return cu.cuStreamBeginCapture && cu.cuStreamEndCapture && cu.cuGraphInstantiateWithFlags && cu.cuGraphLaunch &&
+           cu.cuGraphExecDestroy && cu.cuGraphDestroy;
+}
+
+CUresult kl_stream_begin_capture(CUcontext ctx, CUstream s) {
+    if (!graphs_loaded()) return KL_MISSING_SYMBOL;
+    SET_CTX(ctx);
+    // Relaxed: goroutines move between OS threads, so the thread-based modes would judge the
+    // calls of unrelated goroutines (or miss the capturing one's).
+    return cu.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+CUresult kl_stream_end_capture(CUcontext ctx, CUstream s, CUgraph *g) {
+    SET_CTX(ctx);
+    return cu.cuStreamEndCapture(s, g);
+}
+
+CUresult kl_graph_instantiate(CUcontext ctx, CUgraphExec *e, CUgraph g) {
+    SET_CTX(ctx);
+    return cu.cuGraphInstantiateWithFlags(e, g, 0);
+}
+
+CUresult kl_graph_launch(CUcontext ctx, CUgraphExec e, CUstream s) {
+    SET_CTX(ctx);
+    return cu.cuGraphLaunch(e, s);
+}
+
+CUresult kl_graph_destroy(CUcontext ctx, CUgraphExec e, CUgraph g) {
+    SET_CTX(ctx);
+    CUresult r = e ? cu.cuGraphExecDestroy(e) : 0;
+    CUresult r2 = g ? cu.cuGraphDestroy(g) : 0;
+    return r ? r : r2;
 }
 
 // ---- cuBLAS ----
@@ -701,6 +897,22 @@ static struct {
     ncclResult_t (*reduce_scatter)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
     const char *(*error_string)(ncclResult_t);                                     // ncclGetErrorString
     ncclResult_t (*get_version)(int *);                                            // ncclGetVersion
+    // Communicators of processes (optional: every NCCL since 2.17 has them; see kl_nccl_has_ranks).
+    ncclResult_t (*get_unique_id)(kl_nccl_id *);                                   // ncclGetUniqueId
+    ncclResult_t (*comm_init_rank_config)(ncclComm_t *, int, kl_nccl_id, int, void *); // ncclCommInitRankConfig
+    ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t *);              // ncclCommGetAsyncError
+    ncclResult_t (*comm_finalize)(ncclComm_t);                                     // ncclCommFinalize
+    ncclResult_t (*comm_abort)(ncclComm_t);                                        // ncclCommAbort
+    const char *(*get_last_error)(ncclComm_t);                                     // ncclGetLastError
+    ncclResult_t (*send)(const void *, size_t, int, int, ncclComm_t, CUstream);    // ncclSend
+    ncclResult_t (*recv)(void *, size_t, int, int, ncclComm_t, CUstream);          // ncclRecv
+    // Symmetric memory and the device API (NCCL 2.27 / 2.28), optional.
+    ncclResult_t (*mem_alloc)(void **, size_t);                                    // ncclMemAlloc
+    ncclResult_t (*mem_free)(void *);                                              // ncclMemFree
+    ncclResult_t (*window_register)(ncclComm_t, void *, size_t, void **, int);     // ncclCommWindowRegister
+    ncclResult_t (*window_deregister)(ncclComm_t, void *);                         // ncclCommWindowDeregister
+    ncclResult_t (*dev_comm_create)(ncclComm_t, const void *, void *);             // ncclDevCommCreate
+    ncclResult_t (*dev_comm_destroy)(ncclComm_t, const void *);                    // ncclDevCommDestroy
 } nc;
 
 int kl_nccl_load(const char *path, char **err) {
@@ -727,6 +939,22 @@ int kl_nccl_load(const char *path, char **err) {
 #undef REQ
     *(void **)(&nc.error_string) = dlsym(lib, "ncclGetErrorString");
     *(void **)(&nc.get_version) = dlsym(lib, "ncclGetVersion");
+#define OPT(field, name) *(void **)(&nc.field) = dlsym(lib, name)
+    OPT(get_unique_id, "ncclGetUniqueId");
+    OPT(comm_init_rank_config, "ncclCommInitRankConfig");
+    OPT(comm_get_async_error, "ncclCommGetAsyncError");
+    OPT(comm_finalize, "ncclCommFinalize");
+    OPT(comm_abort, "ncclCommAbort");
+    OPT(get_last_error, "ncclGetLastError");
+    OPT(send, "ncclSend");
+    OPT(recv, "ncclRecv");
+    OPT(mem_alloc, "ncclMemAlloc");
+    OPT(mem_free, "ncclMemFree");
+    OPT(window_register, "ncclCommWindowRegister");
+    OPT(window_deregister, "ncclCommWindowDeregister");
+    OPT(dev_comm_create, "ncclDevCommCreate");
+    OPT(dev_comm_destroy, "ncclDevCommDestroy");
+#undef OPT
     nc.lib = lib;
     return 0;
 }
@@ -775,4 +1003,194 @@ ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CU
     if (first != 0) return first;
     if (r != 0) *failed = "ncclGroupEnd";
     return r;
+}
+
+// ---- NCCL: communicators of processes, one rank each (nccl_ranks.go) ----
+#define KL_NCCL_IN_PROGRESS 7 // ncclInProgress
+
+const char *kl_nccl_missing_rank_symbol(void) {
+    if (!nc.get_unique_id) return "ncclGetUniqueId";
+    if (!nc.comm_init_rank_config) return "ncclCommInitRankConfig";
+    if (!nc.comm_get_async_error) return "ncclCommGetAsyncError";
+    if (!nc.comm_finalize) return "ncclCommFinalize";
+    if (!nc.comm_abort) return "ncclCommAbort";
+    if (!nc.send) return "ncclSend";
+    if (!nc.recv) return "ncclRecv";
+    return NULL;
+}
+
+const char *kl_nccl_missing_symmetric_symbol(void) {
+    if (!nc.mem_alloc) return "ncclMemAlloc";
+    if (!nc.mem_free) return "ncclMemFree";
+    if (!nc.window_register) return "ncclCommWindowRegister";
+    if (!nc.window_deregister) return "ncclCommWindowDeregister";
+    if (!nc.dev_comm_create) return "ncclDevCommCreate";
+    if (!nc.dev_comm_destroy) return "ncclDevCommDestroy";
+    return NULL;
+}
+
+ncclResult_t kl_nccl_get_unique_id(kl_nccl_id *id) { return nc.get_unique_id(id); }
+
+// ncclConfig_t as NCCL 2.17 laid it out: NCCL accepts the config of an older version (it reads
+// `size` bytes and takes the defaults of the fields that version lacked), so this layout stays
+// valid for every later NCCL.
+typedef struct {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int blocking;
+    int cga_cluster_size, min_ctas, max_ctas;
+    const char *net_name;
+    int split_share;
+} kl_nccl_config_v21700;
+#define KL_NCCL_CONFIG_UNDEF_INT (-2147483647 - 1) // NCCL_CONFIG_UNDEF_INT is INT_MIN
+
+ncclResult_t kl_nccl_comm_init_rank(CUcontext ctx, ncclComm_t *comm, int nranks, const kl_nccl_id *id, int rank) {
+    // NCCL takes the calling thread's current device as the rank's.
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) return 1; // ncclUnhandledCudaError
+    kl_nccl_config_v21700 cfg = {sizeof cfg, 0xcafebeef, 21700, 0 /* non-blocking */, KL_NCCL_CONFIG_UNDEF_INT,
+                                 KL_NCCL_CONFIG_UNDEF_INT, KL_NCCL_CONFIG_UNDEF_INT, NULL, KL_NCCL_CONFIG_UNDEF_INT};
+    return nc.comm_init_rank_config(comm, nranks, *id, rank, &cfg);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// kl_nccl_wait polls a non-blocking communicator until its pending operation (initialisation,
+// an enqueued collective) is done, for at most timeout_ms: ncclSuccess, the error NCCL reports,
+// or KL_NCCL_TIMEOUT.
+ncclResult_t kl_nccl_wait(ncclComm_t comm, ncclResult_t r, double timeout_ms) {
+    if (r == 0) {
+        // Done at once; an earlier operation may still have failed (a peer lost, say).
+        ncclResult_t st = 0;
+        if (nc.comm_get_async_error(comm, &st) == 0 && st != 0 && st != KL_NCCL_IN_PROGRESS) return st;
+        return 0;
+    }
+    if (r != KL_NCCL_IN_PROGRESS) return r;
+    double deadline = now_ms() + timeout_ms;
+    for (long spins = 0;; spins++) {
+        ncclResult_t st = 0;
+        ncclResult_t q = nc.comm_get_async_error(comm, &st);
+        if (q != 0) return q;
+        if (st != KL_NCCL_IN_PROGRESS) return st;
+        if (now_ms() > deadline) return KL_NCCL_TIMEOUT;
+        if (spins > 1000) {
+            struct timespec pause = {0, 100000}; // 0.1 ms once the quick answers are over
+            nanosleep(&pause, NULL);
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+ncclResult_t kl_nccl_async_error(ncclComm_t comm, ncclResult_t *st) { return nc.comm_get_async_error(comm, st); }
+ncclResult_t kl_nccl_comm_finalize(ncclComm_t comm) { return nc.comm_finalize(comm); }
+ncclResult_t kl_nccl_comm_abort(ncclComm_t comm) { return nc.comm_abort(comm); }
+const char *kl_nccl_last_error(ncclComm_t comm) { return nc.get_last_error ? nc.get_last_error(comm) : NULL; }
+
+ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CUdeviceptr recv, size_t count,
+                                     int dtype, ncclComm_t comm, CUstream s) {
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) return 1;
+    const void *sb = (const void *)(uintptr_t)send;
+    void *rb = (void *)(uintptr_t)recv;
+    switch (op) {
+    case 0: return nc.all_reduce(sb, rb, count, dtype, KL_NCCL_SUM, comm, s);
+    case 1: return nc.all_gather(sb, rb, count, dtype, comm, s);
+    default: return nc.reduce_scatter(sb, rb, count, dtype, KL_NCCL_SUM, comm, s);
+    }
+}
+
+ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
+                                 const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,
+                                 const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
+                                 CUstream s, const char **failed) {
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) {
+        *failed = "cuCtxSetCurrent";
+        return 1;
+    }
+    ncclResult_t r = nc.group_start();
+    if (r != 0) {
+        *failed = "ncclGroupStart";
+        return r;
+    }
+    ncclResult_t first = 0;
+    for (int j = 0; j < n && first == 0; j++) {
+        if (send_counts[j] > 0) {
+            first = nc.send((const void *)(uintptr_t)(send + send_offsets[j] * elem_bytes), send_counts[j], dtype, j,
+                            comm, s);
+            if (first) *failed = "ncclSend";
+        }
+        if (first == 0 && recv_counts[j] > 0) {
+            first = nc.recv((void *)(uintptr_t)(recv + recv_offsets[j] * elem_bytes), recv_counts[j], dtype, j, comm,
+                            s);
+            if (first) *failed = "ncclRecv";
+        }
+    }
+    r = nc.group_end();
+    if (first != 0) return first;
+    if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
+    return r;
+}
+
+// ---- NCCL: symmetric memory and the device API (nccl_symmetric.go) ----
+// ncclDevCommRequirements as NCCL 2.28.0-2.28.6 (layout 1) and 2.28.7-2.28.x (layout 2) define it,
+// zero-initialised as nccl_device.h's examples do (2.28 has no initializer macro).
+struct kl_dev_reqs_v1 {
+    void *resource_requirements, *team_requirements;
+    bool lsa_multimem;
+    int lsa_barrier_count;
+};
+struct kl_dev_reqs_v2 {
+    void *resource_requirements, *team_requirements;
+    bool lsa_multimem;
+    int barrier_count, lsa_barrier_count, rail_gin_barrier_count;
+    int lsa_lla2a_block_count, lsa_lla2a_slot_count;
+    bool gin_force_enable;
+    int gin_context_count, gin_signal_count, gin_counter_count;
+};
+
+ncclResult_t kl_nccl_mem_alloc(CUcontext ctx, void **p, size_t bytes) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.mem_alloc(p, bytes);
+}
+
+ncclResult_t kl_nccl_mem_free(CUcontext ctx, void *p) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.mem_free(p);
+}
+
+ncclResult_t kl_nccl_window_register(CUcontext ctx, ncclComm_t c, void *p, size_t bytes, void **win) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.window_register(c, p, bytes, win, 0x01 /* NCCL_WIN_COLL_SYMMETRIC */);
+}
+
+ncclResult_t kl_nccl_window_deregister(CUcontext ctx, ncclComm_t c, void *win) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.window_deregister(c, win);
+}
+
+ncclResult_t kl_nccl_dev_comm_create(CUcontext ctx, ncclComm_t c, int layout, int lsa_barriers, void *out) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    memset(out, 0, KL_NCCL_DEV_COMM_BYTES);
+    if (layout == 1) {
+        struct kl_dev_reqs_v1 r;
+        memset(&r, 0, sizeof r);
+        r.lsa_barrier_count = lsa_barriers;
+        return nc.dev_comm_create(c, &r, out);
+    }
+    struct kl_dev_reqs_v2 r;
+    memset(&r, 0, sizeof r);
+    r.lsa_barrier_count = lsa_barriers;
+    return nc.dev_comm_create(c, &r, out);
+}
+
+ncclResult_t kl_nccl_dev_comm_destroy(CUcontext ctx, ncclComm_t c, const void *dev_comm) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) return 1;
+    return nc.dev_comm_destroy(c, dev_comm);
 }

@@ -21,6 +21,30 @@ typedef void *CUstream;               // struct CUstream_st *
 typedef void *CUevent;                // struct CUevent_st *
 typedef unsigned long long CUdeviceptr; // CUdeviceptr_v2 on LP64
 typedef struct { char bytes[16]; } CUuuid;
+typedef void *CUgraph;                // struct CUgraph_st *
+typedef void *CUgraphExec;            // struct CUgraphExec_st *
+
+// CUmemAllocationProp (cuda.h), with its enums as ints and CUmemLocation unfolded.
+typedef struct {
+    int type;                    // CUmemAllocationType
+    int requested_handle_types;  // CUmemAllocationHandleType
+    int location_type;           // CUmemLocation.type (CUmemLocationType)
+    int location_id;             // CUmemLocation.id
+    void *win32_handle_meta_data;
+    unsigned char compression_type, gpu_direct_rdma_capable;
+    unsigned short usage;
+    unsigned char reserved[4];
+} kl_mem_prop;
+
+// CUmemAccessDesc (cuda.h).
+typedef struct {
+    int location_type; // CUmemLocation.type
+    int location_id;   // CUmemLocation.id
+    int flags;         // CUmemAccess_flags
+} kl_mem_access;
+
+// CUmemAllocationHandleType: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.
+#define KL_MEM_HANDLE_TYPE_POSIX_FD 0x1
 
 // KL_MISSING_SYMBOL is returned by a wrapper whose driver function this libcuda does not export
 // (an older driver). It is not a CUDA code: CUDA's are all >= 0.
@@ -94,6 +118,28 @@ CUresult kl_event_record(CUcontext ctx, CUevent e, CUstream s);
 CUresult kl_event_synchronize(CUcontext ctx, CUevent e);
 CUresult kl_event_elapsed(CUcontext ctx, float *ms, CUevent start, CUevent end);
 
+// Virtual memory management (memory.go's shared buffers). Each returns KL_MISSING_SYMBOL when the
+// driver lacks the VMM API; the wrappers that make several calls name the one that failed in *failed.
+// kl_vmm_granularity is cuMemGetAllocationGranularity (minimum) for a device allocation of dev.
+CUresult kl_vmm_granularity(CUdevice dev, int handle_type, size_t *g);
+// kl_vmm_alloc creates size bytes on dev (cuMemCreate), reserves and maps an address range for
+// them and gives dev read-write access; size and align are multiples of the granularity.
+CUresult kl_vmm_alloc(CUcontext ctx, CUdevice dev, int handle_type, size_t size, size_t align, CUdeviceptr *p,
+                      unsigned long long *handle, const char **failed);
+CUresult kl_vmm_export_fd(CUcontext ctx, unsigned long long handle, int handle_type, int *fd);
+// kl_vmm_import_fd imports fd (cuMemImportFromShareableHandle) and maps it as kl_vmm_alloc does.
+CUresult kl_vmm_import_fd(CUcontext ctx, CUdevice dev, int fd, int handle_type, size_t size, size_t align,
+                          CUdeviceptr *p, unsigned long long *handle, const char **failed);
+// kl_vmm_free unmaps, frees the address range and releases the handle (all three, even after a failure).
+CUresult kl_vmm_free(CUcontext ctx, CUdeviceptr p, size_t size, unsigned long long handle, const char **failed);
+
+// Stream capture and graphs; kl_stream_begin_capture returns KL_MISSING_SYMBOL without them.
+CUresult kl_stream_begin_capture(CUcontext ctx, CUstream s); // relaxed mode
+CUresult kl_stream_end_capture(CUcontext ctx, CUstream s, CUgraph *g);
+CUresult kl_graph_instantiate(CUcontext ctx, CUgraphExec *e, CUgraph g);
+CUresult kl_graph_launch(CUcontext ctx, CUgraphExec e, CUstream s);
+CUresult kl_graph_destroy(CUcontext ctx, CUgraphExec e, CUgraph g); // either may be NULL
+
 // ---- cuBLAS (cublas_api.h) ----
 typedef int cublasStatus_t;
 typedef void *cublasHandle_t;
@@ -162,5 +208,42 @@ ncclResult_t kl_nccl_comm_destroy(ncclComm_t c);
 ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CUdeviceptr *recv,
                                 size_t count, int dtype, const ncclComm_t *comms,
                                 const CUstream *streams, const char **failed);
+
+// ---- NCCL: communicators of processes, one rank each; see nccl_ranks.go ----
+typedef struct { char internal[128]; } kl_nccl_id; // ncclUniqueId (NCCL_UNIQUE_ID_BYTES)
+#define KL_NCCL_TIMEOUT (-2) // not an ncclResult_t: kl_nccl_wait ran out of time
+
+// The first call of each family this NCCL lacks, or NULL when it has them all.
+const char *kl_nccl_missing_rank_symbol(void);
+const char *kl_nccl_missing_symmetric_symbol(void);
+ncclResult_t kl_nccl_get_unique_id(kl_nccl_id *id);
+// kl_nccl_comm_init_rank starts ncclCommInitRankConfig, non-blocking, on ctx's device: it returns
+// ncclInProgress while the ranks meet (poll with kl_nccl_wait).
+ncclResult_t kl_nccl_comm_init_rank(CUcontext ctx, ncclComm_t *comm, int nranks, const kl_nccl_id *id, int rank);
+ncclResult_t kl_nccl_wait(ncclComm_t comm, ncclResult_t r, double timeout_ms);
+ncclResult_t kl_nccl_async_error(ncclComm_t comm, ncclResult_t *st);
+ncclResult_t kl_nccl_comm_finalize(ncclComm_t comm);
+ncclResult_t kl_nccl_comm_abort(ncclComm_t comm);
+const char *kl_nccl_last_error(ncclComm_t comm); // NULL when the library lacks ncclGetLastError
+// op as kl_nccl_collective; count as NCCL counts it for the op.
+ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CUdeviceptr recv, size_t count,
+                                     int dtype, ncclComm_t comm, CUstream s);
+// kl_nccl_all_to_allv: grouped ncclSend/ncclRecv with every rank; counts and offsets in elements.
+ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
+                                 const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,
+                                 const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
+                                 CUstream s, const char **failed);
+
+// ---- NCCL: symmetric memory and the device API; see nccl_symmetric.go ----
+// KL_NCCL_DEV_COMM_BYTES bounds sizeof(ncclDevComm) (about 90 bytes in NCCL 2.28.3).
+#define KL_NCCL_DEV_COMM_BYTES 4096
+ncclResult_t kl_nccl_mem_alloc(CUcontext ctx, void **p, size_t bytes);
+ncclResult_t kl_nccl_mem_free(CUcontext ctx, void *p);
+ncclResult_t kl_nccl_window_register(CUcontext ctx, ncclComm_t c, void *p, size_t bytes, void **win); // symmetric
+ncclResult_t kl_nccl_window_deregister(CUcontext ctx, ncclComm_t c, void *win);
+// kl_nccl_dev_comm_create fills out (KL_NCCL_DEV_COMM_BYTES) with an ncclDevComm; layout picks the
+// ncclDevCommRequirements of NCCL 2.28.0-2.28.6 (1) or 2.28.7 on (2).
+ncclResult_t kl_nccl_dev_comm_create(CUcontext ctx, ncclComm_t c, int layout, int lsa_barriers, void *out);
+ncclResult_t kl_nccl_dev_comm_destroy(CUcontext ctx, ncclComm_t c, const void *dev_comm);
 
 #endif

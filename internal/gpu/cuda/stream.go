@@ -99,3 +99,72 @@ func (e *event) Close() error {
 	e.once.Do(func() { err = check("cuEventDestroy_v2", C.kl_event_destroy(e.d.ctx, e.e)) })
 	return err
 }
+
+var _ gpu.GraphCapturer = (*stream)(nil)
+
+// CaptureGraph records the work issue queues on s into a CUDA graph (cuStreamBeginCapture in
+// relaxed mode, cuStreamEndCapture, cuGraphInstantiate); nothing runs until the graph is
+// launched. Work issued during the capture must be asynchronous and on s (or on streams that
+// wait on events of s): a synchronous copy (from Go memory, say) or a synchronize fails the
+// capture. Captured NCCL calls are replayed too.
+func (s *stream) CaptureGraph(issue func() error) (gpu.Graph, error) {
+	if err := check("cuStreamBeginCapture_v2", C.kl_stream_begin_capture(s.d.ctx, s.s)); err != nil {
+		return nil, fmt.Errorf("cuda: capturing a graph: %w", err)
+	}
+	issueErr := issue()
+	// Always end the capture, so the stream leaves capture mode whatever happened.
+	var g C.CUgraph
+	endErr := check("cuStreamEndCapture", C.kl_stream_end_capture(s.d.ctx, s.s, &g))
+	if issueErr != nil || endErr != nil {
+		if g != nil {
+			C.kl_graph_destroy(s.d.ctx, nil, g)
+		}
+		if issueErr != nil {
+			return nil, fmt.Errorf("cuda: capturing a graph: %w", issueErr)
+		}
+		return nil, fmt.Errorf("cuda: capturing a graph (was work issued that cannot be captured: a synchronous copy, a synchronize, work on another stream that did not join this one?): %w", endErr)
+	}
+	var e C.CUgraphExec
+	if err := check("cuGraphInstantiateWithFlags", C.kl_graph_instantiate(s.d.ctx, &e, g)); err != nil {
+		C.kl_graph_destroy(s.d.ctx, nil, g)
+		return nil, fmt.Errorf("cuda: instantiating the captured graph: %w", err)
+	}
+	return &graph{d: s.d, g: g, e: e}, nil
+}
+
+// graph is a captured CUDA graph and its executable form.
+type graph struct {
+	d  *device
+	mu sync.Mutex
+	g  C.CUgraph
+	e  C.CUgraphExec
+}
+
+// Launch queues one replay of the graph on s (nil: the default stream).
+func (g *graph) Launch(s gpu.Stream) error {
+	cs, err := streamOf(s)
+	if err != nil {
+		return err
+	}
+	if st, ok := s.(*stream); ok && st != nil && st.d.ctx != g.d.ctx {
+		return fmt.Errorf("cuda: launching a graph of device %d on a stream of device %d", g.d.info.Index, st.d.info.Index)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.e == nil {
+		return fmt.Errorf("cuda: launching a destroyed graph")
+	}
+	return check("cuGraphLaunch", C.kl_graph_launch(g.d.ctx, g.e, cs))
+}
+
+// Destroy frees the graph (replays already queued still run); it is safe to call twice.
+func (g *graph) Destroy() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.e == nil {
+		return nil
+	}
+	err := check("cuGraphExecDestroy", C.kl_graph_destroy(g.d.ctx, g.e, g.g))
+	g.e, g.g = nil, nil
+	return err
+}

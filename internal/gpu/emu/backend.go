@@ -15,10 +15,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
-func init() {
-	gpu.Register("emu", Open)
-}
-
 var (
 	theBackend     *backend
 	theBackendOnce sync.Once

@@ -1,6 +1,14 @@
 // Package emu is the CPU emulator backend of the device API: the course's kernels, compiled by
-// the host C++ compiler (internal/toolchain's "c++" builder), run on the CPU with CUDA's
-// semantics, so that students without a GPU and CI runners can check every lab's kernels.
+// the host C++ compiler (package emucc, this folder's compiler), run on the CPU with CUDA's
+// semantics, so that students without a GPU and CI runners can check every lab's kernels. Its
+// registration (rules.go) gives the engine this runtime, that compiler and the emulator's rules:
+// what it cannot run (libraries, GPU-only and architecture-specific kernels, NVIDIA-only ones
+// with 64-lane warps) and the flags its kernels are built with.
+//
+// The folder holds the Go side; the C++ runtime is its sibling emu/ at the course's root, next
+// to labs/common, because every kernel file includes it (through kl.cuh), the student edition
+// carries it, and a submission's hermetic build may read exactly those two folders (emucc's
+// package doc says more).
 //
 // A kernel module is a shared object that holds the kernel file, a generated registry of its
 // extern "C" entries and a link to the emulator's runtime (emu/kl_emu_rt.cc); this package only

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/sandbox"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 		skipReason = err.Error()
 	} else {
 		repoRoot = root
-		if err := toolchain.CheckEmu(); err != nil {
+		if err := emucc.Check(); err != nil {
 			skipReason = err.Error()
 		}
 	}
@@ -72,8 +73,6 @@ func includeDirs() []string {
 	return []string{filepath.Join(repoRoot, "labs", "common"), filepath.Join(repoRoot, "emu")}
 }
 
-func testCacheDir() string { return filepath.Join(toolchain.CacheDir(), "emu") }
-
 // needEmu skips the test when kernels cannot be built here.
 func needEmu(t testing.TB) {
 	t.Helper()
@@ -96,7 +95,8 @@ func build(t testing.TB, file string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	so, _, err := toolchain.BuildEmu(ctx, filepath.Join("testdata", file), includeDirs(), testCacheDir())
+	art, err := emucc.Build(ctx, toolchain.Request{Source: filepath.Join("testdata", file), IncludeDirs: includeDirs()})
+	so := art.Path
 	if err != nil {
 		modErrs[file] = err
 	}

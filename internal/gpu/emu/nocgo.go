@@ -8,10 +8,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
-func init() {
-	gpu.Register("emu", Open)
-}
-
 // Open fails: the emulator loads its kernel modules with dlopen, which needs cgo.
 func Open() (gpu.Backend, error) {
 	return nil, fmt.Errorf("the CPU emulator needs cgo (a C compiler when labrun is built): rebuild with CGO_ENABLED=1 and gcc installed: %w", gpu.ErrLibraryMissing)

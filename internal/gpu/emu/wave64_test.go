@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -22,7 +23,7 @@ func buildWarp(t *testing.T, file string, warp int) string {
 	needEmu(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	art, err := toolchain.Build(ctx, "c++", toolchain.Request{Source: filepath.Join("testdata", file),
+	art, err := emucc.Build(ctx, toolchain.Request{Source: filepath.Join("testdata", file),
 		IncludeDirs: includeDirs(), Flags: WarpBuildFlags(warp)})
 	require.NoError(t, err, "building testdata/%s for %d-lane warps", file, warp)
 	return art.Path

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/backends"
+	"github.com/kernel-labs/kernellabs/internal/gpu/cuda/nvcc"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -48,11 +50,42 @@ func RegisterKernel(entry string, ctypes []string, fn KernelFunc) {
 }
 
 func init() {
-	gpu.Register("fake", func() (gpu.Backend, error) { return backend{}, nil })
-	toolchain.RegisterBuilder("fake", func(_ context.Context, r toolchain.Request) (toolchain.Artifact, error) {
-		return toolchain.Artifact{Path: r.Source}, nil
-	}, func() (string, error) { return "fake 1.0", nil })
+	backends.Register(backends.Registration{
+		Name:     "fake",
+		Title:    "fake GPU (--backend fake, tests only)",
+		Open:     func() (gpu.Backend, error) { return backend{}, nil },
+		Compiler: compiler{},
+		Rules:    rules{},
+		Doctor:   func() ([]backends.Check, bool) { return nil, true },
+	})
 }
+
+// compiler "compiles" a file by returning its path: the kernels are Go functions.
+type compiler struct{}
+
+func (compiler) Family() string { return "fake" }
+func (compiler) Build(_ context.Context, r toolchain.Request) (toolchain.Artifact, error) {
+	return toolchain.Artifact{Path: r.Source}, nil
+}
+func (compiler) Version() (string, error) { return "fake 1.0", nil }
+
+// rules make the fake device an NVIDIA-like GPU of compute capability 9.0 that has every
+// library: only architectures it lacks and more devices than it has are refused.
+type rules struct{}
+
+func (rules) SkipReason(dev gpu.DeviceInfo, req backends.Requirements) string {
+	if why := backends.TooFewDevices(dev, req, "set LABRUN_FAKE_DEVICES"); why != "" {
+		return why
+	}
+	for _, n := range req.Needs {
+		if why := nvcc.ArchSkipReason(dev, n, true); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+func (rules) Target(dev gpu.DeviceInfo, needs []string) string { return nvcc.Target(dev, needs) }
+func (rules) BuildFlags(gpu.DeviceInfo) []string               { return nil }
 
 type backend struct{}
 

@@ -1,4 +1,4 @@
-package toolchain
+package emucc
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // The scanner reads preprocessed text in which kl_emu.h turned the CUDA qualifiers into markers.
@@ -43,7 +45,7 @@ func TestEmuScanEntries(t *testing.T) {
 			[]emuEntry{{Name: "k", Params: []emuParam{{"int", "n"}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := emuScan(tc.src)
+			got, _, err := scan(tc.src)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
@@ -58,20 +60,20 @@ func TestEmuScanDynamicShared(t *testing.T) {
 			extern __kl_shared__ float global_smem[];
 		}
 		__device__ void f() { extern __kl_shared__ float4 rows[][8]; }`
-	_, sh, err := emuScan(src)
+	_, sh, err := scan(src)
 	require.NoError(t, err)
 	assert.Equal(t, []emuDynShared{
 		{Type: "float", Name: "global_smem"},
 		{Type: "unsigned char", Name: "raw"},
 		{Type: "float4", Name: "rows", Rest: "[8]"},
 	}, sh)
-	gen := emuGenerate("k.cu", nil, sh)
+	gen := generate("k.cu", nil, sh)
 	assert.Contains(t, gen, "thread_local float4 rows[KL_EMU_MAX_DYN_SHARED / sizeof(float4[8])][8];")
 	assert.Contains(t, gen, "kl_emu_num_entries = 0")
 }
 
 func TestEmuGenerate(t *testing.T) {
-	gen := emuGenerate("my kernels.cu", []emuEntry{{Name: "k", MaxThreads: "256", Params: []emuParam{{"const float*", "x"}}}}, nil)
+	gen := generate("my kernels.cu", []emuEntry{{Name: "k", MaxThreads: "256", Params: []emuParam{{"const float*", "x"}}}}, nil)
 	assert.Contains(t, gen, `#include "my kernels.cu"`)
 	assert.Contains(t, gen, `{"const float*", nullptr}`)
 	assert.Contains(t, gen, "KL_EMU_ENTRY(k, kl_emu_types_0, 1, (int)(256))")
@@ -79,24 +81,30 @@ func TestEmuGenerate(t *testing.T) {
 
 // ---- builds (skipped where the emulator cannot be built) ----
 
+// buildAt builds src into cacheDir and returns the object's path and the compiler's report.
+func buildAt(ctx context.Context, src string, includeDirs []string, cacheDir string) (string, string, error) {
+	a, err := build(ctx, toolchain.Request{Source: src, IncludeDirs: includeDirs}, cacheDir)
+	return a.Path, a.Log, err
+}
+
 func emuRepo(t *testing.T) (root string, includes []string) {
 	t.Helper()
-	if err := CheckEmu(); err != nil {
+	if err := Check(); err != nil {
 		t.Skipf("CPU emulator builds unavailable: %v", err)
 	}
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	root = filepath.Join(wd, "..", "..")
+	root = filepath.Join(wd, "..", "..", "..", "..")
 	return root, []string{filepath.Join(root, "labs", "common")} // emu/ is found from labs/common
 }
 
-func TestBuildEmuCompileErrorsAreFileLine(t *testing.T) {
+func TestBuildCompileErrorsAreFileLine(t *testing.T) {
 	_, inc := emuRepo(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "broken.cu")
 	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n\nextern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n"), 0o644))
-	_, log, err := BuildEmu(context.Background(), src, inc, filepath.Join(dir, "cache"))
-	var ce *CompileError
+	_, log, err := buildAt(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	var ce *toolchain.CompileError
 	require.True(t, errors.As(err, &ce), "%v", err)
 	first, ok := ce.First()
 	require.True(t, ok, "%v", err)
@@ -108,12 +116,12 @@ func TestBuildEmuCompileErrorsAreFileLine(t *testing.T) {
 }
 
 // Like nvcc, the emulator compiles a kernel file that includes nothing.
-func TestBuildEmuWithoutIncludes(t *testing.T) {
+func TestBuildWithoutIncludes(t *testing.T) {
 	_, inc := emuRepo(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "bare.cu")
 	require.NoError(t, os.WriteFile(src, []byte("extern \"C\" __global__ void bare(float* x) { x[threadIdx.x] = 1; }\n"), 0o644))
-	_, _, err := BuildEmu(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	_, _, err := buildAt(context.Background(), src, inc, filepath.Join(dir, "cache"))
 	require.NoError(t, err)
 	gens, _ := filepath.Glob(filepath.Join(dir, "cache", "bare-*.gen.cc"))
 	require.Len(t, gens, 1)
@@ -121,7 +129,7 @@ func TestBuildEmuWithoutIncludes(t *testing.T) {
 	assert.Contains(t, string(gen), "KL_EMU_ENTRY(bare, ")
 }
 
-func TestBuildEmuCachesAndRebuildsOnHeaderChange(t *testing.T) {
+func TestBuildCachesAndRebuildsOnHeaderChange(t *testing.T) {
 	_, inc := emuRepo(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "k.cu")
@@ -130,10 +138,10 @@ func TestBuildEmuCachesAndRebuildsOnHeaderChange(t *testing.T) {
 	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n#include \"helper.cuh\"\n"+
 		"extern \"C\" __global__ void __launch_bounds__(SCALE * 64) k(float* x) { x[threadIdx.x] *= SCALE; }\n"), 0o644))
 	cache := filepath.Join(dir, "cache")
-	so1, _, err := BuildEmu(context.Background(), src, inc, cache)
+	so1, _, err := buildAt(context.Background(), src, inc, cache)
 	require.NoError(t, err)
 	t0 := time.Now()
-	so2, _, err := BuildEmu(context.Background(), src, inc, cache)
+	so2, _, err := buildAt(context.Background(), src, inc, cache)
 	require.NoError(t, err)
 	assert.Equal(t, so1, so2)
 	assert.Less(t, time.Since(t0), time.Second, "a cached build is a few file reads")
@@ -143,33 +151,34 @@ func TestBuildEmuCachesAndRebuildsOnHeaderChange(t *testing.T) {
 	assert.Contains(t, string(gen), "(int)(2*64)", "macros in __launch_bounds__ are expanded")
 
 	require.NoError(t, os.WriteFile(hdr, []byte("#define SCALE 3\n"), 0o644))
-	so3, _, err := BuildEmu(context.Background(), src, inc, cache)
+	so3, _, err := buildAt(context.Background(), src, inc, cache)
 	require.NoError(t, err)
 	assert.NotEqual(t, so1, so3, "a header beside the source is part of the key")
 
-	// The Builder registered for the "c++" family builds the same way, into CacheDir()/emu.
+	// Build, the backend's compiler, builds the same way, into CacheDir()/emu.
 	t.Setenv("LABRUN_CACHE", filepath.Join(dir, "labrun-cache"))
-	a, err := Build(context.Background(), "c++", Request{Source: src, IncludeDirs: inc})
+	a, err := Build(context.Background(), toolchain.Request{Source: src, IncludeDirs: inc})
 	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(a.Path, filepath.Join(dir, "labrun-cache", "emu")+"/"), a.Path)
 	assert.True(t, strings.HasSuffix(a.Path, ".so"))
-	v, err := Version("c++")
+	v, err := Version()
 	require.NoError(t, err)
 	assert.NotEmpty(t, v)
 }
 
-func TestEmuDirFoundFromLabsCommon(t *testing.T) {
+func TestDirFoundFromLabsCommon(t *testing.T) {
 	root, inc := emuRepo(t)
-	d, err := EmuDir(inc)
+	d, err := Dir(inc)
 	require.NoError(t, err)
 	abs, _ := filepath.Abs(filepath.Join(root, "emu"))
 	assert.Equal(t, abs, d)
-	_, err = EmuDir([]string{t.TempDir()})
+	_, err = Dir([]string{t.TempDir()})
 	assert.Error(t, err)
 }
 
 // The cache covers every file the compiler read: an included .cu file (which no header scan of
 // the include folders sees) that changes makes a new object.
-func TestBuildEmuRebuildsWhenAnIncludedFileChanges(t *testing.T) {
+func TestBuildRebuildsWhenAnIncludedFileChanges(t *testing.T) {
 	_, inc := emuRepo(t)
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "parts")
@@ -179,14 +188,14 @@ func TestBuildEmuRebuildsWhenAnIncludedFileChanges(t *testing.T) {
 	require.NoError(t, os.WriteFile(part, []byte("x[threadIdx.x] = 1;\n"), 0o644))
 	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\nextern \"C\" __global__ void k(float* x) {\n#include \"parts/body.cu\"\n}\n"), 0o644))
 	cache := filepath.Join(dir, "cache")
-	so1, _, err := BuildEmu(context.Background(), src, inc, cache)
+	so1, _, err := buildAt(context.Background(), src, inc, cache)
 	require.NoError(t, err)
-	so2, _, err := BuildEmu(context.Background(), src, inc, cache)
+	so2, _, err := buildAt(context.Background(), src, inc, cache)
 	require.NoError(t, err)
 	assert.Equal(t, so1, so2, "nothing changed: the object is reused")
 
 	require.NoError(t, os.WriteFile(part, []byte("x[threadIdx.x] = 2;\n"), 0o644))
-	so3, _, err := BuildEmu(context.Background(), src, inc, cache)
+	so3, _, err := buildAt(context.Background(), src, inc, cache)
 	require.NoError(t, err)
 	assert.NotEqual(t, so1, so3, "the included .cu file changed: the object is rebuilt")
 	_, err = os.Stat(so1)

@@ -1,4 +1,9 @@
-package toolchain
+// Package hip is the folder of the AMD backend, which is next (internal/gpu's package doc says
+// what it adds). Today it holds the backend's compiler only: the HIP compile check of labrun
+// hip-check, which builds every portable kernel of the course for AMD GPUs. The runtime, its
+// rules (gfx target names, rocBLAS and RCCL for the needs cublas and nccl) and one
+// backends.Register call join it here.
+package hip
 
 import (
 	"context"
@@ -7,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // The HIP compile check (labrun hip-check): every portable kernel of the course compiled for AMD
@@ -19,8 +26,8 @@ import (
 // (-nogpulib): everything the kernel itself holds is compiled, calls into the device libraries
 // (ocml's expf and friends) are left unresolved.
 
-// HIPTarget is one AMD GPU architecture of the check and the compiler that builds for it.
-type HIPTarget struct {
+// Target is one AMD GPU architecture of the check and the compiler that builds for it.
+type Target struct {
 	Arch     string   // gfx90a
 	GPU      string   // the GPU family, for messages: MI200
 	Compiler string   // the command: hipcc, clang-19
@@ -29,11 +36,11 @@ type HIPTarget struct {
 	Packages []string // Debian packages that provide the compiler
 }
 
-// HIPTargets are the targets of labrun hip-check. gfx90a is built as it would run (-O3, linked
+// Targets are the targets of labrun hip-check. gfx90a is built as it would run (-O3, linked
 // with the device libraries); gfx942 at -O0, which still selects every instruction (what the
 // check is for: builtins, intrinsics, shared-memory limits) in a tenth of the time: lab 02's
 // double-buffering file, 21 instantiations of a large unrolled kernel, takes 100 s at -O3.
-var HIPTargets = []HIPTarget{
+var Targets = []Target{
 	{Arch: "gfx90a", GPU: "MI200", Compiler: "hipcc",
 		Args:     []string{"--offload-arch=gfx90a", "--cuda-device-only", "-O3", "-std=c++17", "-c"},
 		Output:   ".hsaco",
@@ -44,20 +51,20 @@ var HIPTargets = []HIPTarget{
 		Packages: []string{"clang-19", "lld-19"}},
 }
 
-// HIPTargetByArch finds a target of the check.
-func HIPTargetByArch(arch string) (HIPTarget, error) {
+// TargetByArch finds a target of the check.
+func TargetByArch(arch string) (Target, error) {
 	var names []string
-	for _, t := range HIPTargets {
+	for _, t := range Targets {
 		if t.Arch == arch {
 			return t, nil
 		}
 		names = append(names, t.Arch)
 	}
-	return HIPTarget{}, fmt.Errorf("no HIP target %q (known: %s)", arch, strings.Join(names, ", "))
+	return Target{}, fmt.Errorf("no HIP target %q (known: %s)", arch, strings.Join(names, ", "))
 }
 
 // Find says where the target's compiler is, or which packages to install.
-func (t HIPTarget) Find() (string, error) {
+func (t Target) Find() (string, error) {
 	p, err := exec.LookPath(t.Compiler)
 	if err != nil {
 		return "", fmt.Errorf("%s for %s (%s) not found: install %s (make hip-check does, as root)",
@@ -66,17 +73,17 @@ func (t HIPTarget) Find() (string, error) {
 	return p, nil
 }
 
-// HIPRequest is one kernel file to compile for one target.
-type HIPRequest struct {
+// Request is one kernel file to compile for one target.
+type Request struct {
 	Source      string   // the kernel file
 	IncludeDirs []string // -I folders (labs/common, the lab's folder); the source's folder is -iquote
 	Flags       []string // the variants' extra flags (-DKL_TIMELINE)
 	OutDir      string   // where the output goes (a temporary folder)
 }
 
-// CompileHIP compiles one kernel file for the target's device code. A failure is a
-// *CompileError whose diagnostics carry file:line.
-func CompileHIP(ctx context.Context, t HIPTarget, r HIPRequest) error {
+// Compile compiles one kernel file for the target's device code. A failure is a
+// *toolchain.CompileError whose diagnostics carry file:line.
+func Compile(ctx context.Context, t Target, r Request) error {
 	cc, err := t.Find()
 	if err != nil {
 		return err
@@ -84,7 +91,7 @@ func CompileHIP(ctx context.Context, t HIPTarget, r HIPRequest) error {
 	base := strings.TrimSuffix(filepath.Base(r.Source), filepath.Ext(r.Source))
 	flagTag := ""
 	if len(r.Flags) > 0 {
-		k, err := Key(r.Flags, nil)
+		k, err := toolchain.Key(r.Flags, nil)
 		if err != nil {
 			return err
 		}
@@ -107,8 +114,8 @@ func CompileHIP(ctx context.Context, t HIPTarget, r HIPRequest) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &CompileError{Source: r.Source, Command: cc + " " + strings.Join(args, " "),
-			Diagnostics: ParseDiagnostics(string(b)), Output: string(b)}
+		return &toolchain.CompileError{Source: r.Source, Command: cc + " " + strings.Join(args, " "),
+			Diagnostics: toolchain.ParseDiagnostics(string(b)), Output: string(b)}
 	}
 	if _, err := os.Stat(out); err != nil {
 		return fmt.Errorf("%s for %s wrote no %s: %s", t.Compiler, t.Arch, out, strings.TrimSpace(string(b)))

@@ -1,4 +1,4 @@
-package toolchain
+package hip
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // hipTestTarget is a target whose compiler is installed, or skips the test.
-func hipTestTarget(t *testing.T, arch string) HIPTarget {
+func hipTestTarget(t *testing.T, arch string) Target {
 	t.Helper()
-	tg, err := HIPTargetByArch(arch)
+	tg, err := TargetByArch(arch)
 	require.NoError(t, err)
 	if _, err := tg.Find(); err != nil {
 		t.Skipf("no HIP compiler here (%v)", err)
@@ -26,7 +28,7 @@ func hipTestTarget(t *testing.T, arch string) HIPTarget {
 
 func commonDir(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "labs", "common")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "labs", "common")
 }
 
 // A kernel written with kl.cuh's layer compiles for AMD; one that spells CUDA's *_sync
@@ -62,12 +64,12 @@ extern "C" __global__ void k(float* x) {
 					require.NoError(t, os.WriteFile(src, []byte(tc.src), 0o644))
 					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 					defer cancel()
-					err := CompileHIP(ctx, tg, HIPRequest{Source: src, IncludeDirs: []string{commonDir(t)}, OutDir: dir})
+					err := Compile(ctx, tg, Request{Source: src, IncludeDirs: []string{commonDir(t)}, OutDir: dir})
 					if tc.line == 0 {
 						require.NoError(t, err)
 						return
 					}
-					var ce *CompileError
+					var ce *toolchain.CompileError
 					require.True(t, errors.As(err, &ce), "want a CompileError, got %v", err)
 					d, ok := ce.First()
 					require.True(t, ok, "no located error in %s", ce.Output)
@@ -80,9 +82,9 @@ extern "C" __global__ void k(float* x) {
 }
 
 func TestHIPTargetByArch(t *testing.T) {
-	_, err := HIPTargetByArch("gfx1100")
+	_, err := TargetByArch("gfx1100")
 	assert.ErrorContains(t, err, "known: gfx90a, gfx942")
-	tg, err := HIPTargetByArch("gfx942")
+	tg, err := TargetByArch("gfx942")
 	require.NoError(t, err)
 	assert.Equal(t, "clang-19", tg.Compiler)
 }

@@ -1,0 +1,68 @@
+package cuda_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/backends"
+	"github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+)
+
+// A GPU runs every need its compute capability covers; sm_90a only on compute 9.0.
+func TestRulesOfAGPU(t *testing.T) {
+	ampere := gpu.DeviceInfo{Backend: "cuda", ComputeMajor: 8, ComputeMinor: 0, WarpSize: 32}
+	hopper := gpu.DeviceInfo{Backend: "cuda", ComputeMajor: 9, ComputeMinor: 0, WarpSize: 32}
+	for _, tc := range []struct {
+		name string
+		dev  gpu.DeviceInfo
+		req  backends.Requirements
+		want string // a part of the reason; "" when it runs
+	}{
+		{"Hopper-only on Ampere", ampere, backends.Requirements{Needs: []string{"nvidia", "sm_90a"}}, "needs sm_90a (Hopper: wgmma, TMA); this device is sm_80"},
+		{"newer than the device", ampere, backends.Requirements{Needs: []string{"sm_89"}}, "needs sm_89 or newer; this device is sm_80"},
+		{"covered", ampere, backends.Requirements{Needs: []string{"nvidia", "sm_80", "cublas", "gpu"}}, ""},
+		{"Hopper-only on Hopper", hopper, backends.Requirements{Needs: []string{"nvidia", "sm_90a", "gpu"}}, ""},
+		{"emu_skip is the emulator's", hopper, backends.Requirements{EmuSkip: "inline PTX"}, ""},
+		{"too few devices", hopper, backends.Requirements{Devices: 2, Available: 1}, "needs 2 devices at once; the cuda backend has 1 from device 0"},
+		{"enough devices", hopper, backends.Requirements{Devices: 2, Available: 2}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why := cuda.Rules{}.SkipReason(tc.dev, tc.req)
+			if tc.want == "" {
+				assert.Empty(t, why)
+			} else {
+				assert.Contains(t, why, tc.want)
+			}
+		})
+	}
+	if _, err := cuda.FindNCCL(); err != nil {
+		assert.Contains(t, cuda.Rules{}.SkipReason(hopper, backends.Requirements{Needs: []string{"nccl"}}), "not installed here",
+			"this machine has no libnccl")
+	} else {
+		assert.Empty(t, cuda.Rules{}.SkipReason(hopper, backends.Requirements{Needs: []string{"nccl"}}))
+	}
+	assert.Equal(t, "sm_90a", cuda.Rules{}.Target(hopper, []string{"nvidia", "sm_90a"}))
+	assert.Equal(t, "sm_80", cuda.Rules{}.Target(ampere, []string{"nvidia", "sm_80"}))
+	assert.Empty(t, cuda.Rules{}.BuildFlags(hopper))
+}
+
+// The backend registers its runtime, compiler and rules together, and its runtime names the
+// compiler its registration builds with.
+func TestRegistration(t *testing.T) {
+	reg, err := backends.Lookup("cuda")
+	require.NoError(t, err)
+	assert.Equal(t, "nvcc", reg.Compiler.Family())
+	checks, _ := reg.Doctor()
+	require.NotEmpty(t, checks)
+	for _, c := range checks {
+		if !c.Found {
+			assert.NotEmpty(t, c.Fix, "a missing %s says how to fix it", c.Name)
+		}
+	}
+	if b, err := reg.Open(); err == nil {
+		assert.Equal(t, reg.Compiler.Family(), b.Toolchain())
+	}
+}
