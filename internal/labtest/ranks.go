@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
 	"github.com/kernel-labs/kernellabs/internal/results"
-	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
 // A lab of ranks started the way mpirun, srun or torchrun start a job: n separate processes of
@@ -80,7 +80,7 @@ func RunAsRanks(t *testing.T, labDir, set string, n int, launcher string) []resu
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
 	}
-	if err := toolchain.CheckEmu(); err != nil {
+	if err := emucc.Check(); err != nil {
 		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
 	}
 	root, err := lab.FindRoot(".")
