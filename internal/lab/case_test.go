@@ -227,4 +227,3 @@ func TestOutputsReadOnlyDeclaredOutputs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, raw, 2, "the outputs, in allocation order")
 }
-
