@@ -141,19 +141,31 @@ func (w *worker) joinRanks(gpus int) error {
 		return fmt.Errorf("rank %d of %d: meeting the other ranks: %w", world.Rank, world.Size, err)
 	}
 	w.rk = &rankState{world: world, group: g, gpus: gpus}
-	all, err := g.AllGather(ctx, []byte(ranks.Hostname()))
+	// Every rank says where it runs and on which GPU (its UUID: with a GPU per task, as srun can
+	// bind them, every process sees "device 0"), so that all agree whether some share one.
+	type place struct{ Host, GPU string }
+	info := w.dev.Info()
+	gpuID := info.UUID
+	if gpuID == "" {
+		gpuID = fmt.Sprintf("%s#%d", info.PCIBusID, info.Index)
+	}
+	mine, _ := json.Marshal(place{ranks.Hostname(), gpuID})
+	all, err := g.AllGather(ctx, mine)
 	if err != nil {
 		g.Close()
 		return err
 	}
-	local := 0
-	for _, h := range all {
-		w.rk.hosts = append(w.rk.hosts, string(h))
-		if string(h) == ranks.Hostname() {
-			local++
+	seen := map[place]bool{}
+	for r, b := range all {
+		var p place
+		if err := json.Unmarshal(b, &p); err != nil {
+			g.Close()
+			return fmt.Errorf("rank %d's place: %w", r, err)
 		}
+		w.rk.hosts = append(w.rk.hosts, p.Host)
+		w.rk.sharedGPU = w.rk.sharedGPU || (seen[p] && !info.Emulated)
+		seen[p] = true
 	}
-	w.rk.sharedGPU = !w.dev.Info().Emulated && local > gpus
 	return nil
 }
 
