@@ -231,7 +231,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	}
 	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
 	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
-	if c.dAFull, err = lab.SharedScratch[float32](env, "A_full", sh.M*sh.K, stagedNAN()); err != nil {
+	if c.dAFull, err = lab.SharedScratch[float32](env, "A_full", sh.M*sh.K, stagedPoison()); err != nil {
 		return nil, err
 	}
 	if c.dC, err = lab.Output[float32](env, "C", sh.M*sh.N, lab.PoisonNaN32); err != nil {
@@ -258,7 +258,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	return c, env.Stream.Synchronize()
 }
 
-func stagedNAN() lab.Poison { return lab.Poison32(stagedNaN) }
+func stagedPoison() lab.Poison { return lab.Poison32(stagedNaN) }
 
 // Run runs the variant's schedule on this rank between two device barriers (no host in between):
 // the first keeps every rank's work after every peer's poisoned staging buffers, the second makes
