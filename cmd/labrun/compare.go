@@ -17,7 +17,7 @@ import (
 
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("compare", stdout, stderr)
-	failPct := fs.Float64("fail-on-regression", -1, "exit 1 when a variant is slower by more than this percent, outside the noise")
+	failPct := fs.Float64("fail-on-regression", -1, "exit 1 when a variant is slower by more than this percent, outside the noise (default: no check)")
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
 	quick := fs.Bool("quick", false, "when NEW is a lab: run its quick subset")
 	backend := fs.String("backend", "auto", "when NEW is a lab: cuda, emu or auto")
@@ -35,16 +35,13 @@ NEW may also be a lab (e.g. 02): it is run now, not saved, and compared with OLD
 
 Flags:
 `
-	var pos []string
-	for len(args) > 0 {
-		if code, ok := fs.parse(args); !ok {
-			return code
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			pos = append(pos, args[0])
-			args = args[1:]
-		}
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
+	pos := fs.Args()
+	if fs.Changed("fail-on-regression") && *failPct < 0 {
+		fmt.Fprintf(stderr, "labrun compare: --fail-on-regression %g: give a percentage of 0 or more (leave the flag out for no check)\n", *failPct)
+		return exitUsage
 	}
 	if len(pos) != 2 {
 		fmt.Fprintln(stderr, "labrun compare: give two results files, or a results file and a lab (labrun compare --help)")
@@ -98,7 +95,7 @@ Flags:
 			"is called faster or slower and --fail-on-regression does not count them\n", strings.Join(emulated, " and "))
 		w.Flush()
 	}
-	rows := compare.Compare(old, newer)
+	rows := compare.Files(old, newer)
 	var regs []compare.Row
 	if *failPct >= 0 {
 		regs = compare.Regressions(rows, *failPct)

@@ -79,6 +79,7 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	code, out, stderr := runCLI("02", "--shape", "33x17x65", "--param", "beta0=1", "--backend", "emu",
 		"--variant", "coalesced,double_buffer", "--no-save", "--no-site", "--json")
 	require.Equal(t, exitOK, code, stderr)
+	assert.NotRegexp(t, `"[A-Z]\w*":`, out, "JSON keys are snake_case")
 	var doc struct {
 		Entries []results.Entry
 	}
@@ -98,7 +99,10 @@ func TestCustomProblemOnTheEmulator(t *testing.T) {
 	assert.Contains(t, stderr, "give 3 sizes separated by x")
 	code, _, stderr = runCLI("01", "--experts", "8", "--backend", "emu", "--no-save", "--no-site")
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "no suite of lab 01_device_props takes --experts 8")
+	assert.Contains(t, stderr, "unknown flag --experts; 'labrun 01 --help' lists the flags")
+	code, _, stderr = runCLI("02", "--shape", "0x10x10", "--backend", "emu", "--no-save", "--no-site")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "m = 0: every problem of this suite has m ≥ 1")
 }
 
 func TestCompareEmulatorRunsHasNoVerdicts(t *testing.T) {

@@ -37,6 +37,10 @@ Flags:
 		fmt.Fprintln(stderr, "labrun export: where to? e.g. labrun export ../kernellabs-student")
 		return exitUsage
 	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		fmt.Fprintf(stderr, "labrun export: %s is a file: give a folder for the student edition\n", dir)
+		return exitUsage
+	}
 	root, code := findRoot(stderr)
 	if code != exitOK {
 		return code

@@ -139,6 +139,8 @@ func TestGradeEveryLabWithExercises(t *testing.T) {
 }
 
 func TestGradeCLIErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "report.txt")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	tests := []struct {
 		name string
 		args []string
@@ -155,6 +157,14 @@ func TestGradeCLIErrors(t *testing.T) {
 		{"export into the course", []string{"export", "../.."}, exitUsage, "the course itself"},
 		{"export inside the course", []string{"export", "student"}, exitUsage, "inside the course tree"},
 		{"labs twice", []string{"grade", "02", "--labs", "03"}, exitUsage, "give the labs once"},
+		// Values that make no sense are refused at once, before anything is built.
+		{"negative rounds", []string{"grade", "02", "--rounds", "-1"}, exitUsage, "--rounds -1: give a number of checked runs"},
+		{"negative time limit", []string{"grade", "02", "--time-limit", "-1s"}, exitUsage, "--time-limit -1s: give a positive duration"},
+		{"negative total time limit", []string{"grade", "02", "--total-time-limit=-5m"}, exitUsage, "--total-time-limit -5m0s: give a positive duration"},
+		{"reports into a file", []string{"grade", "02", "--out", file}, exitUsage, "--out " + file + " is a file: give a folder"},
+		{"site into a file", []string{"site", "--out", file}, exitUsage, "--out " + file + " is a file: give a folder"},
+		{"export into a file", []string{"export", file}, exitUsage, file + " is a file: give a folder"},
+		{"negative regression threshold", []string{"compare", file, file, "--fail-on-regression", "-5"}, exitUsage, "--fail-on-regression -5: give a percentage of 0 or more"},
 		{"unknown lab in --labs", []string{"grade", "--labs", "02,42"}, exitUsage, `unknown lab "42"`},
 	}
 	for _, tc := range tests {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,13 +28,11 @@ type hipJob struct {
 }
 
 func cmdHIPCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("hip-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("hip-check", stdout, stderr)
 	targets := fs.String("targets", "", "comma-separated AMD targets (default: all of "+hipArchs()+")")
 	jobs := fs.Int("jobs", runtime.NumCPU(), "compiles at once")
 	packages := fs.Bool("packages", false, "print the Debian packages of the targets' compilers that are missing here, and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: labrun hip-check [flags] [LAB...]
+	fs.intro = `Usage: labrun hip-check [flags] [LAB...]
 
 Compiles every portable kernel of the labs (all labs when none is named) for AMD GPUs: the
 kernel files of variants and helpers whose lab.yaml entry does not say needs: [nvidia], each
@@ -45,14 +42,9 @@ target; fails with the compiler's file:line on any error. Nothing runs: no AMD G
 make hip-check installs the compilers (Debian packages) and runs this.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+`
+	if code, ok := fs.parse(args); !ok {
+		return code
 	}
 	if *jobs < 1 {
 		fmt.Fprintf(stderr, "labrun hip-check: --jobs %d: give at least 1\n", *jobs)

@@ -37,13 +37,19 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		Baseline string    `json:"baseline"`
 		Variants []variant `json:"variants"`
 	}
+	type customFlag struct {
+		Name string   `json:"name"`
+		Help string   `json:"help"`
+		Sets []string `json:"sets"`
+	}
 	type entry struct {
-		Lab     string  `json:"lab"`
-		ID      string  `json:"id,omitempty"`
-		TitleEN string  `json:"title_en,omitempty"`
-		TitleZH string  `json:"title_zh,omitempty"`
-		Suites  []suite `json:"suites,omitempty"`
-		Error   string  `json:"error,omitempty"`
+		Lab         string       `json:"lab"`
+		ID          string       `json:"id,omitempty"`
+		TitleEN     string       `json:"title_en,omitempty"`
+		TitleZH     string       `json:"title_zh,omitempty"`
+		Suites      []suite      `json:"suites,omitempty"`
+		CustomFlags []customFlag `json:"custom_flags,omitempty"` // the flags of labrun NN for a custom problem
+		Error       string       `json:"error,omitempty"`
 	}
 	var all []entry
 	bad := false
@@ -55,6 +61,9 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		e := entry{Lab: d, ID: m.ID, TitleEN: m.Title.EN, TitleZH: m.Title.ZH}
+		for _, f := range m.CustomFlags {
+			e.CustomFlags = append(e.CustomFlags, customFlag{f.Name, f.Help.EN, f.Sets})
+		}
 		for _, s := range m.Suites {
 			su := suite{Name: s.Name, Title: s.Title.EN, Metric: s.Metric, Baseline: s.Baseline}
 			for _, v := range s.Variants {
@@ -82,6 +91,13 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			fmt.Fprintf(stdout, "%s  %s — %s\n", e.Lab, e.TitleEN, e.TitleZH)
+			if len(e.CustomFlags) > 0 {
+				var names []string
+				for _, f := range e.CustomFlags {
+					names = append(names, "--"+f.Name)
+				}
+				fmt.Fprintf(stdout, "    custom problems: %s, --param KEY=VALUE (labrun %s --help)\n", strings.Join(names, ", "), e.ID)
+			}
 			for _, s := range e.Suites {
 				fmt.Fprintf(stdout, "    %-18s %s (metric %s, baseline %s)\n", s.Name, s.Title, s.Metric, s.Baseline)
 				for _, v := range s.Variants {

@@ -163,23 +163,15 @@ func findRoot(stderr io.Writer) (string, int) {
 // argument ("labrun grade 02 --json" or "labrun grade --json 02"). It returns the argument ("" when
 // there is none), or ok false with the exit code when the command should stop (--help, a bad flag).
 func parseArgs(fs *flags, args []string) (arg string, code int, ok bool) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		arg, args = args[0], args[1:]
-	}
-	parse := fs.parse
-	if code, ok := parse(args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return "", code, false
 	}
-	// Flags before the argument stop at it: take it, then parse the flags after it too.
-	if arg == "" && fs.NArg() > 0 {
-		arg = fs.Arg(0)
-		if code, ok := parse(fs.Args()[1:]); !ok {
-			return "", code, false
-		}
+	switch fs.NArg() {
+	case 0:
+		return "", exitOK, true
+	case 1:
+		return fs.Arg(0), exitOK, true
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.stderr, "labrun %s: unexpected argument %q ('labrun %s --help' shows how to call it)\n", fs.Name(), fs.Arg(0), fs.Name())
-		return "", exitUsage, false
-	}
-	return arg, exitOK, true
+	fmt.Fprintf(fs.stderr, "labrun %s: unexpected argument %q ('labrun %s --help' shows how to call it)\n", fs.Name(), fs.Arg(1), fs.Name())
+	return "", exitUsage, false
 }

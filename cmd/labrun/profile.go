@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -85,8 +84,7 @@ Flags:
 		return exitEnv
 	}
 	s := *seed
-	seedSet := false
-	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	seedSet := fs.Changed("seed")
 	if !seedSet {
 		s = rand.Uint64() >> 16
 	}

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,75 +22,121 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
-type listFlag []string
+// runFlags are the flags of `labrun run`. A new flag is a field here and a line in addRunFlags;
+// its check goes in check, its use in the lab.Options that cmdRun fills.
+type runFlags struct {
+	variants          listFlag
+	problems, suites  repeatFlag
+	params            listFlag
+	quick             bool
+	backend           string
+	device            int
+	asJSON            bool
+	seed              uint64
+	set               string
+	timeout           time.Duration
+	noSave, record    bool
+	emuDevices        int
+	emuWarp           int
+	ranks             int
+	graph             bool
+	noExercises       bool
+	noSite, inProcess bool
+	custom            map[string]string // the lab's custom-problem flags given, by name
+}
 
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error {
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l = append(*l, p)
+func addRunFlags(fs *flags) *runFlags {
+	r := &runFlags{custom: map[string]string{}}
+	fs.Var(&r.variants, "variant", "run only these variants (repeat the flag or separate with commas)")
+	fs.Var(&r.problems, "problem", "run only this problem of the set, by name (repeat the flag for more; names may hold commas)")
+	fs.Var(&r.suites, "suite", "run only this suite (repeat the flag for more)")
+	fs.BoolVar(&r.quick, "quick", false, "run the quick subset of problems with a shorter timing budget")
+	fs.StringVar(&r.backend, "backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator)")
+	fs.IntVar(&r.device, "device", 0, "device index")
+	fs.BoolVar(&r.asJSON, "json", false, "write one JSON document to stdout (progress still goes to stderr)")
+	fs.Uint64Var(&r.seed, "seed", 0, "seed of the random inputs (default: a new one, printed)")
+	fs.StringVar(&r.set, "set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
+	fs.DurationVar(&r.timeout, "timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
+	fs.BoolVar(&r.noSave, "no-save", false, "do not write the results file")
+	fs.BoolVar(&r.record, "record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
+	fs.IntVar(&r.emuDevices, "emu-devices", 0, "how many devices the CPU emulator shows (default 2)")
+	fs.IntVar(&r.ranks, "ranks", 0, "labs 04 and 05: how many rank processes, one per GPU (default: the GPUs of the machine; 2 on the emulator;\nmore ranks than GPUs share them, for correctness only)")
+	fs.BoolVar(&r.graph, "graph", false, "labs 04 and 05: capture each batch of timed collectives in a CUDA graph")
+	fs.IntVar(&r.emuWarp, "emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
+	fs.BoolVar(&r.noExercises, "no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
+	fs.BoolVar(&r.noSite, "no-site", false, "do not rebuild the site (site/public) after the run")
+	fs.BoolVar(&r.inProcess, "in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
+	return r
+}
+
+// check refuses values that make no sense, before anything is built; fs tells which were given.
+func (r *runFlags) check(fs *flags) error {
+	switch {
+	case r.timeout < 0:
+		return fmt.Errorf("--timeout %s: give a positive duration (e.g. 2m), or leave it out for the lab's", r.timeout)
+	case r.emuDevices < 0 || r.emuDevices == 0 && fs.Changed("emu-devices"):
+		return fmt.Errorf("--emu-devices %d: give at least 1", r.emuDevices)
+	case r.emuWarp != 0 && r.emuWarp != 32 && r.emuWarp != 64:
+		return fmt.Errorf("--emu-warp %d: an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)", r.emuWarp)
+	case r.device < 0:
+		return fmt.Errorf("--device %d: devices are numbered from 0", r.device)
+	case r.set != "" && !slices.Contains(lab.ProblemSets, r.set):
+		msg := fmt.Sprintf("--set %s: the problem sets are %s", r.set, strings.Join(lab.ProblemSets, ", "))
+		if s := term.Suggest(r.set, lab.ProblemSets); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
 		}
+		return errors.New(msg)
 	}
 	return nil
 }
 
-// repeatFlag collects a flag given several times, each value whole (problem names hold commas).
-type repeatFlag []string
-
-func (l *repeatFlag) String() string { return strings.Join(*l, "; ") }
-func (l *repeatFlag) Set(s string) error {
-	if s = strings.TrimSpace(s); s == "" {
-		return fmt.Errorf("needs a value")
+// addCustomFlags registers the custom-problem flags of lab m (from its lab.yaml) and --param,
+// which every lab takes, under their own heading of the help. m is nil when the command line
+// names no lab: the help then says where the lab's own flags are.
+func addCustomFlags(fs *flags, r *runFlags, m *lab.Manifest) error {
+	heading := "Custom problem (labrun NN --help lists lab NN's own flags for it):"
+	if m != nil {
+		if err := m.CheckCustomFlagNames(fs.Name(), func(n string) bool { return fs.Lookup(n) != nil || n == "help" }); err != nil {
+			return err
+		}
+		fs.helpCommand = "labrun " + m.ID
+		heading = fmt.Sprintf("Custom problem of lab %s (custom_flags in its lab.yaml; recorded as \"custom ...\"):", m.Name)
 	}
-	*l = append(*l, s)
+	fs.section(heading, func() {
+		if m != nil {
+			for _, f := range m.CustomFlags {
+				name := f.Name
+				fs.Func(name, fmt.Sprintf("%s; sets %s", f.Help.EN, strings.Join(f.Sets, ", ")), func(v string) error {
+					if v = strings.TrimSpace(v); v == "" {
+						return fmt.Errorf("--%s needs a value", name)
+					}
+					r.custom[name] = v
+					return nil
+				})
+			}
+		}
+		fs.Var(&r.params, lab.ParamFlag, "sets a parameter of the custom problem, `KEY=VALUE`, any that the lab's problems use\n(repeat the flag, or separate with commas)")
+	})
 	return nil
+}
+
+// labArgument finds the lab a command line names before its flags are parsed (a lab's
+// custom-problem flags depend on it): the first argument that is neither a flag of the command
+// nor a flag's value. Flags it does not know yet (the lab's own) are skipped with their values.
+func labArgument(args []string, declare func(*flags)) string {
+	scan := newFlags("scan", io.Discard, io.Discard)
+	declare(scan)
+	scan.ParseErrorsAllowlist.UnknownFlags = true
+	_ = scan.Parse(longFlags(scan.FlagSet, args)) // errors are reported by the real parse
+	if scan.NArg() > 0 {
+		return scan.Arg(0)
+	}
+	return ""
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", stdout, stderr)
-	var variants listFlag
-	fs.Var(&variants, "variant", "run only these variants (repeat the flag or separate with commas)")
-	var problems, suites repeatFlag
-	fs.Var(&problems, "problem", "run only this problem of the set, by name (repeat the flag for more; names may hold commas)")
-	fs.Var(&suites, "suite", "run only this suite (repeat the flag for more)")
-	quick := fs.Bool("quick", false, "run the quick subset of problems with a shorter timing budget")
-	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator)")
-	device := fs.Int("device", 0, "device index")
-	asJSON := fs.Bool("json", false, "write one JSON document to stdout (progress still goes to stderr)")
-	seed := fs.Uint64("seed", 0, "seed of the random inputs (default: a new one, printed)")
-	set := fs.String("set", "", "problem set: gpu, emu or grade (default: emu on the emulator, else gpu)")
-	timeout := fs.Duration("timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
-	noSave := fs.Bool("no-save", false, "do not write the results file")
-	record := fs.Bool("record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
-	emuDevices := fs.Int("emu-devices", 0, "how many devices the CPU emulator shows (default 2)")
-	rankCount := fs.Int("ranks", 0, "labs 04 and 05: how many rank processes, one per GPU (default: the GPUs of the machine; 2 on the emulator; more ranks than GPUs share them, for correctness only)")
-	graph := fs.Bool("graph", false, "labs 04 and 05: capture each batch of timed collectives in a CUDA graph")
-	emuWarp := fs.Int("emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
-	noExercises := fs.Bool("no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
-	noSite := fs.Bool("no-site", false, "do not rebuild the site (site/public) after the run")
-	inProcess := fs.Bool("in-process", false, "run the kernels in labrun's own process, for profilers that do not follow its\nworker processes (ncu, nsys, compute-sanitizer): no time limit, and a crash ends the run")
-	// Custom problems: each flag given becomes a parameter of the problem (see the README).
-	custom := map[string]string{}
-	var params listFlag
-	fs.Var(&params, "param", "a custom problem's parameter KEY=VALUE (repeat, or separate with commas), e.g. beta0=1")
-	for _, c := range []struct{ name, usage string }{
-		{"shape", "a custom problem: MxNxK for the GEMM labs (labrun 02 --shape 4096x14336x4096)"},
-		{"bytes", "a custom problem: the size in bytes, with KiB/MiB/GiB suffixes (labrun 01 --bytes 64MiB)"},
-		{"experts", "a custom problem: the number of experts (labrun 03)"},
-		{"tokens", "a custom problem: tokens, or a distribution such as zipf:17480 (labrun 03)"},
-		{"m", "a custom problem: the M dimension"},
-		{"n", "a custom problem: the N dimension"},
-		{"k", "a custom problem: the K dimension"},
-	} {
-		name := c.name
-		fs.Func(name, c.usage, func(v string) error {
-			if strings.TrimSpace(v) == "" {
-				return fmt.Errorf("--%s needs a value", name)
-			}
-			custom[name] = strings.TrimSpace(v)
-			return nil
-		})
-	}
+	r := addRunFlags(fs)
 	fs.intro = `Usage: labrun run NN [flags]   (or: labrun NN [flags])
 
 Builds lab NN's kernels, checks every variant against a reference on fresh random inputs,
@@ -100,6 +147,23 @@ is recorded as failed and the run goes on.
 
 Flags:
 `
+	// The lab comes first: its lab.yaml declares its custom-problem flags.
+	var man *lab.Manifest
+	root := ""
+	if name := labArgument(args, func(f *flags) { addRunFlags(f) }); name != "" {
+		var code int
+		if root, code = findRoot(stderr); code != exitOK {
+			return code
+		}
+		m, err := lab.Load(root, name)
+		if err != nil {
+			return exitFor(err, stderr)
+		}
+		man = m
+	}
+	if err := addCustomFlags(fs, r, man); err != nil {
+		return exitFor(err, stderr)
+	}
 	name, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -108,51 +172,45 @@ Flags:
 		fmt.Fprintln(stderr, "labrun run: which lab? e.g. labrun run 01 (labrun list shows them)")
 		return exitUsage
 	}
-	if *timeout < 0 {
-		fmt.Fprintf(stderr, "labrun run: --timeout %s: give a positive duration (e.g. 2m), or leave it out for the lab's\n", *timeout)
+	if man == nil || root == "" { // the scan and the parse disagree only on odd command lines ("--")
+		var code int
+		if root, code = findRoot(stderr); code != exitOK {
+			return code
+		}
+		m, err := lab.Load(root, name)
+		if err != nil {
+			return exitFor(err, stderr)
+		}
+		man = m
+	}
+	if err := r.check(fs); err != nil {
+		fmt.Fprintf(stderr, "labrun run: %v\n", err)
 		return exitUsage
 	}
 	// Progress and messages fit the terminal: long lines wrap at spaces, nothing is cut.
 	fit := term.NewWrapWriter(stderr, term.Width())
 	defer fit.Flush()
 	stderr = fit
-	root, code := findRoot(stderr)
-	if code != exitOK {
-		return code
+	if len(r.params) > 0 {
+		r.custom[lab.ParamFlag] = strings.Join(r.params, ",")
 	}
-	if len(params) > 0 {
-		custom["param"] = strings.Join(params, ",")
-	}
-	if *emuDevices != 0 {
-		if *emuDevices < 1 {
-			fmt.Fprintf(stderr, "labrun run: --emu-devices %d: give at least 1\n", *emuDevices)
-			return exitUsage
-		}
+	if r.emuDevices != 0 {
 		// The worker processes inherit the setting through the environment.
-		os.Setenv(emu.EnvDevices, strconv.Itoa(*emuDevices))
+		os.Setenv(emu.EnvDevices, strconv.Itoa(r.emuDevices))
 	}
-	if *emuWarp != 0 {
-		if *emuWarp != 32 && *emuWarp != 64 {
-			fmt.Fprintf(stderr, "labrun run: --emu-warp %d: an emulated warp has 32 lanes (NVIDIA) or 64 (AMD's wave64)\n", *emuWarp)
-			return exitUsage
-		}
-		os.Setenv(emu.EnvWarp, strconv.Itoa(*emuWarp))
+	if r.emuWarp != 0 {
+		os.Setenv(emu.EnvWarp, strconv.Itoa(r.emuWarp))
 	}
-	if w, err := emu.WarpSize(); err == nil && w != 32 && !*noSave && *backend != "cuda" {
+	if w, err := emu.WarpSize(); err == nil && w != 32 && !r.noSave && r.backend != "cuda" {
 		// results/emulator holds the default (32-lane) runs; a wave64 run checks portability.
 		fmt.Fprintf(stderr, "labrun run: %d-lane warps: the results are not saved (results/ holds 32-lane runs)\n", w)
-		*noSave = true
+		r.noSave = true
 	}
-	seedSet := false
-	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
-	if *noExercises {
-		m, err := lab.Load(root, name)
-		if err != nil {
-			return exitFor(err, stderr)
-		}
-		variants = withoutExercises(m, variants)
+	variants := r.variants
+	if r.noExercises {
+		variants = withoutExercises(man, variants)
 		if len(variants) == 0 {
-			fmt.Fprintf(stderr, "labrun run: lab %s has no variant but its exercises\n", m.Name)
+			fmt.Fprintf(stderr, "labrun run: lab %s has no variant but its exercises\n", man.Name)
 			return exitUsage
 		}
 	}
@@ -160,13 +218,13 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	started := time.Now()
-	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: problems, Suites: suites, Quick: *quick, Backend: *backend,
-		Device: *device, Seed: *seed, SeedSet: seedSet, Set: *set, Custom: custom, Timeout: *timeout, NoSave: *noSave, Record: *record, InProcess: *inProcess, Ranks: *rankCount, Graph: *graph,
-		Progress: stderr})
+	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: r.problems, Suites: r.suites, Quick: r.quick,
+		Backend: r.backend, Device: r.device, Seed: r.seed, SeedSet: fs.Changed("seed"), Set: r.set, Custom: r.custom, Timeout: r.timeout,
+		NoSave: r.noSave, Record: r.record, InProcess: r.inProcess, Ranks: r.ranks, Graph: r.graph, Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)
 	}
-	if *asJSON {
+	if r.asJSON {
 		doc := map[string]any{"lab": out.Manifest.Name, "device": out.Device, "seed": out.Seed,
 			"results_path": out.Path, "saved_to": out.SavedTo, "failures": out.Failures, "entries": out.Results.Entries,
 			"extra": out.Results.Extra}
@@ -193,12 +251,14 @@ Flags:
 			fmt.Fprintf(stderr, "labrun: interrupted; the results measured so far were saved, the %d jobs not finished were not (the file keeps their earlier results)\n", out.Unfinished)
 		case out.SaveError != nil:
 			fmt.Fprintf(stderr, "labrun: interrupted, and saving the results measured so far failed: %v\n", out.SaveError)
+		case len(out.Results.Entries) > out.Unfinished: // --no-save
+			fmt.Fprintf(stderr, "labrun: interrupted with %d jobs not finished; nothing was saved (--no-save)\n", out.Unfinished)
 		default:
 			fmt.Fprintln(stderr, "labrun: interrupted before any result was measured; nothing was saved")
 		}
 		return exitFailures
 	}
-	if out.SavedTo == out.Path && out.SaveError == nil && !out.Local && !*noSite {
+	if out.SavedTo == out.Path && out.SaveError == nil && !out.Local && !r.noSite {
 		// The chapter's tables and plots come from the results just written.
 		if rep, err := site.Build(root, site.DefaultOutDir(root), site.Options{}); err != nil {
 			fmt.Fprintf(stderr, "labrun: the results were saved, but the site was not rebuilt:\n%v\n", err)
@@ -228,6 +288,9 @@ func printTable(w io.Writer, out *lab.Outcome, width int) {
 	bySuite := map[string][]*results.Entry{}
 	for i := range out.Results.Entries {
 		e := &out.Results.Entries[i]
+		if !out.Finished(e) {
+			continue // an interrupted run's unfinished job: no result (the run says how many)
+		}
 		emulated = emulated || e.Emulated
 		shared = shared || lab.SharedGPU(e)
 		if _, ok := bySuite[e.Suite]; !ok {
@@ -292,7 +355,7 @@ func suiteTable(entries []*results.Entry, emulated bool) *term.Table {
 		}
 	}
 	shown := map[failure]bool{}
-	var skips skipSummary
+	var skips skippedLine
 	for _, e := range entries {
 		if e.Status == results.StatusSkipped {
 			skips.add(e.Variant, e.Error)
@@ -329,13 +392,13 @@ func suiteTable(entries []*results.Entry, emulated bool) *term.Table {
 	return t
 }
 
-// skipSummary collects skipped variants by reason, in order.
-type skipSummary struct {
+// skippedLine collects the skipped variants of a suite by reason, in order, for its one line.
+type skippedLine struct {
 	reasons []string
 	by      map[string][]string
 }
 
-func (s *skipSummary) add(variant, reason string) {
+func (s *skippedLine) add(variant, reason string) {
 	if s.by == nil {
 		s.by = map[string][]string{}
 	}
@@ -352,7 +415,7 @@ func (s *skipSummary) add(variant, reason string) {
 }
 
 // String is one line: "skipped: a, b (reason); c (other reason)", or "" when nothing was skipped.
-func (s *skipSummary) String() string {
+func (s *skippedLine) String() string {
 	if len(s.reasons) == 0 {
 		return ""
 	}

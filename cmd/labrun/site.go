@@ -49,6 +49,9 @@ Flags:
 	dir := *out
 	if dir == "" {
 		dir = site.DefaultOutDir(root)
+	} else if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		fmt.Fprintf(stderr, "labrun site: --out %s is a file: give a folder for the site\n", dir)
+		return exitUsage
 	}
 	rep, err := site.Build(root, dir, site.Options{Strict: *strict, Log: stderr})
 	if err != nil {

@@ -39,8 +39,9 @@ type Row struct {
 	Note    string  `json:"note,omitempty"`
 }
 
-// Compare matches the entries of two results files of the same lab.
-func Compare(old, new *results.File) []Row {
+// Files sets the entries of two results files of the same lab side by side, one row per variant
+// and problem.
+func Files(old, new *results.File) []Row {
 	key := func(e results.Entry) string { return e.Suite + "\x00" + e.Variant + "\x00" + e.Problem }
 	newBy := map[string]results.Entry{}
 	for _, e := range new.Entries {

@@ -18,7 +18,7 @@ func entry(variant, problem, status string, med, min, max float64) results.Entry
 	return e
 }
 
-func TestCompare(t *testing.T) {
+func TestFiles(t *testing.T) {
 	old := &results.File{Entries: []results.Entry{
 		entry("tiled", "4096", "ok", 10, 9.8, 10.3), // regresses by 20%, ranges apart
 		entry("warp", "4096", "ok", 5, 4.9, 5.2),    // 2% slower but within the noise
@@ -33,7 +33,7 @@ func TestCompare(t *testing.T) {
 		entry("naive", "4096", "wrong", 0, 0, 0),
 		entry("fresh", "4096", "ok", 2, 2, 2),
 	}}
-	rows := Compare(old, newer)
+	rows := Files(old, newer)
 	by := map[string]Row{}
 	for _, r := range rows {
 		by[r.Variant] = r
@@ -66,7 +66,7 @@ func TestEmulatorTimesAreNeverARegression(t *testing.T) {
 			&results.File{Entries: []results.Entry{entry("tiled", "4096", "ok", 20, 20, 20)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rows := Compare(tc.old, tc.newer)
+			rows := Files(tc.old, tc.newer)
 			require.Len(t, rows, 1)
 			assert.Equal(t, Emulated, rows[0].Verdict, "twice as slow, but emulated")
 			assert.Zero(t, rows[0].Change)

@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +11,90 @@ import (
 
 // Custom problems come from the command line (labrun 02 --shape 4096x14336x4096): an engineer's
 // own shapes, checked and timed exactly like the built-in ones and recorded under a name that
-// starts with "custom", so they never replace a built-in problem's results.
+// starts with "custom", so they never replace a built-in problem's results. Each lab declares its
+// flags in lab.yaml (custom_flags); --param KEY=VALUE, which sets any parameter, is every lab's.
+
+// CustomFlag is one flag of `labrun NN` that makes a custom problem, as lab.yaml declares it:
+//
+//	custom_flags:
+//	  - name: shape
+//	    help: {en: "M x N x K of a custom GEMM, e.g. 4096x14336x4096"}
+//	    sets: [m, n, k]
+//
+// The flag's value is one size per parameter it sets, joined by x (4096x14336x4096); a suite
+// takes the flag when its built-in problems use every one of those parameters. A driver that
+// implements CustomParser reads the values itself (lab 03's --tokens zipf:17480).
+type CustomFlag struct {
+	Name string   `yaml:"name"` // the flag without its dashes
+	Help Text     `yaml:"help"` // one line for labrun NN --help (the CLI speaks English: en is needed)
+	Sets []string `yaml:"sets"` // the problem parameters it sets
+
+	line int
+}
+
+// ParamFlag is the custom-problem flag every lab has: --param KEY=VALUE sets any parameter.
+const ParamFlag = "param"
+
+var customFlagRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// validateCustomFlags checks custom_flags: a flag name once, help in English, and parameters
+// that some suite's problems use (else the flag could never apply).
+func (m *Manifest) validateCustomFlags() []error {
+	var errs []error
+	used := map[string]bool{}
+	for _, s := range m.Suites {
+		for k := range s.paramKeys() {
+			used[k] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range m.CustomFlags {
+		switch {
+		case !customFlagRE.MatchString(f.Name):
+			errs = append(errs, m.errAt(f.line, "custom flag %q: a name is lower-case letters, digits and -, starting with a letter", f.Name))
+		case f.Name == ParamFlag:
+			errs = append(errs, m.errAt(f.line, "custom flag --%s is every lab's already (it sets any parameter): remove it", f.Name))
+		case seen[f.Name]:
+			errs = append(errs, m.errAt(f.line, "custom flag --%s declared twice", f.Name))
+		}
+		seen[f.Name] = true
+		if f.Help.EN == "" {
+			errs = append(errs, m.errAt(f.line, "custom flag --%s: give help: {en: ...}, the line labrun %s --help shows", f.Name, m.ID))
+		}
+		if len(f.Sets) == 0 {
+			errs = append(errs, m.errAt(f.line, "custom flag --%s: sets: lists the problem parameters it sets, e.g. [m, n, k]", f.Name))
+		}
+		for _, p := range f.Sets {
+			if !used[p] {
+				errs = append(errs, m.errAt(f.line, "custom flag --%s sets %s, which no problem of the lab has (its parameters: %s)",
+					f.Name, p, sortedKeys(used)))
+			}
+		}
+	}
+	return errs
+}
+
+// CustomFlag finds a declared custom-problem flag by name.
+func (m *Manifest) CustomFlag(name string) *CustomFlag {
+	for _, f := range m.CustomFlags {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// CheckCustomFlagNames refuses a custom flag whose name the command already uses (taken), at
+// its line of lab.yaml.
+func (m *Manifest) CheckCustomFlagNames(command string, taken func(name string) bool) error {
+	var errs []error
+	for _, f := range m.CustomFlags {
+		if taken(f.Name) {
+			errs = append(errs, m.errAt(f.line, "custom flag --%s is a flag of labrun %s already: give it another name", f.Name, command))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // CustomParser is implemented by drivers whose custom problems need more than integer
 // parameters (lab 03's --tokens zipf:17480). It returns the problem for suite s, or an error
@@ -25,6 +110,20 @@ func (e *NotApplicable) Error() string { return e.Reason }
 
 // customProblems builds the custom problem of every suite that accepts the flags.
 func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]Problem, error) {
+	for _, name := range sortedFlagNames(flags) {
+		if name != ParamFlag && m.CustomFlag(name) == nil {
+			declared := "none"
+			if len(m.CustomFlags) > 0 {
+				var known []string
+				for _, f := range m.CustomFlags {
+					known = append(known, "--"+f.Name)
+				}
+				declared = strings.Join(known, ", ") + " and no other"
+			}
+			return nil, &UsageError{fmt.Sprintf("lab %s takes no --%s for a custom problem (custom_flags in its lab.yaml: %s; --param KEY=VALUE sets any parameter)",
+				m.Name, name, declared)}
+		}
+	}
 	out := map[string]Problem{}
 	var why []string
 	for _, s := range m.Suites {
@@ -33,7 +132,7 @@ func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]
 		if cp, ok := d.(CustomParser); ok {
 			p, err = cp.ParseCustom(s, flags)
 		} else {
-			p, err = parseCustom(s, flags)
+			p, err = parseCustom(m, s, flags)
 		}
 		if na, ok := err.(*NotApplicable); ok {
 			why = append(why, fmt.Sprintf("%s: %s", s.Name, na.Reason))
@@ -45,11 +144,11 @@ func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]
 		if err != nil {
 			return nil, &UsageError{fmt.Sprintf("suite %s: %v", s.Name, err)}
 		}
-		p.Name = "custom " + customName(flags)
+		p.Name = "custom " + customName(m, flags)
 		out[s.Name] = p
 	}
 	if len(out) == 0 {
-		return nil, &UsageError{fmt.Sprintf("no suite of lab %s takes %s:\n  %s", m.Name, describeFlags(flags), strings.Join(why, "\n  "))}
+		return nil, &UsageError{fmt.Sprintf("no suite of lab %s takes %s:\n  %s", m.Name, flagsAsTyped(flags), strings.Join(why, "\n  "))}
 	}
 	return out, nil
 }
@@ -90,54 +189,55 @@ func checkCustom(d Driver, s *Suite, p Problem) error {
 	return nil
 }
 
-// parseCustom is the default: --shape AxBxC maps onto the suite's `shape:` keys, --param k=v
-// sets any parameter, and any other flag (--bytes, --m, --experts...) sets the parameter of that
-// name. Every parameter must be one the suite's built-in problems use.
-func parseCustom(s *Suite, flags map[string]string) (Problem, error) {
+// parseCustom is the default: each declared flag sets its parameters (one size each, joined by
+// x), and --param k=v sets any parameter. Every parameter must be one the suite's built-in
+// problems use.
+func parseCustom(m *Manifest, s *Suite, flags map[string]string) (Problem, error) {
 	known := s.paramKeys()
 	p := Problem{Params: map[string]int64{}}
-	set := func(k, v string) error {
+	set := func(flag, k, v string) error {
 		if !known[k] {
 			return &NotApplicable{fmt.Sprintf("takes no %s (its parameters: %s)", k, sortedKeys(known))}
 		}
 		x, err := ParseSize(v)
 		if err != nil {
-			return fmt.Errorf("--%s: %v", k, err)
+			return fmt.Errorf("--%s: %v", flag, err)
 		}
 		if x < 0 {
-			return fmt.Errorf("--%s: %d is negative", k, x)
+			return fmt.Errorf("--%s: %s = %d is negative", flag, k, x)
 		}
 		p.Params[k] = x
 		return nil
 	}
 	for _, flag := range sortedFlagNames(flags) {
 		v := flags[flag]
-		switch flag {
-		case "shape":
-			if len(s.Shape) == 0 {
-				return p, &NotApplicable{"takes no --shape"}
-			}
-			dims := strings.Split(strings.ToLower(v), "x")
-			if len(dims) != len(s.Shape) {
-				return p, fmt.Errorf("--shape %s: give %d sizes separated by x (%s)", v, len(s.Shape), strings.Join(s.Shape, "x"))
-			}
-			for i, d := range dims {
-				if err := set(s.Shape[i], d); err != nil {
-					return p, err
-				}
-			}
-		case "param":
+		if flag == ParamFlag {
 			for _, kv := range strings.Split(v, ",") {
 				k, val, ok := strings.Cut(kv, "=")
 				if !ok {
 					return p, fmt.Errorf("--param %s: write key=value (e.g. beta0=1)", kv)
 				}
-				if err := set(strings.TrimSpace(k), strings.TrimSpace(val)); err != nil {
+				if err := set(flag, strings.TrimSpace(k), strings.TrimSpace(val)); err != nil {
 					return p, err
 				}
 			}
-		default:
-			if err := set(flag, v); err != nil {
+			continue
+		}
+		f := m.CustomFlag(flag)
+		for _, k := range f.Sets {
+			if !known[k] {
+				return p, &NotApplicable{fmt.Sprintf("takes no --%s (it has no %s)", flag, k)}
+			}
+		}
+		sizes := []string{v}
+		if len(f.Sets) > 1 {
+			sizes = strings.Split(strings.ToLower(v), "x")
+			if len(sizes) != len(f.Sets) {
+				return p, fmt.Errorf("--%s %s: give %d sizes separated by x (%s)", flag, v, len(f.Sets), strings.Join(f.Sets, " x "))
+			}
+		}
+		for i, k := range f.Sets {
+			if err := set(flag, k, sizes[i]); err != nil {
 				return p, err
 			}
 		}
@@ -176,20 +276,21 @@ func sortedFlagNames(flags map[string]string) []string {
 	return ks
 }
 
-// customName is the flags as typed, in a stable order: "shape=4096x14336x4096".
-func customName(flags map[string]string) string {
-	var parts []string
+// customName is the flags as typed, in a stable order: "4096x14336x4096 param=beta0=1". A flag
+// that sets several parameters reads as a shape, so it is written first, without its name.
+func customName(m *Manifest, flags map[string]string) string {
+	var shapes, parts []string
 	for _, k := range sortedFlagNames(flags) {
-		if k == "shape" {
-			parts = append([]string{flags[k]}, parts...)
+		if f := m.CustomFlag(k); f != nil && len(f.Sets) > 1 {
+			shapes = append(shapes, flags[k])
 			continue
 		}
 		parts = append(parts, k+"="+flags[k])
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(append(shapes, parts...), " ")
 }
 
-func describeFlags(flags map[string]string) string {
+func flagsAsTyped(flags map[string]string) string {
 	var parts []string
 	for _, k := range sortedFlagNames(flags) {
 		parts = append(parts, "--"+k+" "+flags[k])

@@ -15,7 +15,6 @@ title: {en: Custom, zh: 自定义}
 suites:
   - name: gemm
     metric: tflops
-    shape: [m, n, k]
     problems:
       gpu: [{name: sq, m: 64, n: 64, k: 64}, {name: b0, m: 8, n: 8, k: 8, beta0: 1}]
     variants: [{name: lib, library: x}]
@@ -24,6 +23,12 @@ suites:
     problems:
       gpu: [{name: small, bytes: 1MiB}]
     variants: [{name: lib, library: x}]
+custom_flags:
+  - {name: shape, help: {en: M x N x K}, sets: [m, n, k]}
+  - {name: bytes, help: {en: a size}, sets: [bytes]}
+  - {name: m, help: {en: M}, sets: [m]}
+  - {name: n, help: {en: N}, sets: [n]}
+  - {name: k, help: {en: K}, sets: [k]}
 `
 
 func TestCustomProblems(t *testing.T) {
@@ -41,11 +46,13 @@ func TestCustomProblems(t *testing.T) {
 		{"shape and param", map[string]string{"shape": "1x2x3", "param": "beta0=1"}, map[string]map[string]int64{"gemm": {"m": 1, "n": 2, "k": 3, "beta0": 1}}, ""},
 		{"bytes", map[string]string{"bytes": "64MiB"}, map[string]map[string]int64{"copy": {"bytes": 64 << 20}}, ""},
 		{"single dims", map[string]string{"m": "5", "n": "6", "k": "7"}, map[string]map[string]int64{"gemm": {"m": 5, "n": 6, "k": 7}}, ""},
-		{"wrong arity", map[string]string{"shape": "4096x4096"}, nil, "give 3 sizes separated by x (mxnxk)"},
+		{"wrong arity", map[string]string{"shape": "4096x4096"}, nil, "give 3 sizes separated by x (m x n x k)"},
 		{"not a number", map[string]string{"shape": "4096xbigx2"}, nil, `"big" is not an integer`},
 		{"negative", map[string]string{"bytes": "-5"}, nil, "negative"},
 		{"bad param", map[string]string{"shape": "1x1x1", "param": "beta0"}, nil, "write key=value"},
-		{"unknown flag", map[string]string{"experts": "8"}, nil, "no suite of lab 99_test takes --experts 8"},
+		{"undeclared flag", map[string]string{"experts": "8"}, nil, "lab 99_test takes no --experts for a custom problem (custom_flags in its lab.yaml: --shape, --bytes, --m, --n, --k and no other"},
+		{"no suite takes it", map[string]string{"bytes": "1MiB", "m": "4"}, nil, "no suite of lab 99_test takes --bytes 1MiB --m 4"},
+		{"zero size", map[string]string{"shape": "0x10x10"}, nil, "m = 0: every problem of this suite has m ≥ 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +77,7 @@ func TestCustomProblems(t *testing.T) {
 }
 
 func TestRunCustomProblemIsRecordedBesideTheBuiltIns(t *testing.T) {
-	root := newCourse(t, testManifest)
+	root := newCourse(t, testManifest+"custom_flags:\n  - {name: n, help: {en: the size}, sets: [n]}\n")
 	out, err := Run(t.Context(), Options{Root: root, Lab: "99", Backend: "fake", Variants: []string{"lib", "good"},
 		Custom: map[string]string{"n": "777"}, Worker: testWorker})
 	require.NoError(t, err)

@@ -88,13 +88,15 @@ type Outcome struct {
 	Path       string        // the results file: results/<device>/, or results/local/ for an unrecorded emulator run
 	Local      bool          // Path is under results/local/ (not tracked, not on the site)
 	SavedTo    string        // where the results were written ("" when not saved)
-	Unfinished int           // jobs an interrupted run did not finish (not saved)
+	Unfinished int           // jobs an interrupted run did not finish (not saved, not failures)
 	Note       string        // the backend choice, when auto fell back
 	Seed       uint64
 	Failures   int // entries that are wrong, failed, crashed or timed out
 	SaveError  error
 	// Planned holds one entry per job of Options.Plan, in the plan's order.
 	Planned []results.Entry
+
+	unfinished map[string]bool // by entryKey: the jobs counted in Unfinished
 }
 
 // EnvError is a missing piece of the environment (no GPU, no driver, no compiler).
@@ -114,6 +116,10 @@ type TotalTimeError struct{ Limit time.Duration }
 func (e *TotalTimeError) Error() string {
 	return fmt.Sprintf("the total time limit of %s was reached", e.Limit)
 }
+
+// Finished reports whether e is a result: false for a job that an interrupted run did not finish
+// (its entry says so; it is not saved, and it is no failure of its variant).
+func (o *Outcome) Finished(e *results.Entry) bool { return !o.unfinished[entryKey(e)] }
 
 // stopReason says why ctx ended: the total time limit, or an interrupt.
 func stopReason(ctx context.Context) (string, bool) {
@@ -268,10 +274,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		out.Path, out.Local = results.LocalPathFor(o.Root, info, man.Name), true
 	}
 	for _, e := range file.Entries {
-		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
+		if r.unfinished[entryKey(&e)] {
+			out.Unfinished++ // not a result, and no failure of its variant
+		} else if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
 			out.Failures++
 		}
 	}
+	out.unfinished = r.unfinished
 	if !o.NoSave {
 		toSave := file
 		if ctx.Err() != nil {
@@ -280,10 +289,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			partial := *file
 			partial.Entries = nil
 			for _, e := range file.Entries {
-				if !r.unfinished[entryKey(&e)] {
+				if out.Finished(&e) {
 					partial.Entries = append(partial.Entries, e)
-				} else {
-					out.Unfinished++
 				}
 			}
 			toSave = &partial

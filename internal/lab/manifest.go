@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kernel-labs/kernellabs/internal/strictyaml"
 )
 
 // Text is a string in both course languages.
@@ -37,10 +38,13 @@ type Manifest struct {
 	Helpers []HelperKernel `yaml:"helpers"`
 	// Grading says how `labrun grade` scores the lab's exercises (nil: derived; see Grading).
 	Grading *Grading `yaml:"grading"`
+	// CustomFlags are the flags of `labrun NN` that make a custom problem (custom.go).
+	CustomFlags []*CustomFlag `yaml:"custom_flags"`
 
 	Dir  string `yaml:"-"` // absolute path of the lab directory
 	Name string `yaml:"-"` // directory name, e.g. "01_device_props"
 	path string
+	keys map[string]int // the line of each top-level key, for validation messages
 }
 
 // Suite is a family of variants that solve the same problems and are compared with one baseline.
@@ -51,7 +55,6 @@ type Suite struct {
 	Baseline  string     `yaml:"baseline"`  // variant that the others are compared with
 	Tolerance float64    `yaml:"tolerance"` // relative error allowed (‖out−ref‖/‖ref‖)
 	FlushL2   bool       `yaml:"flush_l2"`  // flush L2 before each timed repetition
-	Shape     []string   `yaml:"shape"`     // parameters that --shape AxBxC sets, e.g. [m, n, k]
 	Variants  []*Variant `yaml:"variants"`
 	Problems  ProblemSet `yaml:"problems"`
 
@@ -81,6 +84,8 @@ type HelperKernel struct {
 	Entry   string   `yaml:"entry"`
 	Needs   []string `yaml:"needs"` // as a variant's: [nvidia] for an NVIDIA-only helper
 	EmuSkip string   `yaml:"emu_skip"`
+
+	line int
 }
 
 // ProblemSet holds the problems of a suite for each use.
@@ -95,6 +100,7 @@ type Problem struct {
 	Name   string
 	Params map[string]int64
 	Quick  bool // part of the --quick subset
+	Title  Text // how pages name it, where the name is words: {zh: ...}, en defaults to Name
 }
 
 // Int returns a parameter, or def when the problem does not set it.
@@ -109,24 +115,39 @@ func (p Problem) Int(key string, def int64) int64 {
 // is an integer parameter, with optional KiB/MiB/GiB suffixes.
 func (p *Problem) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: a problem is a mapping like {name: small, m: 128}", n.Line)
+		return strictyaml.At(n, "a problem is a mapping like {name: small, m: 128}")
 	}
 	p.Params = map[string]int64{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "title" { // a mapping, unlike the other keys
+			if errs := strictyaml.DecodeIn(v, &p.Title, "title"); len(errs) > 0 {
+				return errs[0]
+			}
+			if v.Kind != yaml.MappingNode || p.Title.ZH == "" {
+				return strictyaml.At(v, "a problem's title is {zh: ...} (en: too, where it is not the name)")
+			}
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			return strictyaml.At(v, "problem key %s takes one value, not a list or mapping", k.Value)
+		}
+		if _, dup := p.Params[k.Value]; dup || (k.Value == "name" && p.Name != "") {
+			return strictyaml.At(k, "problem key %s given twice", k.Value)
+		}
 		switch k.Value {
 		case "name":
 			p.Name = v.Value
 		case "quick":
 			b, err := strconv.ParseBool(v.Value)
 			if err != nil {
-				return fmt.Errorf("line %d: quick must be true or false, not %q", v.Line, v.Value)
+				return strictyaml.At(v, "quick must be true or false, not %q", v.Value)
 			}
 			p.Quick = b
 		default:
 			x, err := ParseSize(v.Value)
 			if err != nil {
-				return fmt.Errorf("line %d: problem parameter %s: %v", v.Line, k.Value, err)
+				return strictyaml.At(v, "problem parameter %s: %v", k.Value, err)
 			}
 			p.Params[k.Value] = x
 		}
@@ -167,7 +188,10 @@ func ParseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// Problems returns the problem set for a use: "gpu", "emu" or "grade".
+// ProblemSets are the names of a suite's problem sets (lab.yaml's problems: gpu, emu, grade).
+var ProblemSets = []string{"gpu", "emu", "grade"}
+
+// ProblemsFor returns the problem set for a use: "gpu", "emu" or "grade".
 func (s *Suite) ProblemsFor(set string) ([]Problem, error) {
 	switch set {
 	case "gpu":
@@ -266,8 +290,6 @@ func (e *ManifestError) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+): `)
-
 // LoadManifest reads and validates dir/lab.yaml.
 func LoadManifest(dir string) (*Manifest, error) {
 	abs, err := filepath.Abs(dir)
@@ -282,53 +304,56 @@ func LoadManifest(dir string) (*Manifest, error) {
 	return ParseManifest(path, data)
 }
 
-// ParseManifest parses and validates a manifest; errors carry file:line.
+// ParseManifest parses and validates a manifest; every error carries file:line.
 func ParseManifest(path string, data []byte) (*Manifest, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(path, err)
-	}
 	m := &Manifest{path: path, Dir: filepath.Dir(path), Name: filepath.Base(filepath.Dir(path))}
-	if errs := m.unknownKeys(&root, reflect.TypeOf(Manifest{}), "lab.yaml"); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	root, perr := strictyaml.Parse(data)
+	if perr != nil {
+		return nil, m.errAt(perr.Line, "%s", perr.Msg)
 	}
-	dec := struct {
-		*Manifest `yaml:",inline"`
-	}{m}
-	if err := root.Decode(&dec); err != nil {
-		return nil, yamlError(path, err)
+	if errs := strictyaml.Decode(root, m); len(errs) > 0 {
+		all := make([]error, len(errs))
+		for i, e := range errs {
+			all[i] = m.errAt(e.Line, "%s", e.Msg)
+		}
+		return nil, errors.Join(all...)
 	}
-	if err := m.attachLines(&root); err != nil {
-		return nil, err
-	}
+	m.attachLines(root)
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func yamlError(path string, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-	if mm := yamlLineRE.FindStringSubmatch(msg); mm != nil {
-		line, _ := strconv.Atoi(mm[1])
-		msg = strings.TrimSpace(yamlLineRE.ReplaceAllString(msg, ""))
-		return &ManifestError{File: path, Line: line, Msg: msg}
-	}
-	return &ManifestError{File: path, Msg: strings.TrimSpace(msg)}
-}
-
-// attachLines records the line of each suite and variant, for validation messages.
-func (m *Manifest) attachLines(root *yaml.Node) error {
+// attachLines records the lines of the top-level keys, suites, variants, helpers and custom
+// flags, for validation messages.
+func (m *Manifest) attachLines(root *yaml.Node) {
 	doc := root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
 	}
+	m.keys = map[string]int{}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		m.keys[doc.Content[i].Value] = doc.Content[i].Line
+	}
 	m.attachGradingLines(doc)
+	if hs := mapValue(doc, "helpers"); hs != nil {
+		for i, hn := range hs.Content {
+			if i < len(m.Helpers) {
+				m.Helpers[i].line = hn.Line
+			}
+		}
+	}
+	if fs := mapValue(doc, "custom_flags"); fs != nil {
+		for i, fn := range fs.Content {
+			if i < len(m.CustomFlags) {
+				m.CustomFlags[i].line = fn.Line
+			}
+		}
+	}
 	suites := mapValue(doc, "suites")
 	if suites == nil {
-		return nil
+		return
 	}
 	for i, sn := range suites.Content {
 		if i >= len(m.Suites) {
@@ -343,7 +368,6 @@ func (m *Manifest) attachLines(root *yaml.Node) error {
 			}
 		}
 	}
-	return nil
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
@@ -365,13 +389,21 @@ func (m *Manifest) errAt(line int, format string, args ...any) error {
 	return &ManifestError{File: m.path, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
+// keyLine is the line of a top-level key, or 1 (the top of the file) when the key is missing.
+func (m *Manifest) keyLine(key string) int {
+	if l := m.keys[key]; l > 0 {
+		return l
+	}
+	return 1
+}
+
 func (m *Manifest) validate() error {
 	var errs []error
 	if m.ID == "" {
 		errs = append(errs, m.errAt(1, "missing id (the lab number, e.g. \"01\")"))
 	}
 	if m.Title.EN == "" || m.Title.ZH == "" {
-		errs = append(errs, m.errAt(1, "title needs both en and zh"))
+		errs = append(errs, m.errAt(m.keyLine("title"), "title needs both en and zh"))
 	}
 	if m.Timeout == 0 {
 		m.Timeout = 60 * time.Second
@@ -380,7 +412,7 @@ func (m *Manifest) validate() error {
 		errs = append(errs, m.errAt(1, "ranks: %v", err))
 	}
 	if len(m.Suites) == 0 {
-		errs = append(errs, m.errAt(1, "no suites: a lab needs at least one suite of variants"))
+		errs = append(errs, m.errAt(m.keyLine("suites"), "no suites: a lab needs at least one suite of variants"))
 	}
 	seenSuite := map[string]bool{}
 	for _, s := range m.Suites {
@@ -428,14 +460,38 @@ func (m *Manifest) validate() error {
 	}
 	for _, h := range m.Helpers {
 		if h.File == "" || h.Entry == "" {
-			errs = append(errs, m.errAt(1, "helpers: each helper needs file and entry"))
+			errs = append(errs, m.errAt(h.line, "helpers: each helper needs file and entry"))
 		} else if _, err := os.Stat(filepath.Join(m.Dir, h.File)); err != nil {
-			errs = append(errs, m.errAt(1, "helper kernel file %s not found in %s", h.File, m.Dir))
+			errs = append(errs, m.errAt(h.line, "helper kernel file %s not found in %s", h.File, m.Dir))
 		}
-		errs = append(errs, m.validateNeeds(1, "helper "+h.Entry, h.Needs)...)
+		errs = append(errs, m.validateNeeds(h.line, "helper "+h.Entry, h.Needs)...)
 	}
+	if m.Timeout < 0 {
+		errs = append(errs, m.errAt(m.keyLine("timeout"), "timeout: %s is negative: give the time limit of one job, e.g. 120s", m.Timeout))
+	}
+	for _, s := range m.Suites {
+		errs = append(errs, m.validateProblemNames(s)...)
+	}
+	errs = append(errs, m.validateCustomFlags()...)
 	errs = append(errs, m.validateGrading()...)
 	return errors.Join(errs...)
+}
+
+// validateProblemNames refuses two problems of one set with the same name: results are kept by
+// suite, variant and problem name, so the second would overwrite the first.
+func (m *Manifest) validateProblemNames(s *Suite) []error {
+	var errs []error
+	for _, set := range ProblemSets {
+		ps, _ := s.ProblemsFor(set)
+		seen := map[string]bool{}
+		for _, p := range ps {
+			if seen[p.Name] {
+				errs = append(errs, m.errAt(s.line, "suite %s: two problems of problems.%s are named %q: results are kept by name, give each its own", s.Name, set, p.Name))
+			}
+			seen[p.Name] = true
+		}
+	}
+	return errs
 }
 
 var smNeedRE = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)

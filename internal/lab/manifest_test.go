@@ -33,7 +33,23 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 		line             int
 	}{
 		{"syntax", "id: \"01\"\ntitle: {en: a, zh: b\n", "did not find expected", 0},
-		{"wrong type", "id: \"01\"\ntitle: {en: a, zh: b}\ntimeout: soon\n", "soon", 3},
+		{"wrong type", "id: \"01\"\ntitle: {en: a, zh: b}\ntimeout: soon\n", `timeout: "soon" is not a duration (such as 90s or 2m)`, 3},
+		{"wrong type deep", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerance: tight\n",
+			`suites[0].tolerance: "tight" is not a number`, 6},
+		{"list for a scalar", "id: \"01\"\ntitle: {en: a, zh: b}\ndevices: [1, 2]\n", "devices must be a single value (a whole number), not a list", 3},
+		{"scalar for a list", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites: many\n", `suites must be a list`, 3},
+		{"bad quick", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems:\n      gpu:\n        - {n: 1, quick: maybe}\n",
+			`quick must be true or false, not "maybe"`, 8},
+		{"bad title line", "id: \"01\"\n\ntitle: {en: a}\n", "title needs both en and zh", 3},
+		{"negative timeout", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants: [{name: v, library: x}]\ntimeout: -5s\n",
+			"timeout: -5s is negative", 8},
+		{"problem name twice", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{name: a, n: 1}, {name: a, n: 2}]}\n    variants: [{name: v, library: x}]\n",
+			`suite s: two problems of problems.gpu are named "a"`, 4},
+		{"problem title without zh", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems:\n      gpu:\n        - {name: few rows, n: 1, title: {en: few rows}}\n",
+			"a problem's title is {zh: ...}", 8},
+		{"problem title key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems:\n      gpu:\n        - {name: few rows, n: 1, title: {zh: 少量行, fr: x}}\n",
+			`unknown key "fr" in title; the keys allowed there are: en, zh`, 8},
+		{"key twice", "id: \"01\"\ntitle: {en: a, zh: b}\nid: \"02\"\n", `key "id" given twice in the top level`, 3},
 		{"unknown metric", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: speed\n    problems: {gpu: [{n: 1}]}\n    variants: [{name: v, library: x}]\n",
 			"metric \"speed\"", 4},
 		{"variant without kernel or library", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}]}\n    variants:\n      - name: v\n",
@@ -51,18 +67,32 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 			"add nvidia to its needs", 8},
 		// Strict keys: a typo anywhere is an error at its line that lists the allowed keys.
 		{"unknown top-level key", "id: \"01\"\ntitle: {en: a, zh: b}\ntimout: 5s\n",
-			"unknown key \"timout\" in lab.yaml; the keys allowed there are: grading, helpers, id, ranks, ", 3},
-		{"unknown key in a title", "id: \"01\"\ntitle: {en: a, zh: b, fr: c}\n", "unknown key \"fr\" in lab.yaml.title; the keys allowed there are: en, zh", 2},
+			"unknown key \"timout\" in the top level; the keys allowed there are: custom_flags, grading, helpers, id, ranks, ", 3},
+		{"unknown key in a title", "id: \"01\"\ntitle: {en: a, zh: b, fr: c}\n", "unknown key \"fr\" in title; the keys allowed there are: en, zh", 2},
 		{"unknown suite key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerence: 0.1\n",
-			"unknown key \"tolerence\" in lab.yaml.suites[0]", 6},
+			"unknown key \"tolerence\" in suites[0]", 6},
 		{"unknown variant key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    variants:\n      - {name: v, library: x, emuskip: y}\n",
-			"unknown key \"emuskip\" in lab.yaml.suites[0].variants[0]; the keys allowed there are: emu_skip, entry, file, ", 7},
+			"unknown key \"emuskip\" in suites[0].variants[0]; the keys allowed there are: emu_skip, entry, file, ", 7},
 		{"unknown problem set", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{n: 1}], grading: [{n: 1}]}\n",
-			"unknown key \"grading\" in lab.yaml.suites[0].problems; the keys allowed there are: emu, gpu, grade", 6},
+			"unknown key \"grading\" in suites[0].problems; the keys allowed there are: emu, gpu, grade", 6},
 		{"hiden in a grading test", "id: \"01\"\ntitle: {en: a, zh: b}\ngrading:\n  exercises:\n    - variant: v\n      tests:\n        - {problem: p, points: 1, hiden: true}\n",
-			"unknown key \"hiden\" in lab.yaml.grading.exercises[0].tests[0]; the keys allowed there are: hidden, ", 7},
+			"unknown key \"hiden\" in grading.exercises[0].tests[0]; the keys allowed there are: hidden, ", 7},
 		{"unknown grading key", "id: \"01\"\ntitle: {en: a, zh: b}\ngrading:\n  passmark: 0.5\n",
-			"unknown key \"passmark\" in lab.yaml.grading; the keys allowed there are: emulator, exercises, pass_mark, ", 4},
+			"unknown key \"passmark\" in grading; the keys allowed there are: emulator, exercises, pass_mark, ", 4},
+	}
+	custom := "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems: {gpu: [{m: 1, n: 1}]}\n    variants: [{name: v, library: x}]\ncustom_flags:\n"
+	for _, c := range []struct{ name, flag, want string }{
+		{"custom flag without help", "  - {name: mn, sets: [m, n]}\n", "custom flag --mn: give help: {en: ...}"},
+		{"custom flag of no parameter", "  - {name: q, help: {en: q}, sets: [q]}\n", "custom flag --q sets q, which no problem of the lab has (its parameters: m, n)"},
+		{"custom flag without sets", "  - {name: q, help: {en: q}}\n", "sets: lists the problem parameters"},
+		{"custom flag --param", "  - {name: param, help: {en: q}, sets: [m]}\n", "--param is every lab's already"},
+		{"custom flag badly named", "  - {name: Shape, help: {en: q}, sets: [m]}\n", `custom flag "Shape": a name is lower-case`},
+		{"custom flag twice", "  - {name: m, help: {en: q}, sets: [m]}\n  - {name: m, help: {en: q}, sets: [m]}\n", "custom flag --m declared twice"},
+	} {
+		tests = append(tests, struct {
+			name, body, want string
+			line             int
+		}{c.name, custom + c.flag, c.want, strings.Count(custom+c.flag, "\n")})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,6 +37,8 @@ func TestLegendsSitBelowTheAxes(t *testing.T) {
 			Memory: roofs, Compute: []Roof{{Name: "FP32 63.6 TFLOP/s", Value: 63.6}}}).SVG,
 		"bars": (&Bars{Title: "t", XLabel: "problem size (bytes)", Categories: []string{"a", "b"},
 			Groups: []BarGroup{{Name: "variant_00", Values: []float64{1, 2}}, {Name: "variant_01", Values: []float64{2, 1}}}, Reference: 1, ReferenceLabel: "variant_02"}).SVG,
+		"timeline": (&Timeline{Title: "t", XLabel: "problem size (bytes)", YLabel: "SM", ColorNames: []string{"variant_00", "variant_01"},
+			Panels: []TimelinePanel{{Name: "a", Rows: 2, Spans: []Span{{Row: 0, Start: 0, End: 1}, {Row: 1, Start: 0, End: 2, Color: 1}}}}}).SVG,
 	}
 	for name, draw := range figures {
 		t.Run(name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -161,25 +162,23 @@ func (t *Timeline) SVG() ([]byte, error) {
 	many := len(t.ColorNames) == 0 || len(t.ColorNames) > 8
 	var plots [][]*plot.Plot
 	var total vg.Length
+	leg := &legend{}
 	for pi, panel := range t.Panels {
 		rows := panel.Rows
 		for _, s := range panel.Spans {
 			rows = max(rows, s.Row+1)
 		}
 		rows = max(rows, 1)
-		title := panel.Name
-		if pi == 0 && t.Title != "" {
-			title = t.Title + "\n" + panel.Name
-		}
-		p := newPlot(title)
+		p := newPlot(panel.Name)
 		p.Title.TextStyle.Font.Size = 10
 		if pi == 0 && t.Title != "" {
+			// The figure's title heads the first panel, wrapped to the figure's width.
 			p.Title.TextStyle.Font.Size = 11
+			title := wrapText(t.Title, p.Title.TextStyle, Width-12)
+			total += p.Title.TextStyle.Height(title) - p.Title.TextStyle.Height("M")
+			p.Title.Text = title + "\n" + panel.Name
 		}
 		p.X.Min, p.X.Max = 0, xmax*1.01
-		if !many {
-			p.X.Max = xmax * 1.2 // room on the right for the legend (every panel: one time scale)
-		}
 		p.Y.Min, p.Y.Max = 0, float64(rows)
 		p.X.Tick.Marker = linearTicks{}
 		p.Y.Tick.Marker = rowTicks{}
@@ -199,28 +198,27 @@ func (t *Timeline) SVG() ([]byte, error) {
 			g.bars = append(g.bars, bar{x0: s.Start, x1: s.End, y0: y0, y1: y0 + h, c: timelineColor(s.Color, many)})
 		}
 		p.Add(g)
-		if !many {
-			for i, name := range t.ColorNames {
-				sw, err := plotter.NewBarChart(plotter.Values{0}, 1)
-				if err != nil {
-					return nil, err
-				}
-				sw.Color = timelineColor(i, false)
-				sw.LineStyle.Width = 0
-				if pi == 0 {
-					p.Legend.Add(name, sw)
-				}
-			}
-			p.Legend.Top = true
-			p.Legend.Left = false
-		}
 		plots = append(plots, []*plot.Plot{p})
 		// Each panel: its rows (1.6 points an SM, within bounds), an axis and a title.
 		total += vg.Length(math.Min(math.Max(float64(rows)*1.6, 56), 210) + 40)
 	}
+	if !many {
+		// The colours' key sits under the panels, as the other figures' legends do, never on the data.
+		for i, name := range t.ColorNames {
+			sw, err := plotter.NewBarChart(plotter.Values{0}, 1)
+			if err != nil {
+				return nil, err
+			}
+			sw.Color = timelineColor(i, false)
+			sw.LineStyle.Width = 0
+			leg.add(name, sw)
+		}
+	}
+	sty := plots[0][0].Legend.TextStyle
+	legH := leg.height(sty, Width-8)
 	total += 40 // the figure's title and the time axis's label
-	c := vgsvg.New(Width, total)
-	if err := drawStack(plots, c); err != nil {
+	c := vgsvg.New(Width, total+legH)
+	if err := drawStack(plots, leg, sty, legH, c); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -231,18 +229,23 @@ func (t *Timeline) SVG() ([]byte, error) {
 }
 
 // drawStack draws the panels one above the other with plot.Align, which sizes and places their
-// data areas evenly whatever their titles and axes take.
-func drawStack(plots [][]*plot.Plot, c *vgsvg.Canvas) (err error) {
+// data areas evenly whatever their titles and axes take, and the legend legH high under them.
+func drawStack(plots [][]*plot.Plot, leg *legend, sty text.Style, legH vg.Length, c *vgsvg.Canvas) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("plot: drawing failed: %v", r)
 		}
 	}()
-	dc := draw.Crop(draw.New(c), 3, -3, 4, -4)
+	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: 6}
-	canvases := plot.Align(plots, tiles, dc)
+	canvases := plot.Align(plots, tiles, draw.Crop(dc, 3, -3, 4+legH, -4))
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
+	}
+	if legH > 0 {
+		strip := draw.Crop(dc, 4, -4, 2, 0)
+		strip.Max.Y = strip.Min.Y + legH
+		leg.draw(strip, sty, Width-8)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -49,25 +50,60 @@ func (b *builder) ceilings(slug, preferLab string) ([]results.NamedCeiling, *dev
 	return nil, nil
 }
 
+var _ = defineTemplates(`
+{{- define "kl-ceilings"}}<figure class="cell cell-ceilings">{{with .Empty}}{{template "empty" .}}{{end}}
+{{- range .Devices}}<div class="device-block">{{template "devicehead" .Head}}{{template "ceilings" .Table}}</div>
+{{end}}</figure>
+{{end}}
+{{- define "ceilings"}}<div class="table-scroll"><table class="results ceilings"><thead><tr>
+{{- range $i, $h := .Head}}<th{{if and $i (lt $i 4)}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead><tbody>
+{{- range .Rows}}<tr><th scope="row">{{.Name}}<br><small class="muted"><code>{{.Key}}</code></small></th><td class="num">{{.Measured}}</td><td class="num">{{.Peak}}</td><td class="num">{{.Ratio}}</td><td><small>{{.How}}</small></td></tr>
+{{- end}}</tbody></table></div>{{end}}`)
+
+type ceilingsView struct {
+	Empty   emptyMsg
+	Devices []struct {
+		Head  deviceHeadView
+		Table ceilingsTableView
+	}
+}
+
+// ceilingsTableView is the table of a device's measured ceilings (the "ceilings" template).
+type ceilingsTableView struct {
+	Head []string
+	Rows []ceilingRow
+}
+
+type ceilingRow struct{ Name, Key, Measured, Peak, Ratio, How string }
+
 func (b *builder) ceilingsCell(pc *pageCtx, c *cell, s *ceilingsSpec) (string, error) {
 	devs, err := b.extraDevices(pc, c, s.Device, "ceilings")
 	if err != nil {
 		return "", err
 	}
-	var out strings.Builder
-	out.WriteString(`<figure class="cell cell-ceilings">`)
+	var v ceilingsView
 	if len(devs) == 0 {
-		out.WriteString(b.emptyCell(tr(pc.lang, "noceilings")))
+		v.Empty = emptyCell(tr(pc.lang, "noceilings"))
 	}
 	for _, d := range devs {
 		m, dr := b.ceilings(d.Slug, pc.ch.Name)
-		out.WriteString(`<div class="device-block">`)
-		out.WriteString(b.deviceHead(pc, dr))
-		out.WriteString(ceilingsTable(pc.lang, m))
-		out.WriteString("</div>\n")
+		v.Devices = append(v.Devices, struct {
+			Head  deviceHeadView
+			Table ceilingsTableView
+		}{b.deviceHead(pc, dr), ceilingsTable(pc.lang, m, b.manifestOf(dr))})
 	}
-	out.WriteString("</figure>\n")
-	return out.String(), nil
+	return execCell("kl-ceilings", v)
+}
+
+// manifestOf is the manifest of the lab whose results dr is (nil when no lab has that name).
+func (b *builder) manifestOf(dr *devResults) *lab.Manifest {
+	if dr == nil {
+		return nil
+	}
+	if ch := b.c.chapter(dr.File.Lab); ch != nil {
+		return ch.Manifest
+	}
+	return nil
 }
 
 func unitOf(key string, c results.Ceiling) string {
@@ -98,12 +134,10 @@ func value(f *float64) float64 {
 	return *f
 }
 
-// ceilingsTable renders the measured ceilings: measured (and how), the peak it is compared with
+// ceilingsTable is the measured ceilings: measured (and how), the peak it is compared with
 // (and where that comes from), and the ratio.
-func ceilingsTable(L string, cs []results.NamedCeiling) string {
-	var out strings.Builder
-	fmt.Fprintf(&out, `<div class="table-scroll"><table class="results ceilings"><thead><tr><th>%s</th><th class="num">%s</th><th class="num">%s</th><th class="num">%s</th><th>%s</th></tr></thead><tbody>`,
-		esc(tr(L, "ceiling")), esc(tr(L, "measured")), esc(tr(L, "peak")), esc(tr(L, "ofpeak")), esc(tr(L, "source")))
+func ceilingsTable(L string, cs []results.NamedCeiling, m *lab.Manifest) ceilingsTableView {
+	v := ceilingsTableView{Head: []string{tr(L, "ceiling"), tr(L, "measured"), tr(L, "peak"), tr(L, "ofpeak"), tr(L, "source")}}
 	for _, c := range cs {
 		unit := unitOf(c.Key, c.Ceiling)
 		withUnit := func(f float64) string {
@@ -117,15 +151,15 @@ func ceilingsTable(L string, cs []results.NamedCeiling) string {
 		if c.Variant != "" {
 			w := c.Variant
 			if c.Problem != "" {
-				w += " @ " + c.Problem
+				w += " @ " + problemLabelIn(L, m, c.Problem)
 			}
 			how = append(how, w)
 		}
 		if c.Note != "" {
-			how = append(how, c.Note)
+			how = append(how, runtimeText(L, c.Note))
 		}
 		if c.Source != "" {
-			how = append(how, tr(L, "peak")+": "+c.Source)
+			how = append(how, tr(L, "peak")+tr(L, "colon")+runtimeText(L, c.Source))
 		}
 		if ratio == 0 && measured > 0 && peak > 0 {
 			ratio = measured / peak
@@ -134,9 +168,8 @@ func ceilingsTable(L string, cs []results.NamedCeiling) string {
 		if ratio > 0 {
 			r = fmt.Sprintf("%.0f%%", ratio*100)
 		}
-		fmt.Fprintf(&out, `<tr><th scope="row">%s<br><small class="muted"><code>%s</code></small></th><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td><td><small>%s</small></td></tr>`,
-			esc(ceilingName(L, c.Key)), esc(c.Key), esc(withUnit(measured)), esc(withUnit(peak)), esc(r), esc(strings.Join(how, "; ")))
+		v.Rows = append(v.Rows, ceilingRow{Name: ceilingName(L, c.Key), Key: c.Key, Measured: withUnit(measured),
+			Peak: withUnit(peak), Ratio: r, How: strings.Join(how, tr(L, "listsep"))})
 	}
-	out.WriteString("</tbody></table></div>")
-	return out.String()
+	return v
 }

@@ -1,5 +1,11 @@
 package site
 
+import (
+	"fmt"
+	"html/template"
+	"strings"
+)
+
 // cellKind is one kind of cell, registered from its own file (sourcecell.go, resultscell.go,
 // plotcell.go, propertiescell.go, ceilingscell.go, figurecell.go, profilecell.go): how to read
 // its body, check it, and render it. cells.go parses and renders every cell through it.
@@ -15,4 +21,62 @@ var cellKinds = map[string]cellKind{}
 func registerCell(kind string, k cellKind) {
 	cellKinds[kind] = k
 	CellKinds = append(CellKinds, kind)
+}
+
+// cellTemplates are the cells' HTML, parsed once: each cell file defines its templates beside
+// its code (defineTemplates), the pieces they share are defined here. A cell builds a typed
+// view of what it shows and executes its template on it; html/template escapes every text.
+var cellTemplates = template.New("cells")
+
+// defineTemplates adds a cell file's templates; it runs while the package initialises.
+func defineTemplates(src string) bool {
+	template.Must(cellTemplates.Parse(src))
+	return true
+}
+
+// execTemplate renders one of the cells' templates.
+func execTemplate(name string, data any) (template.HTML, error) {
+	var sb strings.Builder
+	if err := cellTemplates.ExecuteTemplate(&sb, name, data); err != nil {
+		return "", fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return template.HTML(sb.String()), nil
+}
+
+// execCell renders a cell's template, as a cell's render returns it.
+func execCell(name string, data any) (string, error) {
+	h, err := execTemplate(name, data)
+	return string(h), err
+}
+
+var _ = defineTemplates(`
+{{- define "empty"}}<div class="cell cell-empty">{{range .}}{{if .Code}}<code>{{.Text}}</code>{{else}}{{.Text}}{{end}}{{end}}</div>
+{{end}}
+{{- define "devicehead"}}<p class="device-head"><a href="{{.Href}}">{{.Name}}</a> <span class="meta">{{.Meta}}</span></p>
+{{- with .Note}}<p class="emulated-note">{{.}}</p>{{end}}{{end}}
+{{- define "code"}}<code>{{.}}</code>{{end}}`)
+
+// textPart is a piece of a message: plain text, or `code`.
+type textPart struct {
+	Text string
+	Code bool
+}
+
+// emptyMsg is why a cell has nothing to show (the "empty" template): `text` in it becomes code.
+type emptyMsg []textPart
+
+func emptyCell(msg string) emptyMsg {
+	var out emptyMsg
+	for i, p := range strings.Split(msg, "`") {
+		if p != "" {
+			out = append(out, textPart{Text: p, Code: i%2 == 1})
+		}
+	}
+	return out
+}
+
+// deviceHeadView is the heading of a device's block in a cell (the "devicehead" template).
+type deviceHeadView struct {
+	Href, Name, Meta string
+	Note             string // the emulator's note, on an emulated device
 }

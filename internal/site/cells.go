@@ -273,19 +273,10 @@ func (sel *selection) entries(dr *devResults) []*results.Entry {
 	return out
 }
 
-// emptyCell says why a cell has nothing to show; `text` in msg becomes code.
-func (b *builder) emptyCell(msg string) string {
-	parts := strings.Split(esc(msg), "`")
-	for i := 1; i < len(parts); i += 2 {
-		parts[i] = "<code>" + parts[i] + "</code>"
-	}
-	return `<div class="cell cell-empty">` + strings.Join(parts, "") + "</div>\n"
-}
-
-func (b *builder) deviceHead(pc *pageCtx, dr *devResults) string {
+// deviceHead is the heading of a device's block: its page, its architecture, compiler and date.
+func (b *builder) deviceHead(pc *pageCtx, dr *devResults) deviceHeadView {
 	d := b.c.bySlug[dr.Slug]
 	f := dr.File
-	href := b.rel(pc.pageDir, path.Join(pc.lang, "devices", dr.Slug+".html"))
 	meta := []string{}
 	if f.Device.ComputeMajor > 0 && !d.Emulated {
 		meta = append(meta, f.Device.Arch())
@@ -296,10 +287,60 @@ func (b *builder) deviceHead(pc *pageCtx, dr *devResults) string {
 	if !f.Time.IsZero() {
 		meta = append(meta, f.Time.UTC().Format("2006-01-02"))
 	}
-	s := fmt.Sprintf(`<p class="device-head"><a href="%s">%s</a> <span class="meta">%s</span></p>`,
-		esc(href), esc(d.Name), esc(strings.Join(meta, " · ")))
+	v := deviceHeadView{Href: b.rel(pc.pageDir, path.Join(pc.lang, "devices", dr.Slug+".html")), Name: d.Name,
+		Meta: strings.Join(meta, " · ")}
 	if d.Emulated {
-		s += `<p class="emulated-note">` + esc(tr(pc.lang, "emulatednote")) + "</p>"
+		v.Note = tr(pc.lang, "emulatednote")
 	}
-	return s
+	return v
+}
+
+// problemLabel is how a page names a suite's problem: its title in the page's language where
+// lab.yaml gives one (a name in words), else its name (a shape or a size reads the same in both).
+func problemLabel(L string, s *lab.Suite, name string) string {
+	for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
+		for _, p := range set {
+			if p.Name == name {
+				if t := pick(L, p.Title); t != "" {
+					return t
+				}
+				return name
+			}
+		}
+	}
+	return name
+}
+
+// problemLabelIn is problemLabel for a problem named without its suite (a ceiling's): the
+// first suite of the lab that has it.
+func problemLabelIn(L string, m *lab.Manifest, name string) string {
+	if m != nil {
+		for _, s := range m.Suites {
+			if contains(problemNames(s), name) {
+				return problemLabel(L, s, name)
+			}
+		}
+	}
+	return name
+}
+
+// englishWord finds a word of English in a problem's name: a lower-case word of two letters or
+// more ("experts", "per"); units, shapes and proper names ("MiB", "4096³", "Zipf") are not.
+var englishWord = regexp.MustCompile(`(^|[^A-Za-z])[a-z]{2,}`)
+
+// checkProblemTitles warns (strictly) where a Chinese page would show a problem's English name:
+// every problem a run records (the GPU and emulator sets) whose name is words needs a title.
+func (c *course) checkProblemTitles(ch *chapter) {
+	for _, s := range ch.Manifest.Suites {
+		seen := map[string]bool{}
+		for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu} {
+			for _, p := range set {
+				if p.Title.ZH == "" && englishWord.MatchString(p.Name) && !seen[p.Name] {
+					seen[p.Name] = true
+					c.warn(true, "labs/%s/lab.yaml: suite %s: problem %q is named in English words, which Chinese pages would show as they are: give it a title: {zh: ...}",
+						ch.Name, s.Name, p.Name)
+				}
+			}
+		}
+	}
 }

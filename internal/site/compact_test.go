@@ -1,6 +1,7 @@
 package site
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/bench"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // resultsCells returns the HTML of each results cell of a page.
@@ -60,4 +65,37 @@ func TestEmulatorOnlyResultsCollapseSkips(t *testing.T) {
 		assert.Contains(t, compact, tc.wrong, "%s: a failed check shows its status", tc.lang)
 		assert.Regexp(t, `<td class="num">\d\.\de-\d\d</td>`, compact, "%s: the emulator's key figure is the relative error", tc.lang)
 	}
+}
+
+func TestCompactTableFitsTheColumn(t *testing.T) {
+	s := &lab.Suite{Name: "s", Metric: "tflops", Baseline: "library_baseline"}
+	var entries []*results.Entry
+	for v := 0; v < 12; v++ {
+		name := fmt.Sprintf("variant_with_a_long_name_%02d", v)
+		if v == 0 {
+			name = s.Baseline
+		}
+		s.Variants = append(s.Variants, &lab.Variant{Name: name})
+		for p := 0; p < 12; p++ {
+			pn := fmt.Sprintf("%d×%d×4096", 1000+p, 2000+p)
+			if v == 0 {
+				s.Problems.GPU = append(s.Problems.GPU, lab.Problem{Name: pn})
+			}
+			entries = append(entries, &results.Entry{Suite: "s", Variant: name, Problem: pn, Status: results.StatusOK,
+				TFLOPs: 10, Speedup: 1.5, Time: &bench.Stats{MedianMs: float64(p)}})
+		}
+	}
+	b := &builder{}
+	tbl, _ := b.compactTable("en", s, entries, false)
+	require.NotNil(t, tbl)
+	assert.LessOrEqual(t, tbl.width(), float64(compactBudget))
+	assert.Less(t, len(tbl.Cols), 12, "not every problem fits")
+	assert.Len(t, tbl.Rows, 12, "a row per variant")
+	assert.Equal(t, "1011×2011×4096", tbl.Cols[len(tbl.Cols)-1].Name, "the heaviest problems are kept, in the suite's order")
+	assert.Contains(t, tbl.Note, "heaviest of its 12 problems")
+
+	few, _ := b.compactTable("en", s, entries[:24], false) // two variants: a column each
+	assert.Equal(t, "Problem", few.Corner)
+	assert.Len(t, few.Rows, 12)
+	assert.NotContains(t, few.Note, "heaviest")
 }

@@ -33,9 +33,8 @@ type chapter struct {
 
 // devResults is one lab's results file on one device.
 type devResults struct {
-	Slug  string
-	File  *results.File
-	Extra *omap // File.Extra with its keys in file order
+	Slug string
+	File *results.File
 }
 
 // device is a device that has results in at least one lab.
@@ -185,6 +184,7 @@ func loadCourse(root string) (*course, error) {
 			}
 		default:
 			ch.Ready = true
+			c.checkProblemTitles(ch)
 		}
 	}
 	if err := c.loadResults(); err != nil {
@@ -193,9 +193,11 @@ func loadCourse(root string) (*course, error) {
 	return c, nil
 }
 
+// pick is a lab.yaml text in one language; Chinese loses the spaces that YAML's folding put
+// between its lines.
 func pick(lang string, t lab.Text) string {
 	if lang == "zh" {
-		return t.ZH
+		return joinCJKText(t.ZH)
 	}
 	return t.EN
 }
@@ -248,12 +250,7 @@ func (c *course) loadResults() error {
 			c.warn(true, "%s: skipped: %v", c.rel(p), err)
 			continue
 		}
-		extra, err := orderedExtra(data)
-		if err != nil {
-			c.warn(true, "%s: skipped: reading extra: %v", c.rel(p), err)
-			continue
-		}
-		dr := &devResults{Slug: slug, File: f, Extra: extra}
+		dr := &devResults{Slug: slug, File: f}
 		d := c.bySlug[slug]
 		if d == nil {
 			d = &device{Slug: slug, Files: map[string]*devResults{}}
@@ -305,7 +302,7 @@ func (c *course) extraFor(slug, preferLab, key string) (any, *devResults) {
 		return nil, nil
 	}
 	if dr := d.Files[preferLab]; dr != nil {
-		if v, ok := dr.Extra.Get(key); ok {
+		if v, ok := dr.File.Extra[key]; ok {
 			return v, dr
 		}
 	}
@@ -315,100 +312,11 @@ func (c *course) extraFor(slug, preferLab, key string) (any, *devResults) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if v, ok := d.Files[n].Extra.Get(key); ok {
+		if v, ok := d.Files[n].File.Extra[key]; ok {
 			return v, d.Files[n]
 		}
 	}
 	return nil, nil
-}
-
-// omap is a JSON object with its keys in document order.
-type omap struct {
-	Keys []string
-	Vals map[string]any
-}
-
-// Get returns the value of key.
-func (m *omap) Get(key string) (any, bool) {
-	if m == nil {
-		return nil, false
-	}
-	v, ok := m.Vals[key]
-	return v, ok
-}
-
-// orderedExtra decodes the "extra" member of a results file keeping the key order of objects,
-// so that property tables read in the order the lab wrote them.
-func orderedExtra(data []byte) (*omap, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, err
-	}
-	raw, ok := top["extra"]
-	if !ok || string(raw) == "null" {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := decodeOrdered(dec)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(*omap)
-	if !ok {
-		return nil, errors.New("extra is not an object")
-	}
-	return m, nil
-}
-
-func decodeOrdered(dec *json.Decoder) (any, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := t.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			m := &omap{Vals: map[string]any{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, _ := kt.(string)
-				v, err := decodeOrdered(dec)
-				if err != nil {
-					return nil, err
-				}
-				if _, dup := m.Vals[k]; !dup {
-					m.Keys = append(m.Keys, k)
-				}
-				m.Vals[k] = v
-			}
-			_, err := dec.Token()
-			return m, err
-		case '[':
-			var a []any
-			for dec.More() {
-				v, err := decodeOrdered(dec)
-				if err != nil {
-					return nil, err
-				}
-				a = append(a, v)
-			}
-			_, err := dec.Token()
-			if a == nil {
-				a = []any{}
-			}
-			return a, err
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	case json.Number:
-		return t, nil
-	default:
-		return t, nil // string, bool, nil
-	}
 }
 
 // num reads a JSON number (or a numeric string) as float64.

@@ -1,7 +1,7 @@
 package site
 
 import (
-	"fmt"
+	"html/template"
 	"os"
 	"path"
 	"path/filepath"
@@ -52,7 +52,8 @@ func init() {
 }
 
 var (
-	langElemRE = regexp.MustCompile(`(?s)<(tspan|text|g)\s+lang="([a-z]+)"[^>]*>.*?</(tspan|text|g)>`)
+	langElemRE = regexp.MustCompile(`(?s)<(tspan|text|g|title)\s+lang="([a-z]+)"[^>]*>.*?</(tspan|text|g|title)>`)
+	titleRE    = regexp.MustCompile(`(?s)<title>.*?</title>`)
 	xmlDeclRE  = regexp.MustCompile(`(?s)^\s*<\?xml[^>]*\?>\s*`)
 	scriptRE   = regexp.MustCompile(`(?is)<script|\son[a-z]+\s*=`)
 	svgOpenRE  = regexp.MustCompile(`(?s)<svg\b[^>]*>`)
@@ -95,12 +96,32 @@ func (b *builder) figureCell(pc *pageCtx, c *cell, s *figureSpec) (string, error
 			b.c.warn(true, "%s:%d: kl-figure: %s has no text marked lang=%q: label it in both languages", d.Rel, c.Line, s.File, l)
 		}
 	}
-	var out strings.Builder
-	fmt.Fprintf(&out, `<figure class="cell cell-figure" data-file="%s">`, esc(s.File))
-	out.WriteString(svgFor(svg, pc.lang))
-	if cap := s.Caption[pc.lang]; cap != "" {
-		fmt.Fprintf(&out, `<figcaption>%s</figcaption>`, esc(cap))
+	caption := s.Caption[pc.lang]
+	if pc.lang == "zh" {
+		caption = joinCJKText(caption)
 	}
-	out.WriteString("</figure>\n")
-	return out.String(), nil
+	// The drawing's <title> (what a screen reader says, and the tooltip) is in the page's
+	// language: the caption, where the cell has one; else the figure must mark its titles.
+	if caption != "" {
+		h, err := execTemplate("svgtitle", caption)
+		if err != nil {
+			return "", err
+		}
+		svg = titleRE.ReplaceAllLiteralString(svg, string(h))
+	} else if titleRE.MatchString(svg) {
+		b.c.warn(true, "%s:%d: kl-figure: %s has a <title> in one language: give the cell a caption: {en, zh}, or the figure <title lang=\"en\"> and <title lang=\"zh\">", d.Rel, c.Line, s.File)
+	}
+	// The SVG is the lab's own drawing, checked above to hold no script.
+	return execCell("kl-figure", figureView{File: s.File, SVG: template.HTML(svgFor(svg, pc.lang)), Caption: caption})
+}
+
+var _ = defineTemplates(`
+{{- define "svgtitle"}}<title>{{.}}</title>{{end}}
+{{- define "kl-figure"}}<figure class="cell cell-figure" data-file="{{.File}}">{{.SVG}}{{with .Caption}}<figcaption>{{.}}</figcaption>{{end}}</figure>
+{{end}}`)
+
+type figureView struct {
+	File    string
+	SVG     template.HTML
+	Caption string
 }

@@ -10,7 +10,7 @@ import (
 )
 
 const figureSVG = `<?xml version="1.0"?>
-<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><text><tspan lang="en">Block tile</tspan><tspan lang="zh">线程块分块</tspan></text><text>128</text></svg>`
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><title>Tile figure</title><text><tspan lang="en">Block tile</tspan><tspan lang="zh">线程块分块</tspan></text><text>128</text></svg>`
 
 func TestFigureCell(t *testing.T) {
 	root := fixture(t)
@@ -28,6 +28,8 @@ func TestFigureCell(t *testing.T) {
 	assert.NotContains(t, zh, "Block tile")
 	assert.Contains(t, zh, "<text>128</text>", "text for both languages stays")
 	assert.Contains(t, zh, "<figcaption>分块</figcaption>")
+	assert.Contains(t, zh, "<title>分块</title>", "the drawing's title is the caption in the page's language")
+	assert.NotContains(t, zh, "Tile figure")
 	assert.NotContains(t, en, "<?xml", "inlined without its XML declaration")
 
 	for body, want := range map[string]string{

@@ -3,15 +3,12 @@ package site
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
-
-func esc(s string) string { return html.EscapeString(s) }
 
 // fmtTime writes a time in milliseconds with a unit that suits it.
 func fmtTime(ms float64) string {
@@ -109,6 +106,9 @@ func fmtValue(v any) string {
 		}
 		return x.String()
 	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return groupDigits(int64(x)) // an integer, as the JSON had it
+		}
 		return fmtSig(x)
 	case bool:
 		if x {
@@ -123,10 +123,11 @@ func fmtValue(v any) string {
 			parts[i] = fmtValue(e)
 		}
 		return strings.Join(parts, ", ")
-	case *omap:
-		parts := make([]string, 0, len(x.Keys))
-		for _, k := range x.Keys {
-			parts = append(parts, k+": "+fmtValue(x.Vals[k]))
+	case map[string]any:
+		keys := sortedKeys(x)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, k+": "+fmtValue(x[k]))
 		}
 		return strings.Join(parts, "; ")
 	}

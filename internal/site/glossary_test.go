@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 func TestGlossaryIsFollowed(t *testing.T) {
@@ -77,6 +78,23 @@ func TestRuntimeTextCoversRecordedMessages(t *testing.T) {
 				zh := runtimeText("zh", e.Error)
 				assert.NotEqual(t, e.Error, zh, "no Chinese for %q", e.Error)
 				assert.NotRegexp(t, `[a-z]+ [a-z]+ [a-z]+`, zh, "English left in %q", zh)
+			}
+		}
+	}
+	// What lab 01 records of its ceilings and of a device without NVML reads in Chinese too.
+	for _, d := range c.devices {
+		for _, dr := range d.Files {
+			for _, ce := range results.CeilingsIn(dr.File.Extra) {
+				for _, msg := range []string{ce.Note, ce.Source} {
+					if msg != "" {
+						assert.NotRegexp(t, `[a-z]+ [a-z]+ [a-z]+`, runtimeText("zh", msg), "English left in %q", msg)
+					}
+				}
+			}
+			if nv, ok := dr.File.Extra["nvml"].(map[string]any); ok {
+				if r, ok := nv["reason"].(string); ok {
+					assert.NotEqual(t, r, runtimeText("zh", r), "no Chinese for %q", r)
+				}
 			}
 		}
 	}

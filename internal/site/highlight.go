@@ -1,16 +1,18 @@
 package site
 
 import (
-	"fmt"
-	"html"
 	"html/template"
 	"path/filepath"
 	"strings"
+
+	"github.com/alecthomas/chroma/v2"
+	"github.com/alecthomas/chroma/v2/lexers"
 )
 
-// A small syntax highlighter for the languages the course shows: CUDA/C++, Go, shell and YAML.
-// It knows keywords, types, CUDA built-ins, comments, strings, numbers and preprocessor lines;
-// that is all a reader needs, and it keeps the site free of a large dependency.
+// Syntax highlighting for the languages the course shows (CUDA/C++, Go, shell, YAML, JSON,
+// Makefiles): chroma's lexers split the text into tokens, and the site writes each token with
+// one of its own classes (hl-k, hl-t, ... in style.css), so that the look is the stylesheet's.
+// Chroma has no CUDA lexer: CUDA is its C++ lexer with CUDA's words on top (cudaWords).
 
 // Token classes; each becomes a CSS class hl-X.
 const (
@@ -30,52 +32,33 @@ type token struct {
 	pos   int // byte offset in the source
 }
 
-func set(words string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(words) {
-		m[w] = true
+// cudaWords are what CUDA adds to C++ (and the course's own macros from kl.cuh), which chroma's
+// C++ lexer reads as plain names.
+var cudaWords = func() map[string]byte {
+	m := map[string]byte{}
+	add := func(class byte, words string) {
+		for _, w := range strings.Fields(words) {
+			m[w] = class
+		}
 	}
+	add(tkKeyword, `__global__ __device__ __host__ __shared__ __constant__ __managed__ __forceinline__
+		__noinline__ __launch_bounds__ __grid_constant__ __restrict__ KL_LAUNCH_BOUNDS`)
+	add(tkType, `size_t ptrdiff_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t
+		uintptr_t half __half __half2 __nv_bfloat16 __nv_bfloat162 float2 float3 float4 int2 int3
+		int4 uint2 uint3 uint4 double2 longlong2 longlong4 ulonglong2 char4 uchar4 dim3 cudaStream_t`)
+	add(tkBuiltin, `threadIdx blockIdx blockDim gridDim warpSize __syncthreads __syncwarp
+		__shfl_sync __shfl_up_sync __shfl_down_sync __shfl_xor_sync __ballot_sync __any_sync
+		__all_sync __activemask __threadfence __threadfence_block __threadfence_system atomicAdd
+		atomicSub atomicMax atomicMin atomicExch atomicCAS atomicAnd atomicOr atomicXor __ldg
+		__fmaf_rn __fmul_rn __fadd_rn __float2half __half2float __float2bfloat16 __bfloat162float
+		make_float2 make_float4 make_int2 make_int4 __popc __clz __ffs __brev __expf __logf __sinf
+		__cosf rsqrtf sqrtf fmaf expf logf fabsf fminf fmaxf __trap clock64 printf nvcuda wmma
+		__cvta_generic_to_shared KL_WARP_SIZE`)
 	return m
-}
+}()
 
-var cKeywords = set(`if else for while do switch case default break continue return goto sizeof
-	struct union enum class typedef template typename namespace using public private protected
-	static const constexpr volatile extern inline virtual operator new delete this true false
-	nullptr static_cast reinterpret_cast const_cast dynamic_cast static_assert alignas alignof
-	decltype auto register restrict __restrict__ __global__ __device__ __host__ __shared__
-	__constant__ __managed__ __forceinline__ __noinline__ __launch_bounds__ __grid_constant__
-	KL_LAUNCH_BOUNDS
-	asm __asm__ #pragma`)
-
-var cTypes = set(`void bool char short int long float double signed unsigned size_t ptrdiff_t
-	int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t uintptr_t half __half
-	__half2 __nv_bfloat16 __nv_bfloat162 float2 float3 float4 int2 int3 int4 uint2 uint3 uint4
-	double2 longlong2 longlong4 ulonglong2 char4 uchar4 dim3 cudaStream_t wchar_t`)
-
-var cudaBuiltins = set(`threadIdx blockIdx blockDim gridDim warpSize __syncthreads __syncwarp
-	__shfl_sync __shfl_up_sync __shfl_down_sync __shfl_xor_sync __ballot_sync __any_sync
-	__all_sync __activemask __threadfence __threadfence_block __threadfence_system atomicAdd
-	atomicSub atomicMax atomicMin atomicExch atomicCAS atomicAnd atomicOr atomicXor __ldg
-	__fmaf_rn __fmul_rn __fadd_rn __float2half __half2float __float2bfloat16 __bfloat162float
-	make_float2 make_float4 make_int2 make_int4 __popc __clz __ffs __brev __expf __logf __sinf
-	__cosf rsqrtf sqrtf fmaf expf logf fabsf fminf fmaxf __trap clock64 printf nvcuda wmma
-	__cvta_generic_to_shared KL_WARP_SIZE`)
-
-var goKeywords = set(`break case chan const continue default defer else fallthrough for func go
-	goto if import interface map package range return select struct switch type var true false
-	nil iota`)
-
-var goTypes = set(`bool byte complex64 complex128 error float32 float64 int int8 int16 int32
-	int64 rune string uint uint8 uint16 uint32 uint64 uintptr any`)
-
-var goBuiltins = set(`append cap clear close complex copy delete imag len make max min new panic
-	print println real recover`)
-
-var shKeywords = set(`if then else elif fi for while until do done case esac in function
-	return export local set unset shift exit source sudo`)
-
-var shBuiltins = set(`cd echo make go git apt-get apt labrun bin/labrun ./bin/labrun nvcc
-	nvidia-smi ncu nsys cat ls mkdir rm cp mv`)
+// lexerNames maps the site's languages to chroma's lexers.
+var lexerNames = map[string]string{"cuda": "cpp", "go": "go", "sh": "bash", "yaml": "yaml", "json": "json", "make": "makefile"}
 
 // langOf maps a fence info word or a file extension to a highlighter language.
 func langOf(s string) string {
@@ -91,6 +74,8 @@ func langOf(s string) string {
 		return "yaml"
 	case "json":
 		return "json"
+	case "make", "makefile", "mk":
+		return "make"
 	}
 	return ""
 }
@@ -98,22 +83,66 @@ func langOf(s string) string {
 // langOfFile picks the language from a file name.
 func langOfFile(name string) string {
 	if filepath.Base(name) == "Makefile" {
-		return "sh"
+		return "make"
 	}
 	return langOf(filepath.Ext(name))
 }
 
+// classOf is the site's class for one of chroma's token types.
+func classOf(t chroma.TokenType) byte {
+	switch {
+	case t == chroma.CommentPreproc || t == chroma.CommentPreprocFile:
+		return tkPreproc
+	case t.InCategory(chroma.Comment):
+		return tkComment
+	case t == chroma.KeywordType:
+		return tkType
+	case t.InCategory(chroma.Keyword), t == chroma.NameTag: // a YAML or JSON key reads as a keyword
+		return tkKeyword
+	case t == chroma.NameBuiltin || t == chroma.NameBuiltinPseudo || t == chroma.NameVariable:
+		return tkBuiltin
+	case t.InSubCategory(chroma.LiteralString):
+		return tkString
+	case t.InSubCategory(chroma.LiteralNumber):
+		return tkNumber
+	}
+	return tkPlain
+}
+
 // tokenize splits src into classified tokens. Every byte of src is in exactly one token.
 func tokenize(lang, src string) []token {
-	switch lang {
-	case "cuda", "go", "json":
-		return lexC(lang, src)
-	case "sh":
-		return lexShell(src)
-	case "yaml":
-		return lexYAML(src)
+	name, ok := lexerNames[lang]
+	if !ok || src == "" {
+		return []token{{tkPlain, src, 0}}
 	}
-	return []token{{tkPlain, src, 0}}
+	it, err := lexers.Get(name).Tokenise(&chroma.TokeniseOptions{State: "root"}, src)
+	if err != nil {
+		return []token{{tkPlain, src, 0}}
+	}
+	var out []token
+	pos := 0
+	for t := it(); t != chroma.EOF && pos < len(src); t = it() {
+		text := t.Value
+		if pos+len(text) > len(src) {
+			text = src[pos:] // the lexer may add a final newline
+		}
+		class := classOf(t.Type)
+		if lang == "cuda" && class == tkPlain {
+			if c, ok := cudaWords[text]; ok {
+				class = c
+			}
+		}
+		if n := len(out); n > 0 && out[n-1].class == class {
+			out[n-1].text += text
+		} else {
+			out = append(out, token{class, text, pos})
+		}
+		pos += len(text)
+	}
+	if pos < len(src) {
+		out = append(out, token{tkPlain, src[pos:], pos})
+	}
+	return out
 }
 
 func isIdentStart(c byte) bool {
@@ -122,346 +151,54 @@ func isIdentStart(c byte) bool {
 
 func isIdent(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+var _ = defineTemplates(`
+{{- define "codeblock"}}<pre class="code{{if .Numbered}} numbered{{end}}"><code{{with .Lang}} class="language-{{.}}"{{end}}
+{{- if .Numbered}} style="counter-reset:ln {{.Reset}}"{{end}}>{{template "codelines" .}}</code></pre>{{end}}
+{{- define "codelines"}}{{range $i, $l := .Lines}}{{if $i}}{{"\n"}}{{end}}{{if $.Numbered}}<span class="line">{{end}}
+{{- range $l}}{{if .Class}}<span class="hl-{{.Class}}">{{.Text}}</span>{{else}}{{.Text}}{{end}}{{end}}
+{{- if $.Numbered}}</span>{{end}}{{end}}{{end}}`)
 
-// lexC lexes C, C++, CUDA, Go and JSON.
-func lexC(lang, src string) []token {
-	var out []token
-	n := len(src)
-	plainStart := 0
-	emit := func(class byte, start, end int) {
-		if plainStart < start {
-			out = append(out, token{tkPlain, src[plainStart:start], plainStart})
-		}
-		out = append(out, token{class, src[start:end], start})
-		plainStart = end
-	}
-	lineStart := true
-	for i := 0; i < n; {
-		c := src[i]
-		switch {
-		case c == '\n':
-			lineStart = true
-			i++
-			continue
-		case c == ' ' || c == '\t' || c == '\r':
-			i++
-			continue
-		case c == '/' && i+1 < n && src[i+1] == '/' && lang != "json":
-			j := strings.IndexByte(src[i:], '\n')
-			if j < 0 {
-				j = n - i
-			}
-			emit(tkComment, i, i+j)
-			i += j
-		case c == '/' && i+1 < n && src[i+1] == '*' && lang != "json":
-			j := strings.Index(src[i+2:], "*/")
-			end := n
-			if j >= 0 {
-				end = i + 2 + j + 2
-			}
-			emit(tkComment, i, end)
-			i = end
-		case c == '#' && lineStart && lang == "cuda":
-			// A preprocessor line, with backslash continuations.
-			j := i
-			for j < n {
-				k := strings.IndexByte(src[j:], '\n')
-				if k < 0 {
-					j = n
-					break
-				}
-				j += k
-				if j > 0 && src[j-1] == '\\' {
-					j++
-					continue
-				}
-				break
-			}
-			emit(tkPreproc, i, j)
-			i = j
-		case c == '"' || (c == '\'' && lang != "json") || (c == '`' && lang == "go"):
-			j := i + 1
-			for j < n && src[j] != c {
-				if src[j] == '\\' && c != '`' {
-					j++
-				} else if src[j] == '\n' && c != '`' {
-					break
-				}
-				j++
-			}
-			if j < n && src[j] == c {
-				j++
-			}
-			if j > n {
-				j = n
-			}
-			emit(tkString, i, j)
-			i = j
-		case isDigit(c) || (c == '.' && i+1 < n && isDigit(src[i+1])):
-			if i > 0 && isIdent(src[i-1]) {
-				i++
-				continue
-			}
-			j := i + 1
-			for j < n && (isIdent(src[j]) || src[j] == '.' || src[j] == '\'' ||
-				((src[j] == '+' || src[j] == '-') && (src[j-1] == 'e' || src[j-1] == 'E' || src[j-1] == 'p'))) {
-				j++
-			}
-			emit(tkNumber, i, j)
-			i = j
-		case isIdentStart(c):
-			j := i + 1
-			for j < n && isIdent(src[j]) {
-				j++
-			}
-			w := src[i:j]
-			if class := classifyWord(lang, w); class != tkPlain {
-				emit(class, i, j)
-			}
-			i = j
-		default:
-			i++
-		}
-		lineStart = false
-	}
-	if plainStart < n {
-		out = append(out, token{tkPlain, src[plainStart:], plainStart})
-	}
-	return out
+// codeView is a highlighted listing (the "codeblock" template): its lines, each a list of
+// spans of one class. Numbered listings count their lines from Reset+1 in CSS.
+type codeView struct {
+	Lang     string
+	Numbered bool
+	Reset    int
+	Lines    [][]hlSpan
 }
 
-func classifyWord(lang, w string) byte {
-	switch lang {
-	case "cuda":
-		switch {
-		case cKeywords[w]:
-			return tkKeyword
-		case cTypes[w]:
-			return tkType
-		case cudaBuiltins[w]:
-			return tkBuiltin
-		}
-	case "go":
-		switch {
-		case goKeywords[w]:
-			return tkKeyword
-		case goTypes[w]:
-			return tkType
-		case goBuiltins[w]:
-			return tkBuiltin
-		}
-	case "json":
-		if w == "true" || w == "false" || w == "null" {
-			return tkKeyword
-		}
-	}
-	return tkPlain
+type hlSpan struct {
+	Class string // "k", "t", ... (CSS class hl-X); "" for plain text
+	Text  string
 }
 
-// lexShell lexes shell commands: comments, strings, variables, keywords and known commands.
-func lexShell(src string) []token {
-	var out []token
-	n := len(src)
-	plainStart := 0
-	emit := func(class byte, start, end int) {
-		if plainStart < start {
-			out = append(out, token{tkPlain, src[plainStart:start], plainStart})
-		}
-		out = append(out, token{class, src[start:end], start})
-		plainStart = end
-	}
-	wordStart := true
-	cmdPos := true // the next word is a command name
-	for i := 0; i < n; {
-		c := src[i]
-		switch {
-		case c == '\n' || c == ';' || c == '|' || c == '&':
-			cmdPos, wordStart = true, true
-			i++
-		case c == ' ' || c == '\t':
-			wordStart = true
-			i++
-		case c == '#' && wordStart:
-			j := strings.IndexByte(src[i:], '\n')
-			if j < 0 {
-				j = n - i
-			}
-			emit(tkComment, i, i+j)
-			i += j
-		case c == '"' || c == '\'':
-			j := i + 1
-			for j < n && src[j] != c {
-				if src[j] == '\\' && c == '"' {
-					j++
-				}
-				j++
-			}
-			if j < n {
-				j++
-			}
-			if j > n {
-				j = n
-			}
-			emit(tkString, i, j)
-			i, wordStart, cmdPos = j, false, false
-		case c == '$':
-			j := i + 1
-			if j < n && src[j] == '{' {
-				k := strings.IndexByte(src[j:], '}')
-				if k >= 0 {
-					j += k + 1
-				}
-			} else {
-				for j < n && isIdent(src[j]) {
-					j++
-				}
-			}
-			if j == i+1 {
-				i++
-				continue
-			}
-			emit(tkBuiltin, i, j)
-			i, wordStart = j, false
-		case wordStart:
-			j := i
-			for j < n && !strings.ContainsRune(" \t\n;|&\"'", rune(src[j])) {
-				j++
-			}
-			w := src[i:j]
-			switch {
-			case shKeywords[w]:
-				emit(tkKeyword, i, j)
-			case cmdPos && shBuiltins[w]:
-				emit(tkBuiltin, i, j)
-			case strings.HasPrefix(w, "-"):
-				emit(tkNumber, i, j)
-			}
-			if !shKeywords[w] {
-				cmdPos = false
-			}
-			if j == i {
-				j++
-			}
-			i, wordStart = j, false
-		default:
-			i++
-		}
-	}
-	if plainStart < n {
-		out = append(out, token{tkPlain, src[plainStart:], plainStart})
-	}
-	return out
-}
-
-// lexYAML lexes YAML: comments, keys, strings, numbers.
-func lexYAML(src string) []token {
-	var out []token
-	pos := 0
-	for _, line := range strings.SplitAfter(src, "\n") {
-		body := strings.TrimRight(line, "\n")
-		i := 0
-		plain := 0
-		emit := func(class byte, s, e int) {
-			if plain < s {
-				out = append(out, token{tkPlain, body[plain:s], pos + plain})
-			}
-			out = append(out, token{class, body[s:e], pos + s})
-			plain = e
-		}
-		for i < len(body) && (body[i] == ' ' || body[i] == '-') {
-			i++
-		}
-		if k := strings.Index(body[i:], ":"); k > 0 && !strings.ContainsAny(body[i:i+k], "#\"' ") {
-			emit(tkKeyword, i, i+k)
-			i += k + 1
-		}
-		for i < len(body) {
-			c := body[i]
-			switch {
-			case c == '#' && (i == 0 || body[i-1] == ' '):
-				emit(tkComment, i, len(body))
-				i = len(body)
-			case c == '"' || c == '\'':
-				j := strings.IndexByte(body[i+1:], c)
-				e := len(body)
-				if j >= 0 {
-					e = i + 1 + j + 1
-				}
-				emit(tkString, i, e)
-				i = e
-			case isDigit(c) && (i == 0 || !isIdent(body[i-1])):
-				j := i
-				for j < len(body) && (isIdent(body[j]) || body[j] == '.') {
-					j++
-				}
-				emit(tkNumber, i, j)
-				i = j
-			default:
-				i++
-			}
-		}
-		if plain < len(line) {
-			out = append(out, token{tkPlain, line[plain:], pos + plain})
-		}
-		pos += len(line)
-	}
-	return out
-}
-
-// highlight renders src as HTML spans. With firstLine > 0 every line is wrapped in
-// <span class="line"> so that CSS can number the lines starting at firstLine.
-func highlight(lang, src string, firstLine int) template.HTML {
+// codeBlock lays out src highlighted; with firstLine > 0 its lines are numbered from firstLine.
+func codeBlock(lang, src string, firstLine int) codeView {
 	src = strings.TrimRight(src, "\n")
-	toks := tokenize(lang, src)
-	var b strings.Builder
-	b.Grow(len(src) * 2)
-	numbered := firstLine > 0
-	if numbered {
-		b.WriteString(`<span class="line">`)
-	}
-	for _, t := range toks {
-		parts := []string{t.text}
-		if numbered || t.class != tkPlain {
-			parts = strings.Split(t.text, "\n")
+	v := codeView{Lang: lang, Numbered: firstLine > 0, Reset: firstLine - 1}
+	line := []hlSpan{}
+	for _, t := range tokenize(lang, src) {
+		class := ""
+		if t.class != tkPlain {
+			class = string(t.class)
 		}
-		for pi, p := range parts {
-			if pi > 0 {
-				if numbered {
-					b.WriteString("</span>\n<span class=\"line\">")
-				} else {
-					b.WriteByte('\n')
-				}
+		for i, p := range strings.Split(t.text, "\n") {
+			if i > 0 {
+				v.Lines = append(v.Lines, line)
+				line = []hlSpan{}
 			}
-			if p == "" {
-				continue
-			}
-			if t.class != tkPlain {
-				fmt.Fprintf(&b, `<span class="hl-%c">%s</span>`, t.class, html.EscapeString(p))
-			} else {
-				b.WriteString(html.EscapeString(p))
+			if p != "" {
+				line = append(line, hlSpan{class, p})
 			}
 		}
 	}
-	if numbered {
-		b.WriteString(`</span>`)
-	}
-	return template.HTML(b.String())
+	v.Lines = append(v.Lines, line)
+	return v
 }
 
-// codeBlock renders a highlighted <pre> block.
-func codeBlock(lang, src string, firstLine int) string {
-	class := "code"
-	attr := ""
-	if firstLine > 0 {
-		class += " numbered"
-		attr = fmt.Sprintf(` style="counter-reset:ln %d"`, firstLine-1)
-	}
-	langClass := ""
-	if lang != "" {
-		langClass = ` class="language-` + lang + `"`
-	}
-	return fmt.Sprintf(`<pre class="%s"><code%s%s>%s</code></pre>`, class, langClass, attr, highlight(lang, src, firstLine))
+// highlight is the highlighted lines of src, without the listing around them.
+func highlight(lang, src string, firstLine int) (template.HTML, error) {
+	return execTemplate("codelines", codeBlock(lang, src, firstLine))
 }
 
 // span is a range of lines of a file, 1-based and inclusive.
@@ -476,6 +213,7 @@ func findFunction(lang, src, name string) (span, []string, bool) {
 	type sig struct {
 		text string
 		pos  int
+		word bool // a keyword, type or built-in: never a function's name
 	}
 	var sigs []sig
 	for _, t := range toks {
@@ -484,6 +222,7 @@ func findFunction(lang, src, name string) (span, []string, bool) {
 			continue
 		}
 		s := t.text
+		word := t.class == tkKeyword || t.class == tkType || t.class == tkBuiltin
 		for i := 0; i < len(s); {
 			c := s[i]
 			switch {
@@ -492,10 +231,10 @@ func findFunction(lang, src, name string) (span, []string, bool) {
 				for j < len(s) && isIdent(s[j]) {
 					j++
 				}
-				sigs = append(sigs, sig{s[i:j], t.pos + i})
+				sigs = append(sigs, sig{s[i:j], t.pos + i, word})
 				i = j
 			case c == '{' || c == '}' || c == '(' || c == ')' || c == ';':
-				sigs = append(sigs, sig{s[i : i+1], t.pos + i})
+				sigs = append(sigs, sig{s[i : i+1], t.pos + i, false})
 				i++
 			default:
 				i++
@@ -530,7 +269,7 @@ func findFunction(lang, src, name string) (span, []string, bool) {
 		if depth != 0 || !isIdentStart(s.text[0]) || i+1 >= len(sigs) || sigs[i+1].text != "(" {
 			continue
 		}
-		if cKeywords[s.text] || goKeywords[s.text] || cudaBuiltins[s.text] {
+		if s.word {
 			continue
 		}
 		// Go methods: func (r T) name( — the receiver's '(' follows "func"; skip it.

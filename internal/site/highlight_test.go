@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestHighlight(t *testing.T) {
@@ -13,21 +14,28 @@ func TestHighlight(t *testing.T) {
 		lang, src string
 		want      []string
 	}{
-		{"cuda", "#include \"kl.cuh\"\n__global__ void k(float* x) { x[threadIdx.x] = 1.5f; } // done",
-			[]string{`<span class="hl-p">#include &#34;kl.cuh&#34;</span>`, `<span class="hl-k">__global__</span>`,
+		{"cuda", "#include \"kl.cuh\"\n__global__ void k(float4* x) { x[threadIdx.x] = 1.5f; __syncthreads(); } // done",
+			[]string{`<span class="hl-p">#include</span> <span class="hl-p">&#34;kl.cuh&#34;</span>`, `<span class="hl-t">float4</span>`, `<span class="hl-b">__syncthreads</span>`, `<span class="hl-k">__global__</span>`,
 				`<span class="hl-t">void</span>`, `<span class="hl-b">threadIdx</span>`, `<span class="hl-n">1.5f</span>`, `<span class="hl-c">// done</span>`}},
 		{"cuda", "/* a\nb */ int x = 0x1F; char c = '\"';",
 			[]string{`<span class="hl-c">/* a</span>` + "\n" + `<span class="hl-c">b */</span>`, `<span class="hl-n">0x1F</span>`, `<span class="hl-s">&#39;&#34;&#39;</span>`}},
 		{"go", "func f() error { s := `raw \"x\"`; return nil } // c",
 			[]string{`<span class="hl-k">func</span>`, `<span class="hl-t">error</span>`, "<span class=\"hl-s\">`raw &#34;x&#34;`</span>", `<span class="hl-k">nil</span>`}},
-		{"sh", "make run LAB=01   # run it\nbin/labrun 01 --quick \"$HOME\"",
-			[]string{`<span class="hl-b">make</span>`, `<span class="hl-c"># run it</span>`, `<span class="hl-n">--quick</span>`, `<span class="hl-s">&#34;$HOME&#34;</span>`}},
+		{"sh", "make run LAB=01   # run it\nbin/labrun 01 --quick \"$HOME\"\ncd x && export A=1",
+			[]string{`<span class="hl-c"># run it</span>`, `<span class="hl-b">$HOME</span>`, `<span class="hl-s">&#34;</span>`,
+				`<span class="hl-b">cd</span>`, `<span class="hl-b">export</span>`}},
 		{"yaml", "suite: hbm  # c\nproblems: [\"1 GiB\"]\nn: 12",
 			[]string{`<span class="hl-k">suite</span>`, `<span class="hl-c"># c</span>`, `<span class="hl-s">&#34;1 GiB&#34;</span>`, `<span class="hl-n">12</span>`}},
+		{"json", `{"a": [1.5, true, null, "x"]}`,
+			[]string{`<span class="hl-k">&#34;a&#34;</span>`, `<span class="hl-n">1.5</span>`, `<span class="hl-k">true</span>`, `<span class="hl-s">&#34;x&#34;</span>`}},
+		{"make", "kernels: $(SRC) # build\n\tnvcc -o $@ $<",
+			[]string{`<span class="hl-c"># build</span>`}},
 		{"", "<b>&</b>", []string{"&lt;b&gt;&amp;&lt;/b&gt;"}},
 	}
 	for _, tc := range tests {
-		got := string(highlight(tc.lang, tc.src, 0))
+		h, err := highlight(tc.lang, tc.src, 0)
+		require.NoError(t, err)
+		got := string(h)
 		for _, w := range tc.want {
 			assert.Contains(t, got, w, "%s: %q", tc.lang, tc.src)
 		}
@@ -38,9 +46,12 @@ func TestHighlight(t *testing.T) {
 }
 
 func TestHighlightNumbered(t *testing.T) {
-	got := string(highlight("cuda", "/* a\nb */\nint x;", 7))
-	assert.Equal(t, 3, strings.Count(got, `<span class="line">`), "one line span per line, comments split at line ends")
-	assert.Contains(t, codeBlock("cuda", "int x;", 7), `style="counter-reset:ln 6"`)
+	h, err := highlight("cuda", "/* a\nb */\nint x;", 7)
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(h), `<span class="line">`), "one line span per line, comments split at line ends")
+	block, err := execTemplate("codeblock", codeBlock("cuda", "int x;", 7))
+	require.NoError(t, err)
+	assert.Contains(t, string(block), `style="counter-reset:ln 6"`)
 }
 
 func TestFindFunction(t *testing.T) {

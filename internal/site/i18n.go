@@ -65,6 +65,11 @@ var ui = map[string]map[string]string{
 		"ceiling":        "Ceiling",
 		"measured":       "Measured",
 		"peak":           "Peak",
+		"colon":          ": ",
+		"someproblems":   " The %d heaviest of its %d problems; every problem is in the details.",
+		"listsep":        "; ",
+		"listcomma":      ", ",
+		"noplotdata":     "no correct results to plot",
 		"ofpeak":         "% of peak",
 		"source":         "How it was measured",
 		"property":       "Property",
@@ -112,7 +117,7 @@ var ui = map[string]map[string]string{
 		"part_nvml":      "NVML",
 		"repo":           "the course's code",
 		"alldetails":     "Every figure: median with min–max, rates, speedups, errors",
-		"keyspeedup":     "Speedup over %s, the suite's baseline, measured in the same run; the baseline's column gives its own rate.",
+		"keyspeedup":     "Speedup over %s, the suite's baseline, measured in the same run; the baseline shows its own rate.",
 		"keyrate":        "The rate of each run.",
 		"keyemu":         "The check's relative error ‖out − ref‖ / ‖ref‖ on the CPU emulator, which checks correctness only.",
 		"skippedhere":    "Skipped on this device:",
@@ -168,6 +173,11 @@ var ui = map[string]map[string]string{
 		"ceiling":        "上限",
 		"measured":       "实测",
 		"peak":           "峰值",
+		"colon":          "：",
+		"someproblems":   "表中只列出 %[2]d 个问题中最重的 %[1]d 个，全部问题见详细数据。",
+		"listsep":        "；",
+		"listcomma":      "、",
+		"noplotdata":     "没有可以作图的正确结果",
 		"ofpeak":         "占峰值",
 		"source":         "测量方法",
 		"property":       "属性",
@@ -215,7 +225,7 @@ var ui = map[string]map[string]string{
 		"part_nvml":      "NVML",
 		"repo":           "课程代码",
 		"alldetails":     "全部数据：中位时间及最小–最大值、速率、加速比、错误信息",
-		"keyspeedup":     "相对本组基线 %s 的加速比，在同一次运行中测得；基线所在的一列给出它自身的速率。",
+		"keyspeedup":     "相对本组基线 %s 的加速比，在同一次运行中测得；基线本身给出的是它的速率。",
 		"keyrate":        "每次运行的速率。",
 		"keyemu":         "CPU 模拟器上检查的相对误差 ‖out − ref‖ / ‖ref‖；模拟器只检查正确性。",
 		"skippedhere":    "在该设备上跳过：",
@@ -240,7 +250,12 @@ func tr(lang, key string, args ...any) string {
 		s = key
 	}
 	if len(args) > 0 {
-		return fmt.Sprintf(s, args...)
+		s = fmt.Sprintf(s, args...)
+		if lang == "zh" {
+			// The Chinese texts space their arguments as Latin ("在 GPU 上"); an argument in
+			// Chinese (a problem's title) needs no space.
+			s = joinCJKText(s)
+		}
 	}
 	return s
 }

@@ -38,6 +38,15 @@ const layoutJS = `(() => {
 	}
 	const main = document.querySelector("main");
 	if (!main) return out;
+	// At a laptop's width a results cell's compact table fits the column: its figures are
+	// never scrolled out of sight (at a phone's width it scrolls, its first column fixed).
+	if (window.innerWidth >= 1200) {
+		for (const s of main.querySelectorAll(".compact-scroll")) {
+			if (s.scrollWidth > s.clientWidth + 1) {
+				out.wide.push("compact table of " + (s.closest("figure") || {dataset: {}}).dataset.suite + " scrolls by " + (s.scrollWidth - s.clientWidth) + "px");
+			}
+		}
+	}
 	const cs = getComputedStyle(main);
 	const mr = main.getBoundingClientRect();
 	const right = mr.right - parseFloat(cs.paddingRight) + 1;

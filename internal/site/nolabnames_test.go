@@ -31,3 +31,24 @@ func TestSiteNamesNoLab(t *testing.T) {
 		}
 	}
 }
+
+// htmlByHand is HTML written with fmt or string concatenation: the cells render through
+// html/template (each cell file defines its templates), which escapes what it prints.
+var htmlByHand = regexp.MustCompile("(Fprintf|Sprintf|WriteString)\\([^)]*<[a-z/]|[\"`]<[a-z/][^\"`]*>[\"`] *\\+|\\+ *[\"`]<[a-z/]")
+
+func TestSiteWritesNoHTMLByHand(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(data), "\n") {
+			assert.False(t, htmlByHand.MatchString(line), "%s:%d builds HTML by hand (%s): give the cell a template", f, i+1, strings.TrimSpace(line))
+		}
+	}
+	assert.True(t, htmlByHand.MatchString(`fmt.Fprintf(&out, "<td class=%q>", c)`), "the check sees HTML written with fmt")
+	assert.True(t, htmlByHand.MatchString(`s += "<p>" + text`), "and concatenated")
+}

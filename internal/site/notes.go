@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/gomarkdown/markdown"
 	"github.com/gomarkdown/markdown/ast"
@@ -80,12 +81,6 @@ func (d *notesDoc) errAt(line int, format string, args ...any) error {
 	return &lineError{File: d.Rel, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-var (
-	fenceOpenRE = regexp.MustCompile("^(`{3,}|~{3,})\\s*(.*)$")
-	atxRE       = regexp.MustCompile(`^(#{1,6})(\s|$)`)
-	cellLineRE  = regexp.MustCompile(`\bkl-line=(\d+)`)
-)
-
 const extensions = (parser.CommonExtensions | parser.Footnotes) &^ parser.MathJax
 
 // parseNotes reads and parses a notes file. Cells are found, not yet rendered.
@@ -107,9 +102,8 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 	src = bytes.ReplaceAll(src, []byte("\r\n"), []byte("\n"))
 	d := &notesDoc{Path: absPath, Rel: rel, Lang: lang}
 	d.lines = strings.Split(string(src), "\n")
-	marked, atxLines := markCells(d.lines)
 	p := parser.NewWithExtensions(extensions)
-	d.doc = markdown.Parse([]byte(strings.Join(marked, "\n")), p)
+	d.doc = markdown.Parse(src, p)
 
 	var errs []error
 	if kids := d.doc.GetChildren(); len(kids) > 0 {
@@ -132,11 +126,7 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 				kind = f[0]
 			}
 			if strings.HasPrefix(kind, "kl-") {
-				line := 0
-				if m := cellLineRE.FindStringSubmatch(info); m != nil {
-					line, _ = strconv.Atoi(m[1])
-				}
-				d.Cells = append(d.Cells, &cell{Kind: kind, Line: line, Body: string(n.Literal), node: n})
+				d.Cells = append(d.Cells, &cell{Kind: kind, Body: string(n.Literal), node: n})
 			}
 		case *ast.Link:
 			d.links = append(d.links, linkRef{dest: &n.Destination})
@@ -146,14 +136,10 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 		return ast.GoToNext
 	})
 	if lang == "zh" {
+		cjkEmphasis(d.doc)
 		joinCJKLines(d.doc)
 	}
-	// ATX headings found by the scan line up with the parsed ones when there are no setext ones.
-	if len(atxLines) == len(d.Headings) {
-		for i, h := range d.Headings {
-			h.Line = atxLines[i]
-		}
-	}
+	d.locate()
 	for _, c := range d.Cells {
 		if c.Line == 0 {
 			errs = append(errs, d.errAt(0, "cell %s: could not locate it in the file (is its fence indented inside another block?)", c.Kind))
@@ -165,31 +151,172 @@ func parseNotesBytes(absPath, rel, lang string, src []byte) (*notesDoc, error) {
 	return d, nil
 }
 
-// joinCJKLines removes the line breaks of the source inside Chinese paragraphs: a browser shows
-// a line break as a space, which Chinese text does not have. A break stays where both sides are
-// Latin (between two English words).
+// joinCJKLines removes the soft line breaks of Chinese paragraphs that a browser would show as a
+// space, which Chinese text does not have, as CommonMark renderers with a CJK extension do (and
+// a space typed between two Chinese characters, which shows the same). It
+// works on the parsed text: a break is judged by the characters on either side of it, which may
+// sit in the neighbouring inline node ("**重点**\n继续", "`GPU`\n内核"). A break stays a space
+// between Chinese and Latin text ("GPU 内核") and between two Latin words.
 func joinCJKLines(doc ast.Node) {
-	ast.WalkFunc(doc, func(n ast.Node, entering bool) ast.WalkStatus {
-		t, ok := n.(*ast.Text)
-		if !entering || !ok || !bytes.Contains(t.Literal, []byte("\n")) {
-			return ast.GoToNext
-		}
-		r := []rune(string(t.Literal))
-		out := make([]rune, 0, len(r))
-		for i, c := range r {
-			if c == '\n' && i > 0 && i+1 < len(r) && joins(r[i-1], r[i+1]) {
+	for _, run := range inlineRuns(doc) {
+		for i, leaf := range run {
+			t, ok := leaf.(*ast.Text)
+			if !ok || !bytes.ContainsAny(t.Literal, " \t\n") {
 				continue
 			}
-			out = append(out, c)
+			before := func() rune { // the last character of the leaves before this one
+				for k := i - 1; k >= 0; k-- {
+					if l := leafText(run[k]); len(l) > 0 {
+						r, _ := utf8.DecodeLastRune(l)
+						return r
+					}
+				}
+				return 0
+			}
+			after := func() rune {
+				for k := i + 1; k < len(run); k++ {
+					if l := leafText(run[k]); len(l) > 0 {
+						r, _ := utf8.DecodeRune(l)
+						return r
+					}
+				}
+				return 0
+			}
+			t.Literal = joinBreaks(t.Literal, before, after)
 		}
-		t.Literal = []byte(string(out))
+	}
+}
+
+// joinBreaks drops each run of blanks of text (a line break, or a space the author typed, which
+// shows the same) that has Chinese on both sides; before and after give the characters beyond
+// text's ends.
+func joinBreaks(text []byte, before, after func() rune) []byte {
+	out := make([]byte, 0, len(text))
+	for i := 0; i < len(text); {
+		if text[i] != ' ' && text[i] != '\t' && text[i] != '\n' {
+			r, n := utf8.DecodeRune(text[i:])
+			out = utf8.AppendRune(out, r)
+			i += n
+			continue
+		}
+		j := i
+		for j < len(text) && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n') {
+			j++
+		}
+		a, b := before(), after()
+		if len(out) > 0 {
+			a, _ = utf8.DecodeLastRune(out)
+		}
+		if j < len(text) {
+			b, _ = utf8.DecodeRune(text[j:])
+		}
+		if a == 0 || b == 0 || !joins(a, b) {
+			out = append(out, text[i:j]...)
+		}
+		i = j
+	}
+	return out
+}
+
+// cjkEmphasisRE is an emphasis the parser left as text: gomarkdown takes "*动态*调度器" for
+// asterisks inside a word (its rule that keeps snake_case whole), but Chinese has no spaces
+// between words and CommonMark reads it as emphasis. No space may follow the opening marker or
+// precede the closing one, so "2 * 3 * 4" stays text.
+var cjkEmphasisRE = regexp.MustCompile(`(\*\*?)([^*\s](?:[^*]*[^*\s])?)(\*\*?)`)
+
+// cjkEmphasis turns those asterisks of a Chinese page into emphasis (one) or strong (two).
+func cjkEmphasis(doc ast.Node) {
+	var texts []*ast.Text
+	ast.WalkFunc(doc, func(n ast.Node, entering bool) ast.WalkStatus {
+		if t, ok := n.(*ast.Text); ok && entering && bytes.Contains(t.Literal, []byte("*")) {
+			texts = append(texts, t)
+		}
 		return ast.GoToNext
 	})
+	for _, t := range texts {
+		src := t.Literal
+		var nodes []ast.Node
+		last := 0
+		for _, m := range cjkEmphasisRE.FindAllSubmatchIndex(src, -1) {
+			open, close := src[m[2]:m[3]], src[m[6]:m[7]]
+			if len(open) != len(close) {
+				continue
+			}
+			if m[0] > last {
+				nodes = append(nodes, &ast.Text{Leaf: ast.Leaf{Literal: src[last:m[0]]}})
+			}
+			var wrap ast.Node = &ast.Emph{}
+			if len(open) == 2 {
+				wrap = &ast.Strong{}
+			}
+			ast.AppendChild(wrap, &ast.Text{Leaf: ast.Leaf{Literal: src[m[4]:m[5]]}})
+			nodes = append(nodes, wrap)
+			last = m[1]
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		if last < len(src) {
+			nodes = append(nodes, &ast.Text{Leaf: ast.Leaf{Literal: src[last:]}})
+		}
+		parent := t.GetParent()
+		kids := parent.GetChildren()
+		var out []ast.Node
+		for _, k := range kids {
+			if k == ast.Node(t) {
+				out = append(out, nodes...)
+				continue
+			}
+			out = append(out, k)
+		}
+		for _, k := range out {
+			k.SetParent(parent)
+		}
+		parent.SetChildren(out)
+	}
+}
+
+// inlineRuns lists, for every block of the document, its text leaves in reading order; a leaf
+// that is not text (a line break, inline HTML, an image) ends a run.
+func inlineRuns(doc ast.Node) [][]ast.Node {
+	var runs [][]ast.Node
+	var cur []ast.Node
+	end := func() {
+		if len(cur) > 0 {
+			runs = append(runs, cur)
+			cur = nil
+		}
+	}
+	ast.WalkFunc(doc, func(n ast.Node, entering bool) ast.WalkStatus {
+		switch n.(type) {
+		case *ast.Text, *ast.Code:
+			if entering {
+				cur = append(cur, n)
+			}
+		case *ast.Emph, *ast.Strong, *ast.Del, *ast.Link:
+			// inline containers: their text reads on from the text around them
+		default:
+			end()
+		}
+		return ast.GoToNext
+	})
+	end()
+	return runs
+}
+
+func leafText(n ast.Node) []byte {
+	switch n := n.(type) {
+	case *ast.Text:
+		return n.Literal
+	case *ast.Code:
+		return n.Literal
+	}
+	return nil
 }
 
 // joins reports whether a line break between a and b is no space: between two Chinese
-// characters, or next to full-width punctuation. Between Chinese and Latin text it stays a space,
-// as Chinese typesetting puts one there ("GPU 内核").
+// characters, or next to full-width punctuation (which carries its own space). Between Chinese
+// and Latin text it stays a space, as Chinese typesetting puts one there ("GPU 内核").
 func joins(a, b rune) bool {
 	han := func(r rune) bool { return unicode.Is(unicode.Han, r) }
 	return (han(a) && han(b)) || cjkPunct(a) || cjkPunct(b)
@@ -200,39 +327,90 @@ func cjkPunct(r rune) bool {
 		r == '“' || r == '”' || r == '‘' || r == '’'
 }
 
-// markCells appends "kl-line=N" to the info string of every cell fence so that parsed cells
-// know their line, and returns the lines of ATX headings outside fences.
-func markCells(lines []string) ([]string, []int) {
-	out := make([]string, len(lines))
-	copy(out, lines)
-	var atx []int
-	inFence := false
-	var fenceChar byte
-	fenceLen := 0
-	for i, line := range lines {
-		t := strings.TrimLeft(line, " \t>")
-		if inFence {
-			if len(t) >= fenceLen && t[0] == fenceChar && strings.Trim(t, string(fenceChar)+" \t") == "" &&
-				len(strings.TrimRight(t, " \t")) >= fenceLen {
-				inFence = false
-			}
-			continue
-		}
-		if m := fenceOpenRE.FindStringSubmatch(t); m != nil {
-			if m[1][0] == '`' && strings.Contains(m[2], "`") {
-				continue // not a fence: an inline code span
-			}
-			inFence, fenceChar, fenceLen = true, m[1][0], len(m[1])
-			if strings.HasPrefix(strings.TrimSpace(m[2]), "kl-") {
-				out[i] = line + " kl-line=" + strconv.Itoa(i+1)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "#") && atxRE.MatchString(line) {
-			atx = append(atx, i+1)
-		}
+// joinCJKText removes the blanks between Chinese characters of a text that is not markdown (a
+// title or summary of lab.yaml, where YAML's folding turned each line break into a space).
+func joinCJKText(s string) string {
+	none := func() rune { return 0 }
+	return string(joinBreaks([]byte(s), none, none))
+}
+
+// locate finds the source line of every heading and fenced block, in one pass over the lines in
+// document order: the parser does not keep positions, and a cell's errors name its line. Each
+// fenced block is found by its own fence and info string and skipped whole, so a fence shown
+// inside another block's text is never taken for a cell.
+func (d *notesDoc) locate() {
+	cells := map[*ast.CodeBlock]*cell{}
+	for _, c := range d.Cells {
+		cells[c.node] = c
 	}
-	return out, atx
+	headings := map[*ast.Heading]*heading{}
+	for _, h := range d.Headings {
+		headings[h.node] = h
+	}
+	next := 0 // the first line not yet passed, 0-based
+	find := func(match func(t string) bool) int {
+		for i := next; i < len(d.lines); i++ {
+			if match(strings.TrimLeft(d.lines[i], " \t>")) {
+				return i
+			}
+		}
+		return -1
+	}
+	ast.WalkFunc(d.doc, func(n ast.Node, entering bool) ast.WalkStatus {
+		if !entering {
+			return ast.GoToNext
+		}
+		switch n := n.(type) {
+		case *ast.CodeBlock:
+			if !n.IsFenced {
+				return ast.GoToNext
+			}
+			fence := strings.Repeat(string(n.FenceChar), n.FenceLength)
+			info := strings.TrimSpace(string(n.Info))
+			i := find(func(t string) bool {
+				rest, ok := strings.CutPrefix(t, fence)
+				return ok && !strings.HasPrefix(rest, string(n.FenceChar)) && strings.TrimSpace(rest) == info
+			})
+			if i < 0 {
+				return ast.GoToNext
+			}
+			if c := cells[n]; c != nil {
+				c.Line = i + 1
+			}
+			next = i + 1 + bytes.Count(n.Literal, []byte("\n")) // past the body; the closing fence follows
+		case *ast.Heading:
+			h := headings[n]
+			if h == nil {
+				return ast.GoToNext
+			}
+			marks := strings.Repeat("#", n.Level)
+			words := headingStart(h.Text)
+			i := find(func(t string) bool {
+				rest, ok := strings.CutPrefix(t, marks)
+				return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') && strings.Contains(headingStart(rest), words)
+			})
+			if i >= 0 { // else a setext heading (text, then a line of = or -): left without a line
+				h.Line = i + 1
+				next = i + 1
+			}
+		}
+		return ast.GoToNext
+	})
+}
+
+// headingStart is the first characters of a heading's text without markdown's marks, to match a
+// parsed heading with its source line.
+func headingStart(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if strings.ContainsRune("`*_[]#", r) || unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > 6 {
+		return string(r[:6])
+	}
+	return s
 }
 
 // plainText is the text of a node's descendants.
@@ -286,8 +464,18 @@ func assignIDs(d *notesDoc, ref *notesDoc) {
 	}
 }
 
+var _ = defineTemplates(`{{define "anchor"}}<a class="anchor" href="#{{.}}" aria-hidden="true">#</a>{{end}}`)
+
 // render writes the notes as HTML, with cells replaced by their HTML.
-func (d *notesDoc) render() string {
+func (d *notesDoc) render() (string, error) {
+	var err error
+	write := func(w io.Writer, name string, data any) {
+		h, e := execTemplate(name, data)
+		if e != nil && err == nil {
+			err = e
+		}
+		io.WriteString(w, string(h))
+	}
 	cells := map[*ast.CodeBlock]*cell{}
 	for _, c := range d.Cells {
 		cells[c.node] = c
@@ -303,12 +491,12 @@ func (d *notesDoc) render() string {
 			if f := strings.Fields(string(n.Info)); len(f) > 0 {
 				lang = langOf(f[0])
 			}
-			io.WriteString(w, codeBlock(lang, string(n.Literal), 0))
+			write(w, "codeblock", codeBlock(lang, string(n.Literal), 0))
 			io.WriteString(w, "\n")
 			return ast.GoToNext, true
 		case *ast.Heading:
 			if !entering && n.Level > 1 && n.HeadingID != "" {
-				fmt.Fprintf(w, `<a class="anchor" href="#%s" aria-hidden="true">#</a>`, n.HeadingID)
+				write(w, "anchor", n.HeadingID)
 			}
 		}
 		return ast.GoToNext, false
@@ -320,7 +508,8 @@ func (d *notesDoc) render() string {
 		flags = mdhtml.FlagsNone
 	}
 	r := mdhtml.NewRenderer(mdhtml.RendererOptions{Flags: flags, RenderNodeHook: hook})
-	return string(markdown.Render(d.doc, r))
+	out := string(markdown.Render(d.doc, r))
+	return out, err
 }
 
 // lineOfText is the first line of the notes that contains s (0 if none), to locate links.
@@ -387,31 +576,3 @@ func (d *notesDoc) rewriteLinks(s *builder, ch *chapter, pageDir string) []error
 }
 
 var notesLinkRE = regexp.MustCompile(`^labs/(\d\d_[a-z0-9_]+)/notes\.(en|zh)\.md$`)
-
-// cjkGapRE finds white space between two Chinese characters (or full-width punctuation),
-// across any tags between them: a source line break the markdown renderer kept, or a line of
-// folded YAML. The browser would show it as a space, which Chinese text does not have.
-var cjkGapRE = regexp.MustCompile(`([\p{Han}\x{3000}-\x{303f}\x{ff00}-\x{ffef}])((?:<[^<>]*>)*)[ \t\n]+((?:<[^<>]*>)*)([\p{Han}\x{3000}-\x{303f}\x{ff00}-\x{ffef}])`)
-
-var preRE = regexp.MustCompile(`(?s)<pre[\s>].*?</pre>`)
-
-// joinCJKSpaces removes those spaces from a Chinese page, leaving code listings as they are.
-func joinCJKSpaces(page string) string {
-	var out strings.Builder
-	last := 0
-	for _, loc := range preRE.FindAllStringIndex(page, -1) {
-		out.WriteString(joinGaps(page[last:loc[0]]))
-		out.WriteString(page[loc[0]:loc[1]])
-		last = loc[1]
-	}
-	out.WriteString(joinGaps(page[last:]))
-	return out.String()
-}
-
-func joinGaps(s string) string {
-	// Twice: a match consumes the character after the gap, which may start the next gap.
-	for range 2 {
-		s = cjkGapRE.ReplaceAllString(s, "$1$2$3$4")
-	}
-	return s
-}

@@ -142,7 +142,7 @@ func (b *builder) headlines(lang string, ch *chapter, dr *devResults, max int) [
 			title = s.Name
 		}
 		val := fmtSig(bestV) + " " + metricUnit(s.Metric)
-		line := tr(lang, "best", title, best.Variant, val, best.Problem)
+		line := tr(lang, "best", title, best.Variant, val, problemLabel(lang, s, best.Problem))
 		if best.Variant != s.Baseline && best.Speedup > 0 {
 			line += tr(lang, "bestvs", best.Speedup, s.Baseline)
 		}
@@ -175,11 +175,19 @@ func (b *builder) devicePages(lang string) []error {
 		p := b.newPage(lang, "device", rel, d.Name, "")
 		data := map[string]any{"Emulated": d.Emulated, "Identity": b.identity(lang, d)}
 		// No lab is preferred here: the device page shows whichever lab recorded them.
-		if m, _ := b.ceilings(d.Slug, ""); m != nil {
-			data["Ceilings"] = template.HTML(ceilingsTable(lang, m))
+		if m, dr := b.ceilings(d.Slug, ""); m != nil {
+			h, err := execTemplate("ceilings", ceilingsTable(lang, m, b.manifestOf(dr)))
+			if err != nil {
+				errs = append(errs, err)
+			}
+			data["Ceilings"] = h
 		}
-		if props := b.propertiesHTML(lang, d, "", propertyParts); props != "" {
-			data["Properties"] = template.HTML(props)
+		if parts := b.propertyParts(lang, d, "", propertyParts); len(parts) > 0 {
+			h, err := execTemplate("properties", parts)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			data["Properties"] = h
 		}
 		var labs []deviceLab
 		names := make([]string, 0, len(d.Files))

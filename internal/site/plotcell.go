@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html/template"
 	"math"
 	"path"
 	"sort"
@@ -67,18 +68,15 @@ func (b *builder) plotCell(pc *pageCtx, c *cell, s *plotSpec) (string, error) {
 			devices = real
 		}
 	}
-	var out strings.Builder
 	if len(devices) == 0 {
-		out.WriteString(`<figure class="cell plot plot-empty">`)
-		out.WriteString(b.emptyCell(tr(L, "noresults", pc.ch.Num)))
-		out.WriteString("</figure>\n")
-		return out.String(), nil
+		return execCell("kl-plot", plotView{Empty: emptyCell(tr(L, "noresults", pc.ch.Num))})
 	}
 	suiteTitle := pick(L, sel.suite.Title)
 	if suiteTitle == "" {
 		suiteTitle = sel.suite.Name
 	}
 	hash := sha256.Sum256([]byte(c.Canon))
+	var v plotView
 	for _, dr := range devices {
 		dev := b.c.bySlug[dr.Slug]
 		entries := sel.entries(dr)
@@ -98,11 +96,10 @@ func (b *builder) plotCell(pc *pageCtx, c *cell, s *plotSpec) (string, error) {
 		if errors.As(perr, &le) {
 			return "", perr
 		}
-		out.WriteString(`<figure class="cell plot">`)
-		out.WriteString(b.deviceHead(pc, dr))
+		fig := plotFigure{Head: b.deviceHead(pc, dr)}
 		if perr != nil {
-			out.WriteString(b.emptyCell(perr.Error()))
-			out.WriteString("</figure>\n")
+			fig.Empty = emptyCell(perr.Error())
+			v.Figures = append(v.Figures, fig)
 			continue
 		}
 		if dev.Emulated {
@@ -112,12 +109,33 @@ func (b *builder) plotCell(pc *pageCtx, c *cell, s *plotSpec) (string, error) {
 		rel := path.Join("plots", pc.ch.Name, name)
 		b.writeFile(rel, svg)
 		b.plots++
-		alt := tr(L, "plotalt", suiteTitle+" ("+s.Kind+")", dev.Name)
-		fmt.Fprintf(&out, `<img class="plot-img" src="%s" alt="%s" width="640" loading="eager" data-kind="%s">`,
-			esc(b.rel(pc.pageDir, rel)), esc(alt), esc(s.Kind))
-		out.WriteString("</figure>\n")
+		fig.Src, fig.Kind = b.rel(pc.pageDir, rel), s.Kind
+		fig.Alt = tr(L, "plotalt", suiteTitle+" ("+s.Kind+")", dev.Name)
+		v.Figures = append(v.Figures, fig)
 	}
-	return out.String(), nil
+	return execCell("kl-plot", v)
+}
+
+var _ = defineTemplates(`
+{{- define "kl-plot"}}{{with .Empty}}<figure class="cell plot plot-empty">{{template "empty" .}}</figure>
+{{end}}
+{{- range .Figures}}<figure class="cell plot">{{template "devicehead" .Head}}
+{{- with .Empty}}{{template "empty" .}}{{else}}<img class="plot-img" src="{{.Src}}" alt="{{.Alt}}" width="640" loading="eager" data-kind="{{.Kind}}">{{end -}}
+</figure>
+{{end}}{{end}}
+{{- define "emulatedmark"}}<text x="99%" y="99%" text-anchor="end" style="font-family:{{.Font}};font-size:9px;fill:#9a6700">{{.Label}}</text>
+{{end}}`)
+
+// plotView is a plot cell (the "kl-plot" template): a figure per device, or why there is none.
+type plotView struct {
+	Empty   emptyMsg
+	Figures []plotFigure
+}
+
+type plotFigure struct {
+	Head           deviceHeadView
+	Empty          emptyMsg // why this device has no plot
+	Src, Alt, Kind string
 }
 
 // markEmulated adds the emulator's label to the bottom of a figure.
@@ -126,8 +144,13 @@ func markEmulated(svg []byte, label string) []byte {
 	if i < 0 {
 		return svg
 	}
-	txt := fmt.Sprintf(`<text x="99%%" y="99%%" text-anchor="end" style="font-family:%s;font-size:9px;fill:#9a6700">%s</text>`+"\n",
-		plot.FontStack, esc(label))
+	txt, err := execTemplate("emulatedmark", struct {
+		Font  template.CSS // the plots' own font stack, a constant
+		Label string
+	}{template.CSS(plot.FontStack), label})
+	if err != nil {
+		return svg
+	}
 	return append(append(append([]byte{}, svg[:i]...), txt...), svg[i:]...)
 }
 
@@ -148,7 +171,7 @@ func (b *builder) speedupPlot(L string, sel *selection, entries []*results.Entry
 		}
 	}
 	if len(problems) == 0 {
-		return nil, errors.New("no correct results to plot")
+		return nil, errors.New(tr(L, "noplotdata"))
 	}
 	if sel.problems == nil && len(problems) > 3 {
 		problems = problems[len(problems)-3:] // the largest ones
@@ -169,7 +192,7 @@ func (b *builder) speedupPlot(L string, sel *selection, entries []*results.Entry
 				}
 			}
 		}
-		groups[gi] = plot.BarGroup{Name: p, Values: vals}
+		groups[gi] = plot.BarGroup{Name: problemLabel(L, sel.suite, p), Values: vals}
 	}
 	base := sel.suite.Baseline
 	bars := &plot.Bars{
@@ -238,7 +261,7 @@ func (b *builder) throughputPlot(L string, sel *selection, entries []*results.En
 		series[len(series)-1].Points = append(series[len(series)-1].Points, plot.Point{X: xv, Y: y})
 	}
 	if len(series) == 0 {
-		return nil, errors.New("no correct results to plot")
+		return nil, errors.New(tr(L, "noplotdata"))
 	}
 	for i := range series {
 		sort.Slice(series[i].Points, func(a, b int) bool { return series[i].Points[a].X < series[i].Points[b].X })
@@ -348,7 +371,7 @@ func (b *builder) rooflinePlot(L string, sel *selection, entries []*results.Entr
 		}
 	}
 	if len(series) == 0 {
-		return nil, errors.New("no correct results to plot")
+		return nil, errors.New(tr(L, "noplotdata"))
 	}
 	return r.SVG()
 }

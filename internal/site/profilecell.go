@@ -199,9 +199,7 @@ func (b *builder) profileCell(pc *pageCtx, c *cell, s *profileSpec) (string, err
 	if len(errs) > 0 {
 		return "", d.errAt(c.Line, "kl-profile: %v", errs[0])
 	}
-	var out strings.Builder
-	fmt.Fprintf(&out, `<figure class="cell cell-profile" data-variants="%s">`, esc(strings.Join(s.Variants, " ")))
-	fmt.Fprintf(&out, `<figcaption>%s</figcaption>`, esc(profileCaption.get(L)))
+	v := profileView{Variants: strings.Join(s.Variants, " "), Caption: profileCaption.get(L)}
 	shown := 0
 	for _, f := range files {
 		slug := results.DeviceSlug(f.Device)
@@ -235,16 +233,53 @@ func (b *builder) profileCell(pc *pageCtx, c *cell, s *profileSpec) (string, err
 				slug, pc.ch.Num, strings.Join(missing, ","))
 		}
 		shown++
-		out.WriteString(b.profileTable(pc, f, slug, cols, s))
+		v.Tables = append(v.Tables, b.profileTable(pc, f, slug, cols, s))
 	}
 	if shown == 0 {
 		if s.Device != "" {
 			return "", d.errAt(c.Line, "kl-profile: device %s has no profile of %s", s.Device, strings.Join(s.Variants, ", "))
 		}
-		out.WriteString(b.emptyCell(noProfiles(pc.ch.Num, s.Variants).get(L)))
+		v.Empty = emptyCell(noProfiles(pc.ch.Num, s.Variants).get(L))
 	}
-	out.WriteString("</figure>\n")
-	return out.String(), nil
+	return execCell("kl-profile", v)
+}
+
+var _ = defineTemplates(`
+{{- define "kl-profile"}}<figure class="cell cell-profile" data-variants="{{.Variants}}"><figcaption>{{.Caption}}</figcaption>
+{{- range .Tables}}<p class="device-head"><a href="{{.Href}}">{{.Device}}</a> <span class="meta">{{.Meta}}</span></p>
+{{- /**/ -}}
+<div class="table-scroll"><table class="results profile"><thead><tr><th></th>
+{{- range .Cols}}{{if .Variant}}<th class="num" title="{{.Command}}">{{.Variant}}<br><span class="meta">{{.Meta}}</span></th>{{else}}<th class="num">{{.Missing}}</th>{{end}}{{end -}}
+</tr></thead><tbody>
+{{range .Rows}}<tr><th scope="row">{{.Label}}</th>{{range .Values}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+{{end}}
+{{- with .Empty}}{{template "empty" .}}{{end}}</figure>
+{{end}}`)
+
+// profileView is a profile cell (the "kl-profile" template): a table per device.
+type profileView struct {
+	Variants, Caption string
+	Tables            []profileTableView
+	Empty             emptyMsg
+}
+
+type profileTableView struct {
+	Href, Device, Meta string
+	Cols               []profileCol
+	Rows               []profileTableRow
+}
+
+// profileCol heads a variant's column: the profiled kernel and problem, or only the name of a
+// variant without a profile.
+type profileCol struct {
+	Variant, Command, Meta string
+	Missing                string
+}
+
+type profileTableRow struct {
+	Label  string
+	Values []string
 }
 
 var profileCaption = langText("Nsight Compute (labrun profile)", "Nsight Compute 测量结果（labrun profile）")
@@ -254,26 +289,25 @@ func noProfiles(num string, variants []string) langPair {
 	return langText("No profile recorded yet: run `"+cmd+"` on a GPU.", "尚无性能剖析记录：在 GPU 上运行 `"+cmd+"`。")
 }
 
-func (b *builder) profileTable(pc *pageCtx, f *profile.File, slug string, cols []*profile.Profile, s *profileSpec) string {
+func (b *builder) profileTable(pc *pageCtx, f *profile.File, slug string, cols []*profile.Profile, s *profileSpec) profileTableView {
 	L := pc.lang
-	var out strings.Builder
-	href := b.rel(pc.pageDir, L+"/devices/"+slug+".html")
-	fmt.Fprintf(&out, `<p class="device-head"><a href="%s">%s</a> <span class="meta">%s · %s</span></p>`, esc(href), esc(f.Device.Name),
-		esc(f.Tool), esc(f.Time.UTC().Format("2006-01-02")))
-	out.WriteString(`<div class="table-scroll"><table class="results profile"><thead><tr><th></th>`)
+	t := profileTableView{Href: b.rel(pc.pageDir, L+"/devices/"+slug+".html"), Device: f.Device.Name,
+		Meta: f.Tool + " · " + f.Time.UTC().Format("2006-01-02")}
 	var kind profile.Kind
 	for i, p := range cols {
 		if p == nil {
-			fmt.Fprintf(&out, `<th class="num">%s</th>`, esc(s.Variants[i]))
+			t.Cols = append(t.Cols, profileCol{Missing: s.Variants[i]})
 			continue
 		}
 		if kind == "" {
 			kind = p.Kind
 		}
-		fmt.Fprintf(&out, `<th class="num" title="%s">%s<br><span class="meta">%s · %s</span></th>`,
-			esc(p.Command), esc(p.Variant), esc(p.Kernel), esc(p.Problem))
+		problem := problemLabelIn(L, pc.ch.Manifest, p.Problem)
+		if suite := pc.ch.Manifest.Suite(p.Suite); suite != nil {
+			problem = problemLabel(L, suite, p.Problem)
+		}
+		t.Cols = append(t.Cols, profileCol{Variant: p.Variant, Command: p.Command, Meta: p.Kernel + " · " + problem})
 	}
-	out.WriteString("</tr></thead><tbody>\n")
 	keys := s.Rows
 	if len(keys) == 0 {
 		keys = defaultRows[kind]
@@ -298,14 +332,9 @@ func (b *builder) profileTable(pc *pageCtx, f *profile.File, slug string, cols [
 		if L == "zh" {
 			label = r.zh
 		}
-		fmt.Fprintf(&out, `<tr><th scope="row">%s</th>`, esc(label))
-		for _, v := range cells {
-			fmt.Fprintf(&out, `<td class="num">%s</td>`, esc(v))
-		}
-		out.WriteString("</tr>\n")
+		t.Rows = append(t.Rows, profileTableRow{Label: label, Values: cells})
 	}
-	out.WriteString("</tbody></table></div>\n")
-	return out.String()
+	return t
 }
 
 // langPair is a short text in both languages that the cell files keep beside their code.

@@ -1,7 +1,6 @@
 package site
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -82,6 +81,52 @@ func (b *builder) extraDevices(pc *pageCtx, c *cell, slug string, parts ...strin
 	return out, nil
 }
 
+var _ = defineTemplates(`
+{{- define "kl-properties"}}<figure class="cell cell-properties">{{with .Empty}}{{template "empty" .}}{{end}}
+{{- range .Devices}}<div class="device-block">{{template "devicehead" .Head}}{{template "properties" .Parts}}</div>
+{{end}}</figure>
+{{end}}
+{{- define "properties"}}{{range .}}
+{{- if .Folded}}<details class="attributes"><summary>{{.Caption}} ({{.Count}})</summary>{{template "valuetable" .Table}}</details>
+{{- else}}{{with .Caption}}<p class="cell-caption">{{.}}</p>{{end}}{{template "valuetable" .Table}}{{end}}
+{{- end}}{{end}}
+{{- define "valuetable"}}<div class="table-scroll">
+{{- if .Object}}<table class="kv"><thead><tr><th>{{index .Head 0}}</th><th>{{index .Head 1}}</th></tr></thead><tbody>
+{{- range .KV}}<tr><th scope="row">{{.Key}}</th><td>{{.Value}}</td></tr>{{end}}</tbody></table>
+{{- else if .Cols}}<table class="results"><thead><tr>{{range .Cols}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{- range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>
+{{- else}}<p>{{.Text}}</p>{{end}}</div>{{end}}`)
+
+type propertiesView struct {
+	Empty   emptyMsg
+	Devices []struct {
+		Head  deviceHeadView
+		Parts []propertyPart
+	}
+}
+
+// propertyPart is one part of a device's description (the "properties" template): a table
+// under a caption, or folded (the long list of attributes).
+type propertyPart struct {
+	Caption string
+	Folded  bool
+	Count   int
+	Table   valueTableView
+}
+
+// valueTableView is lab-specific data as a table (the "valuetable" template): an object as
+// key/value rows, a list of objects as a column per key, anything else as text.
+type valueTableView struct {
+	Object bool // key/value rows
+	Head   []string
+	KV     []keyValue
+	Cols   []string
+	Rows   [][]string
+	Text   string
+}
+
+type keyValue struct{ Key, Value string }
+
 func (b *builder) propertiesCell(pc *pageCtx, c *cell, s *propertiesSpec) (string, error) {
 	show := s.Show
 	if len(show) == 0 {
@@ -91,19 +136,17 @@ func (b *builder) propertiesCell(pc *pageCtx, c *cell, s *propertiesSpec) (strin
 	if err != nil {
 		return "", err
 	}
-	var out strings.Builder
-	out.WriteString(`<figure class="cell cell-properties">`)
+	var v propertiesView
 	if len(devs) == 0 {
-		out.WriteString(b.emptyCell(tr(pc.lang, "noprops")))
+		v.Empty = emptyCell(tr(pc.lang, "noprops"))
 	}
 	for _, d := range devs {
-		out.WriteString(`<div class="device-block">`)
-		out.WriteString(b.deviceHead(pc, d.Files[firstLab(d)]))
-		out.WriteString(b.propertiesHTML(pc.lang, d, pc.ch.Name, show))
-		out.WriteString("</div>\n")
+		v.Devices = append(v.Devices, struct {
+			Head  deviceHeadView
+			Parts []propertyPart
+		}{b.deviceHead(pc, d.Files[firstLab(d)]), b.propertyParts(pc.lang, d, pc.ch.Name, show)})
 	}
-	out.WriteString("</figure>\n")
-	return out.String(), nil
+	return execCell("kl-properties", v)
 }
 
 func firstLab(d *device) string {
@@ -115,102 +158,99 @@ func firstLab(d *device) string {
 	return names[0]
 }
 
-// propertiesHTML renders a device's property tables: the identity and limits, memory, peaks and
+// propertyParts are a device's property tables: the identity and limits, memory, peaks and
 // NVML in full, the list of every attribute folded.
-func (b *builder) propertiesHTML(L string, d *device, preferLab string, show []string) string {
-	var out strings.Builder
+func (b *builder) propertyParts(L string, d *device, preferLab string, show []string) []propertyPart {
+	var out []propertyPart
 	for _, part := range show {
 		v := b.property(d.Slug, preferLab, part)
 		if v == nil {
 			continue
 		}
-		table := valueTable(L, v)
+		p := propertyPart{Table: valueTable(L, v)}
 		switch part {
 		case "attributes":
-			n := 0
-			if a, ok := v.([]any); ok {
-				n = len(a)
-			} else if m, ok := v.(*omap); ok {
-				n = len(m.Keys)
+			p.Caption, p.Folded = tr(L, "attributes"), true
+			switch x := v.(type) {
+			case []any:
+				p.Count = len(x)
+			case map[string]any:
+				p.Count = len(x)
 			}
-			fmt.Fprintf(&out, `<details class="attributes"><summary>%s (%d)</summary>%s</details>`, esc(tr(L, "attributes")), n, table)
 		case "properties":
-			out.WriteString(table)
 		default:
-			fmt.Fprintf(&out, `<p class="cell-caption">%s</p>%s`, esc(tr(L, "part_"+part)), table)
+			p.Caption = tr(L, "part_"+part)
 		}
+		out = append(out, p)
 	}
-	return out.String()
+	return out
 }
 
-// valueTable renders lab-specific data: an object as a key/value table, a list of objects as a
-// table with a column per key.
-func valueTable(L string, v any) string {
-	var out strings.Builder
-	out.WriteString(`<div class="table-scroll">`)
+// valueTable lays out lab-specific data: an object as a key/value table (a nested object's keys
+// joined with " · ", two levels deep), a list of objects as a table with a column per key. Keys
+// are in sorted order, as the results file has them.
+func valueTable(L string, v any) valueTableView {
 	switch x := v.(type) {
-	case *omap:
-		fmt.Fprintf(&out, `<table class="kv"><thead><tr><th>%s</th><th>%s</th></tr></thead><tbody>`, esc(tr(L, "property")), esc(tr(L, "value")))
-		var rows func(prefix string, m *omap, depth int)
-		rows = func(prefix string, m *omap, depth int) {
-			for _, k := range m.Keys {
-				val := m.Vals[k]
-				if sub, ok := val.(*omap); ok {
+	case map[string]any:
+		t := valueTableView{Object: true, Head: []string{tr(L, "property"), tr(L, "value")}}
+		var rows func(prefix string, m map[string]any, depth int)
+		rows = func(prefix string, m map[string]any, depth int) {
+			for _, k := range sortedKeys(m) {
+				val := m[k]
+				if sub, ok := val.(map[string]any); ok {
 					if isValueUnit(sub) {
 						val = joinValueUnit(sub)
-					} else if depth < 2 && len(sub.Keys) > 0 {
+					} else if depth < 2 && len(sub) > 0 {
 						rows(prefix+k+" · ", sub, depth+1)
 						continue
 					}
 				}
-				fmt.Fprintf(&out, `<tr><th scope="row">%s</th><td>%s</td></tr>`, esc(prefix+k), esc(firstLine(fmtValue(val), 240)))
+				t.KV = append(t.KV, keyValue{prefix + k, firstLine(runtimeText(L, fmtValue(val)), 240)})
 			}
 		}
 		rows("", x, 0)
-		out.WriteString("</tbody></table>")
+		return t
 	case []any:
-		var cols []string
+		var t valueTableView
 		for _, e := range x {
-			if m, ok := e.(*omap); ok {
-				for _, k := range m.Keys {
-					if !contains(cols, k) {
-						cols = append(cols, k)
+			if m, ok := e.(map[string]any); ok {
+				for _, k := range sortedKeys(m) {
+					if !contains(t.Cols, k) {
+						t.Cols = append(t.Cols, k)
 					}
 				}
 			}
 		}
-		if len(cols) == 0 {
-			out.WriteString(`<p>` + esc(fmtValue(x)) + `</p>`)
-			break
+		if len(t.Cols) == 0 {
+			return valueTableView{Text: fmtValue(x)}
 		}
-		out.WriteString(`<table class="results"><thead><tr>`)
-		for _, c := range cols {
-			fmt.Fprintf(&out, `<th>%s</th>`, esc(c))
-		}
-		out.WriteString("</tr></thead><tbody>")
 		for _, e := range x {
-			m, _ := e.(*omap)
-			out.WriteString("<tr>")
-			for _, c := range cols {
-				val, _ := m.Get(c)
-				fmt.Fprintf(&out, `<td>%s</td>`, esc(fmtValue(val)))
+			m, _ := e.(map[string]any)
+			row := make([]string, len(t.Cols))
+			for i, c := range t.Cols {
+				row[i] = fmtValue(m[c])
 			}
-			out.WriteString("</tr>")
+			t.Rows = append(t.Rows, row)
 		}
-		out.WriteString("</tbody></table>")
-	default:
-		out.WriteString(`<p>` + esc(fmtValue(v)) + `</p>`)
+		return t
 	}
-	out.WriteString("</div>")
-	return out.String()
+	return valueTableView{Text: fmtValue(v)}
 }
 
-func isValueUnit(m *omap) bool {
-	_, hv := m.Get("value")
-	if !hv {
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func isValueUnit(m map[string]any) bool {
+	if _, ok := m["value"]; !ok {
 		return false
 	}
-	for _, k := range m.Keys {
+	for k := range m {
 		if k != "value" && k != "unit" {
 			return false
 		}
@@ -218,11 +258,9 @@ func isValueUnit(m *omap) bool {
 	return true
 }
 
-func joinValueUnit(m *omap) string {
-	v, _ := m.Get("value")
-	u, _ := m.Get("unit")
-	s := fmtValue(v)
-	if us, ok := u.(string); ok && us != "" {
+func joinValueUnit(m map[string]any) string {
+	s := fmtValue(m["value"])
+	if us, ok := m["unit"].(string); ok && us != "" {
 		s += " " + us
 	}
 	return s

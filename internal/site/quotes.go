@@ -95,12 +95,19 @@ func (b *builder) renderQuotes(pc *pageCtx) []error {
 			b.c.warn(true, "%s:%d: quoted result %q does not match %s: %v", pc.doc.Rel, q.line, q.text, where, err)
 		}
 		title := fmt.Sprintf("%s = %s %s", where, strconv.FormatFloat(val, 'g', 6, 64), unit)
+		h, err := execTemplate("quoted", struct{ Title, Text string }{title, q.text})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		span := &ast.HTMLSpan{}
-		span.Literal = []byte(fmt.Sprintf(`<span class="quoted" title="%s">%s</span>`, esc(title), esc(q.text)))
+		span.Literal = []byte(h)
 		replaceNode(q.node, span)
 	}
 	return errs
 }
+
+var _ = defineTemplates(`{{define "quoted"}}<span class="quoted" title="{{.Title}}">{{.Text}}</span>{{end}}`)
 
 func replaceNode(old, new ast.Node) {
 	parent := old.GetParent()

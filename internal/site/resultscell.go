@@ -33,33 +33,76 @@ type resultsSpec struct {
 	Device   string   `yaml:"device" json:"device,omitempty"`
 }
 
+var _ = defineTemplates(`
+{{- define "kl-results"}}<figure class="cell cell-results" data-suite="{{.Suite}}">
+{{- with .Title}}<figcaption>{{.}}</figcaption>{{end}}
+{{- with .Empty}}{{template "empty" .}}{{end}}
+{{- range .Devices}}<div class="device-block">{{template "devicehead" .Head}}
+{{- with .Compact}}{{template "compact" .}}{{end}}
+{{- with .Skips}}{{template "skips" .}}{{end -}}
+<details class="cell-details"><summary>{{$.Details}}</summary>{{template "fulltable" .Full}}</details></div>
+{{end}}</figure>
+{{end}}
+{{- define "varhead"}}{{if .Code}}<code>{{.Name}}</code>{{else}}{{.Name}}{{end}}{{with .Baseline}} <small class="muted">{{.}}</small>{{end}}{{end}}
+{{- define "figcell"}}<td class="num{{if .Muted}} muted{{end}}">
+{{- if .Status}}<span class="{{.Status}}" title="{{.Title}}">{{.Text}}</span>
+{{- else if .Strong}}<strong>{{.Text}}</strong>{{else}}{{.Text}}{{end}}</td>{{end}}
+{{- define "compact"}}<div class="table-scroll compact-scroll"><table class="results compact"><thead><tr><th class="sticky">{{.Corner}}</th>
+{{- range .Cols}}<th class="num">{{template "varhead" .}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr{{if .Baseline}} class="baseline"{{end}}><th scope="row" class="sticky">{{template "varhead" .Head}}</th>
+{{- range .Cells}}{{template "figcell" .}}{{end}}</tr>
+{{end}}</tbody></table></div>
+<p class="cell-note">{{.Note}}</p>
+{{end}}
+{{- define "skips"}}<p class="cell-note skipped">{{.Lead}} {{range $i, $r := .Reasons}}{{if $i}}{{$.Join}}{{end}}
+{{- range $j, $v := .Variants}}{{if $j}}, {{end}}<code>{{$v}}</code>{{end}}{{$.Sep}}{{.Reason}}{{end}}</p>
+{{end}}
+{{- define "fulltable"}}<div class="table-scroll"><table class="results"><thead><tr>
+{{- range .Cols}}<th{{if .Num}} class="num"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
+{{range .Groups}}<tbody>
+{{range .}}<tr{{if .Baseline}} class="baseline"{{end}}>
+{{- if .Span}}<th scope="rowgroup" rowspan="{{.Span}}" class="problem">{{.Problem}}</th>{{end -}}
+<td><code>{{.Variant}}</code>{{with .VariantTitle}}<br><small class="muted">{{.}}</small>{{end}}</td>
+{{- /**/ -}}
+<td><span class="{{.StatusClass}}">{{.Status}}</span>{{with .Err}}<span class="err">{{.}}</span>{{end}}{{with .Peer}}<br><small class="muted">{{.}}</small>{{end}}</td>
+{{- if .Emu}}<td class="num">{{.Check}}</td><td class="num emulated" title="{{.TimeTitle}}">{{.Time}}</td>
+{{- else}}<td class="num">{{.Time}}{{with .Range}} <small class="muted">({{.}})</small>{{end}}</td><td class="num">{{.Rate}}</td><td class="num">{{.Vs}}</td>{{end}}</tr>
+{{end}}</tbody>
+{{end}}</table></div>
+{{end}}`)
+
+// resultsView is what a results cell shows (the "kl-results" template).
+type resultsView struct {
+	Suite, Title, Details string
+	Empty                 emptyMsg
+	Devices               []resultsDevice
+}
+
+type resultsDevice struct {
+	Head    deviceHeadView
+	Compact *compactView
+	Skips   *skipLine
+	Full    fullView
+}
+
 func (b *builder) resultsCell(pc *pageCtx, c *cell, s *resultsSpec) (string, error) {
 	sel, err := b.selectResults(pc, c, s.Suite, s.Variants, s.Problems, s.Device)
 	if err != nil {
 		return "", err
 	}
 	L := pc.lang
-	title := pick(L, sel.suite.Title)
-	var out strings.Builder
-	fmt.Fprintf(&out, `<figure class="cell cell-results" data-suite="%s">`, esc(sel.suite.Name))
-	if title != "" {
-		fmt.Fprintf(&out, `<figcaption>%s</figcaption>`, esc(title))
-	}
+	v := resultsView{Suite: sel.suite.Name, Title: pick(L, sel.suite.Title), Details: tr(L, "alldetails")}
 	if len(sel.devices) == 0 {
-		out.WriteString(b.emptyCell(tr(L, "noresults", pc.ch.Num)))
+		v.Empty = emptyCell(tr(L, "noresults", pc.ch.Num))
 	}
 	for _, dr := range b.shownDevices(sel, s.Device) {
 		emu := b.c.bySlug[dr.Slug].Emulated
 		entries := sel.entries(dr)
-		out.WriteString(`<div class="device-block">`)
-		out.WriteString(b.deviceHead(pc, dr))
-		out.WriteString(b.compactTable(L, sel.suite, entries, emu))
-		fmt.Fprintf(&out, `<details class="cell-details"><summary>%s</summary>`, esc(tr(L, "alldetails")))
-		out.WriteString(b.fullTable(L, sel.suite, entries, emu))
-		out.WriteString("</details></div>\n")
+		compact, skips := b.compactTable(L, sel.suite, entries, emu)
+		v.Devices = append(v.Devices, resultsDevice{Head: b.deviceHead(pc, dr), Compact: compact, Skips: skips,
+			Full: b.fullTable(L, sel.suite, entries, emu)})
 	}
-	out.WriteString("</figure>\n")
-	return out.String(), nil
+	return execCell("kl-results", v)
 }
 
 // shownDevices are the device blocks a results cell shows: the GPUs' results, and the
@@ -81,13 +124,44 @@ func (b *builder) shownDevices(sel *selection, named string) []*devResults {
 	return sel.devices
 }
 
+// compactView is a results cell's one table (the "compact" template).
+type compactView struct {
+	Corner string
+	Cols   []varHead
+	Rows   []compactRow
+	Note   string
+}
+
+// varHead heads a row or column: a variant's name (as code) or a problem's, and "baseline" by
+// the baseline.
+type varHead struct {
+	Name     string
+	Code     bool
+	Baseline string
+}
+
+type compactRow struct {
+	Head     varHead
+	Baseline bool
+	Cells    []figCell
+}
+
+// figCell is one figure of the compact table (the "figcell" template).
+type figCell struct {
+	Text   string
+	Muted  bool   // no entry
+	Strong bool   // a speedup
+	Status string // the status class, for a run that did not pass
+	Title  string // its error
+}
+
 // compactTable is a results cell's one table: a row per problem and a column per variant when
 // the cell compares a few variants (as the notes' cells do), else a row per variant and a column
 // per problem. Each cell holds the key figure: on a GPU the speedup over the suite's baseline
 // (the baseline's own column shows its rate), or the rate where the suite has no baseline; on
 // the emulator the check's relative error. A run that did not pass shows its status instead.
 // Variants skipped on every problem leave the table for one line under it.
-func (b *builder) compactTable(L string, s *lab.Suite, entries []*results.Entry, emu bool) string {
+func (b *builder) compactTable(L string, s *lab.Suite, entries []*results.Entry, emu bool) (*compactView, *skipLine) {
 	var variants, problems []string
 	byKey := map[string]*results.Entry{}
 	skipped := map[string]int{}
@@ -104,7 +178,7 @@ func (b *builder) compactTable(L string, s *lab.Suite, entries []*results.Entry,
 		}
 	}
 	problems = orderProblems(s, problems)
-	var skips skipLine
+	skips := &skipLine{Lead: tr(L, "skippedhere"), Sep: tr(L, "skipsep"), Join: tr(L, "skipjoin")}
 	var shown []string
 	for _, v := range variants {
 		if skipped[v] > 0 && skipped[v] == countVariant(entries, v) {
@@ -118,62 +192,141 @@ func (b *builder) compactTable(L string, s *lab.Suite, entries []*results.Entry,
 		}
 		shown = append(shown, v)
 	}
-	var out strings.Builder
-	if len(shown) > 0 {
-		cell := func(v, p string) string {
-			e := byKey[v+"\x00"+p]
-			if e == nil {
-				return `<td class="num muted">–</td>`
-			}
-			return b.keyFigure(L, s, e, emu)
+	if len(skips.Reasons) == 0 {
+		skips = nil
+	}
+	if len(shown) == 0 {
+		return nil, skips
+	}
+	cell := func(v, p string) figCell {
+		e := byKey[v+"\x00"+p]
+		if e == nil {
+			return figCell{Text: "–", Muted: true}
 		}
-		head := func(v string) string {
-			h := `<code>` + esc(v) + `</code>`
-			if v == s.Baseline && !emu {
-				h += ` <small class="muted">` + esc(tr(L, "baseline")) + `</small>`
-			}
-			return h
+		return b.keyFigure(L, s, e, emu)
+	}
+	variantHead := func(v string) varHead {
+		h := varHead{Name: v, Code: true}
+		if v == s.Baseline && !emu {
+			h.Baseline = tr(L, "baseline")
 		}
-		out.WriteString(`<div class="table-scroll compact-scroll"><table class="results compact">`)
-		if len(shown) <= 4 || len(shown) <= len(problems)/2 {
+		return h
+	}
+	layout := func(byProblem bool, problems []string) *compactView {
+		t := &compactView{Note: b.figureNote(L, s, emu)}
+		if byProblem {
 			// Rows: problems; columns: the variants the cell compares.
-			out.WriteString(`<thead><tr><th class="sticky">` + esc(tr(L, "problem")) + `</th>`)
+			t.Corner = tr(L, "problem")
 			for _, v := range shown {
-				out.WriteString(`<th class="num">` + head(v) + `</th>`)
+				t.Cols = append(t.Cols, variantHead(v))
 			}
-			out.WriteString("</tr></thead><tbody>\n")
 			for _, p := range problems {
-				out.WriteString(`<tr><th scope="row" class="sticky">` + esc(p) + `</th>`)
+				row := compactRow{Head: varHead{Name: problemLabel(L, s, p)}}
 				for _, v := range shown {
-					out.WriteString(cell(v, p))
+					row.Cells = append(row.Cells, cell(v, p))
 				}
-				out.WriteString("</tr>\n")
+				t.Rows = append(t.Rows, row)
 			}
-		} else {
-			out.WriteString(`<thead><tr><th class="sticky">` + esc(tr(L, "variant")) + `</th>`)
+			return t
+		}
+		t.Corner = tr(L, "variant")
+		for _, p := range problems {
+			t.Cols = append(t.Cols, varHead{Name: problemLabel(L, s, p)})
+		}
+		for _, v := range shown {
+			row := compactRow{Head: variantHead(v), Baseline: v == s.Baseline && !emu}
 			for _, p := range problems {
-				out.WriteString(`<th class="num">` + esc(p) + `</th>`)
+				row.Cells = append(row.Cells, cell(v, p))
 			}
-			out.WriteString("</tr></thead><tbody>\n")
-			for _, v := range shown {
-				rowClass := ""
-				if v == s.Baseline && !emu {
-					rowClass = ` class="baseline"`
-				}
-				out.WriteString(`<tr` + rowClass + `><th scope="row" class="sticky">` + head(v) + `</th>`)
-				for _, p := range problems {
-					out.WriteString(cell(v, p))
-				}
-				out.WriteString("</tr>\n")
+			t.Rows = append(t.Rows, row)
+		}
+		return t
+	}
+	byProblem := len(shown) <= 4 || len(shown) <= len(problems)/2
+	t := layout(byProblem, problems)
+	if t.width() <= compactBudget {
+		return t, skips
+	}
+	if other := layout(!byProblem, problems); other.width() <= compactBudget {
+		return other, skips
+	}
+	// Neither way fits the column: a row per variant, and the heaviest problems that fit (the
+	// details below list every problem).
+	heavy := heaviestFirst(s, entries, problems)
+	for k := len(heavy) - 1; k >= 1; k-- {
+		keep := orderProblems(s, heavy[:k])
+		if t = layout(false, keep); t.width() <= compactBudget || k == 1 {
+			t.Note += tr(L, "someproblems", k, len(problems))
+			return t, skips
+		}
+	}
+	return t, skips
+}
+
+// compactBudget is the width a compact table may take: the text column (52rem at 16 px) less a
+// margin for the reader's fonts. Wider, it would scroll at 1280 px, hiding figures.
+const compactBudget = 760
+
+// width estimates how wide the table is drawn (CSS pixels, style.css's compact table): each
+// column as wide as its widest text, at least 4.5rem; the row headings wrap at 14rem.
+func (t *compactView) width() float64 {
+	const pad = 20 // .6rem each side
+	textW := func(s string, code bool) float64 {
+		w := 0.0
+		for _, r := range s {
+			switch {
+			case isWideRune(r):
+				w += 14.4
+			case code:
+				w += 7.4 // the monospace font at .85em of the table's .9rem
+			default:
+				w += 7.9
 			}
 		}
-		out.WriteString("</tbody></table></div>\n")
-		out.WriteString(`<p class="cell-note">` + esc(b.figureNote(L, s, emu)) + "</p>\n")
+		return w
 	}
-	if line := skips.html(L); line != "" {
-		out.WriteString(line)
+	head := textW(t.Corner, false)
+	for _, r := range t.Rows {
+		head = max(head, textW(r.Head.Name, r.Head.Code))
 	}
-	return out.String()
+	total := min(max(head, 96), 224) + pad
+	for i, c := range t.Cols {
+		w := 72.0
+		// A heading wraps at spaces, except its code.
+		if c.Code {
+			w = max(w, textW(c.Name, true))
+		} else {
+			for _, word := range strings.Fields(c.Name) {
+				w = max(w, textW(word, false))
+			}
+		}
+		for _, r := range t.Rows {
+			w = max(w, textW(r.Cells[i].Text, false))
+		}
+		total += w + pad
+	}
+	return total
+}
+
+func isWideRune(r rune) bool { return r >= 0x2e80 && r <= 0xffef }
+
+// heaviestFirst orders problems by how long the suite's baseline (or, without one, its slowest
+// variant) took on them, longest first: the large problems, where kernels are judged.
+func heaviestFirst(s *lab.Suite, entries []*results.Entry, problems []string) []string {
+	cost := map[string]float64{}
+	for _, e := range entries {
+		if e.Time == nil || !e.OK() {
+			continue
+		}
+		if e.Variant == s.Baseline {
+			cost[e.Problem] = e.Time.MedianMs + 1e12 // the baseline's time ranks before any other
+		} else if cost[e.Problem] < 1e12 {
+			cost[e.Problem] = max(cost[e.Problem], e.Time.MedianMs)
+		}
+	}
+	out := append([]string(nil), problems...)
+	sort.SliceStable(out, func(i, j int) bool { return cost[out[i]] > cost[out[j]] })
+	return out
 }
 
 func countVariant(entries []*results.Entry, v string) int {
@@ -204,21 +357,18 @@ func orderProblems(s *lab.Suite, ps []string) []string {
 }
 
 // keyFigure is one cell of the compact table.
-func (b *builder) keyFigure(L string, s *lab.Suite, e *results.Entry, emu bool) string {
-	if !e.OK() {
-		return fmt.Sprintf(`<td class="num"><span class="%s" title="%s">%s</span></td>`, statusClass(e.Status),
-			esc(firstLine(runtimeText(L, e.Error), 200)), esc(statusWord(L, e.Status)))
+func (b *builder) keyFigure(L string, s *lab.Suite, e *results.Entry, emu bool) figCell {
+	switch {
+	case !e.OK():
+		return figCell{Status: statusClass(e.Status), Title: firstLine(runtimeText(L, e.Error), 200), Text: statusWord(L, e.Status)}
+	case emu && e.Check == nil:
+		return figCell{Text: tr(L, "statusok")}
+	case emu:
+		return figCell{Text: fmt.Sprintf("%.1e", e.Check.RelErr)}
+	case e.Speedup > 0 && e.Variant != s.Baseline:
+		return figCell{Text: fmt.Sprintf("%.2f×", e.Speedup), Strong: true}
 	}
-	if emu {
-		if e.Check == nil {
-			return `<td class="num">` + esc(tr(L, "statusok")) + `</td>`
-		}
-		return fmt.Sprintf(`<td class="num">%.1e</td>`, e.Check.RelErr)
-	}
-	if e.Speedup > 0 && e.Variant != s.Baseline {
-		return fmt.Sprintf(`<td class="num"><strong>%.2f×</strong></td>`, e.Speedup)
-	}
-	return `<td class="num">` + esc(keyRate(e, s.Metric)) + `</td>`
+	return figCell{Text: keyRate(e, s.Metric)}
 }
 
 // keyRate is an entry's rate in the suite's metric alone.
@@ -252,42 +402,54 @@ func statusWord(L, status string) string {
 	return status
 }
 
-// skipLine collects the variants skipped on every problem, by reason.
+// skipLine collects the variants skipped on every problem, by reason (the "skips" template).
 type skipLine struct {
-	reasons []string
-	by      map[string][]string
+	Lead, Sep, Join string // the line's words: "Skipped here:", between variants and reason, between reasons
+	Reasons         []skipReason
+}
+
+type skipReason struct {
+	Reason   string
+	Variants []string
 }
 
 func (s *skipLine) add(variant, reason string) {
-	if s.by == nil {
-		s.by = map[string][]string{}
+	for i := range s.Reasons {
+		if s.Reasons[i].Reason == reason {
+			s.Reasons[i].Variants = append(s.Reasons[i].Variants, variant)
+			return
+		}
 	}
-	if _, ok := s.by[reason]; !ok {
-		s.reasons = append(s.reasons, reason)
-	}
-	s.by[reason] = append(s.by[reason], variant)
+	s.Reasons = append(s.Reasons, skipReason{Reason: reason, Variants: []string{variant}})
 }
 
-func (s *skipLine) html(L string) string {
-	if len(s.reasons) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, r := range s.reasons {
-		var vs []string
-		for _, v := range s.by[r] {
-			vs = append(vs, "<code>"+esc(v)+"</code>")
-		}
-		parts = append(parts, strings.Join(vs, ", ")+tr(L, "skipsep")+esc(r))
-	}
-	return `<p class="cell-note skipped">` + esc(tr(L, "skippedhere")) + " " + strings.Join(parts, tr(L, "skipjoin")) + "</p>\n"
+// fullView is every figure of a device's entries (the "fulltable" template).
+type fullView struct {
+	Cols   []fullCol
+	Groups [][]fullRow // a row group per problem
+}
+
+type fullCol struct {
+	Text string
+	Num  bool
+}
+
+type fullRow struct {
+	Baseline               bool
+	Span                   int // the problem's rows, on its first row
+	Problem                string
+	Variant, VariantTitle  string
+	StatusClass, Status    string
+	Err, Peer              string
+	Emu                    bool
+	Check, Time, TimeTitle string // the emulator's columns
+	Range, Rate, Vs        string // a GPU's: the time's min–max, the rate, the speedup
 }
 
 // fullTable is every figure of a device's entries (median with min–max, every rate, the
 // speedup, each error in full), folded under the compact table.
-func (b *builder) fullTable(L string, s *lab.Suite, entries []*results.Entry, emu bool) string {
-	var out strings.Builder
-	out.WriteString(`<div class="table-scroll"><table class="results"><thead><tr>`)
+func (b *builder) fullTable(L string, s *lab.Suite, entries []*results.Entry, emu bool) fullView {
+	var v fullView
 	cols := []string{tr(L, "problem"), tr(L, "variant"), tr(L, "status")}
 	if emu {
 		cols = append(cols, tr(L, "check"), tr(L, "time"))
@@ -295,13 +457,8 @@ func (b *builder) fullTable(L string, s *lab.Suite, entries []*results.Entry, em
 		cols = append(cols, tr(L, "median"), tr(L, "rate"), tr(L, "vsbaseline"))
 	}
 	for i, h := range cols {
-		class := ""
-		if i >= 3 {
-			class = ` class="num"`
-		}
-		fmt.Fprintf(&out, `<th%s>%s</th>`, class, esc(h))
+		v.Cols = append(v.Cols, fullCol{Text: h, Num: i >= 3})
 	}
-	out.WriteString("</tr></thead>\n")
 	// One row group per problem, the variants in manifest order within it.
 	entries = append([]*results.Entry(nil), entries...)
 	pRank := map[string]int{}
@@ -323,80 +480,65 @@ func (b *builder) fullTable(L string, s *lab.Suite, entries []*results.Entry, em
 		for j < len(entries) && entries[j].Problem == entries[i].Problem {
 			j++
 		}
-		out.WriteString("<tbody>\n")
+		var group []fullRow
 		for k := i; k < j; k++ {
-			e := entries[k]
-			rowClass := ""
-			if e.Variant == s.Baseline {
-				rowClass = ` class="baseline"`
-			}
-			fmt.Fprintf(&out, `<tr%s>`, rowClass)
+			row := b.resultRow(L, s, entries[k], emu)
 			if k == i {
-				fmt.Fprintf(&out, `<th scope="rowgroup" rowspan="%d" class="problem">%s</th>`, j-i, esc(e.Problem))
+				row.Span, row.Problem = j-i, problemLabel(L, s, entries[k].Problem)
 			}
-			out.WriteString(b.resultRow(L, s, e, emu))
-			out.WriteString("</tr>\n")
+			group = append(group, row)
 		}
-		out.WriteString("</tbody>\n")
+		v.Groups = append(v.Groups, group)
 		i = j
 	}
-	out.WriteString("</table></div>\n")
-	return out.String()
+	return v
 }
 
-// resultRow is the cells of one entry after the problem: variant, status, then figures.
-func (b *builder) resultRow(L string, s *lab.Suite, e *results.Entry, emu bool) string {
-	var out strings.Builder
-	vt := ""
+// resultRow is one entry's row after the problem: variant, status, then figures.
+func (b *builder) resultRow(L string, s *lab.Suite, e *results.Entry, emu bool) fullRow {
+	r := fullRow{Baseline: e.Variant == s.Baseline, Variant: e.Variant, StatusClass: statusClass(e.Status), Status: e.Status, Emu: emu}
 	if v := s.Variant(e.Variant); v != nil {
-		if t := pick(L, v.Title); t != "" {
-			vt = `<br><small class="muted">` + esc(t) + `</small>`
-		}
+		r.VariantTitle = pick(L, v.Title)
 	}
-	fmt.Fprintf(&out, `<td><code>%s</code>%s</td>`, esc(e.Variant), vt)
-	status := e.Status
-	if status == results.StatusOK {
-		status = tr(L, "statusok")
+	if r.Status == results.StatusOK {
+		r.Status = tr(L, "statusok")
 	}
-	errText := ""
 	if e.Error != "" {
-		errText = `<span class="err">` + esc(firstLine(runtimeText(L, e.Error), 160)) + `</span>`
+		r.Err = firstLine(runtimeText(L, e.Error), 160)
 	}
 	if e.Check != nil && strings.HasPrefix(e.Check.Method, lab.PeerMethodPrefix) {
 		// A peer's output was checked by its own PyTorch reference, not by the lab's.
-		errText += `<br><small class="muted">` + esc(tr(L, "peercheck")) + `</small>`
+		r.Peer = tr(L, "peercheck")
 	}
-	fmt.Fprintf(&out, `<td><span class="%s">%s</span>%s</td>`, statusClass(e.Status), esc(status), errText)
+	r.Time = "–"
 	if emu {
-		chk := "–"
+		r.Check = "–"
 		if e.Check != nil {
-			chk = fmt.Sprintf("%.1e", e.Check.RelErr)
+			r.Check = fmt.Sprintf("%.1e", e.Check.RelErr)
 		}
-		t := "–"
 		if e.Time != nil {
-			t = fmtTime(e.Time.MedianMs)
+			r.Time = fmtTime(e.Time.MedianMs)
 		}
-		fmt.Fprintf(&out, `<td class="num">%s</td><td class="num emulated" title="%s">%s</td>`, esc(chk), esc(tr(L, "emulatedlong")), esc(t))
-		return out.String()
+		r.TimeTitle = tr(L, "emulatedlong")
+		return r
 	}
-	t := "–"
 	if e.Time != nil {
 		// A run of several operations (a launch-rate suite) is quoted per operation, as labrun does.
 		per, unit := 1.0, ""
 		if e.Ops > 1 {
 			per, unit = float64(e.Ops), "/op"
 		}
-		t = esc(fmtTime(e.Time.MedianMs/per) + unit)
+		r.Time = fmtTime(e.Time.MedianMs/per) + unit
 		if e.Time.MinMs > 0 {
-			t += fmt.Sprintf(` <small class="muted">(%s–%s)</small>`, esc(fmtTime(e.Time.MinMs/per)), esc(fmtTime(e.Time.MaxMs/per)))
+			r.Range = fmtTime(e.Time.MinMs/per) + "–" + fmtTime(e.Time.MaxMs/per)
 		}
 	}
-	rate := "–"
+	r.Rate = "–"
 	if e.OK() {
-		rate = esc(fmtRate(e, s.Metric))
+		r.Rate = fmtRate(e, s.Metric)
 	}
-	fmt.Fprintf(&out, `<td class="num">%s</td><td class="num">%s</td><td class="num">%s</td>`, t, rate, esc(speedupText(L, s, e)))
-	return out.String()
+	r.Vs = speedupText(L, s, e)
+	return r
 }
 
 func speedupText(lang string, s *lab.Suite, e *results.Entry) string {

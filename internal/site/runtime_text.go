@@ -49,6 +49,27 @@ var runtimeRules = []struct {
 		"$1 用 TMA 加载分块，TMA 要求行跨度是 16 字节的倍数：$2 和 $3 必须是 8 的倍数（这个问题是 $4）"},
 	{regexp.MustCompile(`^(\S+) is the MoE form \(one token matrix, one N and K for all experts\); the groups of this problem differ in N or K$`),
 		"$1 是 MoE 形式（一个 token 矩阵，所有专家共用同一个 N 和 K）；这个问题的各组 N 或 K 不同"},
+	// What the lab that measures the device records of its ceilings (how each was measured,
+	// where its peak comes from) and of a device without NVML.
+	{regexp.MustCompile(`^best FMA-chain kernel$`), "最快的 FMA 链核函数"},
+	{regexp.MustCompile(`^best copy \(bytes read \+ written\) at working sets ≥ (.*)$`), "工作集 ≥ $1 时最快的拷贝（按读 + 写的字节数计）"},
+	{regexp.MustCompile(`^best copy at working sets ≤ (.*) \(the device reports no L2 size\)$`), "工作集 ≤ $1 时最快的拷贝（设备没有报告 L2 大小）"},
+	{regexp.MustCompile(`^best cuBLAS bf16 GEMM \(dense\)$`), "最快的 cuBLAS bf16 GEMM（稠密）"},
+	{regexp.MustCompile(`^best pinned device-to-host copy$`), "最快的设备到主机拷贝（锁页内存）"},
+	{regexp.MustCompile(`^best pinned host-to-device copy$`), "最快的主机到设备拷贝（锁页内存）"},
+	{regexp.MustCompile(`^best read of a buffer ≤ the L2 size \((.*)\), every pass in one launch \(bytes read\)$`),
+		"读取不超过 L2 大小（$1）的缓冲区时最快的结果，每一遍都在一次启动内完成（按读取的字节数计）"},
+	{regexp.MustCompile(`^launch, run and wait for completion, per launch \(lower is better\)$`), "启动、运行并等待完成，按每次启动计（越低越好）"},
+	{regexp.MustCompile(`^time per launch, launches back to back \(lower is better\)$`), "背靠背连续启动时每次启动的时间（越低越好）"},
+	{regexp.MustCompile(`^datasheet: (.*), (\S+ \S+) column \((.*), per direction\)$`), "数据手册：$1，$2 一栏（$3，单向）"},
+	{regexp.MustCompile(`^datasheet: (.*), (\S+ \S+) column$`), "数据手册：$1，$2 一栏"},
+	{regexp.MustCompile(`^no datasheet entry for this device and no figure from its clocks \(see NVML's PCIe generation and width\)$`),
+		"数据手册中没有这款设备，也无法由时钟频率算出（见 NVML 给出的 PCIe 代数与链路宽度）"},
+	{regexp.MustCompile(`^no datasheet entry for this device and no figure from its clocks$`), "数据手册中没有这款设备，也无法由时钟频率算出"},
+	{regexp.MustCompile(`^no published peak \(NVIDIA does not publish L2 bandwidth\); compare with (\S+)$`), "没有公开的峰值（NVIDIA 不公布 L2 带宽）；可与 $1 比较"},
+	{regexp.MustCompile(`^no published peak$`), "没有公开的峰值"},
+	{regexp.MustCompile(`^the emulator backend has no NVML device \(NVML describes NVIDIA GPUs\)$`), "模拟器后端没有 NVML 设备（NVML 描述的是 NVIDIA GPU）"},
+	{regexp.MustCompile(`^NVML describes NVIDIA GPUs; this is the HIP backend \(rocm-smi is its counterpart\)$`), "NVML 描述的是 NVIDIA GPU；这是 HIP 后端（对应的工具是 rocm-smi）"},
 }
 
 // runtimeText is a recorded message in the page's language.

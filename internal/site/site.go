@@ -345,11 +345,7 @@ func (b *builder) renderPage(rel string, p *page) error {
 	if err := b.tmpl[p.Kind].ExecuteTemplate(&sb, "layout.html", p); err != nil {
 		return fmt.Errorf("rendering %s: %w", rel, err)
 	}
-	out := sb.String()
-	if p.Lang == "zh" {
-		out = joinCJKSpaces(out)
-	}
-	b.writeFile(rel, []byte(out))
+	b.writeFile(rel, []byte(sb.String()))
 	return nil
 }
 
@@ -476,7 +472,11 @@ func (b *builder) renderChapter(ch *chapter) (map[string]*rendered, []error) {
 			}
 		}
 		if len(errs) == 0 {
-			r.Body = d.render()
+			body, err := d.render()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			r.Body = body
 		}
 		out[lang] = r
 	}
@@ -533,7 +533,8 @@ func (b *builder) renderMarkdownPage(name, lang string) (*notesDoc, string, erro
 		}
 		assignIDs(d, ref)
 		if l == lang {
-			return d, d.render(), nil
+			body, err := d.render()
+			return d, body, err
 		}
 		ref = d
 	}

@@ -94,6 +94,8 @@ func TestBuildFixture(t *testing.T) {
 	assert.Contains(t, en, "HBM bandwidth")
 	assert.Contains(t, en, "99%")
 	assert.Contains(t, zh, "HBM 带宽")
+	assert.Contains(t, zh, "1 个线程块", "a problem named in words shows its Chinese title")
+	assert.NotContains(t, zh, ">1 block<")
 
 	// kl-source with function: only that function, with its comment and its line numbers.
 	fig := between(en, `<figure class="cell cell-source">`, `</figure>`)
@@ -384,9 +386,44 @@ func TestChineseLineBreaks(t *testing.T) {
 	d, err := parseNotesBytes("", "x.zh.md", "zh", []byte(src))
 	require.NoError(t, err)
 	assignIDs(d, nil)
-	html := d.render()
+	html, err := d.render()
+	require.NoError(t, err)
 	assert.Contains(t, html, "第一行，第二行接着写 GPU\n内核。English\nwords stay apart.", "a break between Chinese and Latin stays a space")
 	assert.Contains(t, html, "注释</span>\n<span class=\"hl-c\">// 注释", "code keeps its lines")
+}
+
+func TestChineseBreaksAcrossInlineNodes(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"**重点**\n继续。", "<strong>重点</strong>继续。"},
+		{"前面\n*强调*。", "前面<em>强调</em>。"},
+		{"**在 GPU 上。** 安装驱动", "<strong>在 GPU 上。</strong>安装驱动"},
+		{"运行 `make`\n命令", "运行 <code>make</code>\n命令"}, // Latin, then Chinese: a space
+		{"见[文档](x.md)\n第二节", "见<a href=\"x.md\">文档</a>第二节"},
+		{"*动态*调度器按需发放，**每个**分块", "<em>动态</em>调度器按需发放，<strong>每个</strong>分块"}, // emphasis inside Chinese "words"
+		{"耗时 t_comm 与 2 * 3 * 4", "耗时 t_comm 与 2 * 3 * 4"},
+	}
+	for _, tc := range tests {
+		d, err := parseNotesBytes("", "x.zh.md", "zh", []byte(tc.src+"\n"))
+		require.NoError(t, err)
+		html, err := d.render()
+		require.NoError(t, err)
+		assert.Contains(t, html, tc.want, tc.src)
+	}
+	assert.Equal(t, "第一行第二行 GPU 内核", joinCJKText("第一行 第二行 GPU 内核"), "folded YAML: a space between Chinese characters goes")
+}
+
+func TestCellAndHeadingLines(t *testing.T) {
+	src := "# T\n\n## A\n\n````md\n```kl-results\nsuite: shown\n```\n````\n\nSetext\n------\n\n- item\n\n  ```kl-plot\n  kind: speedup\n  ```\n\n### B `code`\n\n~~~kl-results\nsuite: s\n~~~\n"
+	d, err := parseNotesBytes("/x/notes.en.md", "notes.en.md", "en", []byte(src))
+	require.NoError(t, err)
+	require.Len(t, d.Cells, 2, "a cell shown inside another block is not a cell")
+	assert.Equal(t, 16, d.Cells[0].Line)
+	assert.Equal(t, 22, d.Cells[1].Line)
+	var lines []int
+	for _, h := range d.Headings {
+		lines = append(lines, h.Line)
+	}
+	assert.Equal(t, []int{1, 3, 0, 20}, lines, "a setext heading has no line")
 }
 
 func TestNotesWithBareCodeBlocks(t *testing.T) {
@@ -398,7 +435,7 @@ func TestNotesWithBareCodeBlocks(t *testing.T) {
 	if len(d.Cells) != 0 {
 		t.Fatalf("bare code blocks are not cells, got %d", len(d.Cells))
 	}
-	if html := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
+	if html, _ := d.render(); !strings.Contains(html, "plain fence") || !strings.Contains(html, "indented code") {
 		t.Fatalf("bare code blocks are rendered as code, got %s", html)
 	}
 }

@@ -97,19 +97,26 @@ func (b *builder) sourceCell(pc *pageCtx, c *cell, s *sourceSpec) (string, error
 	excerpt := strings.Join(lines[first-1:last], "\n")
 	b.writeFile(path.Join("files", rel), data)
 	href := b.rel(pc.pageDir, path.Join("files", rel))
-	caption := fmt.Sprintf(`<a href="%s">%s</a>`, esc(href), esc(path.Join(pc.ch.Name, filepath.ToSlash(file))))
-	if fn != "" {
-		caption += " · <code>" + esc(fn) + "</code>"
-	}
+	v := sourceView{Href: href, Path: path.Join(pc.ch.Name, filepath.ToSlash(file)), Function: fn}
 	if first != 1 || last != len(lines) {
-		caption += fmt.Sprintf(" · %d–%d", first, last)
+		v.Lines = fmt.Sprintf("%d–%d", first, last)
 	}
 	start := first
 	if s.Numbers != nil && !*s.Numbers {
 		start = 0
 	}
-	return fmt.Sprintf(`<figure class="cell cell-source"><figcaption>%s</figcaption>%s</figure>`+"\n",
-		caption, codeBlock(lang, excerpt, start)), nil
+	v.Code = codeBlock(lang, excerpt, start)
+	return execCell("kl-source", v)
+}
+
+var _ = defineTemplates(`
+{{- define "kl-source"}}<figure class="cell cell-source"><figcaption><a href="{{.Href}}">{{.Path}}</a>
+{{- with .Function}} · <code>{{.}}</code>{{end}}{{with .Lines}} · {{.}}{{end}}</figcaption>{{template "codeblock" .Code}}</figure>
+{{end}}`)
+
+type sourceView struct {
+	Href, Path, Function, Lines string
+	Code                        codeView
 }
 
 func parseRange(s string) (int, int, bool) {

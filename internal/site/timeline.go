@@ -55,9 +55,13 @@ func (b *builder) timelinePlot(L string, sel *selection, entries []*results.Entr
 		}
 	}
 	if problem == "" {
-		return nil, errors.New(tr(L, "notimeline", strings.Join(candidates, ", ")))
+		labels := make([]string, len(candidates))
+		for i, p := range candidates {
+			labels[i] = problemLabel(L, sel.suite, p)
+		}
+		return nil, errors.New(tr(L, "notimeline", strings.Join(labels, tr(L, "listcomma"))))
 	}
-	t := &plot.Timeline{Title: tr(L, "timelinetitle", problem), XLabel: tr(L, "timelinex"), YLabel: tr(L, "timeliney")}
+	t := &plot.Timeline{Title: tr(L, "timelinetitle", problemLabel(L, sel.suite, problem)), XLabel: tr(L, "timelinex"), YLabel: tr(L, "timeliney")}
 	groups := 0
 	for _, e := range entries {
 		if e.Problem != problem || !e.OK() {

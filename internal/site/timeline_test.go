@@ -31,8 +31,8 @@ suites:
       - { name: persistent, file: kernels/01_loop.cu, entry: gemm_loop }
     problems:
       gpu:
-        - { name: "8 groups", groups: 8 }
-        - { name: "3 groups", groups: 3 }
+        - { name: "8 groups", title: { zh: "8 组" }, groups: 8 }
+        - { name: "3 groups", title: { zh: "3 组" }, groups: 3 }
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(manifest), 0o644))
 	for _, lang := range []string{"en", "zh"} {

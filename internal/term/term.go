@@ -111,6 +111,13 @@ func Wrap(s string, width int, indent string) []string {
 				newLine()
 				continue
 			}
+			if strings.ContainsRune(word, '/') {
+				// A path (or URL) wider than a line stays whole, on a line of its own: cut, it
+				// could not be copied.
+				lines = append(lines, cur+word)
+				newLine()
+				break
+			}
 			head, tail := cutColumns(word, width-curW) // a word wider than a whole line
 			lines = append(lines, cur+head)
 			newLine()

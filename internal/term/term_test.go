@@ -37,6 +37,8 @@ func TestWrapKeepsEveryWordWithinWidth(t *testing.T) {
 	assert.Equal(t, strings.ReplaceAll(s, " ", ""), strings.ReplaceAll(strings.Join(lines, ""), " ", ""))
 	assert.True(t, strings.HasPrefix(lines[1], "    "), "continuation lines are indented")
 	assert.Equal(t, []string{"a   b"}, Wrap("a   b   ", 40, ""), "spacing inside a short line is kept")
+	path := "/tmp/kernellabs/results/emulator/02_gemm.new-20261201T174511.json"
+	assert.Equal(t, []string{"saved to", "  " + path, "  so"}, Wrap("saved to "+path+" so", 30, "  "), "a path is never cut")
 }
 
 func TestTableFitsByEliding(t *testing.T) {

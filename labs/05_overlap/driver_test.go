@@ -75,7 +75,8 @@ func TestManifest(t *testing.T) {
 	assert.Equal(t, 2, m.DefaultRanks(true, 0), "two ranks on the emulator")
 	s := m.Suite("ag_gemm")
 	require.NotNil(t, s)
-	assert.Equal(t, []string{"m", "n", "k"}, s.Shape)
+	require.NotNil(t, m.CustomFlag("shape"))
+	assert.Equal(t, []string{"m", "n", "k"}, m.CustomFlag("shape").Sets, "labrun 05 --shape MxNxK")
 	assert.Equal(t, VarSequential, s.Baseline)
 	for _, name := range []string{VarSequential, VarChunked, VarFusedPull, VarFusedSignal} {
 		v := s.Variant(name)
@@ -112,7 +113,6 @@ func TestManifest(t *testing.T) {
 
 	rs := m.Suite(SuiteGemmRS)
 	require.NotNil(t, rs)
-	assert.Equal(t, []string{"m", "n", "k"}, rs.Shape)
 	assert.Equal(t, VarSequential, rs.Baseline)
 	for name, entry := range map[string]string{VarSequential: EntryGemmRows, VarChunked: EntryGemmRows, VarFused: EntryGemmRSFused} {
 		v := rs.Variant(name)

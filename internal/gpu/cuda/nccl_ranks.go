@@ -42,10 +42,6 @@ import (
 // the claim taken tells the first one through it; both then fail with ErrRanksShareGPU's message
 // instead of one waiting for the other inside NCCL.
 
-// NCCLTimeoutEnv names an environment variable holding how long (a Go duration, "90s") a rank
-// waits for the others in ncclCommInitRank and in each call, before the communicator is aborted.
-const NCCLTimeoutEnv = "KERNELLABS_NCCL_TIMEOUT"
-
 // DefaultNCCLTimeout is the wait when NCCLTimeoutEnv is not set: long enough for the ranks of
 // several nodes to start, short enough that a lost rank ends the run.
 const DefaultNCCLTimeout = 2 * time.Minute
