@@ -36,7 +36,7 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 		{"wrong type", "id: \"01\"\ntitle: {en: a, zh: b}\ntimeout: soon\n", `timeout: "soon" is not a duration (such as 90s or 2m)`, 3},
 		{"wrong type deep", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerance: tight\n",
 			`suites[0].tolerance: "tight" is not a number`, 6},
-		{"list for a scalar", "id: \"01\"\ntitle: {en: a, zh: b}\ndevices: [1, 2]\n", "devices must be a single value (a whole number), not a list", 3},
+		{"list for a scalar", "id: \"01\"\ntitle: {en: a, zh: b}\nranks: {emu: [1, 2]}\n", "emu must be a single value (a whole number), not a list", 3},
 		{"scalar for a list", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites: many\n", `suites must be a list`, 3},
 		{"bad quick", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems:\n      gpu:\n        - {n: 1, quick: maybe}\n",
 			`quick must be true or false, not "maybe"`, 8},
