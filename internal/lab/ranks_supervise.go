@@ -53,8 +53,7 @@ func (r *runner) ranksFor(gpus int) (int, error) {
 		return 0, nil
 	}
 	if r.o.InProcess {
-		return 0, &UsageError{fmt.Sprintf("--in-process: lab %s runs one process per rank; profile a rank under a launcher instead "+
-			"(e.g. torchrun --nproc-per-node 1 --no-python ncu bin/labrun %s --ranks 1)", r.man.Name, r.man.ID)}
+		return 0, &UsageError{fmt.Sprintf("--in-process: lab %s runs one process per rank, which one process cannot hold; run it without --in-process", r.man.Name)}
 	}
 	if r.o.Ranks > maxRanks {
 		return 0, &UsageError{fmt.Sprintf("--ranks %d: at most %d ranks", r.o.Ranks, maxRanks)}
