@@ -185,7 +185,8 @@ func TestGrid(t *testing.T) {
 func TestManifest(t *testing.T) {
 	m, err := lab.LoadManifest(".")
 	require.NoError(t, err)
-	assert.Equal(t, 2, m.DeviceCount())
+	assert.True(t, m.HasRanks(), "one process per rank")
+	assert.Equal(t, 2, m.DefaultRanks(true, 0), "two ranks on the emulator")
 	for _, s := range m.Suites {
 		assert.Equal(t, "gbps", s.Metric)
 		base := s.Variant(s.Baseline)
