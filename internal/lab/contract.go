@@ -24,12 +24,15 @@ type Driver interface {
 	Prepare(env *Env, s *Suite, p Problem) (Case, error)
 }
 
-// Case is one prepared problem. Besides Run and Work it has Check (Checker): the engine calls it
-// after every checked run.
+// Case is one prepared problem. The engine owns its buffers (allocated through Env, case.go):
+// it poisons the outputs before each checked run, hands them to Check and frees them all.
 type Case interface {
 	// Run launches variant v once on env.Stream. It should not synchronize: the engine times it
 	// with events around the call.
 	Run(v *Variant) error
+	// Check compares the outputs of the last Run (already complete, every output poisoned before
+	// it) with the reference; out downloads them.
+	Check(v *Variant, out *Outputs) (check.Report, error)
 	// Work is what one Run does, for the derived rates.
 	Work() Work
 }
@@ -39,21 +42,6 @@ type Case interface {
 // each variant's rates from WorkFor instead of Work.
 type VariantWorker interface {
 	WorkFor(v *Variant) Work
-}
-
-// Checker is the check every Case has.
-type Checker interface {
-	// Check compares the outputs of the last Run (already complete, every output poisoned before
-	// it) with the reference; out downloads them.
-	Check(v *Variant, out *Outputs) (check.Report, error)
-}
-
-// legacyCase is the contract of the labs not yet moved onto the engine's lifecycle (case.go): they
-// poison, download and free their own buffers. To be removed once every lab is converted.
-type legacyCase interface {
-	Poison() error
-	Check(v *Variant) (check.Report, error)
-	Release() error
 }
 
 // SkipError is returned by Prepare for a problem the variant should not run here, with the

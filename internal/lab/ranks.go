@@ -361,13 +361,7 @@ func (c *rankCase) Run(v *Variant) error {
 // Check checks this rank's outputs and returns the worst rank's report (the first failing one,
 // else the one with the largest error), the same on every rank.
 func (c *rankCase) Check(v *Variant, out *Outputs) (check.Report, error) {
-	var rep check.Report
-	var err error
-	if ch, ok := c.Case.(Checker); ok {
-		rep, err = ch.Check(v, out)
-	} else {
-		err = fmt.Errorf("the case of %s (%T) has no Check method (lab.Checker)", v.Name, c.Case)
-	}
+	rep, err := c.Case.Check(v, out)
 	m := rankMsg{}
 	if err != nil {
 		m.Err = err.Error()

@@ -501,13 +501,7 @@ func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, er
 
 // Poison refills the case's outputs and scratch buffers (queued on their streams).
 func (t *Trial) Poison() error {
-	if err := t.env.arena().poison(); err != nil {
-		return err
-	}
-	if l, ok := t.Case.(legacyCase); ok {
-		return l.Poison()
-	}
-	return nil
+	return t.env.arena().poison()
 }
 
 // Run launches the variant once.
@@ -515,16 +509,7 @@ func (t *Trial) Run() error { return t.Case.Run(t.variant) }
 
 // Check compares the outputs of the last, completed Run with the reference.
 func (t *Trial) Check() (check.Report, error) {
-	var rep check.Report
-	var err error
-	switch c := t.Case.(type) {
-	case Checker:
-		rep, err = c.Check(t.variant, newOutputs(t.env, t.suite.Tolerance))
-	case legacyCase:
-		rep, err = c.Check(t.variant)
-	default:
-		return rep, fmt.Errorf("the case of %s (%T) has no Check method (lab.Checker)", t.variant.Name, t.Case)
-	}
+	rep, err := t.Case.Check(t.variant, newOutputs(t.env, t.suite.Tolerance))
 	if err == nil && rep.Tolerance == 0 {
 		rep.Tolerance = t.suite.Tolerance
 	}
@@ -536,11 +521,7 @@ func (t *Trial) Outputs() ([][]byte, error) { return t.env.caseOutputs() }
 
 // Release frees every buffer of the case.
 func (t *Trial) Release() error {
-	var err error
-	if l, ok := t.Case.(legacyCase); ok {
-		err = l.Release()
-	}
-	return errors.Join(err, t.env.closeCase())
+	return t.env.closeCase()
 }
 
 // Phase is what the host is doing with a case, for a RunGuard.
