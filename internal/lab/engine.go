@@ -270,6 +270,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed, Planned: planned}
 	out.Path, out.Local = resultsPath(o.Root, info, man.Name, o.Record)
+	if r.ranks > 1 && !out.Local {
+		out.Path = filepath.Join(o.Root, "results", results.RanksSlug(info, r.ranks), man.Name+".json")
+	}
+	file.Ranks = r.ranks
 	if r.sharedGPURun(file.Entries) { // times of ranks on one GPU are no performance results
 		out.Path, out.Local = results.LocalPathFor(o.Root, info, man.Name), true
 	}
