@@ -26,6 +26,7 @@ const (
 	LibAllReduce     = "nccl_allreduce"
 	LibAllGather     = "nccl_allgather"
 	LibReduceScatter = "nccl_reducescatter"
+	LibAllToAll      = "nccl_alltoall" // grouped ncclSend/ncclRecv, as nccl-tests' alltoall
 )
 
 // EntryRing is the entry of the ring allreduce: one launch per step, a device barrier between
@@ -245,9 +246,16 @@ func (c *collCase) runLibrary(v *lab.Variant) error {
 		return comm.AllGather(send, recv, c.count, gpu.F32, st)
 	case v.Library == LibReduceScatter && c.op == ReduceScatter:
 		return comm.ReduceScatter(send, recv, c.count, gpu.F32, st)
+	case v.Library == LibAllToAll && (c.op == AllToAll || c.op == AllToAllV):
+		b := c.blocks
+		if b == nil {
+			b = EqualBlocks(c.n, c.count)
+		}
+		sc, so, rc, ro := b.PerPeer(c.rank)
+		return comm.AllToAllV(send, sc, so, recv, rc, ro, gpu.F32, st)
 	}
-	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s and %s)",
-		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter)
+	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s and %s)",
+		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll)
 }
 
 // Check compares this rank's output with the reference (the engine reports the worst rank's).
