@@ -30,20 +30,20 @@ test: setup
 
 ## run: run one lab, e.g. make run LAB=02 ARGS="--quick"
 run: setup build
-	./$(BIN) run $(LAB) $(ARGS)
+	./$(BIN) run $(strip $(LAB) $(ARGS))
 
 ## site: render the course site into site/public/
 site: build
-	./$(BIN) site $(ARGS)
+	./$(BIN) site $(strip $(ARGS))
 
 ## grade: grade the exercise files of a lab
 grade: build
-	./$(BIN) grade $(LAB) $(ARGS)
+	./$(BIN) grade $(strip $(LAB) $(ARGS))
 
 ## hip-check: compile every portable kernel for AMD GPUs (gfx90a, gfx942); installs the compilers
 hip-check: build
 	@bash scripts/setup-hip.sh
-	./$(BIN) hip-check $(ARGS)
+	./$(BIN) hip-check $(strip $(ARGS))
 
 ## gpu-binaries: labrun and the GPU test binaries in bin/, to carry to a GPU machine without Go
 gpu-binaries: build
