@@ -8,7 +8,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,44 +156,4 @@ func LeftOut(t testing.TB, m *lab.Manifest, v *lab.Variant) bool {
 func studentEdition(m *lab.Manifest) bool {
 	root, err := lab.FindRoot(m.Dir)
 	return err == nil && solution.IsStudentEdition(root)
-}
-
-var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)
-
-// Outline returns the heading ids (with their levels; the title as "#title") and the cells (info
-// string and body, one string each) of a notes file: what must match between the languages.
-// Every heading below the title needs an explicit {#id}.
-func Outline(t *testing.T, path string) (heads, cells []string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	in, cur := false, ""
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "```") {
-			if !in {
-				in, cur = true, strings.TrimPrefix(line, "```")+"|"
-			} else {
-				in = false
-				if strings.HasPrefix(cur, "kl-") {
-					cells = append(cells, cur)
-				}
-			}
-			continue
-		}
-		if in {
-			cur += strings.TrimSpace(line) + ";"
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			if strings.HasPrefix(line, "# ") {
-				heads = append(heads, "#title")
-				continue
-			}
-			level := len(line) - len(strings.TrimLeft(line, "#"))
-			m := headingID.FindStringSubmatch(line)
-			require.NotNil(t, m, "%s: heading %q has no {#id}", path, line)
-			heads = append(heads, strings.Repeat("#", level)+m[1])
-		}
-	}
-	return heads, cells
 }

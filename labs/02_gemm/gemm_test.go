@@ -544,94 +544,39 @@ func TestFillUniform(t *testing.T) {
 	assert.Greater(t, hi, float32(0.99))
 }
 
-// notesCell is a notebook cell of the notes: a fenced block whose info string starts with "kl-".
-type notesCell struct {
-	kind string
-	body map[string]string
-}
-
-// notesOutline returns the heading levels (outside code blocks) and the cells of a chapter.
-func notesOutline(t *testing.T, path string) (levels []int, cells []notesCell) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var cur *notesCell
-	inFence := false
-	for _, line := range strings.Split(string(b), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
-			if !inFence {
-				inFence = true
-				if info := strings.TrimSpace(strings.TrimPrefix(trimmed, "```")); strings.HasPrefix(info, "kl-") {
-					cur = &notesCell{kind: info, body: map[string]string{}}
-				}
-			} else {
-				inFence = false
-				if cur != nil {
-					cells = append(cells, *cur)
-					cur = nil
-				}
-			}
-			continue
-		}
-		if inFence {
-			if cur != nil && trimmed != "" {
-				k, v, ok := strings.Cut(trimmed, ":")
-				require.True(t, ok, "%s: cell line %q is not key: value", path, line)
-				cur.body[strings.TrimSpace(k)] = strings.TrimSpace(v)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			levels = append(levels, len(line)-len(strings.TrimLeft(line, "#")))
-		}
-	}
-	require.False(t, inFence, "%s: unclosed code block", path)
-	return levels, cells
-}
-
-// Both chapters carry the same sections and the same cells in the same order.
-func TestNotesAreInStep(t *testing.T) {
-	enLevels, enCells := notesOutline(t, "notes.en.md")
-	zhLevels, zhCells := notesOutline(t, "notes.zh.md")
-	assert.Equal(t, enLevels, zhLevels, "the two chapters have the same sections")
-	assert.Equal(t, enCells, zhCells, "the two chapters have the same cells in the same order")
-	require.NotEmpty(t, enLevels)
-	assert.Equal(t, 1, enLevels[0], "a chapter starts with its title")
-}
-
-// Every cell points at something that exists, every kernel file has its source cell, and every
-// suite has its results table.
+// Both chapters carry the same sections and the same cells in the same order; every cell points
+// at something that exists, every kernel file has its source cell, and every suite has its
+// results table.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
+	cells := labtest.NotesInStep(t)
 	m := loadManifest(t)
-	_, cells := notesOutline(t, "notes.en.md")
 	sources := map[string]bool{}
 	results := map[string]bool{}
 	for _, c := range cells {
-		switch c.kind {
+		switch c.Kind {
 		case "kl-results", "kl-plot":
-			s := m.Suite(c.body["suite"])
-			require.NotNil(t, s, "cell %s names suite %q", c.kind, c.body["suite"])
-			if c.kind == "kl-plot" {
-				assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.body["kind"])
+			s := m.Suite(c.Body["suite"])
+			require.NotNil(t, s, "cell %s names suite %q", c.Kind, c.Body["suite"])
+			if c.Kind == "kl-plot" {
+				assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.Body["kind"])
 			}
-			if vs := c.body["variants"]; vs != "" {
+			if vs := c.Body["variants"]; vs != "" {
 				require.True(t, strings.HasPrefix(vs, "[") && strings.HasSuffix(vs, "]"), "variants %q is a list", vs)
 				for _, v := range strings.Split(strings.Trim(vs, "[]"), ",") {
 					assert.NotNil(t, s.Variant(strings.TrimSpace(v)), "suite %s has variant %q", s.Name, v)
 				}
-			} else if c.kind == "kl-results" {
+			} else if c.Kind == "kl-results" {
 				results[s.Name] = true
 			}
 		case "kl-source":
-			_, err := os.Stat(filepath.Join(m.Dir, c.body["file"]))
-			require.NoError(t, err, "cell kl-source names %q", c.body["file"])
-			sources[c.body["file"]] = true
+			_, err := os.Stat(filepath.Join(m.Dir, c.Body["file"]))
+			require.NoError(t, err, "cell kl-source names %q", c.Body["file"])
+			sources[c.Body["file"]] = true
 		case "kl-ceilings":
-			assert.Empty(t, c.body, "kl-ceilings finds lab 01's ceilings by itself")
+			assert.Empty(t, c.Body, "kl-ceilings finds lab 01's ceilings by itself")
 		case "kl-profile", "kl-figure": // the site build checks their variants and files
 		default:
-			t.Errorf("unknown cell kind %q", c.kind)
+			t.Errorf("unknown cell kind %q", c.Kind)
 		}
 	}
 	for _, s := range m.Suites {
