@@ -79,6 +79,32 @@ func openDevice(t *testing.T, index int) gpu.Device {
 	return d
 }
 
+// alloc, newStream and newEvent make what a test uses and free it when the test ends (before
+// openDevice closes the device), whatever the test's outcome.
+func alloc(t *testing.T, d gpu.Device, bytes int64) gpu.Ptr {
+	t.Helper()
+	p, err := d.Malloc(bytes)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Free(p) })
+	return p
+}
+
+func newStream(t *testing.T, d gpu.Device) gpu.Stream {
+	t.Helper()
+	s, err := d.NewStream()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newEvent(t *testing.T, d gpu.Device) gpu.Event {
+	t.Helper()
+	e, err := d.NewEvent()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
 func newRand(t *testing.T) *rand.Rand {
 	seed := rand.Uint64()
 	t.Logf("random seed %d", seed)
@@ -191,12 +217,8 @@ func TestPinnedAsyncCopy(t *testing.T) {
 		out[i] = float32(math.NaN())
 	}
 
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
-	p, err := d.Malloc(4 * n)
-	require.NoError(t, err)
-	defer d.Free(p)
+	s := newStream(t, d)
+	p := alloc(t, d, 4 * n)
 	require.NoError(t, d.CopyHtoD(p, src.Pointer(), 4*n, s))
 	require.NoError(t, d.CopyDtoH(dst.Pointer(), p, 4*n, s))
 	require.NoError(t, s.Synchronize())
@@ -228,21 +250,11 @@ func TestMemsetNaN(t *testing.T) {
 func TestEventsTimeACopy(t *testing.T) {
 	d := openDevice(t, 0)
 	const bytes = 256 << 20
-	a, err := d.Malloc(bytes)
-	require.NoError(t, err)
-	defer d.Free(a)
-	b, err := d.Malloc(bytes)
-	require.NoError(t, err)
-	defer d.Free(b)
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
-	start, err := d.NewEvent()
-	require.NoError(t, err)
-	defer start.Close()
-	stop, err := d.NewEvent()
-	require.NoError(t, err)
-	defer stop.Close()
+	a := alloc(t, d, bytes)
+	b := alloc(t, d, bytes)
+	s := newStream(t, d)
+	start := newEvent(t, d)
+	stop := newEvent(t, d)
 
 	require.NoError(t, d.MemsetD8(a, 1, bytes, s))
 	require.NoError(t, start.Record(s))
@@ -388,9 +400,7 @@ func TestLaunchSaxpy(t *testing.T) {
 	require.NoError(t, err)
 	defer dy.Free()
 
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
+	s := newStream(t, d)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1((n + 255) / 256), Block: gpu.D1(256), Stream: s}
 	require.NoError(t, gpu.Launch(k, cfg, int32(n), a, dx, dy))
 	got := make([]float32, n)
@@ -547,9 +557,7 @@ func TestSgemm(t *testing.T) {
 	defer dc.Free()
 	require.NoError(t, dc.Fill32(nanBits, nil))
 
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
+	s := newStream(t, d)
 	require.NoError(t, blas.Sgemm(s, rowMajor(gemmM, gemmN, gemmK, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())))
 	got := make([]float32, gemmM*gemmN)
 	require.NoError(t, dc.CopyToHost(got, s))
@@ -836,18 +844,10 @@ func TestGemmGroupedBatched(t *testing.T) {
 
 func TestStreamWaitEvent(t *testing.T) {
 	d := openDevice(t, 0)
-	s0, err := d.NewStream()
-	require.NoError(t, err)
-	defer s0.Close()
-	s1, err := d.NewStream()
-	require.NoError(t, err)
-	defer s1.Close()
-	ev, err := d.NewEvent()
-	require.NoError(t, err)
-	defer ev.Close()
-	after, err := d.NewEvent()
-	require.NoError(t, err)
-	defer after.Close()
+	s0 := newStream(t, d)
+	s1 := newStream(t, d)
+	ev := newEvent(t, d)
+	after := newEvent(t, d)
 	big, err := gpu.Alloc[uint32](d, 256<<20) // 1 GiB: a memset long enough to order against
 	require.NoError(t, err)
 	defer big.Free()
