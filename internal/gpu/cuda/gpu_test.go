@@ -218,7 +218,7 @@ func TestPinnedAsyncCopy(t *testing.T) {
 	}
 
 	s := newStream(t, d)
-	p := alloc(t, d, 4 * n)
+	p := alloc(t, d, 4*n)
 	require.NoError(t, d.CopyHtoD(p, src.Pointer(), 4*n, s))
 	require.NoError(t, d.CopyDtoH(dst.Pointer(), p, 4*n, s))
 	require.NoError(t, s.Synchronize())
