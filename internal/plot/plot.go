@@ -331,7 +331,21 @@ func (r *Roofline) SVG() ([]byte, error) {
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = ymin, ymax
 
+	// ceiling draws one roof, grey, each with its own dashes, and names it in the legend.
 	ci := 0
+	ceiling := func(name string, xys plotter.XYs) error {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{70}
+		l.Width = 1.5
+		l.Dashes = dashAt(ci)
+		ci++
+		p.Add(l)
+		leg.add(name, l)
+		return nil
+	}
 	for _, m := range r.Memory {
 		if m.Value <= 0 {
 			continue
@@ -340,16 +354,9 @@ func (r *Roofline) SVG() ([]byte, error) {
 		if maxC > 0 {
 			end = math.Min(xmax, maxC*1000/m.Value)
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: m.Value * xmin / 1000}, {X: end, Y: m.Value * end / 1000}})
-		if err != nil {
+		if err := ceiling(m.Name, plotter.XYs{{X: xmin, Y: m.Value * xmin / 1000}, {X: end, Y: m.Value * end / 1000}}); err != nil {
 			return nil, err
 		}
-		l.Color = color.Gray{70}
-		l.Width = 1.5
-		l.Dashes = dashAt(ci)
-		ci++
-		p.Add(l)
-		leg.add(m.Name, l)
 	}
 	for _, c := range r.Compute {
 		if c.Value <= 0 {
@@ -359,16 +366,9 @@ func (r *Roofline) SVG() ([]byte, error) {
 		if maxM > 0 {
 			start = math.Max(xmin, c.Value*1000/maxM)
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: start, Y: c.Value}, {X: xmax, Y: c.Value}})
-		if err != nil {
+		if err := ceiling(c.Name, plotter.XYs{{X: start, Y: c.Value}, {X: xmax, Y: c.Value}}); err != nil {
 			return nil, err
 		}
-		l.Color = color.Gray{70}
-		l.Width = 1.5
-		l.Dashes = dashAt(ci)
-		ci++
-		p.Add(l)
-		leg.add(c.Name, l)
 	}
 	for i, xys := range all {
 		if len(xys) == 0 {

@@ -92,17 +92,20 @@ func alloc(t *testing.T, d gpu.Device, bytes int64) gpu.Ptr {
 func newStream(t *testing.T, d gpu.Device) gpu.Stream {
 	t.Helper()
 	s, err := d.NewStream()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return closeAtEnd(t, s, err)
 }
 
 func newEvent(t *testing.T, d gpu.Device) gpu.Event {
 	t.Helper()
 	e, err := d.NewEvent()
+	return closeAtEnd(t, e, err)
+}
+
+func closeAtEnd[T interface{ Close() error }](t *testing.T, v T, err error) T {
+	t.Helper()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	t.Cleanup(func() { _ = v.Close() })
+	return v
 }
 
 func newRand(t *testing.T) *rand.Rand {
