@@ -20,11 +20,9 @@ package grouped_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,67 +220,10 @@ func TestEmulatorGrading(t *testing.T) {
 }
 
 func TestGPURun(t *testing.T) {
-	if os.Getenv("KL_GROUPED_GPU") != "1" {
-		t.Skip("set KL_GROUPED_GPU=1 to run the lab on the GPU through the engine (minutes of GPU time)")
-	}
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	o := lab.Options{Root: root, Lab: grouped.LabDir, Backend: "cuda", Progress: os.Stdout,
-		NoSave: os.Getenv("KL_GROUPED_SAVE") != "1", Quick: os.Getenv("KL_GROUPED_QUICK") == "1",
-		Set: os.Getenv("KL_GROUPED_SET"), Worker: workerCmd(t)}
-	if b := os.Getenv("KL_GROUPED_BACKEND"); b != "" {
-		o.Backend = b
-	}
-	if v := os.Getenv("KL_GROUPED_VARIANTS"); v != "" {
-		o.Variants = strings.Split(v, ",")
-	}
-	if s := os.Getenv("KL_GROUPED_SEED"); s != "" {
-		o.Seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-		o.SeedSet = true
-	}
-	if d := os.Getenv("KL_GROUPED_TIMEOUT"); d != "" {
-		o.Timeout, err = time.ParseDuration(d)
-		require.NoError(t, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-	defer cancel()
-	out, err := lab.Run(ctx, o)
-	require.NoError(t, err)
-	if p := os.Getenv("KL_GROUPED_JSON"); p != "" {
-		b, err := json.MarshalIndent(out.Results, "", "  ")
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, b, 0o644))
-	}
-	fmt.Println()
-	fmt.Println(summaryTable(out.Results.Entries))
+	out := labtest.RunOnGPU(t, grouped.LabDir, "KL_GROUPED")
 	for _, e := range out.Results.Entries {
 		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
-			t.Errorf("%s/%s %s: %s: %s", e.Suite, e.Variant, e.Problem, e.Status, firstLine(e.Error))
+			t.Errorf("%s/%s %s: %s: %s", e.Suite, e.Variant, e.Problem, e.Status, labtest.FirstLine(e.Error))
 		}
 	}
-}
-
-// summaryTable is one line per entry: TFLOP/s, ratio to the baseline, the check's error.
-func summaryTable(es []results.Entry) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-13s %-17s %-48s %-8s %9s %7s %9s %s\n", "suite", "variant", "problem", "status", "TFLOP/s", "×base", "rel_err", "regs")
-	for _, e := range es {
-		rel, regs := "", ""
-		if e.Check != nil {
-			rel = fmt.Sprintf("%.1e", e.Check.RelErr)
-		}
-		if e.Kernel != nil {
-			regs = strconv.Itoa(e.Kernel.NumRegs)
-		}
-		fmt.Fprintf(&b, "%-13s %-17s %-48s %-8s %9.2f %7.2f %9s %s\n", e.Suite, e.Variant, e.Problem, e.Status, e.TFLOPs, e.Speedup, rel, regs)
-	}
-	return b.String()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
