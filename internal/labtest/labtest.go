@@ -157,3 +157,11 @@ func studentEdition(m *lab.Manifest) bool {
 	root, err := lab.FindRoot(m.Dir)
 	return err == nil && solution.IsStudentEdition(root)
 }
+
+// Manifest loads the lab.yaml of the lab whose tests run (the current folder).
+func Manifest(t testing.TB) *lab.Manifest {
+	t.Helper()
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	return m
+}

@@ -8,15 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 // The two chapters are in step, and every cell points at something that exists.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
 	cells := labtest.NotesInStep(t)
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	kinds := map[string]int{}
 	for _, c := range cells {
 		kinds[c.Kind]++

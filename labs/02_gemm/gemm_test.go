@@ -20,15 +20,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
-func loadManifest(t *testing.T) *lab.Manifest {
-	t.Helper()
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
-	return m
-}
-
 func TestManifestLoads(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	assert.Equal(t, "02", m.ID)
 	assert.Equal(t, LabDir, m.Name)
 	for _, name := range []string{"fp32", "fp32_tiles", "bf16"} {
@@ -45,7 +38,7 @@ func TestManifestLoads(t *testing.T) {
 
 // Every problem parses, the emulator problems are small, and the grade set has the edge cases.
 func TestManifestProblems(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	for _, s := range m.Suites {
 		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
 			seen := map[string]bool{}
@@ -72,7 +65,7 @@ func TestManifestProblems(t *testing.T) {
 // Every kernel variant's entry is an extern "C" __global__ function of its file; GPU-only
 // variants say why the emulator skips them; library variants name a call the driver knows.
 func TestManifestVariantsPointAtKernels(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	entryRE := func(entry string) *regexp.Regexp {
 		return regexp.MustCompile(`extern "C" __global__ void ((__\w+__|KL_LAUNCH_BOUNDS)\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
 	}
@@ -318,7 +311,7 @@ func TestSampleEntries(t *testing.T) {
 
 // The grid of every kernel variant covers C for the edge sizes; refusals say why.
 func TestLaunchShapes(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	sizes := [][3]int{{1, 1, 1}, {17, 33, 65}, {127, 127, 127}, {128, 128, 128}, {129, 129, 129}, {4097, 4097, 4097}, {4096, 11008, 4096}}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
@@ -549,7 +542,7 @@ func TestFillUniform(t *testing.T) {
 // results table.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
 	cells := labtest.NotesInStep(t)
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	sources := map[string]bool{}
 	results := map[string]bool{}
 	for _, c := range cells {
@@ -611,7 +604,7 @@ func TestBiasReLU(t *testing.T) {
 
 // A suite prepares a column-major A, a transposed B or a bias only when one of its variants takes it.
 func TestSuiteLayouts(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	assert.Equal(t, Layout{}, suiteLayouts(m.Suite("fp32")))
 	assert.Equal(t, Layout{AColMajor: true, BTransposed: true, BiasReLU: true}, suiteLayouts(m.Suite("fp32_exercises")))
 	assert.Equal(t, Layout{AColMajor: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex1_smem_tiling").Params))

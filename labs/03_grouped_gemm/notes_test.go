@@ -22,7 +22,7 @@ import (
 // cell points at something that exists.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
 	cells := labtest.NotesInStep(t)
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	kinds := map[string]int{}
 	plotted := map[string]bool{}
 	for _, c := range cells {
@@ -93,7 +93,7 @@ func TestNotesRender(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(labRoot, "README.md")); err == nil {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "README.md"), b, 0o644))
 	}
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	f := &results.File{Lab: LabDir, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Command: "synthetic, for a test",
 		Device: gpu.DeviceInfo{Backend: "emu", Name: "Kernel Labs CPU emulator", Emulated: true, SMs: 4}}
 	for _, s := range m.Suites {

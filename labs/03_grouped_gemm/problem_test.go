@@ -8,14 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
-
-func loadManifest(t *testing.T) *lab.Manifest {
-	t.Helper()
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
-	return m
-}
 
 func TestGroupsOfExplicit(t *testing.T) {
 	p := lab.Problem{Name: "x", Params: map[string]int64{"g": 3, "m0": 0, "n0": 5, "k0": 7, "m1": 1, "m2": 9, "n2": 2, "n": 4, "k": 6}}
@@ -90,7 +84,7 @@ func TestExpertRows(t *testing.T) {
 
 // Every problem parses; emulator problems are small; the sets have the cases the issue names.
 func TestManifestProblems(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	for _, s := range m.Suites {
 		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
 			seen := map[string]bool{}

@@ -46,8 +46,7 @@ func workerCmd(t *testing.T) func() *exec.Cmd { return labtest.Worker(t) }
 
 // emuVariants are the kernel variants the emulator runs (no inline PTX).
 func emuVariants(t *testing.T) []string {
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	var names []string
 	seen := map[string]bool{}
 	for _, s := range m.Suites {
@@ -182,8 +181,7 @@ func TestEmulatorGrading(t *testing.T) {
 	}
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	ex := m.Suite("fp32_moe").Variant("ex1_moe_gather")
 	src, err := os.ReadFile(ex.File)
 	require.NoError(t, err)
