@@ -378,7 +378,7 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				assert.True(t, rep.OK, "%s: %s", name, rep.Detail())
 				data, err := c.Case.(lab.Recorder).Record(v)
 				require.NoError(t, err, name)
-				if param(v, ParamTimeline, 0) != 0 {
+				if v.Int(ParamTimeline, 0) != 0 {
 					require.Contains(t, data, TimelineKey, name)
 					tl := data[TimelineKey].(Timeline)
 					assert.Zero(t, tl.Missing, "%s: every tile recorded", name)

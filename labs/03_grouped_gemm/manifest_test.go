@@ -105,10 +105,10 @@ func TestMoESuitesFitTheirVariants(t *testing.T) {
 	for _, s := range m.Suites {
 		needsMoE, needsTMA := false, false
 		for _, v := range s.Variants {
-			if v.Library == LibDense || param(v, ParamMoE, 0) != 0 {
+			if v.Library == LibDense || v.Int(ParamMoE, 0) != 0 {
 				needsMoE = true
 			}
-			needsTMA = needsTMA || param(v, ParamTMA, 0) != 0
+			needsTMA = needsTMA || v.Int(ParamTMA, 0) != 0
 		}
 		if !needsMoE {
 			continue
