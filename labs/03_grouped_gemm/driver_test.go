@@ -16,6 +16,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
@@ -28,9 +29,7 @@ func emuDevice(t *testing.T) gpu.Device {
 	if testing.Short() {
 		t.Skip("-short: builds kernels for the emulator")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	be, _, err := gpu.Open("emu")
 	if err != nil {
 		t.Skipf("the emulator backend is not available: %v", err)

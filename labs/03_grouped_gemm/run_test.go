@@ -32,7 +32,7 @@ import (
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
@@ -69,9 +69,7 @@ func runOnEmulator(t *testing.T, set string) *lab.Outcome {
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs every kernel (about a minute)")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	// Four emulated SMs: the timelines then show the scheduling picture of the chapter.
@@ -176,9 +174,7 @@ func TestEmulatorGrading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: grading builds and runs the exercise on the emulator")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	m := labtest.Manifest(t)
