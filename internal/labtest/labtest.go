@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
@@ -63,12 +63,17 @@ func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
 // fixture chapter of vector_add_test.go).
 func RunOnEmulatorAt(t *testing.T, root, labDir, set string, devices int) *lab.Outcome {
 	t.Helper()
+	return RunOnEmulatorWith(t, root, labDir, set, devices, nil)
+}
+
+// RunOnEmulatorWith is RunOnEmulatorAt with the options changed by adjust (the lab's seed, the
+// variants it runs) before the run.
+func RunOnEmulatorWith(t *testing.T, root, labDir, set string, devices int, adjust func(*lab.Options)) *lab.Outcome {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	t.Setenv("LABRUN_EMU_SMS", "4")
 	t.Setenv("LABRUN_EMU_DEVICES", strconv.Itoa(devices))
 	worker := Worker(t)
@@ -85,10 +90,13 @@ func RunOnEmulatorAt(t *testing.T, root, labDir, set string, devices int) *lab.O
 			}
 		}
 	}
+	if adjust != nil {
+		adjust(&o)
+	}
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := lab.Run(ctx, o)
 	if err != nil && strings.Contains(err.Error(), "cgo") {

@@ -64,29 +64,15 @@ func emuVariants(t *testing.T) []string {
 	return names
 }
 
+// runOnEmulator runs a set of the lab on four emulated SMs (the timelines then show the scheduling
+// picture of the chapter), with the kernel variants the emulator runs.
 func runOnEmulator(t *testing.T, set string) *lab.Outcome {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the emulator run builds and runs every kernel (about a minute)")
-	}
-	emutest.Need(t)
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
-	// Four emulated SMs: the timelines then show the scheduling picture of the chapter.
-	t.Setenv("LABRUN_EMU_SMS", "4")
-	o := lab.Options{Root: root, Lab: grouped.LabDir, Backend: "emu", Set: set, Seed: 3, SeedSet: true, NoSave: true,
-		Variants: emuVariants(t), Worker: workerCmd(t), Timeout: 60 * time.Second}
-	if testing.Verbose() {
-		o.Progress = os.Stdout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := lab.Run(ctx, o)
-	if err != nil && strings.Contains(err.Error(), "cgo") {
-		t.Skipf("the emulator backend is not available: %v", err)
-	}
-	require.NoError(t, err)
-	return out
+	return labtest.RunOnEmulatorWith(t, root, grouped.LabDir, set, 2, func(o *lab.Options) {
+		o.Seed, o.Variants = 3, emuVariants(t)
+	})
 }
 
 func TestEmulatorRun(t *testing.T) {
