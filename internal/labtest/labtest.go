@@ -173,3 +173,19 @@ func Manifest(t testing.TB) *lab.Manifest {
 	require.NoError(t, err)
 	return m
 }
+
+// EachProblem calls check with every problem of every suite of m, by set ("gpu", "emu",
+// "grade"), and fails a set that names one problem twice.
+func EachProblem(t *testing.T, m *lab.Manifest, check func(s *lab.Suite, set string, p lab.Problem)) {
+	t.Helper()
+	for _, s := range m.Suites {
+		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
+			seen := map[string]bool{}
+			for _, p := range ps {
+				assert.False(t, seen[p.Name], "%s/%s: problem %q twice", s.Name, set, p.Name)
+				seen[p.Name] = true
+				check(s, set, p)
+			}
+		}
+	}
+}

@@ -39,20 +39,13 @@ func TestManifestLoads(t *testing.T) {
 // Every problem parses, the emulator problems are small, and the grade set has the edge cases.
 func TestManifestProblems(t *testing.T) {
 	m := labtest.Manifest(t)
-	for _, s := range m.Suites {
-		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
-			seen := map[string]bool{}
-			for _, p := range ps {
-				sh, err := ShapeOf(p)
-				require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
-				assert.False(t, seen[p.Name], "%s/%s: problem %q twice", s.Name, set, p.Name)
-				seen[p.Name] = true
-				if set == "emu" {
-					assert.LessOrEqual(t, max(sh.M, sh.N, sh.K), 256, "%s: emulator problem %s", s.Name, p.Name)
-				}
-			}
+	labtest.EachProblem(t, m, func(s *lab.Suite, set string, p lab.Problem) {
+		sh, err := ShapeOf(p)
+		require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
+		if set == "emu" {
+			assert.LessOrEqual(t, max(sh.M, sh.N, sh.K), 256, "%s: emulator problem %s", s.Name, p.Name)
 		}
-	}
+	})
 	grade := map[string]bool{}
 	for _, p := range m.Suite("fp32").Problems.Grade {
 		grade[p.Name] = true
