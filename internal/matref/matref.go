@@ -140,4 +140,3 @@ func SampleEntries(m, n, count int, seed uint64) [][2]int {
 	}
 	return out
 }
-
