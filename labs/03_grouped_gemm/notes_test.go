@@ -40,10 +40,8 @@ func TestNotesCellsPointAtRealThings(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(p), &names), "problems: %s", p)
 				for _, n := range names {
 					found := false
-					for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-						for _, q := range set {
-							found = found || q.Name == n
-						}
+					for _, q := range s.Problems.All() {
+						found = found || q.Name == n
 					}
 					assert.True(t, found, "suite %s has problem %q", s.Name, n)
 				}
