@@ -38,6 +38,8 @@ type runFlags struct {
 	noSave, record    bool
 	emuDevices        int
 	emuWarp           int
+	ranks             int
+	graph             bool
 	noExercises       bool
 	noSite, inProcess bool
 	custom            map[string]string // the lab's custom-problem flags given, by name
@@ -57,7 +59,9 @@ func addRunFlags(fs *flags) *runFlags {
 	fs.DurationVar(&r.timeout, "timeout", 0, "time limit of one variant on one problem (default: the lab's, usually 60s)")
 	fs.BoolVar(&r.noSave, "no-save", false, "do not write the results file")
 	fs.BoolVar(&r.record, "record", false, "on the emulator: write the course's tracked results/emulator/ (what the site shows)\ninstead of results/local/emulator/, which git ignores")
-	fs.IntVar(&r.emuDevices, "emu-devices", 0, "how many devices the CPU emulator shows (default 2; labs 04 and 05 use several)")
+	fs.IntVar(&r.emuDevices, "emu-devices", 0, "how many devices the CPU emulator shows (default 2)")
+	fs.IntVar(&r.ranks, "ranks", 0, "labs 04 and 05: how many rank processes, one per GPU (default: the GPUs of the machine; 2 on the emulator;\nmore ranks than GPUs share them, for correctness only)")
+	fs.BoolVar(&r.graph, "graph", false, "labs 04 and 05: capture each batch of timed collectives in a CUDA graph")
 	fs.IntVar(&r.emuWarp, "emu-warp", 0, "lanes of a warp on the CPU emulator: 32 (NVIDIA, the default) or 64 (AMD's wave64;\nNVIDIA-only variants are skipped, the results are not saved)")
 	fs.BoolVar(&r.noExercises, "no-exercises", false, "leave out the lab's exercise variants (in a student edition they hold the student's code; CI checks the rest)")
 	fs.BoolVar(&r.noSite, "no-site", false, "do not rebuild the site (site/public) after the run")
@@ -206,7 +210,7 @@ Flags:
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: r.problems, Suites: r.suites, Quick: r.quick,
 		Backend: r.backend, Device: r.device, Seed: r.seed, SeedSet: fs.Changed("seed"), Set: r.set, Custom: r.custom, Timeout: r.timeout,
-		NoSave: r.noSave, Record: r.record, InProcess: r.inProcess, Progress: stderr})
+		NoSave: r.noSave, Record: r.record, InProcess: r.inProcess, Ranks: r.ranks, Graph: r.graph, Progress: stderr})
 	if err != nil {
 		return exitFor(err, stderr)
 	}
@@ -269,7 +273,7 @@ Flags:
 // the check's relative error against its tolerance. Skipped variants become one line per suite,
 // and a variant that failed the same way on every problem (a compile error) one row.
 func printTable(w io.Writer, out *lab.Outcome, width int) {
-	emulated := false
+	emulated, shared := false, false
 	var suites []string
 	bySuite := map[string][]*results.Entry{}
 	for i := range out.Results.Entries {
@@ -278,6 +282,7 @@ func printTable(w io.Writer, out *lab.Outcome, width int) {
 			continue // an interrupted run's unfinished job: no result (the run says how many)
 		}
 		emulated = emulated || e.Emulated
+		shared = shared || lab.SharedGPU(e)
 		if _, ok := bySuite[e.Suite]; !ok {
 			suites = append(suites, e.Suite)
 		}
@@ -292,7 +297,14 @@ func printTable(w io.Writer, out *lab.Outcome, width int) {
 			title = s.Title.EN
 		}
 		fmt.Fprintln(w, term.Elide("== "+title, width))
-		suiteTable(bySuite[name], emulated).Write(w, width)
+		suiteTable(bySuite[name], emulated || shared).Write(w, width)
+	}
+	if shared && len(suites) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range term.Wrap("Several ranks shared a GPU ("+lab.SharedGPULabel+"): the tables show each check's "+
+			"relative error against its tolerance. Run one rank per GPU for times, rates and speedups.", width, "") {
+			fmt.Fprintln(w, l)
+		}
 	}
 	if emulated && len(suites) > 0 {
 		fmt.Fprintln(w)

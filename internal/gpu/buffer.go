@@ -169,3 +169,29 @@ func Fill32Each[T Elem](bufs []*Buffer[T], v uint32, streams []Stream) error {
 	}
 	return nil
 }
+
+// AllocShared allocates n elements of T on d that other processes (the ranks of a job on this
+// node) can map, and returns the handle they map it with (OpenSharedBuffer). Free releases it
+// here; the peers' mappings stay valid until they free theirs.
+func AllocShared[T Elem](d Device, n int) (*Buffer[T], []byte, error) {
+	if n < 0 {
+		return nil, nil, fmt.Errorf("alloc shared: negative length %d", n)
+	}
+	var zero T
+	bytes := max(int64(n), 1) * int64(unsafe.Sizeof(zero))
+	p, h, err := MallocShared(d, bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("alloc shared %d × %T (%s): %w", n, zero, HumanBytes(bytes), err)
+	}
+	return &Buffer[T]{dev: d, ptr: p, n: n}, h, nil
+}
+
+// OpenSharedBuffer maps on d the buffer of n elements of T that another process shared with
+// AllocShared. Free unmaps it here.
+func OpenSharedBuffer[T Elem](d Device, handle []byte, n int) (*Buffer[T], error) {
+	p, err := OpenShared(d, handle)
+	if err != nil {
+		return nil, err
+	}
+	return &Buffer[T]{dev: d, ptr: p, n: n}, nil
+}

@@ -32,7 +32,7 @@
 //     hipEvent_t behind Stream and Event, unchanged for the drivers.
 //   - Baselines: BLASProvider with rocBLAS (rocblas_sgemm, rocblas_gemm_ex for bf16 in, fp32
 //     accumulation), LtBLAS with hipBLASLt (hipblasLtMatmul, heuristic algorithm), GroupedBLAS
-//     with hipBLASLt's grouped GEMM; CommunicatorProvider with RCCL (librccl.so, NCCL's API: the
+//     with hipBLASLt's grouped GEMM; RankCommunicatorProvider with RCCL (librccl.so, NCCL's API: the
 //     calls of internal/gpu/cuda's nccl.go with another library name). The lab.yaml needs cublas
 //     and nccl would then mean "the backend's BLAS" and "its collectives library" (the HIP
 //     rules' SkipReason and its doctor checks probe rocBLAS and RCCL).

@@ -438,21 +438,15 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			}
 			ranks := td.Ranks
 			if len(ranks) == 0 {
-				ranks = []int{0} // the lab's own device count
+				ranks = []int{man.GradeRanks()} // a lab of ranks' default world size (0: one process)
 			}
-			need := 0
-			for _, n := range ranks {
-				if n == 0 {
-					n = man.DeviceCount()
-				}
-				need = max(need, n)
-			}
-			t.notHere = short(need)
+			// Rank processes share the GPUs there are: a test of any world size runs on one GPU.
+			t.notHere = short(1)
 			if !missing[ex] && t.notHere == "" {
 				for _, n := range ranks {
 					for pi, p := range ps {
 						j := lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "grade", Mode: lab.GradeCheck,
-							Devices: n, Launches: td.Launches}
+							Ranks: n, Launches: td.Launches}
 						if td.Hidden {
 							j.Seed = hidden
 						}

@@ -12,8 +12,8 @@ package lab
 //	t, err := lab.Alloc[uint64](env, "timeline", n)             // anything else (undefined)
 //
 // The name is for error messages ("uploading A: ..."), so return such errors as they are.
-// (UploadOn, OutputOn, ScratchOn, AllocOn do the same on device i of env.Devices, for labs with
-// several devices.) The engine records every buffer of the case, also those allocated while it
+// (A lab of ranks adds the buffers its peers map: lab.AllocShared, SharedOutput, SharedScratch in
+// ranks_env.go.) The engine records every buffer of the case, also those allocated while it
 // runs, and frees them all when the job ends, on every path: an error in Prepare, a skip, a
 // failed check, a panic. A Case has no Release and no Poison: before every checked run the
 // engine refills each output and scratch buffer with its Poison, then calls Run, waits, and calls
@@ -164,20 +164,6 @@ func (e *Env) closeCase() error {
 	return err
 }
 
-func (e *Env) streamOn(dev int) gpu.Stream {
-	if dev < len(e.Streams) {
-		return e.Streams[dev]
-	}
-	return e.Stream
-}
-
-func (e *Env) deviceOn(dev int) (gpu.Device, error) {
-	if dev < 0 || dev >= len(e.Devices) {
-		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", dev, len(e.Devices))
-	}
-	return e.Devices[dev], nil
-}
-
 func track[T gpu.Elem](e *Env, name string, b *gpu.Buffer[T]) *caseBuf {
 	cb := &caseBuf{name: name, ptr: b.DevicePtr(), free: b.Free}
 	cb.read = func() ([]byte, error) {
@@ -195,16 +181,7 @@ func track[T gpu.Elem](e *Env, name string, b *gpu.Buffer[T]) *caseBuf {
 
 // Alloc allocates n elements of T on env's device for the current case (contents undefined).
 func Alloc[T gpu.Elem](env *Env, name string, n int) (*gpu.Buffer[T], error) {
-	return AllocOn[T](env, 0, name, n)
-}
-
-// AllocOn is Alloc on device dev of env.Devices.
-func AllocOn[T gpu.Elem](env *Env, dev int, name string, n int) (*gpu.Buffer[T], error) {
-	d, err := env.deviceOn(dev)
-	if err != nil {
-		return nil, err
-	}
-	b, err := gpu.Alloc[T](d, n)
+	b, err := gpu.Alloc[T](env.Device, n)
 	if err != nil {
 		return nil, fmt.Errorf("allocating %s: %w", name, err)
 	}
@@ -214,12 +191,7 @@ func AllocOn[T gpu.Elem](env *Env, dev int, name string, n int) (*gpu.Buffer[T],
 
 // Upload allocates a copy of host on env's device for the current case: an input.
 func Upload[T gpu.Elem](env *Env, name string, host []T) (*gpu.Buffer[T], error) {
-	return UploadOn(env, 0, name, host)
-}
-
-// UploadOn is Upload on device dev of env.Devices.
-func UploadOn[T gpu.Elem](env *Env, dev int, name string, host []T) (*gpu.Buffer[T], error) {
-	b, err := AllocOn[T](env, dev, name, len(host))
+	b, err := Alloc[T](env, name, len(host))
 	if err != nil {
 		return nil, err
 	}
@@ -232,26 +204,16 @@ func UploadOn[T gpu.Elem](env *Env, dev int, name string, host []T) (*gpu.Buffer
 // Output allocates an output of n elements of T: the engine fills it with p before every checked
 // run, and Check reads it through Outputs.
 func Output[T gpu.Elem](env *Env, name string, n int, p Poison) (*gpu.Buffer[T], error) {
-	return OutputOn[T](env, 0, name, n, p)
-}
-
-// OutputOn is Output on device dev of env.Devices (poisoned on that device's stream).
-func OutputOn[T gpu.Elem](env *Env, dev int, name string, n int, p Poison) (*gpu.Buffer[T], error) {
-	return poisoned[T](env, dev, name, n, p, true)
+	return poisoned[T](env, name, n, p, true)
 }
 
 // Scratch allocates a buffer the engine refills with p before every checked run but does not
 // check: a scheduler's counters, a flag array. In grading it is not an input either.
 func Scratch[T gpu.Elem](env *Env, name string, n int, p Poison) (*gpu.Buffer[T], error) {
-	return ScratchOn[T](env, 0, name, n, p)
+	return poisoned[T](env, name, n, p, false)
 }
 
-// ScratchOn is Scratch on device dev of env.Devices.
-func ScratchOn[T gpu.Elem](env *Env, dev int, name string, n int, p Poison) (*gpu.Buffer[T], error) {
-	return poisoned[T](env, dev, name, n, p, false)
-}
-
-func poisoned[T gpu.Elem](env *Env, dev int, name string, n int, p Poison, output bool) (*gpu.Buffer[T], error) {
+func poisoned[T gpu.Elem](env *Env, name string, n int, p Poison, output bool) (*gpu.Buffer[T], error) {
 	var src *gpu.Buffer[T]
 	if p.src != nil {
 		var ok bool
@@ -266,13 +228,13 @@ func poisoned[T gpu.Elem](env *Env, dev int, name string, n int, p Poison, outpu
 	if p.fill32 && unsafe.Sizeof(zero) != 4 {
 		return nil, fmt.Errorf("%s: a 32-bit poison on %T elements (use PoisonNaN)", name, zero)
 	}
-	b, err := AllocOn[T](env, dev, name, n)
+	b, err := Alloc[T](env, name, n)
 	if err != nil {
 		return nil, err
 	}
 	cb := env.arena().find(b.DevicePtr())
 	cb.output = output
-	s := env.streamOn(dev)
+	s := env.Stream
 	switch {
 	case src != nil:
 		cb.poison = func() error { return b.CopyFrom(src, s) }

@@ -227,34 +227,3 @@ func TestOutputsReadOnlyDeclaredOutputs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, raw, 2, "the outputs, in allocation order")
 }
-
-// A lab with several devices allocates on each; outputs are poisoned on their device's stream and
-// read back from it, and a problem that needs more devices than the run has is refused.
-func TestBuffersOnSeveralDevices(t *testing.T) {
-	devs := []gpu.Device{&fake.Device{}, &fake.Device{}}
-	var streams []gpu.Stream
-	for _, d := range devs {
-		s, err := d.NewStream()
-		require.NoError(t, err)
-		streams = append(streams, s)
-	}
-	env := NewEnv(devs[0], streams[0], 1, nil, nil)
-	env.Devices, env.Streams = devs, streams
-	env.openCase()
-	defer env.closeCase()
-	require.NoError(t, NeedDevices(env, 2))
-	assert.ErrorContains(t, NeedDevices(env, 3), "needs 3 devices, this run has 2")
-	assert.ErrorContains(t, NeedMemory(env, 2<<30), "on device 0")
-
-	in, err := UploadOn(env, 1, "x", []uint32{7, 8})
-	require.NoError(t, err)
-	assert.Equal(t, devs[1], in.Device())
-	out, err := OutputOn[uint32](env, 1, "y", 2, PoisonBytes(0xAB))
-	require.NoError(t, err)
-	_, err = AllocOn[uint8](env, 2, "z", 1)
-	assert.ErrorContains(t, err, "the lab has 2 device(s)")
-	require.NoError(t, env.arena().poison())
-	got, err := Raw(newOutputs(env, 0), out)
-	require.NoError(t, err)
-	assert.Equal(t, []uint32{0xABABABAB, 0xABABABAB}, got)
-}

@@ -24,12 +24,15 @@ type Driver interface {
 	Prepare(env *Env, s *Suite, p Problem) (Case, error)
 }
 
-// Case is one prepared problem. Besides Run and Work it has Check (Checker): the engine calls it
-// after every checked run.
+// Case is one prepared problem. The engine owns its buffers (allocated through Env, case.go):
+// it poisons the outputs before each checked run, hands them to Check and frees them all.
 type Case interface {
 	// Run launches variant v once on env.Stream. It should not synchronize: the engine times it
 	// with events around the call.
 	Run(v *Variant) error
+	// Check compares the outputs of the last Run (already complete, every output poisoned before
+	// it) with the reference; out downloads them.
+	Check(v *Variant, out *Outputs) (check.Report, error)
 	// Work is what one Run does, for the derived rates.
 	Work() Work
 }
@@ -39,21 +42,6 @@ type Case interface {
 // each variant's rates from WorkFor instead of Work.
 type VariantWorker interface {
 	WorkFor(v *Variant) Work
-}
-
-// Checker is the check every Case has.
-type Checker interface {
-	// Check compares the outputs of the last Run (already complete, every output poisoned before
-	// it) with the reference; out downloads them.
-	Check(v *Variant, out *Outputs) (check.Report, error)
-}
-
-// legacyCase is the contract of the labs not yet moved onto the engine's lifecycle (case.go): they
-// poison, download and free their own buffers. To be removed once every lab is converted.
-type legacyCase interface {
-	Poison() error
-	Check(v *Variant) (check.Report, error)
-	Release() error
 }
 
 // SkipError is returned by Prepare for a problem the variant should not run here, with the
@@ -107,31 +95,30 @@ type EntryView struct {
 // Env is what a driver gets from the engine: the device, a stream, the loaded kernels, a seeded
 // random source, and the vendor libraries on demand.
 type Env struct {
-	Device gpu.Device
-	Stream gpu.Stream
-	// Devices and Streams are every device of a lab that needs several (lab.yaml devices: N), with
-	// a stream each; index 0 is Device and Stream. The engine times a Run with events on Stream:
-	// a Run that uses several devices finishes their work before it returns (synchronizing the
-	// other streams on the host, say), so that the end event comes after all of it.
-	Devices []gpu.Device
-	Streams []gpu.Stream
+	Device  gpu.Device
+	Stream  gpu.Stream
 	RNG     *rand.Rand
 	Seed    uint64
 	Quick   bool
 	Backend string
 
-	kernels   map[string]gpu.Kernel   // by Variant.Key (suite/name), helpers by "helper:entry"
-	kernelsOn []map[string]gpu.Kernel // the same, per device of Devices
-	logf      func(format string, args ...any)
+	kernels map[string]gpu.Kernel // by Variant.Key (suite/name), helpers by "helper:entry"
+	logf    func(format string, args ...any)
 
-	// Vendor libraries, opened on first use and kept for the worker's life: a cuBLAS handle per
-	// device, and one communicator over Devices (an NCCL communicator is costly to create).
+	// The vendor BLAS, opened on first use and kept for the worker's life.
 	libMu sync.Mutex
-	blas  map[int]gpu.BLAS
-	comm  gpu.Communicator
+	blas  gpu.BLAS
 
 	// The buffers of the case being prepared or run (case.go), and those allocated outside a case.
 	current, lasting *arena
+
+	// A lab of ranks (ranks_env.go): the worker's rank state, and the signals of the case
+	// signalsOf (the device barrier's, allocated once per case).
+	rk        *rankState
+	w         *worker
+	signals   *Shared[uint32]
+	signalsOf *arena
+	side      gpu.Stream // SideStream
 }
 
 // NewEnv is used by the engine (and by tests of drivers) to build an Env.
@@ -140,16 +127,13 @@ func NewEnv(dev gpu.Device, stream gpu.Stream, seed uint64, kernels map[string]g
 		logf = func(string, ...any) {}
 	}
 	return &Env{
-		Device:    dev,
-		Stream:    stream,
-		Devices:   []gpu.Device{dev},
-		Streams:   []gpu.Stream{stream},
-		kernelsOn: []map[string]gpu.Kernel{kernels},
-		RNG:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		Seed:      seed,
-		Backend:   dev.Info().Backend,
-		kernels:   kernels,
-		logf:      logf,
+		Device:  dev,
+		Stream:  stream,
+		RNG:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		Seed:    seed,
+		Backend: dev.Info().Backend,
+		kernels: kernels,
+		logf:    logf,
 	}
 }
 
@@ -185,32 +169,6 @@ func lookupKernel(ks map[string]gpu.Kernel, v *Variant) (gpu.Kernel, bool) {
 	return k, ok
 }
 
-// KernelOn returns variant v's kernel loaded on device i of Devices.
-func (e *Env) KernelOn(i int, v *Variant) (gpu.Kernel, error) {
-	if i < 0 || i >= len(e.kernelsOn) {
-		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.kernelsOn))
-	}
-	k, ok := lookupKernel(e.kernelsOn[i], v)
-	if !ok {
-		return nil, fmt.Errorf("variant %s has no loaded kernel on device %d (is file/entry set in lab.yaml?)", v.Name, i)
-	}
-	return k, nil
-}
-
-// KernelOnByEntry returns a kernel loaded on device i of Devices by its entry name (a helper
-// kernel of lab.yaml's helpers:, say).
-func (e *Env) KernelOnByEntry(i int, entry string) (gpu.Kernel, error) {
-	if i < 0 || i >= len(e.kernelsOn) {
-		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.kernelsOn))
-	}
-	for _, k := range e.kernelsOn[i] {
-		if k.Name() == entry {
-			return k, nil
-		}
-	}
-	return nil, fmt.Errorf("no kernel with entry %q is loaded on device %d (list it under helpers: in lab.yaml)", entry, i)
-}
-
 // KernelByEntry returns any loaded kernel by its entry name (helper kernels such as a fill).
 func (e *Env) KernelByEntry(entry string) (gpu.Kernel, error) {
 	for _, k := range e.kernels {
@@ -222,41 +180,18 @@ func (e *Env) KernelByEntry(entry string) (gpu.Kernel, error) {
 }
 
 // BLAS is the vendor BLAS of Device, opened once per worker.
-func (e *Env) BLAS() (gpu.BLAS, error) { return e.BLASOn(0) }
-
-// BLASOn is the vendor BLAS of device i of Devices, opened once per worker.
-func (e *Env) BLASOn(i int) (gpu.BLAS, error) {
-	if i < 0 || i >= len(e.Devices) {
-		return nil, fmt.Errorf("device %d: the lab has %d device(s) (set devices: in lab.yaml)", i, len(e.Devices))
-	}
+func (e *Env) BLAS() (gpu.BLAS, error) {
 	e.libMu.Lock()
 	defer e.libMu.Unlock()
-	if b, ok := e.blas[i]; ok {
-		return b, nil
+	if e.blas != nil {
+		return e.blas, nil
 	}
-	b, err := gpu.OpenBLAS(e.Devices[i])
+	b, err := gpu.OpenBLAS(e.Device)
 	if err != nil {
 		return nil, err
 	}
-	if e.blas == nil {
-		e.blas = map[int]gpu.BLAS{}
-	}
-	e.blas[i] = b
+	e.blas = b
 	return b, nil
-}
-
-// Communicator is the vendor collectives library (NCCL) over Devices, opened once per worker.
-func (e *Env) Communicator() (gpu.Communicator, error) {
-	e.libMu.Lock()
-	defer e.libMu.Unlock()
-	if e.comm == nil {
-		c, err := gpu.OpenCommunicator(e.Devices)
-		if err != nil {
-			return nil, err
-		}
-		e.comm = c
-	}
-	return e.comm, nil
 }
 
 // Logf prints a progress line through the engine.
@@ -271,12 +206,12 @@ func (e *Env) Close() error {
 	if e.lasting != nil {
 		errs = append(errs, e.lasting.release())
 	}
-	if e.comm != nil {
-		errs = append(errs, e.comm.Close())
-		e.comm = nil
+	if e.side != nil {
+		errs = append(errs, e.side.Close())
+		e.side = nil
 	}
-	for _, b := range e.blas {
-		errs = append(errs, b.Close())
+	if e.blas != nil {
+		errs = append(errs, e.blas.Close())
 	}
 	e.blas = nil
 	return errors.Join(errs...)

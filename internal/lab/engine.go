@@ -73,6 +73,11 @@ type Options struct {
 	// in a sandboxed process: for kernels without Landlock or seccomp, when the instructor
 	// accepts that a submission could then forge its grade.
 	UnsafeNoSandbox bool
+	// Ranks is the world size of a lab of ranks (lab.yaml ranks:; 0: the GPUs of the machine, or
+	// the emulator's default), one process per rank. Graph captures a collective's timed runs in
+	// a graph where the backend can.
+	Ranks int
+	Graph bool
 }
 
 // Outcome is what a run produced.
@@ -213,6 +218,10 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if !o.SeedSet {
 		o.Seed = rand.Uint64() >> 16 // short enough to retype
 	}
+	ext, err := joinExternal(ctx, man, &o) // one rank of a job that mpirun, srun or torchrun started
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(o.Progress, "lab %s — %s\n", man.Name, man.Title.EN)
 	fmt.Fprintf(o.Progress, "on %s (%s, %s), problem set %s\n", info.Name, be.Name(), reg.Rules.Target(info, nil), set)
 	fmt.Fprintf(o.Progress, "seed %d (repeat with --seed %d)\n", o.Seed, o.Seed)
@@ -223,6 +232,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	r := &runner{o: o, man: man, be: be, reg: reg, info: info, set: set, custom: custom, compileErr: map[*Variant]string{},
 		untrusted: map[string]bool{},
 		available: n - o.Device}
+	r.ext = ext
+	if r.ranks, err = r.ranksFor(n); err != nil {
+		return nil, err
+	}
+	r.reportRanks(n)
 	file := &results.File{Lab: man.Name, Device: info, Time: time.Now().UTC(), Commit: gitCommit(o.Root),
 		Command: strings.Join(append([]string{"labrun"}, os.Args[1:]...), " ")}
 	images, entries, tc := r.build(ctx)
@@ -256,6 +270,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	out := &Outcome{Manifest: man, Device: info, Results: file, Note: note, Seed: o.Seed, Planned: planned}
 	out.Path, out.Local = resultsPath(o.Root, info, man.Name, o.Record)
+	if r.ranks > 1 && !out.Local {
+		out.Path = filepath.Join(o.Root, "results", results.RanksSlug(info, r.ranks), man.Name+".json")
+	}
+	file.Ranks = r.ranks
+	if r.sharedGPURun(file.Entries) { // times of ranks on one GPU are no performance results
+		out.Path, out.Local = results.LocalPathFor(o.Root, info, man.Name), true
+	}
 	for _, e := range file.Entries {
 		if r.unfinished[entryKey(&e)] {
 			out.Unfinished++ // not a result, and no failure of its variant
@@ -401,6 +422,8 @@ type runner struct {
 	untrusted  map[string]bool     // images built from graded files: loaded only in a sandbox
 	custom     map[string]Problem  // by suite, when the run is of a custom problem
 	available  int                 // devices from o.Device on (a lab may need several)
+	ranks      int                 // world size of a lab of ranks (0: a lab of one process)
+	ext        *extRanks           // labrun is one rank of a job another launcher started
 	lastReport time.Time           // when the previous progress line was printed
 
 	// Jobs a stopped run did not finish (not run, or killed in flight by the interrupt): an

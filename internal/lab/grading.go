@@ -95,8 +95,8 @@ type GradeTest struct {
 	Problems []string `yaml:"problems"`
 	Points   float64  `yaml:"points"`
 	Hidden   bool     `yaml:"hidden"`
-	// Ranks runs the test at each of these world sizes (devices at once), for labs whose lab.yaml
-	// says devices: N; empty means N alone. Code hard-wired for one count fails at the others.
+	// Ranks runs the test at each of these world sizes (rank processes), for labs whose lab.yaml
+	// declares ranks:; empty means the lab's default world size. Code hard-wired for one count fails at the others.
 	Ranks []int `yaml:"ranks"`
 	// Launches runs the variant this many times on one prepared case, its outputs poisoned again
 	// before each, and checks the last (default 1): a protocol whose counters grow from run to
@@ -324,8 +324,8 @@ func (m *Manifest) validateGrading() []error {
 					at(t.line, "grading: exercise %s: ranks %d must be 1..64", v.Name, r)
 				}
 			}
-			if len(t.Ranks) > 0 && m.DeviceCount() < 2 {
-				at(t.line, "grading: exercise %s: ranks is for labs with devices: N (this lab uses one device)", v.Name)
+			if len(t.Ranks) > 0 && m.Ranks == nil {
+				at(t.line, "grading: exercise %s: ranks is for labs of ranks (lab.yaml ranks:); this lab is one process", v.Name)
 			}
 			if t.Launches < 0 || t.Launches > 100 {
 				at(t.line, "grading: exercise %s: launches %d must be 1..100", v.Name, t.Launches)

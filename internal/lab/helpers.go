@@ -137,27 +137,13 @@ func TensorMap(env *Env, what string, d gpu.TensorMapDesc) (gpu.RawArg, error) {
 	return m, nil
 }
 
-// NeedMemory refuses a problem whose buffers (bytes on each device of env.Devices) do not fit in
-// the free memory, before anything is allocated.
+// NeedMemory refuses a problem whose buffers (bytes on env's device) do not fit in the free
+// memory, before anything is allocated.
 func NeedMemory(env *Env, bytes int64) error {
-	for i, d := range env.Devices {
-		free, total, err := d.MemInfo()
-		if err == nil && total > 0 && bytes > free {
-			on := ""
-			if len(env.Devices) > 1 {
-				on = fmt.Sprintf(" on device %d", i)
-			}
-			return fmt.Errorf("needs %s of device memory%s, %s of %s is free (use a smaller problem)",
-				gpu.HumanBytes(bytes), on, gpu.HumanBytes(free), gpu.HumanBytes(total))
-		}
-	}
-	return nil
-}
-
-// NeedDevices refuses (skips) a problem on fewer than n devices.
-func NeedDevices(env *Env, n int) error {
-	if len(env.Devices) < n {
-		return Skip("needs %d devices, this run has %d (lab.yaml devices:, or a machine with more GPUs)", n, len(env.Devices))
+	free, total, err := env.Device.MemInfo()
+	if err == nil && total > 0 && bytes > free {
+		return fmt.Errorf("needs %s of device memory, %s of %s is free (use a smaller problem)",
+			gpu.HumanBytes(bytes), gpu.HumanBytes(free), gpu.HumanBytes(total))
 	}
 	return nil
 }

@@ -29,8 +29,10 @@ type Manifest struct {
 	Title   Text          `yaml:"title"`   // chapter title
 	Summary Text          `yaml:"summary"` // one paragraph for the course index
 	Timeout time.Duration `yaml:"timeout"` // per variant × problem job; default 60s
-	Devices int           `yaml:"devices"` // devices the lab needs at once (collectives); default 1
-	Suites  []*Suite      `yaml:"suites"`
+	// Ranks makes the lab a job of ranks, one process per GPU (collectives: see ranks.go); nil
+	// for a lab of one process on one device.
+	Ranks  *RankSpec `yaml:"ranks"`
+	Suites []*Suite  `yaml:"suites"`
 	// Helpers are kernels that variants use but that are not variants themselves (a device-side
 	// random fill, say). Drivers find them with Env.KernelByEntry.
 	Helpers []HelperKernel `yaml:"helpers"`
@@ -410,8 +412,8 @@ func (m *Manifest) validate() error {
 	if m.Timeout == 0 {
 		m.Timeout = 60 * time.Second
 	}
-	if m.Devices < 0 || m.Devices > 64 {
-		errs = append(errs, m.errAt(1, "devices: %d must be 1 to 64 (how many devices the lab uses at once)", m.Devices))
+	if err := m.Ranks.validate(); err != nil {
+		errs = append(errs, m.errAt(1, "ranks: %v", err))
 	}
 	if len(m.Suites) == 0 {
 		errs = append(errs, m.errAt(m.keyLine("suites"), "no suites: a lab needs at least one suite of variants"))
@@ -528,8 +530,9 @@ func (m *Manifest) Suite(name string) *Suite {
 	return nil
 }
 
-// DeviceCount is how many devices the lab uses at once (1 unless lab.yaml says devices: N).
-func (m *Manifest) DeviceCount() int { return max(m.Devices, 1) }
+// DeviceCount is how many devices one process of the lab opens: 1 (a lab of ranks opens one per
+// rank process).
+func (m *Manifest) DeviceCount() int { return 1 }
 
 // Path is the manifest's file path.
 func (m *Manifest) Path() string { return m.path }

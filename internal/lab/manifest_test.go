@@ -36,7 +36,7 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 		{"wrong type", "id: \"01\"\ntitle: {en: a, zh: b}\ntimeout: soon\n", `timeout: "soon" is not a duration (such as 90s or 2m)`, 3},
 		{"wrong type deep", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerance: tight\n",
 			`suites[0].tolerance: "tight" is not a number`, 6},
-		{"list for a scalar", "id: \"01\"\ntitle: {en: a, zh: b}\ndevices: [1, 2]\n", "devices must be a single value (a whole number), not a list", 3},
+		{"list for a scalar", "id: \"01\"\ntitle: {en: a, zh: b}\nranks: {emu: [1, 2]}\n", "emu must be a single value (a whole number), not a list", 3},
 		{"scalar for a list", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites: many\n", `suites must be a list`, 3},
 		{"bad quick", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    problems:\n      gpu:\n        - {n: 1, quick: maybe}\n",
 			`quick must be true or false, not "maybe"`, 8},
@@ -67,7 +67,7 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 			"add nvidia to its needs", 8},
 		// Strict keys: a typo anywhere is an error at its line that lists the allowed keys.
 		{"unknown top-level key", "id: \"01\"\ntitle: {en: a, zh: b}\ntimout: 5s\n",
-			"unknown key \"timout\" in the top level; the keys allowed there are: custom_flags, devices, grading, helpers, id, ", 3},
+			"unknown key \"timout\" in the top level; the keys allowed there are: custom_flags, grading, helpers, id, ranks, ", 3},
 		{"unknown key in a title", "id: \"01\"\ntitle: {en: a, zh: b, fr: c}\n", "unknown key \"fr\" in title; the keys allowed there are: en, zh", 2},
 		{"unknown suite key", "id: \"01\"\ntitle: {en: a, zh: b}\nsuites:\n  - name: s\n    metric: us\n    tolerence: 0.1\n",
 			"unknown key \"tolerence\" in suites[0]", 6},

@@ -34,6 +34,9 @@ func outcomeLine(e *results.Entry) string {
 			}
 			return "ok"
 		}
+		if SharedGPU(e) {
+			return fmt.Sprintf("ok %s (%s)", Rate(e), SharedGPULabel)
+		}
 		return fmt.Sprintf("ok %s", Rate(e))
 	case results.StatusWrong:
 		return "WRONG " + firstLine(e.Error)

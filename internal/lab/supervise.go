@@ -30,20 +30,32 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	var extra map[string]any
 	_, wantDescribe := driverOf(r.man).(Describer)
 	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
+	// A lab of ranks: every job at the run's world size unless it names one.
+	if r.ranks > 0 {
+		for i := range jobs {
+			if jobs[i].Ranks == 0 {
+				jobs[i].Ranks = r.ranks
+			}
+		}
+	}
 	next := 0
 	for next < len(jobs) && ctx.Err() == nil {
 		// A worker's jobs share one world size.
 		end := next + 1
-		for end < len(jobs) && jobs[end].Devices == jobs[next].Devices {
+		for end < len(jobs) && jobs[end].Ranks == jobs[next].Ranks {
 			end++
 		}
 		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
 			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:end],
-			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox, Devices: jobs[next].Devices}
+			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox, Ranks: jobs[next].Ranks, Graph: r.o.Graph}
 		for path := range r.untrusted {
 			spec.Untrusted = append(spec.Untrusted, path)
 		}
-		res := r.runWorker(ctx, spec, timeout, len(jobs), next)
+		run := r.runWorker
+		if spec.Ranks > 0 {
+			run = r.runRanks // one process per rank (ranks_supervise.go)
+		}
+		res := run(ctx, spec, timeout, len(jobs), next)
 		for i, e := range res.entries {
 			done[next+i] = e
 		}
@@ -408,8 +420,7 @@ func (r *runner) gradeMachineEnv(env []string, spec WorkerSpec) []string {
 		env = withoutEnv(env, k)
 	}
 	g := r.o.Grade
-	devices := max(spec.Devices, r.man.DeviceCount(), 2)
-	env = append(env, fmt.Sprintf("%s=%d", emuEnvSMs, g.EmuSMs), fmt.Sprintf("%s=%d", emuEnvDevices, devices))
+	env = append(env, fmt.Sprintf("%s=%d", emuEnvSMs, g.EmuSMs), fmt.Sprintf("%s=%d", emuEnvDevices, 2))
 	if g.EmuSchedule != "" {
 		env = append(env, emuEnvSchedule+"="+g.EmuSchedule)
 	}
@@ -446,7 +457,7 @@ func (r *runner) invalidEvent(e Event, spec WorkerSpec, current, done int) strin
 		if done > 0 || current >= 0 {
 			return "a device description after the jobs started"
 		}
-	case "log", "fatal":
+	case "log", "fatal", "wait": // wait: where a rank of a lab of ranks waits for the others
 	default:
 		return fmt.Sprintf("an event of unknown type %q", e.Type)
 	}

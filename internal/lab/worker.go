@@ -41,17 +41,11 @@ type WorkerSpec struct {
 	// isolation (gpu.LoadUntrusted), unless NoSandbox (the instructor's --unsafe-no-sandbox).
 	Untrusted []string `json:"untrusted,omitempty"`
 	NoSandbox bool     `json:"no_sandbox,omitempty"`
-	// Devices is how many devices the worker opens (0: lab.yaml's devices): every job of a
-	// worker has the same world size.
-	Devices int `json:"devices,omitempty"`
-}
-
-// deviceCount is how many devices the worker opens.
-func (w *worker) deviceCount() int {
-	if w.spec.Devices > 0 {
-		return w.spec.Devices
-	}
-	return w.man.DeviceCount()
+	// Ranks is the world size of a lab of ranks (0: a lab of one process): the worker is one
+	// rank process of it (ranks.go), and every job of the worker has this world size. Graph
+	// captures the timed runs of a collective in a graph (--graph).
+	Ranks int  `json:"ranks,omitempty"`
+	Graph bool `json:"graph,omitempty"`
 }
 
 // Job is one variant on one problem.
@@ -69,9 +63,9 @@ type Job struct {
 	// Custom holds a custom problem's parameters ("k=4096,m=4096,n=14336"): such a problem is in
 	// no problem set. A string keeps Job comparable (the grader uses jobs as map keys).
 	Custom string `json:"custom,omitempty"`
-	// Devices is the world size of a multi-device lab's job (0: lab.yaml's devices); Launches
-	// (grading) runs the variant that many times on one prepared case before the check.
-	Devices  int `json:"devices,omitempty"`
+	// Ranks is the world size of a job of a lab of ranks (0: the run's); Launches (grading)
+	// runs the variant that many times on one prepared case before the check.
+	Ranks    int `json:"ranks,omitempty"`
 	Launches int `json:"launches,omitempty"`
 }
 
@@ -152,8 +146,11 @@ type worker struct {
 	emit  func(Event)
 	flush *gpu.Buffer[uint8]
 	mods  []gpu.Module
-	hook  JobHook      // runs the jobs with a mode (grading), set when the spec has Grade
-	peers []gpu.Device // devices 1.. of a lab that needs several (lab.yaml devices:)
+	hook  JobHook    // runs the jobs with a mode (grading), set when the spec has Grade
+	rk    *rankState // a rank process of a lab of ranks (ranks.go)
+	// timing is what the timing of the last job adds to its entry's data (a collective's batch).
+	timing     map[string]any
+	graphNoted bool // --graph was asked for where the backend cannot capture (said once)
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
@@ -169,7 +166,13 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	dev, err := be.Open(spec.Device)
+	devIndex, gpus := spec.Device, 0
+	if spec.Ranks > 0 {
+		if devIndex, gpus, err = rankDevice(be); err != nil {
+			return nil, err
+		}
+	}
+	dev, err := be.Open(devIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -179,12 +182,6 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 	w := &worker{spec: spec, man: man, drv: drv, dev: dev, emit: emit}
 	kernels, err := w.loadKernels(dev)
 	if err != nil {
-		dev.Close()
-		return nil, err
-	}
-	peerKernels, peerStreams, err := w.openPeers(be)
-	if err != nil {
-		w.closePeers()
 		dev.Close()
 		return nil, err
 	}
@@ -211,41 +208,15 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 		emit(Event{Type: "log", Msg: fmt.Sprintf(f, a...)})
 	})
 	w.env.Quick = spec.Quick
-	w.env.Devices = append([]gpu.Device{envDev}, w.peers...)
-	w.env.Streams = append([]gpu.Stream{stream}, peerStreams...)
-	w.env.kernelsOn = append([]map[string]gpu.Kernel{kernels}, peerKernels...)
+	if spec.Ranks > 0 {
+		if err := w.joinRanks(gpus); err != nil {
+			dev.Close()
+			return nil, err
+		}
+		w.env.rk, w.env.w = w.rk, w
+		w.drv = rankDriver{Driver: drv, w: w}
+	}
 	return w, nil
-}
-
-// openPeers opens the devices after spec.Device that a multi-device lab needs, each with its
-// kernels loaded and a stream of its own.
-func (w *worker) openPeers(be gpu.Backend) ([]map[string]gpu.Kernel, []gpu.Stream, error) {
-	var kernels []map[string]gpu.Kernel
-	var streams []gpu.Stream
-	for i := 1; i < w.deviceCount(); i++ {
-		d, err := be.Open(w.spec.Device + i)
-		if err != nil {
-			return nil, nil, fmt.Errorf("opening device %d (lab %s needs %d devices): %w", w.spec.Device+i, w.man.Name, w.deviceCount(), err)
-		}
-		w.peers = append(w.peers, d)
-		ks, err := w.loadKernels(d)
-		if err != nil {
-			return nil, nil, err
-		}
-		st, err := d.NewStream()
-		if err != nil {
-			return nil, nil, err
-		}
-		kernels = append(kernels, ks)
-		streams = append(streams, st)
-	}
-	return kernels, streams, nil
-}
-
-func (w *worker) closePeers() {
-	for _, d := range w.peers {
-		d.Close()
-	}
 }
 
 // loadKernels loads each compiled image once on dev and looks up the entries the lab names.
@@ -308,7 +279,7 @@ func (w *worker) close() {
 	for _, m := range w.mods {
 		m.Close()
 	}
-	w.closePeers()
+	w.rk.close()
 	w.dev.Close()
 }
 
@@ -330,6 +301,9 @@ func (w *worker) run() int {
 			run = func(j Job) (results.Entry, error) { return w.hook.RunJob(&HookWorker{w: w}, j) }
 		}
 		entry, err := run(job)
+		if w.rk != nil {
+			entry = w.endRankJob(i, entry)
+		}
 		w.emit(Event{Type: "result", Job: i, Entry: &entry})
 		if err != nil && gpu.IsSticky(err) {
 			return workerSticky // the context is spoiled: let the parent start a fresh process
@@ -454,6 +428,9 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 
 // time measures Runs of v with device events, flushing L2 before each when the suite asks.
 func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.Stats, error) {
+	if w.rk != nil {
+		return w.rankTime(v, c, o)
+	}
 	start, err := w.dev.NewEvent()
 	if err != nil {
 		return bench.Stats{}, err
@@ -524,13 +501,7 @@ func NewTrial(env *Env, d Driver, s *Suite, v *Variant, p Problem) (t *Trial, er
 
 // Poison refills the case's outputs and scratch buffers (queued on their streams).
 func (t *Trial) Poison() error {
-	if err := t.env.arena().poison(); err != nil {
-		return err
-	}
-	if l, ok := t.Case.(legacyCase); ok {
-		return l.Poison()
-	}
-	return nil
+	return t.env.arena().poison()
 }
 
 // Run launches the variant once.
@@ -538,16 +509,7 @@ func (t *Trial) Run() error { return t.Case.Run(t.variant) }
 
 // Check compares the outputs of the last, completed Run with the reference.
 func (t *Trial) Check() (check.Report, error) {
-	var rep check.Report
-	var err error
-	switch c := t.Case.(type) {
-	case Checker:
-		rep, err = c.Check(t.variant, newOutputs(t.env, t.suite.Tolerance))
-	case legacyCase:
-		rep, err = c.Check(t.variant)
-	default:
-		return rep, fmt.Errorf("the case of %s (%T) has no Check method (lab.Checker)", t.variant.Name, t.Case)
-	}
+	rep, err := t.Case.Check(t.variant, newOutputs(t.env, t.suite.Tolerance))
 	if err == nil && rep.Tolerance == 0 {
 		rep.Tolerance = t.suite.Tolerance
 	}
@@ -559,11 +521,7 @@ func (t *Trial) Outputs() ([][]byte, error) { return t.env.caseOutputs() }
 
 // Release frees every buffer of the case.
 func (t *Trial) Release() error {
-	var err error
-	if l, ok := t.Case.(legacyCase); ok {
-		err = l.Release()
-	}
-	return errors.Join(err, t.env.closeCase())
+	return t.env.closeCase()
 }
 
 // Phase is what the host is doing with a case, for a RunGuard.

@@ -34,6 +34,9 @@ func Main(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		os.Exit(lab.RunWorkerFromEnv())
 	}
+	if spec := os.Getenv(runEnv); spec != "" {
+		os.Exit(runRank(spec)) // one labrun of a job of ranks (ranks.go)
+	}
 	os.Exit(m.Run())
 }
 
@@ -50,7 +53,7 @@ func Worker(t *testing.T) func() *exec.Cmd {
 }
 
 // RunOnEmulator runs a lab's problem set through the engine on the CPU emulator with the given
-// number of devices, as `labrun NN --backend emu` does, without saving results. It skips with
+// number of devices (of rank processes, for a lab of ranks), as `labrun NN --backend emu` does, without saving results. It skips with
 // -short or where the emulator cannot build kernels. The test package must use Main.
 func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
 	t.Helper()
@@ -79,6 +82,10 @@ func RunOnEmulatorWith(t *testing.T, root, labDir, set string, devices int, adju
 	worker := Worker(t)
 	o := lab.Options{Root: root, Lab: labDir, Backend: "emu", Set: set, Seed: 5, SeedSet: true, NoSave: true,
 		Worker: worker, Timeout: 60 * time.Second}
+	if m, err := lab.Load(root, labDir); err == nil && m.HasRanks() {
+		o.Ranks = devices // a lab of ranks: that many rank processes, each with its own emulated device
+		t.Setenv("LABRUN_EMU_DEVICES", "1")
+	}
 	if solution.IsStudentEdition(root) {
 		m, err := lab.Load(root, labDir)
 		require.NoError(t, err)

@@ -45,8 +45,11 @@ type File struct {
 	Commit    string         `json:"commit,omitempty"`
 	Time      time.Time      `json:"time"` // of the latest run merged into the file
 	Command   string         `json:"command,omitempty"`
-	Entries   []Entry        `json:"entries"`
-	Extra     map[string]any `json:"extra,omitempty"` // lab-specific: lab 01's properties and ceilings
+	// Ranks is the world size of a lab of ranks (labs 04 and 05: one process per GPU); a run at
+	// another world size is another file (RanksSlug), so a 2-GPU and an 8-GPU run both stay.
+	Ranks   int            `json:"ranks,omitempty"`
+	Entries []Entry        `json:"entries"`
+	Extra   map[string]any `json:"extra,omitempty"` // lab-specific: lab 01's properties and ceilings
 }
 
 // Toolchain records what compiled the kernels.
@@ -98,6 +101,16 @@ func DeviceSlug(info gpu.DeviceInfo) string {
 		s = "unknown-device"
 	}
 	return s
+}
+
+// RanksSlug is the results folder of a run of ranks processes on info's kind of GPU: the
+// device's slug, with "-xN" for N > 1 ranks ("nvidia-h200-x8"), so that world sizes keep their
+// own results.
+func RanksSlug(info gpu.DeviceInfo, ranks int) string {
+	if ranks > 1 && !info.Emulated {
+		return fmt.Sprintf("%s-x%d", DeviceSlug(info), ranks)
+	}
+	return DeviceSlug(info)
 }
 
 // PathFor is results/<device>/<lab>.json under root: the recorded results, tracked in git,

@@ -108,6 +108,15 @@ func TestDeviceSlug(t *testing.T) {
 	assert.Equal(t, "unknown-device", DeviceSlug(gpu.DeviceInfo{}))
 }
 
+func TestRanksSlugKeepsWorldSizesApart(t *testing.T) {
+	h200 := gpu.DeviceInfo{Name: "NVIDIA H200"}
+	assert.Equal(t, "nvidia-h200", RanksSlug(h200, 0), "a lab of one process")
+	assert.Equal(t, "nvidia-h200", RanksSlug(h200, 1))
+	assert.Equal(t, "nvidia-h200-x2", RanksSlug(h200, 2))
+	assert.Equal(t, "nvidia-h200-x8", RanksSlug(h200, 8))
+	assert.Equal(t, "emulator", RanksSlug(gpu.DeviceInfo{Emulated: true}, 4), "the emulator's runs check, they do not measure")
+}
+
 // Runs that update one results file at once all land: each reads the others' entries under the
 // lock before it writes.
 func TestUpdateFromConcurrentRunsKeepsEveryEntry(t *testing.T) {

@@ -237,6 +237,9 @@ func (b *builder) identity(L string, d *device) []kv {
 		}
 	}
 	add("devname", info.Name)
+	if d.Latest.Ranks > 1 {
+		add("worldsize", strconv.Itoa(d.Latest.Ranks))
+	}
 	add("backend", info.Backend)
 	if !d.Emulated && info.ComputeMajor > 0 {
 		add("cc", fmt.Sprintf("%d.%d (%s)", info.ComputeMajor, info.ComputeMinor, info.Arch()))

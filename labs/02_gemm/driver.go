@@ -87,8 +87,8 @@ type Lab struct{}
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var (
-	_ lab.Driver  = Lab{}
-	_ lab.Checker = (*gemmCase)(nil)
+	_ lab.Driver = Lab{}
+	_ lab.Case   = (*gemmCase)(nil)
 )
 
 // Shape is one problem: the sizes and whether beta is 0.

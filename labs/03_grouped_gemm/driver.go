@@ -49,8 +49,8 @@ type Lab struct{}
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var (
-	_ lab.Driver  = Lab{}
-	_ lab.Checker = (*groupedCase)(nil)
+	_ lab.Driver = Lab{}
+	_ lab.Case   = (*groupedCase)(nil)
 )
 
 // Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them

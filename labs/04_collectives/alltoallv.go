@@ -59,6 +59,31 @@ func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (Blocks, error) {
 	return b, nil
 }
 
+// EqualBlocks are the sizes of an all-to-all of n ranks whose blocks all hold count elements.
+func EqualBlocks(n, count int) Blocks {
+	b := make(Blocks, n)
+	for s := range b {
+		b[s] = make([]int, n)
+		for d := range b[s] {
+			b[s][d] = count
+		}
+	}
+	return b
+}
+
+// PerPeer is rank r's side of the exchange as a send/receive library takes it: the elements it
+// sends to each rank j and where they start in its send buffer, and the elements it receives from
+// each rank j and where they go in its receive buffer.
+func (b Blocks) PerPeer(r int) (sendCounts, sendOffsets, recvCounts, recvOffsets []int) {
+	n := len(b)
+	sendCounts, sendOffsets, recvCounts, recvOffsets = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	for j := range n {
+		sendCounts[j], sendOffsets[j] = b[r][j], b.SendOffset(r, j)
+		recvCounts[j], recvOffsets[j] = b[j][r], b.RecvOffset(r, j)
+	}
+	return
+}
+
 // Sent is the number of elements rank r sends (its send buffer).
 func (b Blocks) Sent(r int) int {
 	t := 0

@@ -185,14 +185,16 @@ func TestGrid(t *testing.T) {
 func TestManifest(t *testing.T) {
 	m, err := lab.LoadManifest(".")
 	require.NoError(t, err)
-	assert.Equal(t, 2, m.DeviceCount())
+	assert.True(t, m.HasRanks(), "one process per rank")
+	assert.Equal(t, 2, m.DefaultRanks(true, 0), "two ranks on the emulator")
 	for _, s := range m.Suites {
 		assert.Equal(t, "gbps", s.Metric)
 		base := s.Variant(s.Baseline)
 		require.NotNil(t, base, s.Name)
-		if OpOf(s) == AllToAll || OpOf(s) == AllToAllV {
-			// gpu.Communicator has no all-to-all: the pull kernel is the baseline.
+		if OpOf(s) == AllToAllV {
+			// The exercise's bar: kernel 06 on equal blocks (NCCL's grouped send/receive runs beside it).
 			assert.True(t, base.IsKernel(), s.Name)
+			assert.NotNil(t, s.Variant("nccl_alltoall"), s.Name)
 		} else {
 			assert.NotEmpty(t, base.EmuSkip, "the NCCL baseline is skipped on the emulator")
 			assert.Contains(t, base.Needs, "gpu")
@@ -290,4 +292,34 @@ func TestBlockSizes(t *testing.T) {
 	p.Params[ParamEmptyPct] = 101
 	_, err = BlockSizes(p, 2, 100, rng)
 	assert.ErrorContains(t, err, "percentage")
+}
+
+// What NCCL's grouped send/receive is given moves exactly the reference's data: replaying every
+// rank's PerPeer on the host reproduces ReferenceV on every rank.
+func TestPerPeerMovesTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 4} {
+		b, err := BlockSizes(lab.Problem{Name: "u", Params: map[string]int64{"uneven": 1, "empty_pct": 25}}, n, 5, rng)
+		require.NoError(t, err)
+		ins := make([][]float32, n)
+		for r := range ins {
+			ins[r] = make([]float32, b.Sent(r))
+			for i := range ins[r] {
+				ins[r][i] = float32(100*r + i + 1)
+			}
+		}
+		for dst := range n {
+			got := make([]float64, b.Received(dst))
+			_, _, rc, ro := b.PerPeer(dst)
+			for src := range n {
+				sc, so, _, _ := b.PerPeer(src)
+				require.Equal(t, sc[dst], rc[src], "what %d sends to %d is what %d receives", src, dst, dst)
+				for i := range sc[dst] {
+					got[ro[src]+i] = float64(ins[src][so[dst]+i])
+				}
+			}
+			assert.Equal(t, ReferenceV(ins, b, dst), got, "n=%d rank %d", n, dst)
+		}
+	}
+	assert.Equal(t, Blocks{{2, 2}, {2, 2}}, EqualBlocks(2, 2))
 }

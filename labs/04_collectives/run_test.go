@@ -5,6 +5,7 @@ package collectives_test
 // when g++ or Boost.Context is missing, or with -short.
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,21 +68,41 @@ func problemOf(t *testing.T, out *lab.Outcome, set, name string) lab.Problem {
 	return lab.Problem{}
 }
 
-func TestEmulatorRunTwoDevices(t *testing.T) {
-	out := runOnEmulator(t, "emu", 2)
-	checkAllOK(t, out, "emu")
-	suites := map[string]bool{}
-	for _, e := range out.Results.Entries {
-		suites[e.Suite] = true
-	}
-	for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all", "all_to_allv"} {
-		assert.True(t, suites[s], "suite %s ran", s)
+// Two, three and four rank processes started by labrun: at three ranks the two-shot and ring
+// chunks no longer divide the 1001 or 3 elements evenly, and with one element two of the three
+// ring chunks are empty.
+func TestEmulatorRanks(t *testing.T) {
+	for _, tc := range []struct {
+		ranks int
+		set   string
+	}{{2, "emu"}, {3, "grade"}, {4, "emu"}} {
+		t.Run(fmt.Sprintf("%d ranks, %s", tc.ranks, tc.set), func(t *testing.T) {
+			out := runOnEmulator(t, tc.set, tc.ranks)
+			checkAllOK(t, out, tc.set)
+			suites := map[string]bool{}
+			for _, e := range out.Results.Entries {
+				suites[e.Suite] = true
+				if e.Status == results.StatusOK {
+					assert.EqualValues(t, tc.ranks, e.Data["ranks"], "%s/%s ran on every rank", e.Variant, e.Problem)
+				}
+			}
+			for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all", "all_to_allv"} {
+				assert.True(t, suites[s], "suite %s ran", s)
+			}
+		})
 	}
 }
 
-// Three ranks: the two-shot and ring chunks no longer divide the 1001 or 3 elements evenly, and
-// with one element two of the three ring chunks are empty.
-func TestEmulatorGradeThreeDevices(t *testing.T) {
-	out := runOnEmulator(t, "grade", 3)
-	checkAllOK(t, out, "grade")
+// The ranks as a launcher starts them: separate labrun processes that read their rank from
+// torchrun's or Open MPI's variables and meet at the rendezvous (TCP, or a folder).
+func TestEmulatorStartedByLaunchers(t *testing.T) {
+	for _, tc := range []struct {
+		launcher string
+		ranks    int
+	}{{labtest.Torchrun, 3}, {labtest.OpenMPI, 2}} {
+		t.Run(tc.launcher, func(t *testing.T) {
+			es := labtest.RunAsRanks(t, collectives.LabDir, "emu", tc.ranks, tc.launcher)
+			checkAllOK(t, labtest.OutcomeOf(t, collectives.LabDir, es), "emu")
+		})
+	}
 }

@@ -1,12 +1,14 @@
 // Package overlap is lab 05: hiding communication under computation, on AllGather + GEMM (the
-// first layer of tensor parallelism) between the devices of one process.
+// first layer of tensor parallelism) and GEMM + ReduceScatter (the second), between ranks, one
+// process per GPU.
 //
 // Every rank holds a block of the rows of A and the whole B; every rank computes C = A_full·B.
 // The variants differ only in the schedule of the same two pieces of work, the all-gather of A
 // and the tiles of the GEMM: one after the other (sequential), interleaved by source rank on two
 // streams (chunked), or inside one persistent kernel (fused_pull, fused_signal). The driver
-// supplies the buffers of every rank, the schedules, the reference (a float64 product) and the
-// FLOP count; the engine does the rest.
+// supplies this rank's buffers (those its peers read or write shared, lab.AllocShared), the
+// schedules, the reference (a float64 product, from inputs every rank draws alike) and the FLOP
+// count; the engine starts the ranks, poisons, checks every rank, times and frees.
 package overlap
 
 import (
@@ -54,7 +56,7 @@ const (
 	ParamProducers   = "producers"     // producer blocks of fused_signal (default 1)
 	// push: 1, a fused kernel with signals in the push form: it takes this rank's rows, the tables
 	// of every rank's A_full and ready counters, and writes its rows into its peers' A_full
-	// (runFusedPush).
+	// (runFused).
 	ParamPush = "push"
 )
 
@@ -68,8 +70,6 @@ const (
 // fullCheckLimit is the largest M·N·K whose every element is checked against a float64 product
 // computed on the CPU; above it, Freivalds' check and sampled elements (as lab 02 does).
 const fullCheckLimit = 1 << 30
-
-const nanBits = 0x7FC00000
 
 // stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
 // rows read before they arrived carries this payload (a NaN operand's payload propagates), so the
@@ -167,198 +167,115 @@ func fillUniform(x []float32, seed uint64) {
 	}
 }
 
-// Prepare allocates every rank's block of A, B, its gathered A_full, C and flags, and the tables
-// of peer pointers, after enabling peer access between every pair of devices.
+// Prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
+// its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
+// peers write them) and C.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
 		return nil, err
 	}
-	n := len(env.Devices)
-	if n < 2 {
-		return nil, lab.Skip("overlapping an all-gather needs at least 2 devices, this run has %d (lab.yaml devices:; the emulator: --emu-devices 2)", n)
-	}
-	if len(env.Streams) != n {
-		return nil, fmt.Errorf("the engine gave %d devices and %d streams", n, len(env.Streams))
-	}
-	if sh.M < n {
-		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, n)
+	w := env.World()
+	if sh.M < w.Size {
+		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
 	if s.Name == SuiteGemmRS {
-		if sh.K < n {
-			return nil, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, n)
+		if sh.K < w.Size {
+			return nil, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, w.Size)
 		}
-		c, err := prepareRS(env, sh)
-		if err != nil {
-			return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
-		}
-		return c, nil
+		return prepareRS(env, sh)
 	}
-	c, err := prepare(env, sh)
-	if err != nil {
-		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
-	}
-	return c, nil
+	return prepare(env, sh)
 }
 
-// agCase is one prepared problem on every rank.
+// agCase is one prepared problem on this rank.
 type agCase struct {
-	env *lab.Env
-	sh  Shape
-	n   int
+	env     *lab.Env
+	sh      Shape
+	rank, n int
 
 	aFull []float32 // host A_full (the concatenation of the blocks) and B, for the reference
 	b     []float32
-	ref   []float64 // float64 A_full·B and its error scale (small problems), computed once
-	scale []float64
 
-	dA     []*gpu.Buffer[float32] // per rank: its block of A (RowsOf × K)
-	dB     []*gpu.Buffer[float32] // per rank: B (K × N)
-	dAFull []*gpu.Buffer[float32] // per rank: the gathered A (M × K), a staging buffer
-	dC     []*gpu.Buffer[float32] // per rank: C (M × N)
-	dFlags []*gpu.Buffer[uint32]  // per rank: fused_signal's ready counters, one per source rank
-	dATab  []*gpu.Buffer[uint64]  // per rank: every rank's dA pointer, on that rank's device
-	// Per rank, every rank's A_full and flags pointers, on that rank's device (the push form).
-	dAFullTab, dFlagsTab []*gpu.Buffer[uint64]
+	a      *lab.Shared[float32] // every rank's block of A (RowsOf × K)
+	dB     *gpu.Buffer[float32] // B (K × N)
+	dAFull *lab.Shared[float32] // every rank's gathered A (M × K), a staging buffer
+	dC     *gpu.Buffer[float32] // C (M × N)
+	flags  *lab.Shared[uint32]  // fused kernels with signals: ready counters, one per source rank
+	events []gpu.Event          // chunked: one per source block, and one for the start
+	epoch  uint32               // fused kernels with signals: runs so far
 
-	copyStreams []gpu.Stream  // chunked: the second stream of every rank
-	events      [][]gpu.Event // chunked: per rank, one event per source block
-	epoch       uint32        // fused kernels with signals: runs so far
-	producers   []int         // per rank, the producers that raise its counters each run (FlagsAfter)
-
-	residentBlocks map[string]int // fused kernels: resident blocks by variant and rank, asked once
+	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
 }
 
 func prepare(env *lab.Env, sh Shape) (*agCase, error) {
-	n := len(env.Devices)
-	need := 4 * (int64(ceilDiv(sh.M, n))*int64(sh.K) + int64(sh.K)*int64(sh.N) + int64(sh.M)*int64(sh.K) + int64(sh.M)*int64(sh.N))
-	for i, d := range env.Devices {
-		if free, total, err := d.MemInfo(); err == nil && total > 0 && need > free {
-			return nil, lab.Skip("device %d: needs %s, %s of %s is free (use a smaller shape)",
-				i, gpu.HumanBytes(need), gpu.HumanBytes(free), gpu.HumanBytes(total))
-		}
+	w := env.World()
+	c := &agCase{env: env, sh: sh, rank: w.Rank, n: w.Size}
+	rows, lo := RowsOf(c.rank, sh.M, c.n), Row0Of(c.rank, sh.M, c.n)
+	if err := lab.NeedMemory(env, 4*(int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))); err != nil {
+		return nil, lab.Skip("%v", err)
 	}
-	if err := gpu.EnablePeers(env.Devices); err != nil {
-		return nil, err
-	}
-	c := &agCase{env: env, sh: sh, n: n}
-	ok := false
-	defer func() {
-		if !ok {
-			c.Release()
-		}
-	}()
 	c.aFull = make([]float32, sh.M*sh.K)
 	fillUniform(c.aFull, env.RNG.Uint64())
 	c.b = make([]float32, sh.K*sh.N)
 	fillUniform(c.b, env.RNG.Uint64())
-
-	ptrs := make([]uint64, n)
-	afullPtrs, flagPtrs := make([]uint64, n), make([]uint64, n)
-	for r, d := range env.Devices {
-		lo, rows := Row0Of(r, sh.M, n), RowsOf(r, sh.M, n)
-		a, err := gpu.Upload(d, c.aFull[lo*sh.K:(lo+rows)*sh.K])
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: uploading its rows of A: %w", r, err)
-		}
-		c.dA = append(c.dA, a)
-		ptrs[r] = uint64(a.DevicePtr())
-		b, err := gpu.Upload(d, c.b)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: uploading B: %w", r, err)
-		}
-		c.dB = append(c.dB, b)
-		af, err := gpu.Alloc[float32](d, sh.M*sh.K)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: allocating A_full: %w", r, err)
-		}
-		c.dAFull = append(c.dAFull, af)
-		// NaN until gathered: a GEMM tile that reads its rows before they arrive (a missing wait,
-		// a flag raised too early) turns its part of C into NaN in the checked run.
-		if err := af.Fill32(stagedNaN, env.Streams[r]); err != nil {
-			return nil, fmt.Errorf("rank %d: poisoning A_full: %w", r, err)
-		}
-		cc, err := gpu.Alloc[float32](d, sh.M*sh.N)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: allocating C: %w", r, err)
-		}
-		c.dC = append(c.dC, cc)
-		f, err := gpu.Upload(d, make([]uint32, n))
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: allocating the flags: %w", r, err)
-		}
-		c.dFlags = append(c.dFlags, f)
-		afullPtrs[r], flagPtrs[r] = uint64(af.DevicePtr()), uint64(f.DevicePtr())
-	}
-	for r, d := range env.Devices {
-		t, err := gpu.Upload(d, ptrs)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: uploading the table of A's blocks: %w", r, err)
-		}
-		c.dATab = append(c.dATab, t)
-		if t, err = gpu.Upload(d, afullPtrs); err != nil {
-			return nil, fmt.Errorf("rank %d: uploading the table of A_full buffers: %w", r, err)
-		}
-		c.dAFullTab = append(c.dAFullTab, t)
-		if t, err = gpu.Upload(d, flagPtrs); err != nil {
-			return nil, fmt.Errorf("rank %d: uploading the table of ready counters: %w", r, err)
-		}
-		c.dFlagsTab = append(c.dFlagsTab, t)
-	}
-	if err := c.syncAll(); err != nil {
+	var err error
+	if c.a, err = lab.AllocShared[float32](env, "A (this rank's rows)", rows*sh.K); err != nil {
 		return nil, err
 	}
-	ok = true
-	return c, nil
+	if err := c.a.Mine.CopyFromHost(c.aFull[lo*sh.K:(lo+rows)*sh.K], nil); err != nil {
+		return nil, err
+	}
+	if c.dB, err = lab.Upload(env, "B", c.b); err != nil {
+		return nil, err
+	}
+	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
+	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
+	if c.dAFull, err = lab.SharedScratch[float32](env, "A_full", sh.M*sh.K, stagedPoison()); err != nil {
+		return nil, err
+	}
+	if c.dC, err = lab.Output[float32](env, "C", sh.M*sh.N, lab.PoisonNaN32); err != nil {
+		return nil, err
+	}
+	// The counters are never reset: every run raises them by the epoch's producers, and a wait
+	// compares with the epoch (so a launch after a launch on one case waits for its own rows).
+	if c.flags, err = lab.AllocShared[uint32](env, "ready counters", c.n); err != nil {
+		return nil, err
+	}
+	if err := c.flags.Mine.Fill32(0, env.Stream); err != nil {
+		return nil, err
+	}
+	for range c.n + 1 {
+		ev, err := lab.NewEvent(env)
+		if err != nil {
+			return nil, err
+		}
+		c.events = append(c.events, ev)
+	}
+	if _, err := env.Signals(); err != nil {
+		return nil, err
+	}
+	return c, env.Stream.Synchronize()
 }
 
-func (c *agCase) syncAll() error { return gpu.SynchronizeAll(c.env.Streams, c.copyStreams) }
+func stagedPoison() lab.Poison { return lab.Poison32(stagedNaN) }
 
-// Poison fills every rank's C and A_full with NaN (a tile that reads rows before they arrive
-// turns its part of C into NaN) and writes the ready counters as the runs so far must have left
-// them (FlagsAfter), so that the epochs go on growing from run to run. It waits for all of it.
-// Kernels in the push form write their peers' A_full and counters through tables: the host's
-// writes here declare both outputs of the run.
-func (c *agCase) Poison() error {
-	if err := gpu.Fill32Each(c.dC, nanBits, c.env.Streams); err != nil {
-		return err
-	}
-	if err := gpu.Fill32Each(c.dAFull, stagedNaN, c.env.Streams); err != nil {
-		return err
-	}
-	for d, f := range c.dFlags {
-		prod := 0
-		if c.producers != nil {
-			prod = c.producers[d]
-		}
-		if err := f.CopyFromHost(FlagsAfter(c.epoch, prod, c.n, d), c.env.Streams[d]); err != nil {
-			return fmt.Errorf("rank %d: writing the ready counters: %w", d, err)
-		}
-	}
-	return c.syncAll()
-}
-
-// FlagsAfter is rank d's row of n ready counters after `epoch` runs of a fused kernel with
-// signals whose counters on rank d are raised by `producers` blocks each run (the pull form: rank
-// d's own producers; the push form: every rank's, the same number on all): epoch·producers for
-// every peer, 0 for d itself, whose rows are local.
-func FlagsAfter(epoch uint32, producers, n, d int) []uint32 {
-	row := make([]uint32, n)
-	for s := range row {
-		if s != d {
-			row[s] = epoch * uint32(producers)
-		}
-	}
-	return row
-}
-
-// Run runs the variant's schedule on every rank, then waits on the host for every stream of every
-// rank, so that the engine's end event comes after all of it (a host round trip inside the time).
+// Run runs the variant's schedule on this rank between two device barriers (no host in between):
+// the first keeps every rank's work after every peer's poisoned staging buffers, the second makes
+// the run end when every rank's has.
 func (c *agCase) Run(v *lab.Variant) error {
+	if v.Library != "" {
+		return c.runLibrary(v)
+	}
+	if ok, why := c.env.AllReachable(); !ok {
+		return lab.Skip("%s", why)
+	}
+	st := c.env.Stream
+	if err := c.env.DeviceBarrier(st); err != nil {
+		return err
+	}
 	var err error
 	switch {
-	case v.Library != "":
-		err = c.runLibrary(v)
 	case v.Name == VarSequential || v.Name == VarChunked:
 		if v.Entry != EntryGemmRows {
 			return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, EntryGemmRows, v.Entry)
@@ -368,30 +285,21 @@ func (c *agCase) Run(v *lab.Variant) error {
 		} else {
 			err = c.runChunked(v)
 		}
-	case v.Entry == EntryFusedPull:
-		err = c.runFusedPull(v)
-	case v.Params[ParamPush] != 0:
-		err = c.runFusedPush(v)
-	case v.Entry == EntryFusedSignal:
-		err = c.runFusedSignal(v)
+	case v.Entry == EntryFusedPull || v.Entry == EntryFusedSignal || v.Params[ParamPush] != 0:
+		err = c.runFused(v)
 	default:
 		return fmt.Errorf("variant %s: the driver does not know how to run entry %s", v.Name, v.Entry)
 	}
 	if err != nil {
 		return err
 	}
-	return c.syncAll()
+	return c.env.DeviceBarrier(st)
 }
 
-// helper returns the gather kernel loaded on rank r's device.
-func (c *agCase) helper(r int) (gpu.Kernel, error) {
-	return c.env.KernelOnByEntry(r, EntryGather)
-}
-
-// launchGather copies `count` source blocks, from rank `first` on round the ring, into rank r's
-// A_full, on stream s.
-func (c *agCase) launchGather(v *lab.Variant, r, first, count int, s gpu.Stream) error {
-	k, err := c.helper(r)
+// launchGather copies `count` source blocks, from rank `first` on round the ring, into this
+// rank's A_full, on stream s.
+func (c *agCase) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
+	k, err := c.env.KernelByEntry(EntryGather)
 	if err != nil {
 		return err
 	}
@@ -400,227 +308,150 @@ func (c *agCase) launchGather(v *lab.Variant, r, first, count int, s gpu.Stream)
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
 	threads := param(v, ParamThreads, 256)
-	grid := gpu.GridFor(work, threads, c.env.Devices[r].Info().SMs, param(v, ParamBlocksPerSM, 2))
+	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}
-	return gpu.Launch(k, cfg, c.dATab[r], c.dAFull[r], int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count))
+	return gpu.Launch(k, cfg, c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count))
 }
 
-// launchGemm computes rows [row0, row0+rows) of rank r's C from a (rows × K, at address a).
-func (c *agCase) launchGemm(v *lab.Variant, r int, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
-	k, err := c.env.KernelOn(r, v)
+// launchGemm computes rows [row0, row0+rows) of C from a (rows × K, at address a).
+func (c *agCase) launchGemm(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
+	k, err := c.env.Kernel(v)
 	if err != nil {
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D2(ceilDiv(c.sh.N, TileN), ceilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
-	cp := c.dC[r].DevicePtr() + gpu.Ptr(4*row0*c.sh.N)
-	return gpu.Launch(k, cfg, a, c.dB[r], cp, int32(rows), int32(c.sh.N), int32(c.sh.K))
+	cp := c.dC.DevicePtr() + gpu.Ptr(4*row0*c.sh.N)
+	return gpu.Launch(k, cfg, a, c.dB, cp, int32(rows), int32(c.sh.N), int32(c.sh.K))
 }
 
-// runSequential: the all-gather of every block into A_full, then one GEMM over A_full, on one
-// stream per rank.
+// runSequential: the all-gather of every block into A_full, then one GEMM over A_full.
 func (c *agCase) runSequential(v *lab.Variant) error {
-	for r := range c.n {
-		s := c.env.Streams[r]
-		if err := c.launchGather(v, r, 0, c.n, s); err != nil {
-			return fmt.Errorf("rank %d, all-gather: %w", r, err)
-		}
-		if err := c.launchGemm(v, r, c.dAFull[r].DevicePtr(), 0, c.sh.M, s); err != nil {
-			return fmt.Errorf("rank %d, GEMM: %w", r, err)
-		}
+	st := c.env.Stream
+	if err := c.launchGather(v, 0, c.n, st); err != nil {
+		return fmt.Errorf("all-gather: %w", err)
+	}
+	if err := c.launchGemm(v, c.dAFull.Mine.DevicePtr(), 0, c.sh.M, st); err != nil {
+		return fmt.Errorf("GEMM: %w", err)
 	}
 	return nil
 }
 
-// runChunked: per rank, the GEMM of its own rows starts at once on the compute stream (they are
-// local), while the blocks of the other ranks are copied one launch each on the copy stream, an
+// runChunked: the GEMM of this rank's own rows starts at once on the compute stream (they are
+// local), while the blocks of the other ranks are copied one launch each on the side stream, an
 // event recorded after each. The compute stream waits for a block's event (a stream wait, not the
 // host) before that block's GEMM: the copy of block s+1 runs while the GEMM of block s computes,
 // and the whole schedule is queued up front.
 func (c *agCase) runChunked(v *lab.Variant) error {
-	if err := c.openCopyStreams(); err != nil {
+	compute := c.env.Stream
+	side, err := c.env.SideStream()
+	if err != nil {
 		return err
 	}
-	for r := range c.n {
-		ring := Ring(r, c.n)
-		compute := c.env.Streams[r]
-		if err := c.launchGemm(v, r, c.dA[r].DevicePtr(), Row0Of(r, c.sh.M, c.n), RowsOf(r, c.sh.M, c.n), compute); err != nil {
-			return fmt.Errorf("rank %d, GEMM of its own rows: %w", r, err)
+	// The copies start after the device barrier, like everything on the compute stream.
+	if err := c.events[0].Record(compute); err != nil {
+		return err
+	}
+	if err := side.WaitEvent(c.events[0]); err != nil {
+		return err
+	}
+	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), Row0Of(c.rank, c.sh.M, c.n), RowsOf(c.rank, c.sh.M, c.n), compute); err != nil {
+		return fmt.Errorf("GEMM of its own rows: %w", err)
+	}
+	ring := Ring(c.rank, c.n)
+	for j := 1; j < c.n; j++ {
+		s := ring[j]
+		if err := c.launchGather(v, s, 1, side); err != nil {
+			return fmt.Errorf("copy of rank %d's rows: %w", s, err)
 		}
-		for j := 1; j < c.n; j++ {
-			s := ring[j]
-			if err := c.launchGather(v, r, s, 1, c.copyStreams[r]); err != nil {
-				return fmt.Errorf("rank %d, copy of rank %d's rows: %w", r, s, err)
-			}
-			if err := c.events[r][j].Record(c.copyStreams[r]); err != nil {
-				return fmt.Errorf("rank %d: %w", r, err)
-			}
-			if err := compute.WaitEvent(c.events[r][j]); err != nil {
-				return fmt.Errorf("rank %d, waiting for rank %d's rows: %w", r, s, err)
-			}
-			row0 := Row0Of(s, c.sh.M, c.n)
-			a := c.dAFull[r].DevicePtr() + gpu.Ptr(4*row0*c.sh.K)
-			if err := c.launchGemm(v, r, a, row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
-				return fmt.Errorf("rank %d, GEMM of rank %d's rows: %w", r, s, err)
-			}
+		if err := c.events[j].Record(side); err != nil {
+			return err
+		}
+		if err := compute.WaitEvent(c.events[j]); err != nil {
+			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
+		}
+		row0 := Row0Of(s, c.sh.M, c.n)
+		a := c.dAFull.Mine.DevicePtr() + gpu.Ptr(4*row0*c.sh.K)
+		if err := c.launchGemm(v, a, row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
+			return fmt.Errorf("GEMM of rank %d's rows: %w", s, err)
 		}
 	}
 	return nil
 }
 
-func (c *agCase) openCopyStreams() error {
-	if c.copyStreams != nil {
-		return nil
+// resident is how many blocks of fused kernel k are sure to run at once on this rank's device:
+// SMs × blocks_per_sm on a GPU, lowered to what the backend's occupancy calculator says fits (a
+// block that spins on a flag must never wait for one that cannot start), and SMs on the emulator
+// (one block per worker thread). Asked once per case, not in every timed run. The ranks of a job
+// run on GPUs of one model, so every rank finds the same number.
+func (c *agCase) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
+	if n, ok := c.residentBlocks[v.Key()]; ok {
+		return n, nil
 	}
-	for r, d := range c.env.Devices {
-		s, err := d.NewStream()
-		if err != nil {
-			return fmt.Errorf("rank %d: a copy stream: %w", r, err)
-		}
-		c.copyStreams = append(c.copyStreams, s)
-		evs := make([]gpu.Event, c.n)
-		for j := 1; j < c.n; j++ {
-			if evs[j], err = d.NewEvent(); err != nil {
-				return fmt.Errorf("rank %d: an event: %w", r, err)
-			}
-		}
-		c.events = append(c.events, evs)
-	}
-	return nil
-}
-
-// resident is how many blocks of fused kernel k are sure to run at once on rank r's device: SMs ×
-// blocks_per_sm on a GPU, lowered to what the backend's occupancy calculator says fits (a block
-// that spins on a flag must never wait for one that cannot start), and SMs on the emulator (one
-// block per worker thread).
-func (c *agCase) resident(v *lab.Variant, r int, k gpu.Kernel) (int, error) {
-	key := fmt.Sprintf("%s@%d", v.Key(), r)
-	if n, ok := c.residentBlocks[key]; ok {
-		return n, nil // asked once per case: not between the ranks' launches of every timed run
-	}
-	n, err := c.askResident(v, r, k)
+	n, err := askResident(c.env, v, k)
 	if err == nil {
 		if c.residentBlocks == nil {
 			c.residentBlocks = map[string]int{}
 		}
-		c.residentBlocks[key] = n
+		c.residentBlocks[v.Key()] = n
 	}
 	return n, err
 }
 
-func (c *agCase) askResident(v *lab.Variant, r int, k gpu.Kernel) (int, error) {
-	sms := max(c.env.Devices[r].Info().SMs, 1)
-	if c.env.Devices[r].Info().Emulated {
+func askResident(env *lab.Env, v *lab.Variant, k gpu.Kernel) (int, error) {
+	sms := max(env.Device.Info().SMs, 1)
+	if env.Device.Info().Emulated {
 		return sms, nil
 	}
 	perSM := param(v, ParamBlocksPerSM, 1)
 	fits, ok, err := gpu.MaxActiveBlocksPerSM(k, GemmThread, 0)
 	if err != nil {
-		return 0, fmt.Errorf("rank %d: %w", r, err)
+		return 0, err
 	}
 	if ok {
 		if fits < 1 {
-			return 0, fmt.Errorf("rank %d: kernel %s does not fit on an SM with %d threads per block", r, k.Name(), GemmThread)
+			return 0, fmt.Errorf("kernel %s does not fit on an SM with %d threads per block", k.Name(), GemmThread)
 		}
 		perSM = min(perSM, fits)
 	}
 	return sms * perSM, nil
 }
 
-func (c *agCase) runFusedPull(v *lab.Variant) error {
-	tiles := Tiles(c.sh, c.n)
-	for r := range c.n {
-		k, err := c.env.KernelOn(r, v)
-		if err != nil {
-			return err
-		}
-		res, err := c.resident(v, r, k)
-		if err != nil {
-			return err
-		}
-		grid := max(1, min(res, tiles))
-		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Streams[r]}
-		if err := gpu.Launch(k, cfg, c.dATab[r], c.dB[r], c.dC[r], int32(r), int32(c.n),
-			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
+// runFused launches a persistent fused kernel: the pull form reads its peers' rows through the
+// table (fused_pull), the signal form has producer blocks copy them into A_full and raise its
+// counters, which the GEMM blocks wait on (fused_signal), and the push form (params push: 1) has
+// every rank's producers write its rows into its peers' A_full and raise their counters, so that
+// a consumer waits on counters other ranks raise; every rank then counts the same producers.
+func (c *agCase) runFused(v *lab.Variant) error {
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-func (c *agCase) runFusedSignal(v *lab.Variant) error {
-	tiles := Tiles(c.sh, c.n)
-	c.epoch++
-	for r := range c.n {
-		k, err := c.env.KernelOn(r, v)
-		if err != nil {
-			return err
-		}
-		res, err := c.resident(v, r, k)
-		if err != nil {
-			return err
-		}
-		// At least one GEMM block for every producer... and never more producers than half a wave.
-		prod := max(1, min(param(v, ParamProducers, 1), res/2))
-		grid, err := PersistentGrid(res, prod, tiles)
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Streams[r]}
-		if err := gpu.Launch(k, cfg, c.dATab[r], c.dAFull[r], c.dFlags[r], c.dB[r], c.dC[r], int32(r), int32(c.n),
-			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(prod), c.epoch); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-		c.setProducers(r, prod) // rank r's counters are raised by its own producers
+	res, err := c.resident(v, k)
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-// setProducers records the producers of rank r's launch for FlagsAfter.
-func (c *agCase) setProducers(r, prod int) {
-	if c.producers == nil {
-		c.producers = make([]int, c.n)
-	}
-	c.producers[r] = prod
-}
-
-// runFusedPush runs a fused kernel in the push form (params push: 1): the producers of rank s
-// write its rows into every peer's A_full and raise the peer's counter for s, so a consumer waits
-// on counters that other ranks raise. Every rank must then count the same producers: the number
-// is the smallest that every rank's wave allows, not each rank's own.
-func (c *agCase) runFusedPush(v *lab.Variant) error {
 	tiles := Tiles(c.sh, c.n)
-	ks := make([]gpu.Kernel, c.n)
-	res := make([]int, c.n)
-	prod := param(v, ParamProducers, 1)
-	for r := range c.n {
-		k, err := c.env.KernelOn(r, v)
-		if err != nil {
-			return err
-		}
-		if res[r], err = c.resident(v, r, k); err != nil {
-			return err
-		}
-		ks[r] = k
-		prod = max(1, min(prod, res[r]/2))
+	r, n, M, N, K := int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
+	if v.Entry == EntryFusedPull {
+		cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(res, tiles))), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
+		return gpu.Launch(k, cfg, c.a.Table, c.dB, c.dC, r, n, M, N, K)
+	}
+	// At least one GEMM block for every producer... and never more producers than half a wave.
+	prod := max(1, min(param(v, ParamProducers, 1), res/2))
+	grid, err := PersistentGrid(res, prod, tiles)
+	if err != nil {
+		return err
 	}
 	c.epoch++
-	for r := range c.n {
-		c.setProducers(r, prod)
-		grid, err := PersistentGrid(res[r], prod, tiles)
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Streams[r]}
-		if err := gpu.Launch(ks[r], cfg, c.dA[r], c.dAFullTab[r], c.dFlagsTab[r], c.dB[r], c.dC[r], int32(r), int32(c.n),
-			int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(prod), c.epoch); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
+	if v.Params[ParamPush] != 0 {
+		return gpu.Launch(k, cfg, c.a.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)
 	}
-	return nil
+	return gpu.Launch(k, cfg, c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)
 }
 
-// runLibrary: ncclAllGather of the blocks into every rank's A_full, then cuBLAS SGEMM over it, on
-// each rank's stream. NCCL's all-gather needs equal blocks: M must be a multiple of n.
+// runLibrary: ncclAllGather of the blocks into A_full, then cuBLAS SGEMM over it. NCCL's
+// all-gather needs equal blocks: M must be a multiple of n.
 func (c *agCase) runLibrary(v *lab.Variant) error {
 	if v.Library != LibNCCLCublas {
 		return fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
@@ -628,102 +459,49 @@ func (c *agCase) runLibrary(v *lab.Variant) error {
 	if c.sh.M%c.n != 0 {
 		return lab.Skip("NCCL's all-gather needs equal blocks: M = %d is not a multiple of %d ranks", c.sh.M, c.n)
 	}
-	comm, err := c.env.Communicator()
+	comm, err := c.env.RankCommunicator()
 	if err != nil {
 		return err
 	}
-	send := make([]gpu.Ptr, c.n)
-	recv := make([]gpu.Ptr, c.n)
-	for r := range c.n {
-		send[r], recv[r] = c.dA[r].DevicePtr(), c.dAFull[r].DevicePtr()
-	}
-	if err := comm.AllGather(send, recv, c.sh.M/c.n*c.sh.K, gpu.F32, c.env.Streams); err != nil {
+	if err := comm.AllGather(c.a.Mine.DevicePtr(), c.dAFull.Mine.DevicePtr(), c.sh.M/c.n*c.sh.K, gpu.F32, c.env.Stream); err != nil {
 		return err
 	}
-	// Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: swap the operands and m ↔ n (see lab 02).
-	for r := range c.n {
-		g := gpu.GemmDesc{M: c.sh.N, N: c.sh.M, K: c.sh.K, Alpha: 1, Beta: 0,
-			A: c.dB[r].DevicePtr(), LDA: c.sh.N, B: c.dAFull[r].DevicePtr(), LDB: c.sh.K,
-			C: c.dC[r].DevicePtr(), LDC: c.sh.N, InType: gpu.F32, OutType: gpu.F32}
-		blas, err := c.env.BLASOn(r)
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-		if err := blas.Sgemm(c.env.Streams[r], g); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-	}
-	return nil
+	return sgemm(c.env, c.sh.M, c.sh.N, c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
 }
 
-// Check compares every rank's C with the float64 product A_full·B; the report is the worst rank's.
-func (c *agCase) Check(v *lab.Variant) (check.Report, error) {
-	p := &matref.Product{M: c.sh.M, N: c.sh.N, K: c.sh.K, Alpha: 1, A: c.aFull, B: c.b}
-	full := float64(c.sh.M)*float64(c.sh.N)*float64(c.sh.K) <= fullCheckLimit
-	if full && c.ref == nil {
-		c.ref, c.scale = p.Reference()
+// sgemm is row-major C (m×n) = A (m×k) · B (k×n) through cuBLAS: column-major Cᵀ = Bᵀ·Aᵀ, the
+// operands swapped and m ↔ n (see lab 02).
+func sgemm(env *lab.Env, m, n, k int, a, b, c gpu.Ptr) error {
+	blas, err := env.BLAS()
+	if err != nil {
+		return err
 	}
-	var worst check.Report
-	for r, o := range c.dC {
-		out, err := o.Download()
-		if err != nil {
-			return check.Report{}, fmt.Errorf("rank %d: reading C back: %w", r, err)
-		}
-		var rep check.Report
-		if full {
-			rep = matref.CompareFull(out, c.ref, c.scale, v.Suite.Tolerance)
-		} else {
-			seed := c.env.RNG.Uint64()
-			rep = matref.Freivalds(p, out, 2, matref.SampleEntries(c.sh.M, c.sh.N, 64, seed), seed, v.Suite.Tolerance)
-		}
-		rep.Method = fmt.Sprintf("every rank's C: %s", rep.Method)
-		note := fmt.Sprintf("rank %d", r)
-		if rep.Note != "" {
-			note += ": " + rep.Note
-		}
-		rep.Note = note
-		if r == 0 || (!rep.OK && worst.OK) || (rep.OK == worst.OK && rep.RelErr > worst.RelErr) {
-			worst = rep
-		}
+	g := gpu.GemmDesc{M: n, N: m, K: k, Alpha: 1, Beta: 0, A: b, LDA: n, B: a, LDB: k, C: c, LDC: n, InType: gpu.F32, OutType: gpu.F32}
+	return blas.Sgemm(env.Stream, g)
+}
+
+// checkProduct compares a rank's rows×N block of a product with float64 A·B (every element while
+// rows·N·K ≤ 2^30, else Freivalds' check plus sampled exact elements).
+func checkProduct(env *lab.Env, got []float32, a, b []float32, rows, n, k int, tol float64) check.Report {
+	p := &matref.Product{M: rows, N: n, K: k, Alpha: 1, A: a, B: b}
+	if float64(rows)*float64(n)*float64(k) <= fullCheckLimit {
+		ref, scale := p.Reference()
+		return matref.CompareFull(got, ref, scale, tol)
 	}
-	if worst.OK {
-		worst.Note = fmt.Sprintf("all %d ranks correct; largest error on %s", c.n, worst.Note)
+	seed := env.RNG.Uint64()
+	return matref.Freivalds(p, got, 2, matref.SampleEntries(rows, n, 64, seed), seed, tol)
+}
+
+// Check compares this rank's C with the float64 product A_full·B (the engine reports the worst rank's).
+func (c *agCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	got, err := out.Float32(c.dC)
+	if err != nil {
+		return check.Report{}, err
 	}
-	return worst, nil
+	rep := checkProduct(c.env, got, c.aFull, c.b, c.sh.M, c.sh.N, c.sh.K, out.Tolerance())
+	rep.Method = "every rank's C: " + rep.Method
+	return rep, nil
 }
 
 // Work is the FLOPs of the whole layer (see WorkOf).
 func (c *agCase) Work() lab.Work { return WorkOf(c.sh, c.n) }
-
-// Release frees every rank's buffers, streams and events (the libraries belong to the Env).
-func (c *agCase) Release() error {
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, evs := range c.events {
-		for _, e := range evs {
-			if e != nil {
-				keep(e.Close())
-			}
-		}
-	}
-	for _, s := range c.copyStreams {
-		keep(s.Close())
-	}
-	c.events, c.copyStreams = nil, nil
-	for _, bs := range [][]*gpu.Buffer[float32]{c.dA, c.dB, c.dAFull, c.dC} {
-		for _, b := range bs {
-			keep(b.Free())
-		}
-	}
-	for _, b := range c.dFlags {
-		keep(b.Free())
-	}
-	for _, b := range append(append(append([]*gpu.Buffer[uint64]{}, c.dATab...), c.dAFullTab...), c.dFlagsTab...) {
-		keep(b.Free())
-	}
-	return first
-}

@@ -71,7 +71,8 @@ func TestManifest(t *testing.T) {
 	m, err := lab.LoadManifest(".")
 	require.NoError(t, err)
 	assert.Equal(t, "05", m.ID)
-	assert.Equal(t, 2, m.Devices)
+	assert.True(t, m.HasRanks(), "one process per rank")
+	assert.Equal(t, 2, m.DefaultRanks(true, 0), "two ranks on the emulator")
 	s := m.Suite("ag_gemm")
 	require.NotNil(t, s)
 	require.NotNil(t, m.CustomFlag("shape"))
@@ -132,7 +133,7 @@ func TestManifest(t *testing.T) {
 	for _, h := range m.Helpers {
 		entries = append(entries, h.Entry)
 	}
-	assert.ElementsMatch(t, []string{EntryGather, EntryReduceRows}, entries)
+	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows}, entries)
 
 	require.NotNil(t, m.Grading)
 	require.Len(t, m.Grading.Exercises, 1)
@@ -148,22 +149,4 @@ func TestColumnSplitOfGemmRS(t *testing.T) {
 func TestRSWorkIsOneProduct(t *testing.T) {
 	w := RSWorkOf(Shape{M: 8192, N: 4096, K: 14336})
 	assert.InDelta(t, 2*8192.0*4096*14336, w.FLOPs, 1, "the partial products together are one M×N×K product")
-}
-
-// The counters as a fused kernel with signals leaves them: epoch·P for every peer, 0 for the rank
-// itself, whose rows are local; all zeros before the first run.
-func TestFlagsAfter(t *testing.T) {
-	for _, tc := range []struct {
-		epoch     uint32
-		producers int
-		n, d      int
-		want      []uint32
-	}{
-		{0, 0, 2, 0, []uint32{0, 0}},
-		{1, 8, 2, 0, []uint32{0, 8}},
-		{3, 8, 3, 1, []uint32{24, 0, 24}},
-		{2, 1, 4, 3, []uint32{2, 2, 2, 0}},
-	} {
-		assert.Equal(t, tc.want, FlagsAfter(tc.epoch, tc.producers, tc.n, tc.d), "%+v", tc)
-	}
 }

@@ -6,6 +6,7 @@ package overlap_test
 // g++ or Boost.Context is missing, or with -short.
 
 import (
+	"fmt"
 	"testing"
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
@@ -23,24 +24,33 @@ func runOnEmulator(t *testing.T, set string, devices int) *lab.Outcome {
 
 func checkAllOK(t *testing.T, out *lab.Outcome, set string) { labtest.CheckAllOK(t, out, set) }
 
-func TestEmulatorRunTwoDevices(t *testing.T) {
-	out := runOnEmulator(t, "emu", 2)
-	checkAllOK(t, out, "emu")
-}
-
-// Three ranks: 100, 129 and 130 rows split unevenly, the 3-row problem one row per rank, and the
-// fused_signal consumers wait on two peers' flags; in gemm_rs, K = 50, 17 and 7 split unevenly
-// over the ranks too, every reduction pulls from two peers, and the fused epilogues of three
-// ranks add into the same outputs.
-func TestEmulatorThreeDevices(t *testing.T) {
-	for _, set := range []string{"emu", "grade"} {
-		out := runOnEmulator(t, set, 3)
-		checkAllOK(t, out, set)
+// Two, three and four rank processes started by labrun. At three ranks 100, 129 and 130 rows
+// split unevenly, the 3-row problem has one row per rank, and the fused_signal consumers wait on
+// two peers' flags; in gemm_rs, K = 50, 17 and 7 split unevenly too, every reduction pulls from
+// two peers, and the fused epilogues of three ranks add into the same outputs. Two ranks on the
+// grade set: the edge cases (3×5×7, tiles cut at every edge).
+func TestEmulatorRanks(t *testing.T) {
+	for _, tc := range []struct {
+		ranks int
+		set   string
+	}{{2, "emu"}, {2, "grade"}, {3, "emu"}, {3, "grade"}, {4, "emu"}} {
+		t.Run(fmt.Sprintf("%d ranks, %s", tc.ranks, tc.set), func(t *testing.T) {
+			out := runOnEmulator(t, tc.set, tc.ranks)
+			checkAllOK(t, out, tc.set)
+		})
 	}
 }
 
-// Two ranks on the grade set: the edge cases (3×5×7, tiles cut at every edge).
-func TestEmulatorGradeTwoDevices(t *testing.T) {
-	out := runOnEmulator(t, "grade", 2)
-	checkAllOK(t, out, "grade")
+// The ranks as a launcher starts them: separate labrun processes that read their rank from
+// torchrun's or Open MPI's variables and meet at the rendezvous (TCP, or a folder).
+func TestEmulatorStartedByLaunchers(t *testing.T) {
+	for _, tc := range []struct {
+		launcher string
+		ranks    int
+	}{{labtest.Torchrun, 2}, {labtest.OpenMPI, 3}} {
+		t.Run(tc.launcher, func(t *testing.T) {
+			es := labtest.RunAsRanks(t, overlap.LabDir, "emu", tc.ranks, tc.launcher)
+			checkAllOK(t, labtest.OutcomeOf(t, overlap.LabDir, es), "emu")
+		})
+	}
 }

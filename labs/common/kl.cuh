@@ -217,6 +217,79 @@ static inline void kl_store_release_sys(unsigned int* p, unsigned int v) { kl_st
 #endif
 
 // ---------------------------------------------------------------------------------------------
+// The device barrier between ranks (one process per GPU, labs 04 and 05). Every rank has a few
+// words of signals in memory that every rank maps (the engine's lab.Env.Signals; kernels take
+// the table of the n ranks' words as `unsigned* const* sig`):
+//   word 0            how many barriers this rank has passed (its epoch)
+//   word 1            blocks of this rank's grid that have reached kl_rank_barrier_end
+//   words 2 … 2+n−1   start flags: word 2+p is the epoch rank p reached in a barrier's start
+//   words 2+n … 2+2n−1 end flags, the same for kl_rank_barrier_end
+// A rank arrives by storing its epoch into every peer's flag for it (st.release.sys: everything it
+// wrote before is visible to whoever reads the flag) and waits until every peer's flag in its own
+// words holds the epoch (ld.acquire.sys). The epoch lives on the device, so a loop of launches
+// captured in a CUDA graph synchronises as well as one launched from the host.
+#define KL_SIGNAL_WORDS(n) (2 + 2 * (n))
+
+// kl_rank_arrive_and_wait: one thread per peer (threads 0 … n−1 of the calling block) arrive at
+// flag set `set` (0: start, 1: end) with epoch e and wait for every peer.
+__device__ __forceinline__ void kl_rank_arrive_and_wait(unsigned* const* sig, int rank, int nranks, int set, unsigned e) {
+    for (int p = threadIdx.x; p < nranks; p += blockDim.x) {
+        kl_store_release_sys(&sig[p][2 + set * nranks + rank], e);
+    }
+    for (int p = threadIdx.x; p < nranks; p += blockDim.x) {
+        const unsigned* flag = &sig[rank][2 + set * nranks + p];
+        while ((int)(kl_load_acquire_sys(flag) - e) < 0) {
+        }
+    }
+}
+
+// kl_rank_barrier_start: every block of a collective kernel calls it first (all its threads):
+// no block goes on before every rank's kernel has started, so every peer has finished what came
+// before on its stream (the inputs are written, the outputs poisoned, the previous launch done).
+// Blocks need not be resident together: each waits only for the peers.
+__device__ __forceinline__ void kl_rank_barrier_start(unsigned* const* sig, int rank, int nranks) {
+    const unsigned e = kl_load_acquire_sys(&sig[rank][0]) + 1;
+    __threadfence_system();
+    kl_rank_arrive_and_wait(sig, rank, nranks, 0, e);
+    __syncthreads();
+}
+
+// kl_rank_barrier_end: every block calls it last (all its threads). The last block of the grid
+// to arrive signals the peers and waits for theirs, then counts the barrier (the epoch); so the
+// kernel ends only when every rank's kernel is done with every buffer, and no block spins on
+// another block of its own grid.
+__device__ __forceinline__ void kl_rank_barrier_end(unsigned* const* sig, int rank, int nranks) {
+    __shared__ unsigned kl_last;
+    __syncthreads();
+    const unsigned e = kl_load_acquire_sys(&sig[rank][0]) + 1;
+    if (threadIdx.x == 0) {
+        __threadfence_system(); // this block's writes before its arrival
+        const unsigned arrived = atomicAdd(&sig[rank][1], 1u);
+        kl_last = arrived == gridDim.x - 1;
+        if (kl_last) {
+            sig[rank][1] = 0;
+            __threadfence_system(); // every block's writes (seen through the counter) before the flags
+        }
+    }
+    __syncthreads();
+    if (kl_last) {
+        kl_rank_arrive_and_wait(sig, rank, nranks, 1, e);
+        __syncthreads();
+        if (threadIdx.x == 0) kl_store_release_sys(&sig[rank][0], e);
+    }
+}
+
+// kl_rank_barrier_block: a whole barrier in one block (the engine's barrier kernel, kl_rank_barrier,
+// launched before and after a collective that does not synchronise itself): arrive, wait, count.
+__device__ __forceinline__ void kl_rank_barrier_block(unsigned* const* sig, int rank, int nranks) {
+    const unsigned e = kl_load_acquire_sys(&sig[rank][0]) + 1;
+    __threadfence_system();
+    kl_rank_arrive_and_wait(sig, rank, nranks, 0, e);
+    __syncthreads();
+    if (threadIdx.x == 0) kl_store_release_sys(&sig[rank][0], e);
+}
+
+// ---------------------------------------------------------------------------------------------
 // 16-bit floats.
 typedef __half kl_half;
 #if defined(KL_BACKEND_HIP) && defined(KL_HIP_BF16_NATIVE)

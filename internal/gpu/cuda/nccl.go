@@ -12,10 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
@@ -111,113 +109,4 @@ func ncclDataType(t gpu.DataType) (C.int, error) {
 		return 9, nil
 	}
 	return 0, fmt.Errorf("nccl: no NCCL type for %v", t)
-}
-
-// nccl is a single-process communicator: one rank per device, created with ncclCommInitAll.
-type nccl struct {
-	mu    sync.Mutex // NCCL's group calls are per thread; one collective at a time
-	comms []C.ncclComm_t
-	devs  []*device
-}
-
-var _ gpu.Communicator = (*nccl)(nil)
-var _ gpu.CommunicatorProvider = (*device)(nil)
-
-// OpenCommunicator creates a communicator over devs, rank i on devs[i]. NCCL picks its
-// transport (NVLink, PCIe peer-to-peer, shared host memory) and algorithms itself; NVLink
-// multicast (NVLS) and every other NCCL_* setting are left to the environment.
-func (d *device) OpenCommunicator(devs []gpu.Device) (gpu.Communicator, error) {
-	if err := loadNCCL(ncclCandidates()); err != nil {
-		return nil, err
-	}
-	cd := make([]*device, len(devs))
-	ords := make([]C.int, len(devs))
-	for i, g := range devs {
-		x, ok := gpu.Unwrap(g).(*device)
-		if !ok {
-			return nil, fmt.Errorf("nccl: rank %d is on a %s device; every rank must be a CUDA device", i, g.Info().Backend)
-		}
-		cd[i], ords[i] = x, C.int(x.info.Index)
-	}
-	// ncclCommInitAll switches the calling thread's current device; keep this goroutine on one
-	// thread so the switch does not leak into another goroutine's calls.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	comms := make([]C.ncclComm_t, len(devs))
-	if r := C.kl_nccl_comm_init_all(&comms[0], C.int(len(devs)), &ords[0]); r != 0 {
-		return nil, ncclError("ncclCommInitAll", r)
-	}
-	return &nccl{comms: comms, devs: cd}, nil
-}
-
-func (n *nccl) Ranks() int { return len(n.comms) }
-
-func (n *nccl) collective(op int, name string, send, recv []gpu.Ptr, count int, t gpu.DataType, streams []gpu.Stream) error {
-	if err := gpu.CheckCollective(name, len(n.comms), send, recv, count, streams); err != nil {
-		return err
-	}
-	dt, err := ncclDataType(t)
-	if err != nil {
-		return err
-	}
-	k := len(n.comms)
-	cs := make([]C.CUdeviceptr, k)
-	cr := make([]C.CUdeviceptr, k)
-	ss := make([]C.CUstream, k)
-	for i := range k {
-		st, ok := streams[i].(*stream)
-		if !ok {
-			return fmt.Errorf("%s: rank %d's stream is not a CUDA stream", name, i)
-		}
-		if st.d != n.devs[i] {
-			return fmt.Errorf("%s: rank %d's stream belongs to device %d, the rank is on device %d", name, i, st.d.info.Index, n.devs[i].info.Index)
-		}
-		cs[i], cr[i], ss[i] = C.CUdeviceptr(send[i]), C.CUdeviceptr(recv[i]), st.s
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.comms == nil {
-		return fmt.Errorf("%s: the communicator is closed", name)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	// cgo may not be handed Go memory holding Go pointers; these slices hold only integers and
-	// C handles, so passing their first elements is allowed.
-	var failed *C.char
-	r := C.kl_nccl_collective(C.int(op), C.int(k), &cs[0], &cr[0], C.size_t(count), dt, &n.comms[0], &ss[0],
-		(**C.char)(unsafe.Pointer(&failed)))
-	if r != 0 {
-		call := name
-		if failed != nil {
-			call = C.GoString(failed)
-		}
-		return ncclError(call, r)
-	}
-	return nil
-}
-
-func (n *nccl) AllReduce(send, recv []gpu.Ptr, count int, t gpu.DataType, streams []gpu.Stream) error {
-	return n.collective(0, "AllReduce", send, recv, count, t, streams)
-}
-
-func (n *nccl) AllGather(send, recv []gpu.Ptr, count int, t gpu.DataType, streams []gpu.Stream) error {
-	return n.collective(1, "AllGather", send, recv, count, t, streams)
-}
-
-func (n *nccl) ReduceScatter(send, recv []gpu.Ptr, count int, t gpu.DataType, streams []gpu.Stream) error {
-	return n.collective(2, "ReduceScatter", send, recv, count, t, streams)
-}
-
-// Close destroys every rank's communicator; it is safe to call twice.
-func (n *nccl) Close() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var first error
-	for _, c := range n.comms {
-		if r := C.kl_nccl_comm_destroy(c); r != 0 && first == nil {
-			first = ncclError("ncclCommDestroy", r)
-		}
-	}
-	n.comms = nil
-	return first
 }

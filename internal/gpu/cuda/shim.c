@@ -888,7 +888,6 @@ cublasStatus_t kl_cublaslt_matmul(CUcontext ctx, cublasLtHandle_t h, const kl_lt
 
 static struct {
     void *lib;
-    ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);                 // ncclCommInitAll
     ncclResult_t (*comm_destroy)(ncclComm_t);                                      // ncclCommDestroy
     ncclResult_t (*group_start)(void);                                             // ncclGroupStart
     ncclResult_t (*group_end)(void);                                               // ncclGroupEnd
@@ -929,7 +928,6 @@ int kl_nccl_load(const char *path, char **err) {
             return -1;                                          \
         }                                                       \
     } while (0)
-    REQ(comm_init_all, "ncclCommInitAll");
     REQ(comm_destroy, "ncclCommDestroy");
     REQ(group_start, "ncclGroupStart");
     REQ(group_end, "ncclGroupEnd");
@@ -963,47 +961,7 @@ const char *kl_nccl_error_string(ncclResult_t r) { return nc.error_string ? nc.e
 
 int kl_nccl_version(int *v) { return nc.get_version ? nc.get_version(v) : KL_MISSING_SYMBOL; }
 
-ncclResult_t kl_nccl_comm_init_all(ncclComm_t *comms, int n, const int *devs) {
-    return nc.comm_init_all(comms, n, devs);
-}
-
 ncclResult_t kl_nccl_comm_destroy(ncclComm_t c) { return nc.comm_destroy(c); }
-
-ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CUdeviceptr *recv,
-                                size_t count, int dtype, const ncclComm_t *comms,
-                                const CUstream *streams, const char **failed) {
-    ncclResult_t r = nc.group_start();
-    if (r != 0) {
-        *failed = "ncclGroupStart";
-        return r;
-    }
-    // One call per rank between GroupStart and GroupEnd: a single thread drives all the ranks,
-    // which would deadlock without the group (each call waits for its peers).
-    ncclResult_t first = 0;
-    for (int i = 0; i < n && first == 0; i++) {
-        const void *s = (const void *)(uintptr_t)send[i];
-        void *d = (void *)(uintptr_t)recv[i];
-        switch (op) {
-        case 0:
-            first = nc.all_reduce(s, d, count, dtype, KL_NCCL_SUM, comms[i], streams[i]);
-            if (first) *failed = "ncclAllReduce";
-            break;
-        case 1:
-            first = nc.all_gather(s, d, count, dtype, comms[i], streams[i]);
-            if (first) *failed = "ncclAllGather";
-            break;
-        default:
-            first = nc.reduce_scatter(s, d, count, dtype, KL_NCCL_SUM, comms[i], streams[i]);
-            if (first) *failed = "ncclReduceScatter";
-            break;
-        }
-    }
-    // Always close the group, even after a failed call, so NCCL's group state stays balanced.
-    r = nc.group_end();
-    if (first != 0) return first;
-    if (r != 0) *failed = "ncclGroupEnd";
-    return r;
-}
 
 // ---- NCCL: communicators of processes, one rank each (nccl_ranks.go) ----
 #define KL_NCCL_IN_PROGRESS 7 // ncclInProgress

@@ -192,23 +192,14 @@ cublasStatus_t kl_cublaslt_matmul(CUcontext ctx, cublasLtHandle_t h, const kl_lt
                                   float alpha, CUdeviceptr a, CUdeviceptr b, float beta, CUdeviceptr c,
                                   CUdeviceptr workspace, const char **failed);
 
-// ---- NCCL (nccl.h), single-process communicators; see nccl.go ----
+// ---- NCCL (nccl.h): the library; see nccl.go ----
 typedef int ncclResult_t;
 typedef void *ncclComm_t;
 
 int kl_nccl_load(const char *path, char **err); // as kl_cuda_load
 const char *kl_nccl_error_string(ncclResult_t r); // NULL when the library lacks the call
 int kl_nccl_version(int *v);
-// kl_nccl_comm_init_all wraps ncclCommInitAll: comms[i] is the rank on CUDA device devs[i].
-ncclResult_t kl_nccl_comm_init_all(ncclComm_t *comms, int n, const int *devs);
 ncclResult_t kl_nccl_comm_destroy(ncclComm_t c);
-// kl_nccl_collective issues one collective for every rank inside ncclGroupStart/ncclGroupEnd:
-// op 0 AllReduce (sum), 1 AllGather, 2 ReduceScatter (sum); count as NCCL counts it for the op.
-// On failure *failed names the call.
-ncclResult_t kl_nccl_collective(int op, int n, const CUdeviceptr *send, const CUdeviceptr *recv,
-                                size_t count, int dtype, const ncclComm_t *comms,
-                                const CUstream *streams, const char **failed);
-
 // ---- NCCL: communicators of processes, one rank each; see nccl_ranks.go ----
 typedef struct { char internal[128]; } kl_nccl_id; // ncclUniqueId (NCCL_UNIQUE_ID_BYTES)
 #define KL_NCCL_TIMEOUT (-2) // not an ncclResult_t: kl_nccl_wait ran out of time
@@ -225,7 +216,7 @@ ncclResult_t kl_nccl_async_error(ncclComm_t comm, ncclResult_t *st);
 ncclResult_t kl_nccl_comm_finalize(ncclComm_t comm);
 ncclResult_t kl_nccl_comm_abort(ncclComm_t comm);
 const char *kl_nccl_last_error(ncclComm_t comm); // NULL when the library lacks ncclGetLastError
-// op as kl_nccl_collective; count as NCCL counts it for the op.
+// op 0 AllReduce (sum), 1 AllGather, 2 ReduceScatter (sum); count as NCCL counts it for the op.
 ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CUdeviceptr recv, size_t count,
                                      int dtype, ncclComm_t comm, CUstream s);
 // kl_nccl_all_to_allv: grouped ncclSend/ncclRecv with every rank; counts and offsets in elements.

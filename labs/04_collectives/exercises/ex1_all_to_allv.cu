@@ -12,7 +12,8 @@
 //   out         this rank's receive buffer: the blocks addressed to it packed in source order, the
 //               block from rank j starting at sizes[0][rank] + ... + sizes[j−1][rank].
 //
-// Both tables hold device pointers that peer access makes valid on this device. Every rank must
+// Both tables hold the n ranks' shared buffers as this process maps them (every rank is a process
+// of its own; the engine brackets the launch with device barriers across the ranks). Every rank must
 // end with its block from every rank j (itself included) in place:
 //   out[recv_offset(j) + i] = ins[j][send_offset(j) + i] for i < sizes[j][rank].
 //

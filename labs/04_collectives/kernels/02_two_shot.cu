@@ -6,14 +6,16 @@
 // instead of one-shot's (n−1)·S: the 2(n−1)/n of the bandwidth-optimal algorithms, in two steps.
 //
 // Synchronization: because the sum is pushed straight from the registers to every output, no
-// rank ever reads a value another rank computed, so the kernel needs no flags: the rank that
-// owns a chunk is its only writer. The allreduce is complete when all n kernels are (the driver
-// synchronizes every stream at the end of a run). A pull-based all-gather would need a barrier
-// between the shots: that is open exercise 2 of the notes.
+// rank ever reads a value another rank computed, so no flags are needed between the shots: the
+// rank that owns a chunk is its only writer. The device barriers at the start (every peer's input
+// is ready and its output poisoned) and at the end (every push has landed before any rank goes
+// on) are those of kernel 01. A pull-based all-gather would need a barrier between the shots:
+// that is open exercise 2 of the notes.
 #include "kl.cuh"
 
-extern "C" __global__ void allreduce_two_shot(const float* const* ins, float* const* outs, int rank, int nranks,
-                                              int count) {
+extern "C" __global__ void allreduce_two_shot(const float* const* ins, float* const* outs, unsigned* const* sig,
+                                              int rank, int nranks, int count) {
+    kl_rank_barrier_start(sig, rank, nranks);
     int chunk = (count + nranks - 1) / nranks;
     int begin = rank * chunk;
     int end = min(count, begin + chunk);
@@ -29,4 +31,5 @@ extern "C" __global__ void allreduce_two_shot(const float* const* ins, float* co
             outs[dst][i] = s;
         }
     }
+    kl_rank_barrier_end(sig, rank, nranks);
 }

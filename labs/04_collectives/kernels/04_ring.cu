@@ -14,10 +14,11 @@
 // but every transfer is between neighbours only. Each chunk's sum is computed once, on one rank,
 // and then copied, so every rank ends with the same bits.
 //
-// Synchronization: none inside the kernel. The order of the steps across devices comes from the
-// streams: the driver records an event after every step of every rank, and before step t rank r's
-// stream waits for step t−1 of rank r−1 (whose output it is about to read) and of rank r+1 (which
-// may still be reading the chunk of out_r that this step overwrites). See the chapter.
+// Synchronization: none inside the kernel. The order of the steps across ranks comes from the
+// device barrier (kernel 00) that the driver queues after every step: step t+1 starts on no rank
+// before every rank has finished step t, so rank r reads the chunk of rank r−1 after it was
+// written, and overwrites a chunk of its own output only after rank r+1 has read it. See the
+// chapter.
 #include "kl.cuh"
 
 extern "C" __global__ void allreduce_ring_step(const float* src, const float* mine, float* out, int begin,

@@ -1,0 +1,230 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/ranks"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+// A lab of ranks on the fake backend: every rank a process, the ranks kept in step, their checks
+// merged, a rank that dies or hangs ending the variant on every rank while the run goes on.
+
+const ranksManifest = `id: "98"
+title: {en: Ranks, zh: 进程}
+timeout: 4s
+ranks: {emu: 2}
+suites:
+  - name: r
+    metric: us
+    baseline: good
+    variants:
+      - {name: good, library: good}
+      - {name: die, library: die}
+      - {name: hang, library: hang}
+      - {name: wrong, library: wrong}
+      - {name: refuse, library: refuse}
+      - {name: after, library: good}
+    problems:
+      gpu: [{name: one, n: 1}]
+`
+
+// ranksDriver misbehaves on purpose on one rank (the last), by variant.
+type ranksDriver struct{}
+
+type ranksCase struct {
+	env *Env
+	out *gpu.Buffer[uint32]
+}
+
+func (ranksDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
+	out, err := Output[uint32](env, "out", 1, PoisonBytes(0xFF))
+	if err != nil {
+		return nil, err
+	}
+	return &ranksCase{env: env, out: out}, nil
+}
+
+func (c *ranksCase) last() bool { w := c.env.World(); return w.Rank == w.Size-1 }
+
+func (c *ranksCase) Run(v *Variant) error {
+	w := c.env.World()
+	if c.last() {
+		switch v.Library {
+		case "die":
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		case "hang":
+			time.Sleep(time.Hour)
+		case "refuse":
+			return Skip("rank %d refuses", w.Rank)
+		}
+	}
+	return c.out.Fill32(uint32(w.Rank), c.env.Stream)
+}
+
+func (c *ranksCase) Check(v *Variant, out *Outputs) (check.Report, error) {
+	got, err := Raw(out, c.out)
+	if err != nil {
+		return check.Report{}, err
+	}
+	w := c.env.World()
+	ok := got[0] == uint32(w.Rank) && !(v.Library == "wrong" && c.last())
+	return check.Report{OK: ok, Method: "the rank's number", Note: fmt.Sprintf("saw %d", got[0])}, nil
+}
+
+func (c *ranksCase) Work() Work { return Work{} }
+
+func init() { RegisterDriver("98_ranks", ranksDriver{}) }
+
+// The test binary also runs as one labrun of a job another launcher started: with
+// LABRUN_TEST_RANKS_RUN set (a JSON Options), it runs the lab and writes its entries there.
+func init() {
+	spec := os.Getenv("LABRUN_TEST_RANKS_RUN")
+	if spec == "" {
+		return
+	}
+	var o struct {
+		Options
+		Out string
+	}
+	if err := json.Unmarshal([]byte(spec), &o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Unsetenv("LABRUN_TEST_RANKS_RUN") // its workers are workers
+	o.Worker = testWorker
+	out, err := Run(context.Background(), o.Options)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	b, _ := json.Marshal(out.Results.Entries)
+	os.WriteFile(o.Out, b, 0o644)
+	os.Exit(0)
+}
+
+func ranksCourse(t *testing.T) string {
+	root := newCourse(t, ranksManifest)
+	renameLab(t, root, "98_ranks")
+	return root
+}
+
+func byVariant(es []results.Entry) map[string]results.Entry {
+	m := map[string]results.Entry{}
+	for _, e := range es {
+		m[e.Variant] = e
+	}
+	return m
+}
+
+func TestRanksAsProcesses(t *testing.T) {
+	root := ranksCourse(t)
+	out, err := Run(context.Background(), Options{Root: root, Lab: "98", Backend: "fake", Seed: 3, SeedSet: true, Quick: true,
+		NoSave: true, Worker: testWorker, Ranks: 3})
+	require.NoError(t, err)
+	assert.True(t, out.Local, "ranks sharing a GPU are not recorded as performance results")
+	got := byVariant(out.Results.Entries)
+	good := got["good"]
+	assert.Equal(t, results.StatusOK, good.Status, good.Error)
+	assert.EqualValues(t, 3, good.Data["ranks"])
+	assert.Equal(t, true, good.Data["shared_gpu"], "three ranks on the fake backend's one device")
+	assert.Equal(t, SharedGPULabel, good.Data["note"])
+	assert.Contains(t, good.Check.Note, "all 3 ranks correct")
+	require.NotNil(t, good.Time, "timed after the check")
+
+	assert.Equal(t, results.StatusCrashed, got["die"].Status)
+	assert.Contains(t, got["die"].Error, "rank 2:", "the rank that died is named")
+	assert.Contains(t, got["die"].Error, "signal")
+
+	assert.Equal(t, results.StatusTimeout, got["hang"].Status)
+	assert.Contains(t, got["hang"].Error, "rank 2 never reached", got["hang"].Error)
+
+	assert.Equal(t, results.StatusWrong, got["wrong"].Status)
+	assert.Contains(t, got["wrong"].Check.Note, "rank 2", "the worst rank's check")
+
+	assert.Equal(t, results.StatusSkipped, got["refuse"].Status)
+	assert.Contains(t, got["refuse"].Error, "rank 2 refuses")
+
+	assert.Equal(t, results.StatusOK, got["after"].Status, "the run goes on with fresh processes: %s", got["after"].Error)
+}
+
+// Separate labrun processes, as mpirun, srun or torchrun start them: each reads its rank from
+// the launcher's environment, they meet at the rendezvous, rank 0 alone records.
+func TestRanksStartedByALauncher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	root := ranksCourse(t)
+	for _, style := range []string{"torchrun", "mpirun", "srun"} {
+		t.Run(style, func(t *testing.T) {
+			n := 2
+			port, err := ranks.FreePort()
+			require.NoError(t, err)
+			dir := t.TempDir()
+			var cmds []*exec.Cmd
+			for r := range n {
+				spec, _ := json.Marshal(map[string]any{"Root": root, "Lab": "98", "Backend": "fake", "Seed": 3, "SeedSet": true,
+					"Quick": true, "NoSave": true, "Variants": []string{"good", "wrong"}, "Out": filepath.Join(dir, fmt.Sprintf("rank%d.json", r))})
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				env := append(os.Environ(), "LABRUN_TEST_RANKS_RUN="+string(spec), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+				switch style {
+				case "torchrun":
+					env = append(env, fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r))
+				case "mpirun":
+					env = append(env, fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", r), fmt.Sprintf("OMPI_COMM_WORLD_SIZE=%d", n),
+						fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_RANK=%d", r), fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_SIZE=%d", n))
+				case "srun":
+					env = append(env, fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_NTASKS=%d", n), fmt.Sprintf("SLURM_LOCALID=%d", r),
+						"SLURM_NODEID=0", fmt.Sprintf("SLURM_TASKS_PER_NODE=%d", n))
+				}
+				cmd.Env = env
+				cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+				require.NoError(t, cmd.Start())
+				cmds = append(cmds, cmd)
+			}
+			for r, c := range cmds {
+				require.NoError(t, c.Wait(), "rank %d", r)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "rank0.json"))
+			require.NoError(t, err)
+			var es []results.Entry
+			require.NoError(t, json.Unmarshal(b, &es))
+			got := byVariant(es)
+			assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
+			assert.EqualValues(t, n, got["good"].Data["ranks"])
+			assert.Equal(t, results.StatusWrong, got["wrong"].Status)
+			assert.Contains(t, got["wrong"].Check.Note, "rank 1")
+		})
+	}
+}
+
+func TestRankDeclaration(t *testing.T) {
+	m := &Manifest{Ranks: &RankSpec{}}
+	assert.Equal(t, 2, m.DefaultRanks(true, 8), "the emulator: 2")
+	assert.Equal(t, 8, m.DefaultRanks(false, 8), "a GPU machine: one rank per GPU")
+	assert.Equal(t, 2, m.GradeRanks())
+	assert.Zero(t, (&Manifest{}).DefaultRanks(false, 8), "a lab of one process")
+	assert.Error(t, (&RankSpec{Emu: maxRanks + 1}).validate())
+	env := withoutEnv([]string{"A=1", "RANK=3"}, "RANK")
+	assert.Equal(t, []string{"A=1"}, env)
+}
+
+// renameLab gives newCourse's lab the folder name its driver is registered under.
+func renameLab(t *testing.T, root, name string) {
+	t.Helper()
+	require.NoError(t, os.Rename(filepath.Join(root, "labs", "99_test"), filepath.Join(root, "labs", name)))
+}

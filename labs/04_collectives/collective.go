@@ -1,0 +1,199 @@
+package collectives
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+)
+
+// What each collective is, apart from any device: its sizes, its reference, its byte count.
+
+// Op is a suite's collective.
+type Op int
+
+const (
+	AllReduce Op = iota
+	AllGather
+	ReduceScatter
+	AllToAll
+	AllToAllV // all-to-all with blocks of different sizes (alltoallv.go)
+)
+
+func (o Op) String() string {
+	switch o {
+	case AllGather:
+		return "allgather"
+	case ReduceScatter:
+		return "reduce_scatter"
+	case AllToAll:
+		return "all_to_all"
+	case AllToAllV:
+		return "all_to_allv"
+	}
+	return "allreduce"
+}
+
+// OpOf says which collective a suite measures, by the start of its name: allgather...,
+// reduce_scatter..., all_to_allv..., all_to_all...; the others are allreduces.
+func OpOf(s *lab.Suite) Op {
+	for _, o := range []Op{AllGather, ReduceScatter, AllToAllV, AllToAll} { // all_to_allv before its prefix
+		if strings.HasPrefix(s.Name, o.String()) {
+			return o
+		}
+	}
+	return AllReduce
+}
+
+// Counts are the per-rank element counts of a collective's input and output for n ranks and the
+// problem's count (bytes/4): for allreduce count in and out; for all-gather count in, n·count
+// out; for reduce-scatter and all-to-all count is one block (nccl-tests' count): n blocks in,
+// one block (reduce-scatter) or n blocks (all-to-all) out.
+func Counts(op Op, n, count int) (in, out int) {
+	switch op {
+	case AllGather:
+		return count, n * count
+	case ReduceScatter:
+		return n * count, count
+	case AllToAll, AllToAllV: // AllToAllV: when every block has count elements
+		return n * count, n * count
+	}
+	return count, count
+}
+
+// CountOf reads a problem's per-rank size in bytes and returns the element count (fp32).
+func CountOf(p lab.Problem) (int, error) {
+	b := p.Int("bytes", 0)
+	switch {
+	case b < 4:
+		return 0, fmt.Errorf("problem %q: bytes must be at least 4 (one fp32 element), got %d", p.Name, b)
+	case b%4 != 0:
+		return 0, fmt.Errorf("problem %q: bytes = %d is not a whole number of fp32 elements (a multiple of 4)", p.Name, b)
+	case b/4 > math.MaxInt32:
+		return 0, fmt.Errorf("problem %q: %d elements is beyond the kernels' 32-bit counts", p.Name, b/4)
+	}
+	return int(b / 4), nil
+}
+
+// BusFactor is nccl-tests' ratio busbw / algbw for n ranks: 2(n−1)/n for allreduce, (n−1)/n for
+// all-gather, reduce-scatter and all-to-all. It turns the rate of one rank's data into the rate each link must sustain in a
+// bandwidth-optimal algorithm, so that the figure is comparable across n and with the hardware.
+func BusFactor(op Op, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	if op == AllReduce {
+		return 2 * float64(n-1) / float64(n)
+	}
+	return float64(n-1) / float64(n)
+}
+
+// AlgBytes are the bytes that nccl-tests divides by the time for algbw: the per-rank buffer S
+// for allreduce; n blocks of S = 4·count for the others (received by all-gather, sent by
+// reduce-scatter, sent and received by all-to-all).
+func AlgBytes(op Op, n, count int) float64 {
+	s := 4 * float64(count)
+	if op == AllReduce {
+		return s
+	}
+	return float64(n) * s
+}
+
+// WorkOf is the work of one collective: Bytes = AlgBytes · BusFactor, so that the engine's GB/s
+// (Bytes / time) is the bus bandwidth. No FLOPs: the (n−1)·count additions per rank are never
+// what limits a collective, and a TFLOP/s figure would only distract.
+func WorkOf(op Op, n, count int) lab.Work {
+	return lab.Work{Bytes: AlgBytes(op, n, count) * BusFactor(op, n)}
+}
+
+// Reference computes what rank `rank` must hold, from every rank's input: the float64
+// elementwise sum of the inputs (allreduce), their concatenation (all-gather), block `rank` of
+// the sum (reduce-scatter), block `rank` of every input, concatenated (all-to-all).
+func Reference(op Op, ins [][]float32, rank int) []float64 {
+	n := len(ins)
+	if n == 0 {
+		return nil
+	}
+	in := len(ins[0])
+	switch op {
+	case AllGather:
+		ref := make([]float64, 0, n*in)
+		for _, x := range ins {
+			for _, v := range x {
+				ref = append(ref, float64(v))
+			}
+		}
+		return ref
+	case AllToAll:
+		count := in / n
+		ref := make([]float64, 0, in)
+		for _, x := range ins {
+			for _, v := range x[rank*count : (rank+1)*count] {
+				ref = append(ref, float64(v))
+			}
+		}
+		return ref
+	}
+	lo, hi := 0, in
+	if op == ReduceScatter {
+		lo, hi = rank*(in/n), (rank+1)*(in/n)
+	}
+	ref := make([]float64, hi-lo)
+	for _, x := range ins {
+		for i, v := range x[lo:hi] {
+			ref[i] += float64(v)
+		}
+	}
+	return ref
+}
+
+// SameForAllRanks says whether every rank's reference is the same (allreduce, all-gather).
+func SameForAllRanks(op Op) bool { return op == AllReduce || op == AllGather }
+
+// fillInputs fills x with values uniform in ±[2^-10, 1): random signs, never zero.
+func fillInputs(x []float32, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed^0xda942042e4dd58b5))
+	for i := range x {
+		v := float32(r.Float64()*(1-1.0/1024) + 1.0/1024)
+		if r.Uint32()&1 == 1 {
+			v = -v
+		}
+		x[i] = v
+	}
+}
+
+// Grid is the launch of a kernel variant over `work` elements on a device with sms SMs.
+func Grid(params map[string]int64, work, sms int) (grid, threads int) {
+	threads = 256
+	if t, ok := params[ParamThreads]; ok && t > 0 {
+		threads = int(t)
+	}
+	per := 2
+	if b, ok := params[ParamBlocksPerSM]; ok && b > 0 {
+		per = int(b)
+	}
+	return gpu.GridFor(work, threads, sms, per), threads
+}
+
+// RingChunk is the element range [begin, end) of chunk c when count elements are cut into n
+// chunks of ceil(count/n): the last chunks may be shorter or empty.
+func RingChunk(count, n, c int) (begin, end int) {
+	size := (count + n - 1) / n
+	begin = min(count, c*size)
+	return begin, min(count, begin+size)
+}
+
+// RingStep says what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: which chunk it
+// writes, and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1
+// all-gather steps). It always reads that chunk from its left neighbour, rank (r−1) mod n: at
+// step 0 from the neighbour's input, after that from the neighbour's output.
+func RingStep(n, r, t int) (chunk int, reduce bool) {
+	if t < n-1 {
+		return ((r-1-t)%n + n) % n, true
+	}
+	s := t - (n - 1)
+	return ((r-s)%n + n) % n, false
+}
