@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/bench"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -74,7 +75,7 @@ func TestCompareErrors(t *testing.T) {
 
 // A custom problem runs end to end on the emulator like a built-in one.
 func TestCustomProblemOnTheEmulator(t *testing.T) {
-	needEmu(t)
+	emutest.Need(t)
 	repoRoot(t)
 	code, out, stderr := runCLI("02", "--shape", "33x17x65", "--param", "beta0=1", "--backend", "emu",
 		"--variant", "coalesced,double_buffer", "--no-save", "--no-site", "--json")

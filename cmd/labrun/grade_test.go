@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake" // a GPU backend with one device
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -40,13 +40,6 @@ func repoRoot(t *testing.T) string {
 	root, err := lab.FindRoot(wd)
 	require.NoError(t, err)
 	return root
-}
-
-func needEmu(t *testing.T) {
-	t.Helper()
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here (%v): install g++ and libboost-context-dev", err)
-	}
 }
 
 // gradedLabs lists the course's labs with exercises that labrun carries (imports.go).
@@ -102,7 +95,7 @@ func readResults(t *testing.T, path string) gsResults {
 // For every lab with exercises: the reference solutions score full marks, the exported stubs
 // compile and score zero on correctness.
 func TestGradeEveryLabWithExercises(t *testing.T) {
-	needEmu(t)
+	emutest.Need(t)
 	root := repoRoot(t)
 	labs := gradedLabs(t, root)
 	student := filepath.Join(t.TempDir(), "student")
@@ -187,7 +180,7 @@ func TestGradeCLIErrors(t *testing.T) {
 // `labrun export` and then the commands of the workflow it writes, run in a clean folder as the
 // GitHub runner would: they build labrun and grade the stubs to zero.
 func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
-	needEmu(t)
+	emutest.Need(t)
 	root := repoRoot(t)
 	gradedLabs(t, root)
 	if _, err := exec.LookPath("go"); err != nil {
@@ -280,7 +273,7 @@ func TestStudentWorkflowGradesStubsToZero(t *testing.T) {
 // repository whose lab.yaml, grader and workflow were edited gets exactly the grade of one that
 // was not (both hold the reference solutions, so the grade is not vacuously zero).
 func TestGradeOfRecordIgnoresTheStudentsGrader(t *testing.T) {
-	needEmu(t)
+	emutest.Need(t)
 	root := repoRoot(t)
 	labs := gradedLabs(t, root)
 	m, err := lab.LoadManifest(filepath.Join(root, "labs", labs[0]))

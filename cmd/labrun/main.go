@@ -75,6 +75,19 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// subcommands run the commands that take their own arguments (after the command's name).
+var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"list":      cmdList,
+	"doctor":    cmdDoctor,
+	"run":       cmdRun,
+	"profile":   cmdProfile,
+	"compare":   cmdCompare,
+	"site":      cmdSite,
+	"grade":     cmdGrade,
+	"export":    cmdExport,
+	"hip-check": cmdHIPCheck,
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
@@ -92,24 +105,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "version", "--version", "-version", "-v":
 		return cmdVersion(stdout)
-	case "list":
-		return cmdList(rest, stdout, stderr)
-	case "doctor":
-		return cmdDoctor(rest, stdout, stderr)
-	case "run":
-		return cmdRun(rest, stdout, stderr)
-	case "profile":
-		return cmdProfile(rest, stdout, stderr)
-	case "compare":
-		return cmdCompare(rest, stdout, stderr)
-	case "site":
-		return cmdSite(rest, stdout, stderr)
-	case "grade":
-		return cmdGrade(rest, stdout, stderr)
-	case "export":
-		return cmdExport(rest, stdout, stderr)
-	case "hip-check":
-		return cmdHIPCheck(rest, stdout, stderr)
+	}
+	if c, ok := subcommands[cmd]; ok {
+		return c(rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
 		return cmdRun(args, stdout, stderr)

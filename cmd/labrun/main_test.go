@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/term"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
@@ -235,7 +236,7 @@ func TestFlagsOnBothSidesOfTheLab(t *testing.T) {
 // A run whose results folder cannot be written loses nothing: the results go elsewhere, the run
 // says where, and labrun exits 4. The folder's path is taken by a file, which stops root too.
 func TestCLIUnwritableResultsFolderExits4(t *testing.T) {
-	needEmu(t)
+	emutest.Need(t)
 	repo := repoRoot(t)
 	t.Setenv("LABRUN_CACHE", toolchain.CacheDir()) // the compiled kernels stay where they are cached
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())

@@ -152,14 +152,9 @@ Flags:
 	root := ""
 	if name := labArgument(args, func(f *flags) { addRunFlags(f) }); name != "" {
 		var code int
-		if root, code = findRoot(stderr); code != exitOK {
+		if root, man, code = loadLab(name, stderr); code != exitOK {
 			return code
 		}
-		m, err := lab.Load(root, name)
-		if err != nil {
-			return exitFor(err, stderr)
-		}
-		man = m
 	}
 	if err := addCustomFlags(fs, r, man); err != nil {
 		return exitFor(err, stderr)
@@ -174,14 +169,9 @@ Flags:
 	}
 	if man == nil || root == "" { // the scan and the parse disagree only on odd command lines ("--")
 		var code int
-		if root, code = findRoot(stderr); code != exitOK {
+		if root, man, code = loadLab(name, stderr); code != exitOK {
 			return code
 		}
-		m, err := lab.Load(root, name)
-		if err != nil {
-			return exitFor(err, stderr)
-		}
-		man = m
 	}
 	if err := r.check(fs); err != nil {
 		fmt.Fprintf(stderr, "labrun run: %v\n", err)
@@ -510,4 +500,16 @@ func relPath(root, path string) string {
 		return rel
 	}
 	return path
+}
+
+// loadLab finds the course root and loads the lab named on the command line.
+func loadLab(name string, stderr io.Writer) (root string, man *lab.Manifest, code int) {
+	if root, code = findRoot(stderr); code != exitOK {
+		return "", nil, code
+	}
+	m, err := lab.Load(root, name)
+	if err != nil {
+		return "", nil, exitFor(err, stderr)
+	}
+	return root, m, exitOK
 }

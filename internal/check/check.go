@@ -79,7 +79,7 @@ func Compare[T Float](out []T, ref []float64, tol float64) Report {
 			r.addMismatch(i, g, w)
 		}
 	}
-	r.RelErr = relative(num, den)
+	r.RelErr = RelErr(num, den)
 	r.OK = r.Unwritten == 0 && r.wantNaN == 0 && r.RelErr <= tol
 	var notes []string
 	if r.Unwritten > 0 {
@@ -92,8 +92,8 @@ func Compare[T Float](out []T, ref []float64, tol float64) Report {
 	return r
 }
 
-// relative is √num/√den, with the convention that a zero reference needs a zero difference.
-func relative(num, den float64) float64 {
+// RelErr is √num/√den, with the convention that a zero reference needs a zero difference.
+func RelErr(num, den float64) float64 {
 	if den == 0 {
 		if num == 0 {
 			return 0

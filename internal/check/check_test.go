@@ -127,3 +127,9 @@ func TestAllShowsTheWorstOfItsChecks(t *testing.T) {
 	assert.Len(t, r.Mismatches, 1)
 	assert.True(t, All(ok, ok).OK)
 }
+
+func TestRelErr(t *testing.T) {
+	assert.Equal(t, 0.0, RelErr(0, 0))
+	assert.True(t, math.IsInf(RelErr(1, 0), 1))
+	assert.Equal(t, 0.5, RelErr(1, 4))
+}

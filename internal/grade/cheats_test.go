@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
@@ -50,14 +50,6 @@ func courseRoot(t *testing.T) string {
 	root, err := lab.FindRoot(wd)
 	require.NoError(t, err)
 	return root
-}
-
-// needEmulator skips when the emulator's compiler or Boost.Context is missing.
-func needEmulator(t *testing.T) {
-	t.Helper()
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here (%v): grading tests need g++ and libboost-context-dev", err)
-	}
 }
 
 // needSolutions skips in the student edition (marked by solution.EditionFile), where the
@@ -117,7 +109,7 @@ func gradeSubmission(t *testing.T, file string, o Options) *Report {
 
 // Every cheat fixture fails every test, for its reason.
 func TestCheatFixturesFailForTheirReason(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
 	fixtures := []struct {
@@ -203,7 +195,7 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 // On the emulator read_past.cu fails without the grader's red zones too: the emulator's own NaN
 // slack and faulting fences around every buffer catch it, in grade as in labrun run.
 func TestReadPastFailsWithoutRedZones(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	file := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats", "read_past.cu")
 	rep := gradeFixture(t, file, Options{redZone: -1, Problems: []string{"17×33×65"}})
@@ -218,7 +210,7 @@ func TestReadPastFailsWithoutRedZones(t *testing.T) {
 // The reference solutions of lab 02 score full marks, and the student edition's stubs compile
 // and score zero. (cmd/labrun's tests do the same for every lab through the CLI.)
 func TestLab02ReferenceFullMarksStubsZero(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	root := courseRoot(t)
 	started := time.Now()
@@ -261,7 +253,7 @@ func TestLab02ReferenceFullMarksStubsZero(t *testing.T) {
 // A submission that is a symbolic link to the reference (or reached through one) is refused
 // unbuilt, and so is a hard link to it; a submission inside the course tree is a usage error.
 func TestLinkedSubmissionsAreRefused(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	root := courseRoot(t)
 	ref := filepath.Join(root, "labs", "02_gemm", "exercises", "ex1_smem_tiling.cu")
@@ -312,7 +304,7 @@ func TestLinkedSubmissionsAreRefused(t *testing.T) {
 // The escape fixtures are real: without the sandbox (and with the event checks only) each of
 // them escapes, and those that compute after escaping pass. The sandbox is what fails them.
 func TestEscapeFixturesEscapeWithoutTheSandbox(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	if testing.Short() {
 		t.Skip("-short")
@@ -337,7 +329,7 @@ func TestEscapeFixturesEscapeWithoutTheSandbox(t *testing.T) {
 // The runner's CPUs and LABRUN_EMU_SMS change nothing in a grade: the emulated machine comes from
 // lab.yaml's grading section.
 func TestGradeDoesNotDependOnTheRunner(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
 	var reasons [][]string
@@ -360,7 +352,7 @@ func TestGradeDoesNotDependOnTheRunner(t *testing.T) {
 // only in the plain schedule, or only on the first launch of a case fails the tests that run it
 // otherwise, whatever the seed.
 func TestRankAndScheduleFixtures(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	if testing.Short() {
 		t.Skip("-short")

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 )
@@ -337,7 +338,7 @@ func validateGradescope(t *testing.T, raw []byte) {
 
 // A graded report of a real run validates too.
 func TestRealReportValidates(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	needSolutions(t)
 	file := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats", "partial.cu")
 	rep := gradeFixture(t, file, Options{})
@@ -499,7 +500,7 @@ func TestDerivedGrading(t *testing.T) {
 // A grade in which nothing can be graded here (only speed tests, on the emulator) is never
 // "0/0 passed": the lab is not graded here, and says why (the CLI exits 3 when no lab is).
 func TestNothingGradedIsNotAPass(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	o := Options{Root: courseRoot(t), Lab: "02", Backend: "emu", Problems: []string{"2048³"}, Worker: testWorker}
 	deviceCheck(t, &o)
 	rep, err := Grade(context.Background(), o)
@@ -512,7 +513,7 @@ func TestNothingGradedIsNotAPass(t *testing.T) {
 // Without clang the emulator's grade stops and says how to install it, unless the check is
 // waived; the report then says so.
 func TestDeviceCheckNeedsClang(t *testing.T) {
-	needEmulator(t)
+	emutest.Need(t)
 	t.Setenv("LABRUN_CLANG", "no-such-clang++")
 	o := Options{Root: courseRoot(t), Lab: "02", Backend: "emu", Exercises: []string{"ex1_smem_tiling"},
 		Problems: []string{"1×1×1"}, Rounds: 1, Worker: testWorker}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -43,9 +43,7 @@ func init() { RegisterDriver("98_concurrent", scaleDriver{}) }
 // Two emulator runs of one lab at once, each of its own variant, against one results file: both
 // runs' entries are in it afterwards (the file is updated under a lock).
 func TestConcurrentRunsBothLand(t *testing.T) {
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	course, err := FindRoot(".")
 	require.NoError(t, err)
 	root := t.TempDir()

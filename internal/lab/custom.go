@@ -164,12 +164,10 @@ type ProblemChecker interface {
 // of its own problems has at least 1 (a size), or refused by the driver's own check.
 func checkCustom(d Driver, s *Suite, p Problem) error {
 	least := map[string]int64{}
-	for _, set := range [][]Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-		for _, q := range set {
-			for k, v := range q.Params {
-				if old, ok := least[k]; !ok || v < old {
-					least[k] = v
-				}
+	for _, q := range s.Problems.All() {
+		for k, v := range q.Params {
+			if old, ok := least[k]; !ok || v < old {
+				least[k] = v
 			}
 		}
 	}
@@ -248,11 +246,9 @@ func parseCustom(m *Manifest, s *Suite, flags map[string]string) (Problem, error
 // paramKeys lists the parameters the suite's built-in problems use.
 func (s *Suite) paramKeys() map[string]bool {
 	keys := map[string]bool{}
-	for _, set := range [][]Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-		for _, p := range set {
-			for k := range p.Params {
-				keys[k] = true
-			}
+	for _, p := range s.Problems.All() {
+		for k := range p.Params {
+			keys[k] = true
 		}
 	}
 	return keys

@@ -95,6 +95,10 @@ type ProblemSet struct {
 	Grade []Problem `yaml:"grade"` // grading set, with edge cases
 }
 
+// All is every problem of the three sets in order: the GPU set, the emulator's, then the grading
+// set (a problem in two sets is there twice).
+func (ps ProblemSet) All() []Problem { return slices.Concat(ps.GPU, ps.Emu, ps.Grade) }
+
 // Problem is one problem instance: a name and integer parameters (sizes, counts).
 type Problem struct {
 	Name   string

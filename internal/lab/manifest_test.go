@@ -226,3 +226,10 @@ func TestCourseManifestsLoad(t *testing.T) {
 		assert.NoError(t, err, d)
 	}
 }
+
+// All lists the three sets in order, a problem in two sets twice.
+func TestProblemSetAll(t *testing.T) {
+	a, b, c := Problem{Name: "a"}, Problem{Name: "b"}, Problem{Name: "c"}
+	assert.Equal(t, []Problem{a, b, b, c}, ProblemSet{GPU: []Problem{a, b}, Emu: []Problem{b}, Grade: []Problem{c}}.All())
+	assert.Empty(t, ProblemSet{}.All())
+}

@@ -8,7 +8,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
@@ -67,12 +66,17 @@ func RunOnEmulator(t *testing.T, labDir, set string, devices int) *lab.Outcome {
 // fixture chapter of vector_add_test.go).
 func RunOnEmulatorAt(t *testing.T, root, labDir, set string, devices int) *lab.Outcome {
 	t.Helper()
+	return RunOnEmulatorWith(t, root, labDir, set, devices, nil)
+}
+
+// RunOnEmulatorWith is RunOnEmulatorAt with the options changed by adjust (the lab's seed, the
+// variants it runs) before the run.
+func RunOnEmulatorWith(t *testing.T, root, labDir, set string, devices int, adjust func(*lab.Options)) *lab.Outcome {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	t.Setenv("LABRUN_EMU_SMS", "4")
 	t.Setenv("LABRUN_EMU_DEVICES", strconv.Itoa(devices))
 	worker := Worker(t)
@@ -93,10 +97,13 @@ func RunOnEmulatorAt(t *testing.T, root, labDir, set string, devices int) *lab.O
 			}
 		}
 	}
+	if adjust != nil {
+		adjust(&o)
+	}
 	if testing.Verbose() {
 		o.Progress = os.Stdout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := lab.Run(ctx, o)
 	if err != nil && strings.Contains(err.Error(), "cgo") {
@@ -166,42 +173,26 @@ func studentEdition(m *lab.Manifest) bool {
 	return err == nil && solution.IsStudentEdition(root)
 }
 
-var headingID = regexp.MustCompile(`\{#([a-z0-9-]+)\}\s*$`)
-
-// Outline returns the heading ids (with their levels; the title as "#title") and the cells (info
-// string and body, one string each) of a notes file: what must match between the languages.
-// Every heading below the title needs an explicit {#id}.
-func Outline(t *testing.T, path string) (heads, cells []string) {
+// Manifest loads the lab.yaml of the lab whose tests run (the current folder).
+func Manifest(t testing.TB) *lab.Manifest {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	m, err := lab.LoadManifest(".")
 	require.NoError(t, err)
-	in, cur := false, ""
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "```") {
-			if !in {
-				in, cur = true, strings.TrimPrefix(line, "```")+"|"
-			} else {
-				in = false
-				if strings.HasPrefix(cur, "kl-") {
-					cells = append(cells, cur)
-				}
+	return m
+}
+
+// EachProblem calls check with every problem of every suite of m, by set ("gpu", "emu",
+// "grade"), and fails a set that names one problem twice.
+func EachProblem(t *testing.T, m *lab.Manifest, check func(s *lab.Suite, set string, p lab.Problem)) {
+	t.Helper()
+	for _, s := range m.Suites {
+		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
+			seen := map[string]bool{}
+			for _, p := range ps {
+				assert.False(t, seen[p.Name], "%s/%s: problem %q twice", s.Name, set, p.Name)
+				seen[p.Name] = true
+				check(s, set, p)
 			}
-			continue
-		}
-		if in {
-			cur += strings.TrimSpace(line) + ";"
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			if strings.HasPrefix(line, "# ") {
-				heads = append(heads, "#title")
-				continue
-			}
-			level := len(line) - len(strings.TrimLeft(line, "#"))
-			m := headingID.FindStringSubmatch(line)
-			require.NotNil(t, m, "%s: heading %q has no {#id}", path, line)
-			heads = append(heads, strings.Repeat("#", level)+m[1])
 		}
 	}
-	return heads, cells
 }

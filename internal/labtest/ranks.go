@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
 	"github.com/kernel-labs/kernellabs/internal/results"
@@ -80,9 +80,7 @@ func RunAsRanks(t *testing.T, labDir, set string, n int, launcher string) []resu
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	port, err := ranks.FreePort()

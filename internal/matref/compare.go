@@ -38,7 +38,7 @@ func CompareAt(out []float32, at []int, ref, scale []float64, tol float64) check
 	}
 	r := t.R
 	r.Checked = len(ref)
-	r.RelErr = RelErr(t.Num, t.Den)
+	r.RelErr = check.RelErr(t.Num, t.Den)
 	r.OK = r.Unwritten == 0 && t.Bad == 0 && r.RelErr <= tol
 	r.Note = notes(r.Unwritten, t.Bad, len(ref))
 	return r
@@ -122,7 +122,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 		t.Sample(i*p.N+j, float64(out[i*p.N+j]), want, scale)
 	}
 	r = t.R
-	r.RelErr = RelErr(num, den)
+	r.RelErr = check.RelErr(num, den)
 	r.OK = t.Bad == 0 && r.RelErr <= tol
 	if t.Bad > 0 {
 		r.Note = fmt.Sprintf("%d of %d sampled elements are wrong", t.Bad, len(samples))
@@ -132,7 +132,7 @@ func Freivalds(p *Product, out []float32, vectors int, samples [][2]int, seed ui
 
 // FreivaldsSums is the core of Freivalds' check: for vectors random ±1 vectors x (from seed) the
 // summed ‖out·x − (alpha·A·(B·x) + beta·C0·x)‖² and ‖alpha·A·(B·x) + beta·C0·x‖², in float64.
-// RelErr(num, den) estimates the relative error of the whole output; callers that check several
+// check.RelErr(num, den) estimates the relative error of the whole output; callers that check several
 // products (lab 03's groups) add the sums up first.
 func FreivaldsSums(p *Product, out []float32, vectors int, seed uint64) (num, den float64) {
 	rng := rand.New(rand.NewPCG(seed, 0x46726569)) // "Frei"

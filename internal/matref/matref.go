@@ -140,14 +140,3 @@ func SampleEntries(m, n, count int, seed uint64) [][2]int {
 	}
 	return out
 }
-
-// RelErr is √num/√den, with the convention that a zero reference needs a zero difference.
-func RelErr(num, den float64) float64 {
-	if den == 0 {
-		if num == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return math.Sqrt(num / den)
-}

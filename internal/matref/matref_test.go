@@ -80,12 +80,6 @@ func TestParallelForCoversEveryIndexOnce(t *testing.T) {
 	}
 }
 
-func TestRelErr(t *testing.T) {
-	assert.Equal(t, 0.0, RelErr(0, 0))
-	assert.True(t, math.IsInf(RelErr(1, 0), 1))
-	assert.Equal(t, 0.5, RelErr(1, 4))
-}
-
 func TestSplitMix64MatchesTheReferenceGenerator(t *testing.T) {
 	// The first outputs of SplitMix64 seeded with 0 (the reference C implementation).
 	want := []uint64{0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F}

@@ -264,10 +264,10 @@ func (l *Lines) SVG() ([]byte, error) {
 		return nil, errors.New("plot: no finite positive points to draw")
 	}
 	if l.LogX {
-		padLog(&p.X, l.Series)
+		padLog(&p.X, l.Series, pointX)
 	}
 	if l.LogY {
-		padLogY(&p.Y, l.Series)
+		padLog(&p.Y, l.Series, pointY)
 	}
 	return render(p, &leg, Width, 8*vg.Centimeter)
 }
@@ -331,7 +331,21 @@ func (r *Roofline) SVG() ([]byte, error) {
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = ymin, ymax
 
+	// ceiling draws one roof, grey, each with its own dashes, and names it in the legend.
 	ci := 0
+	ceiling := func(name string, xys plotter.XYs) error {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{70}
+		l.Width = 1.5
+		l.Dashes = dashAt(ci)
+		ci++
+		p.Add(l)
+		leg.add(name, l)
+		return nil
+	}
 	for _, m := range r.Memory {
 		if m.Value <= 0 {
 			continue
@@ -340,16 +354,9 @@ func (r *Roofline) SVG() ([]byte, error) {
 		if maxC > 0 {
 			end = math.Min(xmax, maxC*1000/m.Value)
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: m.Value * xmin / 1000}, {X: end, Y: m.Value * end / 1000}})
-		if err != nil {
+		if err := ceiling(m.Name, plotter.XYs{{X: xmin, Y: m.Value * xmin / 1000}, {X: end, Y: m.Value * end / 1000}}); err != nil {
 			return nil, err
 		}
-		l.Color = color.Gray{70}
-		l.Width = 1.5
-		l.Dashes = dashAt(ci)
-		ci++
-		p.Add(l)
-		leg.add(m.Name, l)
 	}
 	for _, c := range r.Compute {
 		if c.Value <= 0 {
@@ -359,16 +366,9 @@ func (r *Roofline) SVG() ([]byte, error) {
 		if maxM > 0 {
 			start = math.Max(xmin, c.Value*1000/maxM)
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: start, Y: c.Value}, {X: xmax, Y: c.Value}})
-		if err != nil {
+		if err := ceiling(c.Name, plotter.XYs{{X: start, Y: c.Value}, {X: xmax, Y: c.Value}}); err != nil {
 			return nil, err
 		}
-		l.Color = color.Gray{70}
-		l.Width = 1.5
-		l.Dashes = dashAt(ci)
-		ci++
-		p.Add(l)
-		leg.add(c.Name, l)
 	}
 	for i, xys := range all {
 		if len(xys) == 0 {
@@ -387,13 +387,14 @@ func (r *Roofline) SVG() ([]byte, error) {
 	return render(p, &leg, Width, 9*vg.Centimeter)
 }
 
-// padLogY widens a logarithmic Y axis a little beyond the data, as padLog does for X.
-func padLogY(a *plot.Axis, series []Series) {
+// padLog widens a log axis a little beyond the data so that end points are not on the frame;
+// coord picks the axis's coordinate of a point (X or Y).
+func padLog(a *plot.Axis, series []Series, coord func(Point) float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range series {
 		for _, p := range s.Points {
-			if p.Y > 0 && !math.IsInf(p.Y, 0) {
-				lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+			if v := coord(p); v > 0 && !math.IsInf(v, 0) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}
 	}
@@ -402,20 +403,8 @@ func padLogY(a *plot.Axis, series []Series) {
 	}
 }
 
-// padLog widens a log axis a little beyond the data so that end points are not on the frame.
-func padLog(a *plot.Axis, series []Series) {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, s := range series {
-		for _, p := range s.Points {
-			if p.X > 0 && !math.IsInf(p.X, 0) {
-				lo, hi = math.Min(lo, p.X), math.Max(hi, p.X)
-			}
-		}
-	}
-	if lo <= hi {
-		a.Min, a.Max = lo/1.5, hi*1.5
-	}
-}
+func pointX(p Point) float64 { return p.X }
+func pointY(p Point) float64 { return p.Y }
 
 func dashAt(i int) []vg.Length {
 	switch i % 3 {

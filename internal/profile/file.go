@@ -1,12 +1,9 @@
 package profile
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -64,18 +61,13 @@ func PathFor(root string, info gpu.DeviceInfo, lab string) string {
 // Load reads a profile file; a missing file is (nil, nil), one that does not parse a
 // *results.CorruptError (labrun never overwrites it).
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	data, found, err := results.ReadOptional(path)
+	if !found || err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f File
-	if err := dec.Decode(&f); err != nil {
-		return nil, &results.CorruptError{Path: path, Err: err}
+	if err := results.DecodeStrict(path, data, &f); err != nil {
+		return nil, err
 	}
 	if f.Schema != Schema {
 		return nil, &results.CorruptError{Path: path, Err: fmt.Errorf("schema %d, this labrun reads schema %d", f.Schema, Schema)}

@@ -145,26 +145,41 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // Load reads a results file. A missing file returns (nil, nil); a file that does not parse, or
 // whose schema is unknown, returns a *CorruptError.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	data, found, err := ReadOptional(path)
+	if !found || err != nil {
 		return nil, err
 	}
 	return Parse(path, data)
 }
 
-// Parse decodes a results file's bytes, strictly.
-func Parse(path string, data []byte) (*File, error) {
+// ReadOptional reads the file at path; a missing one is not an error but found = false.
+func ReadOptional(path string) (data []byte, found bool, err error) {
+	data, err = os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// DecodeStrict decodes data, the file at path, into v: no unknown fields and nothing after the
+// JSON document, or a *CorruptError.
+func DecodeStrict(path string, data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var f File
-	if err := dec.Decode(&f); err != nil {
-		return nil, &CorruptError{Path: path, Err: err}
+	if err := dec.Decode(v); err != nil {
+		return &CorruptError{Path: path, Err: err}
 	}
 	if dec.More() {
-		return nil, &CorruptError{Path: path, Err: errors.New("trailing data after the JSON document")}
+		return &CorruptError{Path: path, Err: errors.New("trailing data after the JSON document")}
+	}
+	return nil
+}
+
+// Parse decodes a results file's bytes, strictly.
+func Parse(path string, data []byte) (*File, error) {
+	var f File
+	if err := DecodeStrict(path, data, &f); err != nil {
+		return nil, err
 	}
 	if f.Schema != Schema {
 		return nil, &CorruptError{Path: path, Err: fmt.Errorf("schema %d, this labrun reads schema %d", f.Schema, Schema)}

@@ -126,23 +126,19 @@ func variantNames(s *lab.Suite) string {
 func problemNames(s *lab.Suite) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-		for _, p := range set {
-			if !seen[p.Name] {
-				seen[p.Name] = true
-				out = append(out, p.Name)
-			}
+	for _, p := range s.Problems.All() {
+		if !seen[p.Name] {
+			seen[p.Name] = true
+			out = append(out, p.Name)
 		}
 	}
 	return out
 }
 
 func problemParams(s *lab.Suite, name string) map[string]int64 {
-	for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-		for _, p := range set {
-			if p.Name == name {
-				return p.Params
-			}
+	for _, p := range s.Problems.All() {
+		if p.Name == name {
+			return p.Params
 		}
 	}
 	return nil
@@ -286,14 +282,12 @@ func (b *builder) deviceHead(pc *pageCtx, dr *devResults) deviceHeadView {
 // problemLabel is how a page names a suite's problem: its title in the page's language where
 // lab.yaml gives one (a name in words), else its name (a shape or a size reads the same in both).
 func problemLabel(L string, s *lab.Suite, name string) string {
-	for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-		for _, p := range set {
-			if p.Name == name {
-				if t := pick(L, p.Title); t != "" {
-					return t
-				}
-				return name
+	for _, p := range s.Problems.All() {
+		if p.Name == name {
+			if t := pick(L, p.Title); t != "" {
+				return t
 			}
+			return name
 		}
 	}
 	return name

@@ -89,18 +89,26 @@ func (b *browser) measure(url string, width int) (layout, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[layout](layoutJS))
 }
 
+// labPages builds the course's site and starts a browser to look at it: the site's folder and
+// its lab pages.
+func labPages(t *testing.T) (b *browser, out string, pages []string) {
+	t.Helper()
+	b = startBrowser(t)
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	_, out, err = build(t, root, false)
+	require.NoError(t, err)
+	pages, _ = filepath.Glob(filepath.Join(out, "*", "labs", "*.html"))
+	return b, out, pages
+}
+
 // TestPageHeights prints each lab page's height at 1280 px (LABRUN_PAGE_HEIGHTS=FILE also writes
 // them to FILE): how long a chapter is to scroll through is what issue 15 measures.
 func TestPageHeights(t *testing.T) {
 	if os.Getenv("LABRUN_PAGE_HEIGHTS") == "" {
 		t.Skip("set LABRUN_PAGE_HEIGHTS=FILE to measure the lab pages' heights")
 	}
-	b := startBrowser(t)
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	_, out, err := build(t, root, false)
-	require.NoError(t, err)
-	pages, _ := filepath.Glob(filepath.Join(out, "*", "labs", "*.html"))
+	b, out, pages := labPages(t)
 	sort.Strings(pages)
 	var lines []string
 	for _, p := range pages {
@@ -120,12 +128,7 @@ func TestScreenshots(t *testing.T) {
 	if dir == "" {
 		t.Skip("set LABRUN_SCREENSHOTS=DIR to take screenshots of the lab pages")
 	}
-	b := startBrowser(t)
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	_, out, err := build(t, root, false)
-	require.NoError(t, err)
-	pages, _ := filepath.Glob(filepath.Join(out, "*", "labs", "*.html"))
+	b, out, pages := labPages(t)
 	for _, p := range pages {
 		rel, _ := filepath.Rel(out, p)
 		for _, w := range []int{1280, 390} {

@@ -17,6 +17,15 @@ import (
 var labName = regexp.MustCompile(`labs/\d\d_|"\d\d_`)
 
 func TestSiteNamesNoLab(t *testing.T) {
+	eachProductLine(t, func(f string, n int, line string) {
+		assert.False(t, labName.MatchString(line), "%s:%d names a lab (%s): find it through lab.yaml or the results instead", f, n, line)
+	})
+}
+
+// eachProductLine calls fn with every line (trimmed, and its number from 1) of the package's
+// product files.
+func eachProductLine(t *testing.T, fn func(file string, n int, line string)) {
+	t.Helper()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -27,7 +36,7 @@ func TestSiteNamesNoLab(t *testing.T) {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for i, line := range strings.Split(string(data), "\n") {
-			assert.False(t, labName.MatchString(line), "%s:%d names a lab (%s): find it through lab.yaml or the results instead", f, i+1, strings.TrimSpace(line))
+			fn(f, i+1, strings.TrimSpace(line))
 		}
 	}
 }
@@ -37,18 +46,9 @@ func TestSiteNamesNoLab(t *testing.T) {
 var htmlByHand = regexp.MustCompile("(Fprintf|Sprintf|WriteString)\\([^)]*<[a-z/]|[\"`]<[a-z/][^\"`]*>[\"`] *\\+|\\+ *[\"`]<[a-z/]")
 
 func TestSiteWritesNoHTMLByHand(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		for i, line := range strings.Split(string(data), "\n") {
-			assert.False(t, htmlByHand.MatchString(line), "%s:%d builds HTML by hand (%s): give the cell a template", f, i+1, strings.TrimSpace(line))
-		}
-	}
+	eachProductLine(t, func(f string, n int, line string) {
+		assert.False(t, htmlByHand.MatchString(line), "%s:%d builds HTML by hand (%s): give the cell a template", f, n, line)
+	})
 	assert.True(t, htmlByHand.MatchString(`fmt.Fprintf(&out, "<td class=%q>", c)`), "the check sees HTML written with fmt")
 	assert.True(t, htmlByHand.MatchString(`s += "<p>" + text`), "and concatenated")
 }

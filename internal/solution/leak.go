@@ -6,6 +6,7 @@ import (
 	"html"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -110,6 +111,20 @@ func Idioms(root string) (map[string]bool, error) {
 
 // walkCourse calls fn with every text file under root but .git and build outputs.
 func walkCourse(root string, fn func(rel string, data []byte) error) error {
+	return walkText(root, func(rel, name string) bool {
+		switch {
+		case rel == "bin", rel == "site/public", rel == "grade-report":
+			return true
+		case rel != "." && strings.HasPrefix(name, "."):
+			return true // .git, caches, a copy of the tree made for a GPU machine
+		}
+		return false
+	}, fn)
+}
+
+// walkText calls fn with every regular text file under root (rel: its slash-separated path
+// below root), passing over the folders that skip names.
+func walkText(root string, skip func(rel, name string) bool, fn func(rel string, data []byte) error) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -117,11 +132,8 @@ func walkCourse(root string, fn func(rel string, data []byte) error) error {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			switch {
-			case rel == "bin", rel == "site/public", rel == "grade-report":
+			if skip(rel, d.Name()) {
 				return filepath.SkipDir
-			case rel != "." && strings.HasPrefix(d.Name(), "."):
-				return filepath.SkipDir // .git, caches, a copy of the tree made for a GPU machine
 			}
 			return nil
 		}
@@ -173,31 +185,12 @@ func Leaks(regions []Region, idioms map[string]bool, dir string) ([]Leak, error)
 	if len(windows) == 0 {
 		return nil, nil
 	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !IsText(b) {
-			return nil
-		}
+	isGit := func(_, name string) bool { return name == ".git" }
+	err := walkText(dir, isGit, func(rel string, b []byte) error {
 		text := string(b)
-		if ext := strings.ToLower(filepath.Ext(p)); ext == ".html" || ext == ".htm" || ext == ".svg" || ext == ".xml" {
+		if ext := strings.ToLower(path.Ext(rel)); ext == ".html" || ext == ".htm" || ext == ".svg" || ext == ".xml" {
 			text = htmlText(text)
 		}
-		rel, _ := filepath.Rel(dir, p)
 		var code []numbered
 		for i, l := range strings.Split(text, "\n") {
 			if n := normalize(l); n != "" && !isComment(n) {
@@ -205,12 +198,8 @@ func Leaks(regions []Region, idioms map[string]bool, dir string) ([]Leak, error)
 			}
 		}
 		for i := 0; i+WindowLines <= len(code); i++ {
-			var key []string
-			for _, c := range code[i : i+WindowLines] {
-				key = append(key, c.text)
-			}
-			if o, ok := windows[strings.Join(key, "\n")]; ok {
-				leaks = append(leaks, Leak{File: filepath.ToSlash(rel), Line: code[i].line, Region: o.region, Code: o.code})
+			if o, ok := windows[strings.Join(textOf(code[i:i+WindowLines]), "\n")]; ok {
+				leaks = append(leaks, Leak{File: rel, Line: code[i].line, Region: o.region, Code: o.code})
 				break // one per file is enough to say it leaks
 			}
 		}

@@ -11,14 +11,14 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // fakeEnv loads the manifest and builds an Env on a fake device with Go twins of the kernels.
 func fakeEnv(t *testing.T, d *fakeDevice, withFill bool) (*lab.Manifest, *lab.Env, map[string]gpu.Kernel) {
 	t.Helper()
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	variants := map[string][2]string{}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {

@@ -314,12 +314,7 @@ var fakeBodies = map[string]func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]b
 	"copy_f4":    fakeCopy(4, 1),
 	"copy_f4_x4": fakeCopy(4, 4),
 	"copy_f4_flat": func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-		n := int64(argU64(args[2]))
-		src, err := k.floats(args[0], n)
-		if err != nil {
-			return err
-		}
-		dst, err := k.floats(args[1], n)
+		src, dst, n, err := k.copyArgs(args)
 		if err != nil {
 			return err
 		}
@@ -379,15 +374,20 @@ var fakeBodies = map[string]func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]b
 	},
 }
 
+// copyArgs reads a copy kernel's arguments (src, dst, n floats).
+func (k *fakeKernel) copyArgs(args [][]byte) (src, dst []float32, n int64, err error) {
+	n = int64(argU64(args[2]))
+	if src, err = k.floats(args[0], n); err != nil {
+		return nil, nil, 0, err
+	}
+	dst, err = k.floats(args[1], n)
+	return src, dst, n, err
+}
+
 // fakeCopy mirrors copy_body<V, U> with V = w floats, plus copy_tail for w = 4.
 func fakeCopy(w, u int64) func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
 	return func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
-		n := int64(argU64(args[2]))
-		src, err := k.floats(args[0], n)
-		if err != nil {
-			return err
-		}
-		dst, err := k.floats(args[1], n)
+		src, dst, n, err := k.copyArgs(args)
 		if err != nil {
 			return err
 		}

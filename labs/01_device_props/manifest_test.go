@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 func TestManifestLoads(t *testing.T) {
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	assert.Equal(t, "01", m.ID)
 	assert.Equal(t, LabDir, m.Name)
 	assert.Equal(t, 120*time.Second, m.Timeout)
@@ -72,8 +72,7 @@ func TestManifestLoads(t *testing.T) {
 
 // The HBM problems span L2-resident to far beyond L2, and reach at least 1 GiB.
 func TestCopyProblemsSpanTheL2Cliff(t *testing.T) {
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	var sizes []int64
 	for _, p := range m.Suite(SuiteHBM).Problems.GPU {
 		b := p.Int("bytes", 0)
@@ -93,8 +92,7 @@ var templateRE = regexp.MustCompile(`(\w+)<(\d+)>\(`)
 // equals the template argument their entry instantiates; every kernel file starts with the
 // portability header and a comment.
 func TestKernelFiles(t *testing.T) {
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
 			if !v.IsKernel() {

@@ -21,8 +21,8 @@ type tensorCase struct {
 	m, n, k   int
 	a, b      *gpu.Buffer[uint16]
 	c         *gpu.Buffer[float32]
-	freivalds *Freivalds
-	samples   []Sample
+	freivalds *matref.RowFreivalds
+	samples   []matref.ExactSample
 }
 
 // defaultTensorTol is used when the suite sets no tolerance. The inputs are the same bf16 values
@@ -56,11 +56,11 @@ func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	if c.c, err = lab.Output[float32](env, "C", m*n, lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
-	if c.freivalds, err = NewFreivalds(a, b, m, n, k, FreivaldsVector(env.RNG, n)); err != nil {
+	if c.freivalds, err = matref.NewRowFreivalds(a, b, m, n, k, matref.RowFreivaldsVector(env.RNG, n)); err != nil {
 		return nil, err
 	}
 	prod := matref.Product{M: m, N: n, K: k, Alpha: 1, A: a, B: b}
-	c.samples = SampleEntries(&prod, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
+	c.samples = matref.ExactSamples(&prod, matref.SampleEntries(m, n, 16, env.RNG.Uint64()))
 	return c, nil
 }
 
@@ -81,7 +81,7 @@ func (c *tensorCase) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, err
 	if tol == 0 {
 		tol = defaultTensorTol
 	}
-	return check.All(c.freivalds.Check(out, tol), CheckSamples(c.samples, out, c.n, tol)), nil
+	return check.All(c.freivalds.Check(out, tol), matref.CheckExactSamples(c.samples, out, c.n, tol)), nil
 }
 
 func (c *tensorCase) Work() lab.Work {

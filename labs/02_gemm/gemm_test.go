@@ -20,15 +20,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
-func loadManifest(t *testing.T) *lab.Manifest {
-	t.Helper()
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
-	return m
-}
-
 func TestManifestLoads(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	assert.Equal(t, "02", m.ID)
 	assert.Equal(t, LabDir, m.Name)
 	for _, name := range []string{"fp32", "fp32_tiles", "bf16"} {
@@ -45,21 +38,14 @@ func TestManifestLoads(t *testing.T) {
 
 // Every problem parses, the emulator problems are small, and the grade set has the edge cases.
 func TestManifestProblems(t *testing.T) {
-	m := loadManifest(t)
-	for _, s := range m.Suites {
-		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
-			seen := map[string]bool{}
-			for _, p := range ps {
-				sh, err := ShapeOf(p)
-				require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
-				assert.False(t, seen[p.Name], "%s/%s: problem %q twice", s.Name, set, p.Name)
-				seen[p.Name] = true
-				if set == "emu" {
-					assert.LessOrEqual(t, max(sh.M, sh.N, sh.K), 256, "%s: emulator problem %s", s.Name, p.Name)
-				}
-			}
+	m := labtest.Manifest(t)
+	labtest.EachProblem(t, m, func(s *lab.Suite, set string, p lab.Problem) {
+		sh, err := ShapeOf(p)
+		require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
+		if set == "emu" {
+			assert.LessOrEqual(t, max(sh.M, sh.N, sh.K), 256, "%s: emulator problem %s", s.Name, p.Name)
 		}
-	}
+	})
 	grade := map[string]bool{}
 	for _, p := range m.Suite("fp32").Problems.Grade {
 		grade[p.Name] = true
@@ -72,7 +58,7 @@ func TestManifestProblems(t *testing.T) {
 // Every kernel variant's entry is an extern "C" __global__ function of its file; GPU-only
 // variants say why the emulator skips them; library variants name a call the driver knows.
 func TestManifestVariantsPointAtKernels(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	entryRE := func(entry string) *regexp.Regexp {
 		return regexp.MustCompile(`extern "C" __global__ void ((__\w+__|KL_LAUNCH_BOUNDS)\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
 	}
@@ -318,7 +304,7 @@ func TestSampleEntries(t *testing.T) {
 
 // The grid of every kernel variant covers C for the edge sizes; refusals say why.
 func TestLaunchShapes(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	sizes := [][3]int{{1, 1, 1}, {17, 33, 65}, {127, 127, 127}, {128, 128, 128}, {129, 129, 129}, {4097, 4097, 4097}, {4096, 11008, 4096}}
 	for _, s := range m.Suites {
 		for _, v := range s.Variants {
@@ -544,94 +530,39 @@ func TestFillUniform(t *testing.T) {
 	assert.Greater(t, hi, float32(0.99))
 }
 
-// notesCell is a notebook cell of the notes: a fenced block whose info string starts with "kl-".
-type notesCell struct {
-	kind string
-	body map[string]string
-}
-
-// notesOutline returns the heading levels (outside code blocks) and the cells of a chapter.
-func notesOutline(t *testing.T, path string) (levels []int, cells []notesCell) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var cur *notesCell
-	inFence := false
-	for _, line := range strings.Split(string(b), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
-			if !inFence {
-				inFence = true
-				if info := strings.TrimSpace(strings.TrimPrefix(trimmed, "```")); strings.HasPrefix(info, "kl-") {
-					cur = &notesCell{kind: info, body: map[string]string{}}
-				}
-			} else {
-				inFence = false
-				if cur != nil {
-					cells = append(cells, *cur)
-					cur = nil
-				}
-			}
-			continue
-		}
-		if inFence {
-			if cur != nil && trimmed != "" {
-				k, v, ok := strings.Cut(trimmed, ":")
-				require.True(t, ok, "%s: cell line %q is not key: value", path, line)
-				cur.body[strings.TrimSpace(k)] = strings.TrimSpace(v)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			levels = append(levels, len(line)-len(strings.TrimLeft(line, "#")))
-		}
-	}
-	require.False(t, inFence, "%s: unclosed code block", path)
-	return levels, cells
-}
-
-// Both chapters carry the same sections and the same cells in the same order.
-func TestNotesAreInStep(t *testing.T) {
-	enLevels, enCells := notesOutline(t, "notes.en.md")
-	zhLevels, zhCells := notesOutline(t, "notes.zh.md")
-	assert.Equal(t, enLevels, zhLevels, "the two chapters have the same sections")
-	assert.Equal(t, enCells, zhCells, "the two chapters have the same cells in the same order")
-	require.NotEmpty(t, enLevels)
-	assert.Equal(t, 1, enLevels[0], "a chapter starts with its title")
-}
-
-// Every cell points at something that exists, every kernel file has its source cell, and every
-// suite has its results table.
+// Both chapters carry the same sections and the same cells in the same order; every cell points
+// at something that exists, every kernel file has its source cell, and every suite has its
+// results table.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
-	m := loadManifest(t)
-	_, cells := notesOutline(t, "notes.en.md")
+	cells := labtest.NotesInStep(t)
+	m := labtest.Manifest(t)
 	sources := map[string]bool{}
 	results := map[string]bool{}
 	for _, c := range cells {
-		switch c.kind {
+		switch c.Kind {
 		case "kl-results", "kl-plot":
-			s := m.Suite(c.body["suite"])
-			require.NotNil(t, s, "cell %s names suite %q", c.kind, c.body["suite"])
-			if c.kind == "kl-plot" {
-				assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.body["kind"])
+			s := m.Suite(c.Body["suite"])
+			require.NotNil(t, s, "cell %s names suite %q", c.Kind, c.Body["suite"])
+			if c.Kind == "kl-plot" {
+				assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.Body["kind"])
 			}
-			if vs := c.body["variants"]; vs != "" {
+			if vs := c.Body["variants"]; vs != "" {
 				require.True(t, strings.HasPrefix(vs, "[") && strings.HasSuffix(vs, "]"), "variants %q is a list", vs)
 				for _, v := range strings.Split(strings.Trim(vs, "[]"), ",") {
 					assert.NotNil(t, s.Variant(strings.TrimSpace(v)), "suite %s has variant %q", s.Name, v)
 				}
-			} else if c.kind == "kl-results" {
+			} else if c.Kind == "kl-results" {
 				results[s.Name] = true
 			}
 		case "kl-source":
-			_, err := os.Stat(filepath.Join(m.Dir, c.body["file"]))
-			require.NoError(t, err, "cell kl-source names %q", c.body["file"])
-			sources[c.body["file"]] = true
+			_, err := os.Stat(filepath.Join(m.Dir, c.Body["file"]))
+			require.NoError(t, err, "cell kl-source names %q", c.Body["file"])
+			sources[c.Body["file"]] = true
 		case "kl-ceilings":
-			assert.Empty(t, c.body, "kl-ceilings finds lab 01's ceilings by itself")
+			assert.Empty(t, c.Body, "kl-ceilings finds lab 01's ceilings by itself")
 		case "kl-profile", "kl-figure": // the site build checks their variants and files
 		default:
-			t.Errorf("unknown cell kind %q", c.kind)
+			t.Errorf("unknown cell kind %q", c.Kind)
 		}
 	}
 	for _, s := range m.Suites {
@@ -666,7 +597,7 @@ func TestBiasReLU(t *testing.T) {
 
 // A suite prepares a column-major A, a transposed B or a bias only when one of its variants takes it.
 func TestSuiteLayouts(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	assert.Equal(t, Layout{}, suiteLayouts(m.Suite("fp32")))
 	assert.Equal(t, Layout{AColMajor: true, BTransposed: true, BiasReLU: true}, suiteLayouts(m.Suite("fp32_exercises")))
 	assert.Equal(t, Layout{AColMajor: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex1_smem_tiling").Params))

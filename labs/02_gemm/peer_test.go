@@ -7,12 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 // A peer computes the same product as the lab's kernels: the same alpha and beta (0 for beta0
 // problems), the suite's precision, and the lab's own work for its rates.
 func TestPeerProblemMatchesTheKernelsProblem(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	tests := []struct {
 		suite string
 		p     lab.Problem

@@ -56,11 +56,9 @@ func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, erro
 }
 
 func suiteHasMoE(s *lab.Suite) bool {
-	for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-		for _, q := range set {
-			if _, ok := q.Params[ParamExperts]; ok {
-				return true
-			}
+	for _, q := range s.Problems.All() {
+		if _, ok := q.Params[ParamExperts]; ok {
+			return true
 		}
 	}
 	return false

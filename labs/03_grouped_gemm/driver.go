@@ -99,7 +99,7 @@ type groupedCase struct {
 // cases then also hold the token matrix in token order and the routing's row list.
 func suiteGathers(s *lab.Suite) bool {
 	for _, v := range s.Variants {
-		if param(v, ParamGather, 0) != 0 {
+		if v.Int(ParamGather, 0) != 0 {
 			return true
 		}
 	}

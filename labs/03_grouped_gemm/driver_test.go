@@ -16,6 +16,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
@@ -28,9 +29,7 @@ func emuDevice(t *testing.T) gpu.Device {
 	if testing.Short() {
 		t.Skip("-short: builds kernels for the emulator")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	be, _, err := gpu.Open("emu")
 	if err != nil {
 		t.Skipf("the emulator backend is not available: %v", err)
@@ -84,7 +83,7 @@ func problemNamed(t *testing.T, s *lab.Suite, name string) lab.Problem {
 // The check sees the poison, a stray write outside the groups and one wrong element.
 func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 	dev := emuDevice(t)
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	s := m.Suite("fp32")
 	v := s.Variant("persistent")
 	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
@@ -145,7 +144,7 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 // The bf16 check: the MoE-form WMMA kernel, the poison, and the work count.
 func TestBF16MoEOnEmulator(t *testing.T) {
 	dev := emuDevice(t)
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	s := m.Suite("bf16_moe")
 	v := s.Variant("wmma_moe")
 	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
@@ -169,7 +168,7 @@ func TestBF16MoEOnEmulator(t *testing.T) {
 // Variants that cannot describe a problem refuse it with a reason.
 func TestRefusals(t *testing.T) {
 	dev := emuDevice(t)
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	s := m.Suite("fp32")
 	moe := &lab.Variant{Name: "moe_x", File: "x.cu", Entry: "x", Suite: s, Params: map[string]int64{ParamPersistent: 1, ParamMoE: 1}}
 	env2 := newEnv(t, dev, map[string]gpu.Kernel{"moe_x": buildKernel(t, dev, "kernels/04_wmma.cu", "moe_wmma_persistent")})
@@ -236,7 +235,7 @@ func TestExerciseSolutionRegions(t *testing.T) {
 func TestExerciseStubFailsReferencePasses(t *testing.T) {
 	labtest.NeedsSolutions(t)
 	dev := emuDevice(t)
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	s := m.Suite("fp32_moe")
 	v := s.Variant("ex1_moe_gather")
 	src, err := os.ReadFile(v.File)

@@ -20,6 +20,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 // fakeGPU is the fake device with a BLAS and a tensor-map encoder.
@@ -321,7 +322,7 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 
 // Every GPU-only variant of the bf16 suites, on the fake device, passes the driver's check.
 func TestGPUPathsOnFakeDevice(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	dev := newFakeGPU(t)
 	ks := fakeKernels(dev, gpu.BF16)
 	for _, suite := range []string{"bf16_vs_loop", "bf16_moe", "bf16_timeline"} {
@@ -377,7 +378,7 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				assert.True(t, rep.OK, "%s: %s", name, rep.Detail())
 				data, err := c.Case.(lab.Recorder).Record(v)
 				require.NoError(t, err, name)
-				if param(v, ParamTimeline, 0) != 0 {
+				if v.Int(ParamTimeline, 0) != 0 {
 					require.Contains(t, data, TimelineKey, name)
 					tl := data[TimelineKey].(Timeline)
 					assert.Zero(t, tl.Missing, "%s: every tile recorded", name)
@@ -393,7 +394,7 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 
 // The fp32 suite's cuBLAS variants use Sgemm on fp32 data.
 func TestFP32LibrariesOnFakeDevice(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	dev := newFakeGPU(t)
 	s := m.Suite("fp32")
 	st, err := dev.NewStream()

@@ -48,29 +48,22 @@ type launchShape struct {
 	BM, BN, Threads, Smem, CTAsPerSM                           int
 }
 
-func param(v *lab.Variant, key string, def int64) int64 {
-	if x, ok := v.Params[key]; ok {
-		return x
-	}
-	return def
-}
-
 // shapeOf reads a kernel variant's launch parameters.
 func shapeOf(v *lab.Variant) (launchShape, error) {
 	ls := launchShape{
-		Loop:       param(v, ParamLoop, 0) != 0,
-		Persistent: param(v, ParamPersistent, 0) != 0,
-		MoE:        param(v, ParamMoE, 0) != 0,
-		Gather:     param(v, ParamGather, 0) != 0,
-		TMA:        param(v, ParamTMA, 0) != 0,
-		Dynamic:    param(v, ParamDynamic, 0) != 0,
-		LPT:        param(v, ParamLPT, 0) != 0,
-		Timeline:   param(v, ParamTimeline, 0) != 0,
-		BM:         int(param(v, ParamBM, 128)),
-		BN:         int(param(v, ParamBN, 128)),
-		Threads:    int(param(v, ParamThreads, 128)),
-		Smem:       int(param(v, ParamSmem, 0)),
-		CTAsPerSM:  int(param(v, ParamCTAsPerSM, 2)),
+		Loop:       v.Int(ParamLoop, 0) != 0,
+		Persistent: v.Int(ParamPersistent, 0) != 0,
+		MoE:        v.Int(ParamMoE, 0) != 0,
+		Gather:     v.Int(ParamGather, 0) != 0,
+		TMA:        v.Int(ParamTMA, 0) != 0,
+		Dynamic:    v.Int(ParamDynamic, 0) != 0,
+		LPT:        v.Int(ParamLPT, 0) != 0,
+		Timeline:   v.Int(ParamTimeline, 0) != 0,
+		BM:         int(v.Int(ParamBM, 128)),
+		BN:         int(v.Int(ParamBN, 128)),
+		Threads:    int(v.Int(ParamThreads, 128)),
+		Smem:       int(v.Int(ParamSmem, 0)),
+		CTAsPerSM:  int(v.Int(ParamCTAsPerSM, 2)),
 	}
 	switch {
 	case ls.Loop == ls.Persistent:

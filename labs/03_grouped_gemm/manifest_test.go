@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 func TestManifestSuites(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	assert.Equal(t, "03", m.ID)
 	assert.Equal(t, LabDir, m.Name)
 	for name, base := range map[string]string{"fp32": LibLoop, "bf16_vs_loop": LibLoop, "bf16_moe": LibGrouped,
@@ -33,7 +34,7 @@ func TestManifestSuites(t *testing.T) {
 // parameters the driver accepts; GPU-only variants say why the emulator skips them; library
 // variants name a call the driver knows; timeline variants are debug builds.
 func TestManifestVariants(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	entryRE := func(entry string) *regexp.Regexp {
 		return regexp.MustCompile(`extern "C" __global__ void ((__\w+__|KL_LAUNCH_BOUNDS)\([^)]*\)\s*)*` + regexp.QuoteMeta(entry) + `\(`)
 	}
@@ -100,14 +101,14 @@ func TestManifestVariants(t *testing.T) {
 // suites: one N and K for all groups (multiples of 8 for TMA). They would refuse another problem
 // (recorded as skipped), which would leave holes in the suite's table: the suites avoid it.
 func TestMoESuitesFitTheirVariants(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	for _, s := range m.Suites {
 		needsMoE, needsTMA := false, false
 		for _, v := range s.Variants {
-			if v.Library == LibDense || param(v, ParamMoE, 0) != 0 {
+			if v.Library == LibDense || v.Int(ParamMoE, 0) != 0 {
 				needsMoE = true
 			}
-			needsTMA = needsTMA || param(v, ParamTMA, 0) != 0
+			needsTMA = needsTMA || v.Int(ParamTMA, 0) != 0
 		}
 		if !needsMoE {
 			continue

@@ -13,113 +13,55 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/site"
 )
 
-// cell is a notebook cell of the notes: a fenced block whose info string starts with "kl-".
-type cell struct {
-	kind string
-	body map[string]string
-}
-
-// outline returns the headings (level and explicit id) outside code blocks, and the cells.
-func outline(t *testing.T, path string) (heads []string, cells []cell) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var cur *cell
-	inFence := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "```") {
-			if !inFence {
-				inFence = true
-				if info := strings.TrimSpace(strings.TrimPrefix(line, "```")); strings.HasPrefix(info, "kl-") {
-					cur = &cell{kind: info, body: map[string]string{}}
-				}
-			} else {
-				inFence = false
-				if cur != nil {
-					cells = append(cells, *cur)
-					cur = nil
-				}
-			}
-			continue
-		}
-		if inFence {
-			if cur != nil && strings.TrimSpace(line) != "" {
-				k, v, ok := strings.Cut(line, ":")
-				require.True(t, ok, "%s: cell line %q is not key: value", path, line)
-				cur.body[strings.TrimSpace(k)] = strings.TrimSpace(v)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			level := len(line) - len(strings.TrimLeft(line, "#"))
-			id := ""
-			if i := strings.Index(line, "{#"); i >= 0 {
-				id = strings.TrimSuffix(strings.TrimSpace(line[i:]), "}")
-			}
-			heads = append(heads, strings.Repeat("#", level)+" "+id)
-		}
-	}
-	require.False(t, inFence, "%s: unclosed code block", path)
-	return heads, cells
-}
-
-func TestNotesAreInStep(t *testing.T) {
-	enHeads, enCells := outline(t, "notes.en.md")
-	zhHeads, zhCells := outline(t, "notes.zh.md")
-	assert.Equal(t, enHeads, zhHeads, "the two chapters have the same sections, with the same ids")
-	assert.Equal(t, enCells, zhCells, "the two chapters have the same cells in the same order")
-	require.NotEmpty(t, enHeads)
-	assert.True(t, strings.HasPrefix(enHeads[0], "# "), "a chapter starts with its title")
-}
-
+// The two chapters are in step (the same sections with the same ids, the same cells), and every
+// cell points at something that exists.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
-	m := loadManifest(t)
-	_, cells := outline(t, "notes.en.md")
+	cells := labtest.NotesInStep(t)
+	m := labtest.Manifest(t)
 	kinds := map[string]int{}
 	plotted := map[string]bool{}
 	for _, c := range cells {
-		kinds[c.kind+" "+c.body["kind"]]++
-		switch c.kind {
+		kinds[c.Kind+" "+c.Body["kind"]]++
+		switch c.Kind {
 		case "kl-results", "kl-plot":
-			s := m.Suite(c.body["suite"])
-			require.NotNil(t, s, "cell %s names suite %q", c.kind, c.body["suite"])
-			if c.kind == "kl-plot" {
-				assert.Contains(t, []string{"speedup", "timeline"}, c.body["kind"])
+			s := m.Suite(c.Body["suite"])
+			require.NotNil(t, s, "cell %s names suite %q", c.Kind, c.Body["suite"])
+			if c.Kind == "kl-plot" {
+				assert.Contains(t, []string{"speedup", "timeline"}, c.Body["kind"])
 				plotted[s.Name] = true
 			}
-			if p := c.body["problems"]; p != "" {
+			if p := c.Body["problems"]; p != "" {
 				var names []string
 				require.NoError(t, json.Unmarshal([]byte(p), &names), "problems: %s", p)
 				for _, n := range names {
 					found := false
-					for _, set := range [][]lab.Problem{s.Problems.GPU, s.Problems.Emu, s.Problems.Grade} {
-						for _, q := range set {
-							found = found || q.Name == n
-						}
+					for _, q := range s.Problems.All() {
+						found = found || q.Name == n
 					}
 					assert.True(t, found, "suite %s has problem %q", s.Name, n)
 				}
 			}
 		case "kl-source":
-			src, err := os.ReadFile(filepath.Join(m.Dir, c.body["file"]))
-			require.NoError(t, err, "cell kl-source names %q", c.body["file"])
-			if fn := c.body["function"]; fn != "" {
-				assert.Regexp(t, `\b`+fn+`\(`, string(src), "function %s in %s", fn, c.body["file"])
+			src, err := os.ReadFile(filepath.Join(m.Dir, c.Body["file"]))
+			require.NoError(t, err, "cell kl-source names %q", c.Body["file"])
+			if fn := c.Body["function"]; fn != "" {
+				assert.Regexp(t, `\b`+fn+`\(`, string(src), "function %s in %s", fn, c.Body["file"])
 			}
-			assert.NotContains(t, c.body["file"], "exercises/", "the notes do not show the exercise's solution")
+			assert.NotContains(t, c.Body["file"], "exercises/", "the notes do not show the exercise's solution")
 		case "kl-profile", "kl-figure": // the site build checks their variants and files
 		default:
-			t.Errorf("unknown cell kind %q", c.kind)
+			t.Errorf("unknown cell kind %q", c.Kind)
 		}
 	}
 	for _, s := range m.Suites {
 		found := false
 		for _, c := range cells {
-			found = found || (c.kind == "kl-results" && c.body["suite"] == s.Name)
+			found = found || (c.Kind == "kl-results" && c.Body["suite"] == s.Name)
 		}
 		assert.True(t, found, "suite %s has no kl-results cell", s.Name)
 	}
@@ -149,7 +91,7 @@ func TestNotesRender(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(labRoot, "README.md")); err == nil {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "README.md"), b, 0o644))
 	}
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	f := &results.File{Lab: LabDir, Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Command: "synthetic, for a test",
 		Device: gpu.DeviceInfo{Backend: "emu", Name: "Kernel Labs CPU emulator", Emulated: true, SMs: 4}}
 	for _, s := range m.Suites {

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
 // A peer gets the groups exactly as the lab's kernels do (a MoE problem's sizes come from its
 // seed, which the Python side cannot reproduce), and its rates come from the lab's own work.
 func TestPeerProblemCarriesTheGroups(t *testing.T) {
-	m := loadManifest(t)
+	m := labtest.Manifest(t)
 	s := m.Suite("bf16_moe")
 	require.NotNil(t, s)
 	p := lab.Problem{Name: "moe", Params: map[string]int64{"experts": 8, "tokens": 300, "dist": 1, "empty": 2, "n": 72, "k": 40}}

@@ -8,14 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
-
-func loadManifest(t *testing.T) *lab.Manifest {
-	t.Helper()
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
-	return m
-}
 
 func TestGroupsOfExplicit(t *testing.T) {
 	p := lab.Problem{Name: "x", Params: map[string]int64{"g": 3, "m0": 0, "n0": 5, "k0": 7, "m1": 1, "m2": 9, "n2": 2, "n": 4, "k": 6}}
@@ -90,24 +84,17 @@ func TestExpertRows(t *testing.T) {
 
 // Every problem parses; emulator problems are small; the sets have the cases the issue names.
 func TestManifestProblems(t *testing.T) {
-	m := loadManifest(t)
-	for _, s := range m.Suites {
-		for set, ps := range map[string][]lab.Problem{"gpu": s.Problems.GPU, "emu": s.Problems.Emu, "grade": s.Problems.Grade} {
-			seen := map[string]bool{}
-			for _, p := range ps {
-				shapes, err := GroupsOf(p)
-				require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
-				assert.False(t, seen[p.Name], "%s/%s: problem %q twice", s.Name, set, p.Name)
-				seen[p.Name] = true
-				if set == "emu" {
-					assert.LessOrEqual(t, totalFLOPs(shapes), 2e8, "%s: emulator problem %s", s.Name, p.Name)
-				}
-				if set == "grade" {
-					assert.LessOrEqual(t, totalFLOPs(shapes), 2e9, "%s: grade problem %s runs on the emulator too", s.Name, p.Name)
-				}
-			}
+	m := labtest.Manifest(t)
+	labtest.EachProblem(t, m, func(s *lab.Suite, set string, p lab.Problem) {
+		shapes, err := GroupsOf(p)
+		require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
+		if set == "emu" {
+			assert.LessOrEqual(t, totalFLOPs(shapes), 2e8, "%s: emulator problem %s", s.Name, p.Name)
 		}
-	}
+		if set == "grade" {
+			assert.LessOrEqual(t, totalFLOPs(shapes), 2e9, "%s: grade problem %s runs on the emulator too", s.Name, p.Name)
+		}
+	})
 	// The grade set of the exercise's suite has an empty group, a 1×1×1 group, sizes that are not
 	// multiples of the tile, and more tiles than a GPU's persistent grid has blocks (132 × 2).
 	var empty, one, ragged, many bool

@@ -70,7 +70,7 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 			gc.Sample(base+i*p.N+j, float64(out[i*p.N+j]), want, scale)
 		}
 	}
-	if rel := matref.RelErr(gc.Num, gc.Den); rel > gc.worstRel || gc.worst == "" {
+	if rel := check.RelErr(gc.Num, gc.Den); rel > gc.worstRel || gc.worst == "" {
 		gc.worstRel, gc.worst = rel, label
 	}
 	gc.Num, gc.Den = num0+gc.Num, den0+gc.Den
@@ -103,7 +103,7 @@ func (gc *groupCheck) report() check.Report {
 		r.RelErr = math.Inf(1)
 		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
 	} else {
-		r.RelErr = matref.RelErr(gc.Num, gc.Den)
+		r.RelErr = check.RelErr(gc.Num, gc.Den)
 		if gc.Bad > 0 && r.Note == "" {
 			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.Bad, gc.worst)
 		} else if r.RelErr > r.Tolerance {

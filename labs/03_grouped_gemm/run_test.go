@@ -20,11 +20,9 @@ package grouped_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +32,7 @@ import (
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
-	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
@@ -48,8 +46,7 @@ func workerCmd(t *testing.T) func() *exec.Cmd { return labtest.Worker(t) }
 
 // emuVariants are the kernel variants the emulator runs (no inline PTX).
 func emuVariants(t *testing.T) []string {
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	var names []string
 	seen := map[string]bool{}
 	for _, s := range m.Suites {
@@ -67,31 +64,15 @@ func emuVariants(t *testing.T) []string {
 	return names
 }
 
+// runOnEmulator runs a set of the lab on four emulated SMs (the timelines then show the scheduling
+// picture of the chapter), with the kernel variants the emulator runs.
 func runOnEmulator(t *testing.T, set string) *lab.Outcome {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the emulator run builds and runs every kernel (about a minute)")
-	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
-	// Four emulated SMs: the timelines then show the scheduling picture of the chapter.
-	t.Setenv("LABRUN_EMU_SMS", "4")
-	o := lab.Options{Root: root, Lab: grouped.LabDir, Backend: "emu", Set: set, Seed: 3, SeedSet: true, NoSave: true,
-		Variants: emuVariants(t), Worker: workerCmd(t), Timeout: 60 * time.Second}
-	if testing.Verbose() {
-		o.Progress = os.Stdout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := lab.Run(ctx, o)
-	if err != nil && strings.Contains(err.Error(), "cgo") {
-		t.Skipf("the emulator backend is not available: %v", err)
-	}
-	require.NoError(t, err)
-	return out
+	return labtest.RunOnEmulatorWith(t, root, grouped.LabDir, set, 2, func(o *lab.Options) {
+		o.Seed, o.Variants = 3, emuVariants(t)
+	})
 }
 
 func TestEmulatorRun(t *testing.T) {
@@ -179,13 +160,10 @@ func TestEmulatorGrading(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: grading builds and runs the exercise on the emulator")
 	}
-	if err := emucc.Check(); err != nil {
-		t.Skipf("the CPU emulator cannot build kernels here: %v", err)
-	}
+	emutest.Need(t)
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
-	m, err := lab.LoadManifest(".")
-	require.NoError(t, err)
+	m := labtest.Manifest(t)
 	ex := m.Suite("fp32_moe").Variant("ex1_moe_gather")
 	src, err := os.ReadFile(ex.File)
 	require.NoError(t, err)
@@ -222,67 +200,10 @@ func TestEmulatorGrading(t *testing.T) {
 }
 
 func TestGPURun(t *testing.T) {
-	if os.Getenv("KL_GROUPED_GPU") != "1" {
-		t.Skip("set KL_GROUPED_GPU=1 to run the lab on the GPU through the engine (minutes of GPU time)")
-	}
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	o := lab.Options{Root: root, Lab: grouped.LabDir, Backend: "cuda", Progress: os.Stdout,
-		NoSave: os.Getenv("KL_GROUPED_SAVE") != "1", Quick: os.Getenv("KL_GROUPED_QUICK") == "1",
-		Set: os.Getenv("KL_GROUPED_SET"), Worker: workerCmd(t)}
-	if b := os.Getenv("KL_GROUPED_BACKEND"); b != "" {
-		o.Backend = b
-	}
-	if v := os.Getenv("KL_GROUPED_VARIANTS"); v != "" {
-		o.Variants = strings.Split(v, ",")
-	}
-	if s := os.Getenv("KL_GROUPED_SEED"); s != "" {
-		o.Seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-		o.SeedSet = true
-	}
-	if d := os.Getenv("KL_GROUPED_TIMEOUT"); d != "" {
-		o.Timeout, err = time.ParseDuration(d)
-		require.NoError(t, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
-	defer cancel()
-	out, err := lab.Run(ctx, o)
-	require.NoError(t, err)
-	if p := os.Getenv("KL_GROUPED_JSON"); p != "" {
-		b, err := json.MarshalIndent(out.Results, "", "  ")
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, b, 0o644))
-	}
-	fmt.Println()
-	fmt.Println(summaryTable(out.Results.Entries))
+	out := labtest.RunOnGPU(t, grouped.LabDir, "KL_GROUPED")
 	for _, e := range out.Results.Entries {
 		if e.Status != results.StatusOK && e.Status != results.StatusSkipped {
-			t.Errorf("%s/%s %s: %s: %s", e.Suite, e.Variant, e.Problem, e.Status, firstLine(e.Error))
+			t.Errorf("%s/%s %s: %s: %s", e.Suite, e.Variant, e.Problem, e.Status, labtest.FirstLine(e.Error))
 		}
 	}
-}
-
-// summaryTable is one line per entry: TFLOP/s, ratio to the baseline, the check's error.
-func summaryTable(es []results.Entry) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-13s %-17s %-48s %-8s %9s %7s %9s %s\n", "suite", "variant", "problem", "status", "TFLOP/s", "×base", "rel_err", "regs")
-	for _, e := range es {
-		rel, regs := "", ""
-		if e.Check != nil {
-			rel = fmt.Sprintf("%.1e", e.Check.RelErr)
-		}
-		if e.Kernel != nil {
-			regs = strconv.Itoa(e.Kernel.NumRegs)
-		}
-		fmt.Fprintf(&b, "%-13s %-17s %-48s %-8s %9.2f %7.2f %9s %s\n", e.Suite, e.Variant, e.Problem, e.Status, e.TFLOPs, e.Speedup, rel, regs)
-	}
-	return b.String()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -59,7 +59,7 @@ func (c *groupedCase) timelineBuffer(ls launchShape) (gpu.Ptr, error) {
 
 // Record returns the timeline of the last Run for a timeline variant, nothing for the others.
 func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
-	if param(v, ParamTimeline, 0) == 0 || c.tl == nil {
+	if v.Int(ParamTimeline, 0) == 0 || c.tl == nil {
 		return nil, nil
 	}
 	recs, err := c.tl.Download()

@@ -106,11 +106,10 @@ func (b *cublas) Sgemm(s gpu.Stream, g gpu.GemmDesc) error {
 	if err != nil {
 		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.h == nil {
-		return fmt.Errorf("cublas sgemm: the handle is closed")
+	if err := b.lockOpen("cublas sgemm"); err != nil {
+		return err
 	}
+	defer b.mu.Unlock()
 	var failed *C.char
 	st := C.kl_cublas_sgemm(b.d.ctx, b.h, cs, op(g.TransA), op(g.TransB), dims[0], dims[1], dims[2],
 		C.float(g.Alpha), C.CUdeviceptr(g.A), dims[3], C.CUdeviceptr(g.B), dims[4],
@@ -128,23 +127,18 @@ func (b *cublas) GemmEx(s gpu.Stream, g gpu.GemmDesc) error {
 	if err != nil {
 		return fmt.Errorf("cublas gemmEx: %w", err)
 	}
-	in, err := cudaDataType(g.InType)
+	in, out, err := dataTypes("cublas gemmEx", g.InType, g.OutType)
 	if err != nil {
-		return fmt.Errorf("cublas gemmEx: input %w", err)
-	}
-	out, err := cudaDataType(g.OutType)
-	if err != nil {
-		return fmt.Errorf("cublas gemmEx: output %w", err)
+		return err
 	}
 	cs, err := streamOf(s)
 	if err != nil {
 		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.h == nil {
-		return fmt.Errorf("cublas gemmEx: the handle is closed")
+	if err := b.lockOpen("cublas gemmEx"); err != nil {
+		return err
 	}
+	defer b.mu.Unlock()
 	var failed *C.char
 	st := C.kl_cublas_gemm_ex(b.d.ctx, b.h, cs, op(g.TransA), op(g.TransB), dims[0], dims[1], dims[2],
 		C.float(g.Alpha), C.CUdeviceptr(g.A), in, dims[3], C.CUdeviceptr(g.B), in, dims[4],
@@ -185,6 +179,28 @@ func cudaDataType(t gpu.DataType) (C.int, error) {
 }
 
 // gemmDims checks that the sizes fit cuBLAS's 32-bit ints: m, n, k, lda, ldb, ldc.
+// dataTypes maps a typed product's input and output element types; what names the call in errors.
+func dataTypes(what string, inType, outType gpu.DataType) (in, out C.int, err error) {
+	if in, err = cudaDataType(inType); err != nil {
+		return 0, 0, fmt.Errorf("%s: input %w", what, err)
+	}
+	if out, err = cudaDataType(outType); err != nil {
+		return 0, 0, fmt.Errorf("%s: output %w", what, err)
+	}
+	return in, out, nil
+}
+
+// lockOpen takes the handle's lock for one call, which the caller releases (b.mu.Unlock); a
+// closed handle is an error, with the lock released.
+func (b *cublas) lockOpen(what string) error {
+	b.mu.Lock()
+	if b.h == nil {
+		b.mu.Unlock()
+		return fmt.Errorf("%s: the handle is closed", what)
+	}
+	return nil
+}
+
 func gemmDims(g gpu.GemmDesc) ([6]C.int, error) {
 	var out [6]C.int
 	for i, v := range []int{g.M, g.N, g.K, g.LDA, g.LDB, g.LDC} {
@@ -255,13 +271,9 @@ func (b *cublas) GemmGroupedBatched(s gpu.Stream, groups []gpu.GemmGroup, A, B, 
 	if len(groups) == 0 {
 		return nil
 	}
-	in, err := cudaDataType(inType)
+	in, out, err := dataTypes("cublas grouped gemm", inType, outType)
 	if err != nil {
-		return fmt.Errorf("cublas grouped gemm: input %w", err)
-	}
-	out, err := cudaDataType(outType)
-	if err != nil {
-		return fmt.Errorf("cublas grouped gemm: output %w", err)
+		return err
 	}
 	cs, err := streamOf(s)
 	if err != nil {
@@ -285,11 +297,10 @@ func (b *cublas) GemmGroupedBatched(s gpu.Stream, groups []gpu.GemmGroup, A, B, 
 		lda[i], ldb[i], ldc[i], size[i] = C.int(g.LDA), C.int(g.LDB), C.int(g.LDC), C.int(g.Count)
 		alpha[i], beta[i] = C.float(g.Alpha), C.float(g.Beta)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.h == nil {
-		return fmt.Errorf("cublas grouped gemm: the handle is closed")
+	if err := b.lockOpen("cublas grouped gemm"); err != nil {
+		return err
 	}
+	defer b.mu.Unlock()
 	var failed *C.char
 	st := C.kl_cublas_gemm_grouped_batched(b.d.ctx, b.h, cs, &ta[0], &tb[0], &m[0], &nn[0], &k[0], &alpha[0],
 		C.CUdeviceptr(A), in, &lda[0], C.CUdeviceptr(B), in, &ldb[0], &beta[0], C.CUdeviceptr(C), out, &ldc[0],

@@ -102,23 +102,18 @@ func (b *cublas) LtMatmul(s gpu.Stream, g gpu.GemmDesc) error {
 	if _, err := gemmDims(g); err != nil {
 		return fmt.Errorf("cublasLt matmul: %w", err)
 	}
-	in, err := cudaDataType(g.InType)
+	in, out, err := dataTypes("cublasLt matmul", g.InType, g.OutType)
 	if err != nil {
-		return fmt.Errorf("cublasLt matmul: input %w", err)
-	}
-	out, err := cudaDataType(g.OutType)
-	if err != nil {
-		return fmt.Errorf("cublasLt matmul: output %w", err)
+		return err
 	}
 	cs, err := streamOf(s)
 	if err != nil {
 		return err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.h == nil {
-		return fmt.Errorf("cublasLt matmul: the handle is closed")
+	if err := b.lockOpen("cublasLt matmul"); err != nil {
+		return err
 	}
+	defer b.mu.Unlock()
 	if err := b.openLt(); err != nil {
 		return err
 	}

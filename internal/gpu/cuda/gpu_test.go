@@ -79,6 +79,55 @@ func openDevice(t *testing.T, index int) gpu.Device {
 	return d
 }
 
+// alloc, newStream and newEvent make what a test uses and free it when the test ends (before
+// openDevice closes the device), whatever the test's outcome.
+func alloc(t *testing.T, d gpu.Device, bytes int64) gpu.Ptr {
+	t.Helper()
+	p, err := d.Malloc(bytes)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Free(p) })
+	return p
+}
+
+// upload and allocBuf are gpu.Upload and gpu.Alloc, freed when the test ends.
+func upload[T gpu.Elem](t *testing.T, d gpu.Device, host []T) *gpu.Buffer[T] {
+	t.Helper()
+	b, err := gpu.Upload(d, host)
+	return freeAtEnd(t, b, err)
+}
+
+func allocBuf[T gpu.Elem](t *testing.T, d gpu.Device, n int) *gpu.Buffer[T] {
+	t.Helper()
+	b, err := gpu.Alloc[T](d, n)
+	return freeAtEnd(t, b, err)
+}
+
+func freeAtEnd[T gpu.Elem](t *testing.T, b *gpu.Buffer[T], err error) *gpu.Buffer[T] {
+	t.Helper()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Free() })
+	return b
+}
+
+func newStream(t *testing.T, d gpu.Device) gpu.Stream {
+	t.Helper()
+	s, err := d.NewStream()
+	return closeAtEnd(t, s, err)
+}
+
+func newEvent(t *testing.T, d gpu.Device) gpu.Event {
+	t.Helper()
+	e, err := d.NewEvent()
+	return closeAtEnd(t, e, err)
+}
+
+func closeAtEnd[T interface{ Close() error }](t *testing.T, v T, err error) T {
+	t.Helper()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Close() })
+	return v
+}
+
 func newRand(t *testing.T) *rand.Rand {
 	seed := rand.Uint64()
 	t.Logf("random seed %d", seed)
@@ -154,9 +203,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	d := openDevice(t, 0)
 	r := newRand(t)
 	host := randomFloats(r, 1<<20+3)
-	buf, err := gpu.Upload(d, host)
-	require.NoError(t, err)
-	defer buf.Free()
+	buf := upload(t, d, host)
 	back := make([]float32, len(host))
 	for i := range back {
 		back[i] = float32(math.NaN())
@@ -165,9 +212,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	assert.Equal(t, host, back)
 
 	// Device to device, then back.
-	buf2, err := gpu.Alloc[float32](d, len(host))
-	require.NoError(t, err)
-	defer buf2.Free()
+	buf2 := allocBuf[float32](t, d, len(host))
 	require.NoError(t, buf2.CopyFrom(buf, nil))
 	back2, err := buf2.Download()
 	require.NoError(t, err)
@@ -191,12 +236,8 @@ func TestPinnedAsyncCopy(t *testing.T) {
 		out[i] = float32(math.NaN())
 	}
 
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
-	p, err := d.Malloc(4 * n)
-	require.NoError(t, err)
-	defer d.Free(p)
+	s := newStream(t, d)
+	p := alloc(t, d, 4*n)
 	require.NoError(t, d.CopyHtoD(p, src.Pointer(), 4*n, s))
 	require.NoError(t, d.CopyDtoH(dst.Pointer(), p, 4*n, s))
 	require.NoError(t, s.Synchronize())
@@ -208,9 +249,7 @@ func TestPinnedAsyncCopy(t *testing.T) {
 func TestMemsetNaN(t *testing.T) {
 	d := openDevice(t, 0)
 	r := newRand(t)
-	buf, err := gpu.Upload(d, randomFloats(r, 4097))
-	require.NoError(t, err)
-	defer buf.Free()
+	buf := upload(t, d, randomFloats(r, 4097))
 	require.NoError(t, buf.Fill32(nanBits, nil))
 	got, err := buf.Download()
 	require.NoError(t, err)
@@ -228,21 +267,11 @@ func TestMemsetNaN(t *testing.T) {
 func TestEventsTimeACopy(t *testing.T) {
 	d := openDevice(t, 0)
 	const bytes = 256 << 20
-	a, err := d.Malloc(bytes)
-	require.NoError(t, err)
-	defer d.Free(a)
-	b, err := d.Malloc(bytes)
-	require.NoError(t, err)
-	defer d.Free(b)
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
-	start, err := d.NewEvent()
-	require.NoError(t, err)
-	defer start.Close()
-	stop, err := d.NewEvent()
-	require.NoError(t, err)
-	defer stop.Close()
+	a := alloc(t, d, bytes)
+	b := alloc(t, d, bytes)
+	s := newStream(t, d)
+	start := newEvent(t, d)
+	stop := newEvent(t, d)
 
 	require.NoError(t, d.MemsetD8(a, 1, bytes, s))
 	require.NoError(t, start.Record(s))
@@ -381,16 +410,10 @@ func TestLaunchSaxpy(t *testing.T) {
 	const n = 1<<20 + 123 // not a multiple of the block
 	const a = float32(2.5)
 	x, y := randomFloats(r, n), randomFloats(r, n)
-	dx, err := gpu.Upload(d, x)
-	require.NoError(t, err)
-	defer dx.Free()
-	dy, err := gpu.Upload(d, y)
-	require.NoError(t, err)
-	defer dy.Free()
+	dx := upload(t, d, x)
+	dy := upload(t, d, y)
 
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
+	s := newStream(t, d)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1((n + 255) / 256), Block: gpu.D1(256), Stream: s}
 	require.NoError(t, gpu.Launch(k, cfg, int32(n), a, dx, dy))
 	got := make([]float32, n)
@@ -413,12 +436,10 @@ func TestLaunchSaxpy(t *testing.T) {
 func TestLaunchArgumentErrors(t *testing.T) {
 	d := openDevice(t, 0)
 	k := loadKernel(t, d, "saxpy")
-	buf, err := gpu.Alloc[float32](d, 16)
-	require.NoError(t, err)
-	defer buf.Free()
+	buf := allocBuf[float32](t, d, 16)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(16)}
 
-	err = gpu.Launch(k, cfg, int32(16), float32(1), buf)
+	err := gpu.Launch(k, cfg, int32(16), float32(1), buf)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "saxpy")
 	assert.Contains(t, err.Error(), "got 3 arguments, the kernel takes 4")
@@ -536,20 +557,12 @@ func TestSgemm(t *testing.T) {
 	blas := openBLAS(t, d)
 	r := newRand(t)
 	a, b := randomFloats(r, gemmM*gemmK), randomFloats(r, gemmK*gemmN)
-	da, err := gpu.Upload(d, a)
-	require.NoError(t, err)
-	defer da.Free()
-	db, err := gpu.Upload(d, b)
-	require.NoError(t, err)
-	defer db.Free()
-	dc, err := gpu.Alloc[float32](d, gemmM*gemmN)
-	require.NoError(t, err)
-	defer dc.Free()
+	da := upload(t, d, a)
+	db := upload(t, d, b)
+	dc := allocBuf[float32](t, d, gemmM*gemmN)
 	require.NoError(t, dc.Fill32(nanBits, nil))
 
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
+	s := newStream(t, d)
 	require.NoError(t, blas.Sgemm(s, rowMajor(gemmM, gemmN, gemmK, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())))
 	got := make([]float32, gemmM*gemmN)
 	require.NoError(t, dc.CopyToHost(got, s))
@@ -560,7 +573,7 @@ func TestSgemm(t *testing.T) {
 	// cuBLAS's own argument check comes back as a CallError from "cublas".
 	bad := rowMajor(gemmM, gemmN, gemmK, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())
 	bad.LDA = 1
-	err = blas.Sgemm(s, bad)
+	err := blas.Sgemm(s, bad)
 	require.Error(t, err)
 	var ce *gpu.CallError
 	require.ErrorAs(t, err, &ce)
@@ -589,15 +602,9 @@ func TestGemmExBF16(t *testing.T) {
 	for i := range b16 {
 		b16[i] = bf16(r.Float32()*2 - 1)
 	}
-	da, err := gpu.Upload(d, a16)
-	require.NoError(t, err)
-	defer da.Free()
-	db, err := gpu.Upload(d, b16)
-	require.NoError(t, err)
-	defer db.Free()
-	dc, err := gpu.Alloc[float32](d, gemmM*gemmN)
-	require.NoError(t, err)
-	defer dc.Free()
+	da := upload(t, d, a16)
+	db := upload(t, d, b16)
+	dc := allocBuf[float32](t, d, gemmM*gemmN)
 	require.NoError(t, dc.Fill32(nanBits, nil))
 
 	g := rowMajor(gemmM, gemmN, gemmK, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())
@@ -643,15 +650,9 @@ func TestLtMatmulBF16(t *testing.T) {
 		return out
 	}
 	a16, b16, c16 := bf(m*k), bf(k*n), bf(m*n)
-	da, err := gpu.Upload(d, a16)
-	require.NoError(t, err)
-	defer da.Free()
-	db, err := gpu.Upload(d, b16)
-	require.NoError(t, err)
-	defer db.Free()
-	dc, err := gpu.Upload(d, c16)
-	require.NoError(t, err)
-	defer dc.Free()
+	da := upload(t, d, a16)
+	db := upload(t, d, b16)
+	dc := upload(t, d, c16)
 
 	g := rowMajor(m, n, k, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())
 	g.Alpha, g.Beta = 1.25, -0.5
@@ -680,7 +681,7 @@ func TestLtMatmulBF16(t *testing.T) {
 
 	bad := g
 	bad.LDA = 1
-	err = lt.LtMatmul(nil, bad)
+	err := lt.LtMatmul(nil, bad)
 	require.Error(t, err)
 	var ce *gpu.CallError
 	require.ErrorAs(t, err, &ce)
@@ -707,12 +708,8 @@ func TestPeerCopy(t *testing.T) {
 
 	r := newRand(t)
 	host := randomFloats(r, 1<<20)
-	src, err := gpu.Upload(d0, host)
-	require.NoError(t, err)
-	defer src.Free()
-	dst, err := gpu.Alloc[float32](d1, len(host))
-	require.NoError(t, err)
-	defer dst.Free()
+	src := upload(t, d0, host)
+	dst := allocBuf[float32](t, d1, len(host))
 	require.NoError(t, dst.Fill32(nanBits, nil))
 	require.NoError(t, d1.Synchronize())
 
@@ -733,9 +730,7 @@ func TestEncodeTensorMap(t *testing.T) {
 		t.Skipf("tensor maps need sm_90; this device is %s", d.Info().Arch())
 	}
 	const rows, cols = 256, 512
-	buf, err := gpu.Alloc[uint16](d, rows*cols)
-	require.NoError(t, err)
-	defer buf.Free()
+	buf := allocBuf[uint16](t, d, rows*cols)
 	desc := gpu.TensorMapDesc{DataType: gpu.BF16, Global: buf.DevicePtr(), Dims: []uint64{cols, rows},
 		Strides: []uint64{cols * 2}, Box: []uint32{64, 128}, Swizzle: 128}
 	m, err := gpu.EncodeTensorMap(d, desc)
@@ -791,19 +786,13 @@ func TestGemmGroupedBatched(t *testing.T) {
 				b16[i] = bf16(r.Float32()*2 - 1)
 				pb[i] = bf16ToFloat(b16[i])
 			}
-			da, err := gpu.Upload(d, a16)
-			require.NoError(t, err)
-			defer da.Free()
-			db, err := gpu.Upload(d, b16)
-			require.NoError(t, err)
-			defer db.Free()
+			da := upload(t, d, a16)
+			db := upload(t, d, b16)
 			poison := make([]uint16, s.m*s.n)
 			for i := range poison {
 				poison[i] = 0x7fc0 // a bf16 NaN: an element never written stays NaN
 			}
-			dc, err := gpu.Upload(d, poison)
-			require.NoError(t, err)
-			defer dc.Free()
+			dc := upload(t, d, poison)
 			// Row-major swap: cuBLAS's A is our B.
 			aPtrs = append(aPtrs, uint64(db.DevicePtr()))
 			bPtrs = append(bPtrs, uint64(da.DevicePtr()))
@@ -811,15 +800,9 @@ func TestGemmGroupedBatched(t *testing.T) {
 			probs = append(probs, problem{a: pa, b: pb, c: dc, m: s.m, n: s.n, k: s.k})
 		}
 	}
-	pa, err := gpu.Upload(d, aPtrs)
-	require.NoError(t, err)
-	defer pa.Free()
-	pb, err := gpu.Upload(d, bPtrs)
-	require.NoError(t, err)
-	defer pb.Free()
-	pc, err := gpu.Upload(d, cPtrs)
-	require.NoError(t, err)
-	defer pc.Free()
+	pa := upload(t, d, aPtrs)
+	pb := upload(t, d, bPtrs)
+	pc := upload(t, d, cPtrs)
 	require.NoError(t, grouped.GemmGroupedBatched(nil, groups, pa.DevicePtr(), pb.DevicePtr(), pc.DevicePtr(), gpu.BF16, gpu.BF16))
 	for i, p := range probs {
 		raw, err := p.c.Download()
@@ -836,18 +819,10 @@ func TestGemmGroupedBatched(t *testing.T) {
 
 func TestStreamWaitEvent(t *testing.T) {
 	d := openDevice(t, 0)
-	s0, err := d.NewStream()
-	require.NoError(t, err)
-	defer s0.Close()
-	s1, err := d.NewStream()
-	require.NoError(t, err)
-	defer s1.Close()
-	ev, err := d.NewEvent()
-	require.NoError(t, err)
-	defer ev.Close()
-	after, err := d.NewEvent()
-	require.NoError(t, err)
-	defer after.Close()
+	s0 := newStream(t, d)
+	s1 := newStream(t, d)
+	ev := newEvent(t, d)
+	after := newEvent(t, d)
 	big, err := gpu.Alloc[uint32](d, 256<<20) // 1 GiB: a memset long enough to order against
 	require.NoError(t, err)
 	defer big.Free()
