@@ -35,14 +35,14 @@ type Report struct {
 // MaxMismatches is how many wrong elements a report lists.
 const MaxMismatches = 8
 
-// Float is an output element type that Compare accepts.
+// Float is an output element type that Against accepts.
 type Float interface{ ~float32 | ~float64 }
 
-// Compare checks out against ref with relative tolerance tol on ‖out − ref‖/‖ref‖.
+// Against checks out against ref with relative tolerance tol on ‖out − ref‖/‖ref‖.
 // A NaN or Inf output fails the check whatever the tolerance (poisoned outputs are NaN).
 // Elements are listed as mismatches when |out−ref| > tol·(‖ref‖∞ + tiny): large against the
 // scale of the output, not of that one element, since cancellation makes single entries noisy.
-func Compare[T Float](out []T, ref []float64, tol float64) Report {
+func Against[T Float](out []T, ref []float64, tol float64) Report {
 	r := Report{Method: "elementwise against a float64 reference", Tolerance: tol, MaxErrAt: -1}
 	if len(out) != len(ref) {
 		r.Note = fmt.Sprintf("output has %d elements, reference %d", len(out), len(ref))

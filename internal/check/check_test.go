@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestCompare(t *testing.T) {
+func TestAgainst(t *testing.T) {
 	ref := []float64{1, -2, 3, 4}
 	nan := float32(math.NaN())
 	tests := []struct {
@@ -28,7 +28,7 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Compare(tc.out, ref, tc.tol)
+			r := Against(tc.out, ref, tc.tol)
 			assert.Equal(t, tc.ok, r.OK, r.String())
 			assert.Equal(t, tc.unwritten, r.Unwritten)
 			assert.Equal(t, 4, r.Checked)
@@ -43,15 +43,15 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestCompareRelativeError(t *testing.T) {
-	r := Compare([]float64{3, 4.5}, []float64{3, 4}, 1)
+func TestAgainstRelativeError(t *testing.T) {
+	r := Against([]float64{3, 4.5}, []float64{3, 4}, 1)
 	// ‖out − ref‖ / ‖ref‖ = 0.5 / 5
 	assert.InDelta(t, 0.1, r.RelErr, 1e-12)
 	assert.InDelta(t, 0.5, r.MaxAbsErr, 1e-12)
 	assert.Equal(t, 1, r.MaxErrAt)
-	assert.False(t, Compare([]float32{1}, []float64{1, 2}, 1).OK, "a length mismatch fails")
-	assert.True(t, Compare([]float32{0, 0}, []float64{0, 0}, 0).OK, "a zero reference needs zero output")
-	assert.False(t, Compare([]float32{0, 1e-9}, []float64{0, 0}, 0.1).OK)
+	assert.False(t, Against([]float32{1}, []float64{1, 2}, 1).OK, "a length mismatch fails")
+	assert.True(t, Against([]float32{0, 0}, []float64{0, 0}, 0).OK, "a zero reference needs zero output")
+	assert.False(t, Against([]float32{0, 1e-9}, []float64{0, 0}, 0.1).OK)
 }
 
 func TestExact(t *testing.T) {
@@ -94,7 +94,7 @@ func TestFailureText(t *testing.T) {
 		{"a number where NaN is expected", []float32{5, 2}, []float64{nan, 2}, []string{"1 of 2 outputs are numbers where the reference is NaN", "[0]: 5, NaN"}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Compare(tc.out, tc.ref, 1e-5)
+			r := Against(tc.out, tc.ref, 1e-5)
 			assert.Equal(t, tc.ok, r.OK)
 			d := r.Detail()
 			for _, w := range tc.want {
@@ -107,7 +107,7 @@ func TestFailureText(t *testing.T) {
 		})
 	}
 	// Figures leave the headline to the caller.
-	r := Compare([]float32{1, 2, 30}, []float64{1, 2, 3}, 1e-5)
+	r := Against([]float32{1, 2, 30}, []float64{1, 2, 3}, 1e-5)
 	assert.True(t, strings.HasPrefix(r.Figures(), "rel_err 7.22e+00"))
 }
 

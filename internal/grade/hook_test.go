@@ -75,7 +75,7 @@ func (c *scaleCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) 
 	if err != nil {
 		return check.Report{}, err
 	}
-	return check.Compare(out, c.ref, 1e-6), nil
+	return check.Against(out, c.ref, 1e-6), nil
 }
 func (c *scaleCase) Work() lab.Work { return lab.Work{Bytes: float64(8 * c.n)} }
 

@@ -21,7 +21,7 @@ package lab
 // outputs can be read there) and compares with the lab's reference under the suite's tolerance:
 //
 //	func (c *myCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-//		return out.Compare(c.dC, c.ref) // check.Compare, suite tolerance
+//		return out.Check(c.dC, c.ref) // check.Against, suite tolerance
 //	}
 //
 // or, for a check of its own (Freivalds, a per-group report, a multi-rank check), reads
@@ -301,13 +301,13 @@ func (o *Outputs) BF16(b *gpu.Buffer[uint16]) ([]float32, error) {
 // Raw downloads any output as its elements (the 16-bit patterns of a bf16 output, say).
 func Raw[T gpu.Elem](o *Outputs, b *gpu.Buffer[T]) ([]T, error) { return download(o, b) }
 
-// Compare checks an fp32 output against want under the suite's tolerance (check.Compare).
-func (o *Outputs) Compare(b *gpu.Buffer[float32], want []float64) (check.Report, error) {
+// Check checks an fp32 output against want under the suite's tolerance (check.Against).
+func (o *Outputs) Check(b *gpu.Buffer[float32], want []float64) (check.Report, error) {
 	got, err := o.Float32(b)
 	if err != nil {
 		return check.Report{}, err
 	}
-	return check.Compare(got, want, o.tol), nil
+	return check.Against(got, want, o.tol), nil
 }
 
 // UploadAs uploads vals in precision p: as they are for FP32; for BF16 rounded to bf16 in place

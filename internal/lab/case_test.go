@@ -136,7 +136,7 @@ func (c *lifeCase) Check(v *Variant, o *Outputs) (check.Report, error) {
 	if _, err := o.Float32((*gpu.Buffer[float32])(nil)); err == nil {
 		return check.Report{}, errors.New("a nil output was readable")
 	}
-	return o.Compare(c.out, want)
+	return o.Check(c.out, want)
 }
 
 func (c *lifeCase) Work() Work { return Work{Bytes: 24} }

@@ -112,7 +112,7 @@ func (c *scaleCase) Check(v *Variant, o *Outputs) (check.Report, error) {
 	if err != nil {
 		return check.Report{}, err
 	}
-	return check.Compare(out, c.ref, 1e-6), nil
+	return check.Against(out, c.ref, 1e-6), nil
 }
 func (c *scaleCase) Work() Work { return Work{Bytes: float64(8 * c.n)} }
 func (c *scaleCase) Record(v *Variant) (map[string]any, error) {

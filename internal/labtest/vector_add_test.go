@@ -72,7 +72,7 @@ func (c *addCase) Run(v *lab.Variant) error {
 }
 
 func (c *addCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	return out.Compare(c.c, c.ref)
+	return out.Check(c.c, c.ref)
 }
 
 // Work: two loads and one store of 4 bytes per element, one FLOP.

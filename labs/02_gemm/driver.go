@@ -450,7 +450,7 @@ func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	}
 	if int64(c.sh.M)*int64(c.sh.N)*int64(c.sh.K) <= FullCheckLimit {
 		ref, scale := c.prod.Reference()
-		return matref.CompareFull(out, ref, scale, tol), nil
+		return matref.CheckFull(out, ref, scale, tol), nil
 	}
 	samples := matref.SampleEntries(c.sh.M, c.sh.N, SampledElements, c.seed)
 	return matref.Freivalds(&c.prod, out, FreivaldsVectors, samples, c.seed, tol), nil

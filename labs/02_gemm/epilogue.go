@@ -31,7 +31,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 	if int64(m)*int64(n)*int64(c.sh.K) <= FullCheckLimit {
 		ref, scale := c.prod.Reference()
 		BiasReLU(ref, scale, c.bias, n)
-		r := matref.CompareFull(out, ref, scale, tol)
+		r := matref.CheckFull(out, ref, scale, tol)
 		r.Method += ", after bias and ReLU"
 		return r
 	}
@@ -47,7 +47,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 		}
 	})
 	BiasReLUSamples(ref, scale, c.bias, samples)
-	r := matref.CompareAt(out, at, ref, scale, tol)
+	r := matref.CheckAt(out, at, ref, scale, tol)
 	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
 	nan := 0
 	for _, v := range out {

@@ -486,7 +486,7 @@ func checkProduct(env *lab.Env, got []float32, a, b []float32, rows, n, k int, t
 	p := &matref.Product{M: rows, N: n, K: k, Alpha: 1, A: a, B: b}
 	if float64(rows)*float64(n)*float64(k) <= fullCheckLimit {
 		ref, scale := p.Reference()
-		return matref.CompareFull(got, ref, scale, tol)
+		return matref.CheckFull(got, ref, scale, tol)
 	}
 	seed := env.RNG.Uint64()
 	return matref.Freivalds(p, got, 2, matref.SampleEntries(rows, n, 64, seed), seed, tol)

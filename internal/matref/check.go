@@ -9,18 +9,18 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 )
 
-// CompareFull checks every element of out against the float64 reference: the relative error
+// CheckFull checks every element of out against the float64 reference: the relative error
 // ‖out − ref‖₂/‖ref‖₂ must be within tol, no element may be NaN or Inf (the poison), and no element
 // may be off by more than tol times its own error scale (which catches a single wrong element that
 // the norm would hide).
-func CompareFull(out []float32, ref, scale []float64, tol float64) check.Report {
-	return CompareAt(out, nil, ref, scale, tol)
+func CheckFull(out []float32, ref, scale []float64, tol float64) check.Report {
+	return CheckAt(out, nil, ref, scale, tol)
 }
 
-// CompareAt is CompareFull on the elements of out at the indices at (all of out when at is nil):
+// CheckAt is CheckFull on the elements of out at the indices at (all of out when at is nil):
 // ref and scale hold their references in the same order, and the report names elements by their
 // index in out.
-func CompareAt(out []float32, at []int, ref, scale []float64, tol float64) check.Report {
+func CheckAt(out []float32, at []int, ref, scale []float64, tol float64) check.Report {
 	t := NewTally(tol)
 	t.R.Method = "every element against a float64 CPU reference"
 	for k := range ref {
