@@ -107,7 +107,7 @@ Flags:
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	sum := &grade.Summary{}
+	sum := &grade.Grades{}
 	for _, l := range labs {
 		rep, err := grade.Grade(ctx, grade.Options{Root: root, Lab: l, Submission: *submission, Backend: *backend,
 			Device: *device, Seed: *seed, SeedSet: seedSet, Secret: secret, Rounds: *rounds, TimeLimit: *timeLimit,

@@ -20,8 +20,8 @@ type Stats struct {
 	StdMs    float64 `json:"std_ms"`
 }
 
-// Summarize computes Stats of samples (not modified).
-func Summarize(samples []float64) Stats {
+// StatsOf computes Stats of samples (not modified).
+func StatsOf(samples []float64) Stats {
 	if len(samples) == 0 {
 		return Stats{}
 	}
@@ -96,5 +96,5 @@ func Measure(o Options, rep Rep) (Stats, []float64, error) {
 		}
 		samples = append(samples, ms)
 	}
-	return Summarize(samples), samples, nil
+	return StatsOf(samples), samples, nil
 }

@@ -24,7 +24,7 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Summarize(tc.in)
+			s := StatsOf(tc.in)
 			assert.Equal(t, len(tc.in), s.N)
 			assert.InDelta(t, tc.med, s.MedianMs, 1e-12)
 			assert.Equal(t, tc.min, s.MinMs)
@@ -32,12 +32,12 @@ func TestSummarize(t *testing.T) {
 			assert.InDelta(t, tc.meanWant, s.MeanMs, 1e-12)
 		})
 	}
-	assert.Equal(t, Stats{}, Summarize(nil))
+	assert.Equal(t, Stats{}, StatsOf(nil))
 }
 
 func TestSummarizeDoesNotReorderInput(t *testing.T) {
 	in := []float64{3, 1, 2}
-	Summarize(in)
+	StatsOf(in)
 	assert.Equal(t, []float64{3, 1, 2}, in)
 }
 

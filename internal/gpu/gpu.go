@@ -18,7 +18,7 @@
 //
 //   - The HIP runtime through dlopen: libamdhip64.so.N opened at run time by a C shim, as
 //     internal/gpu/cuda opens libcuda.so.1, so that labrun builds and its tests run with no ROCm
-//     installed. Backend.DeviceCount/Describe/Open map to hipGetDeviceCount, hipGetDeviceProperties
+//     installed. Backend.DeviceCount/DeviceInfo/Open map to hipGetDeviceCount, hipGetDeviceProperties
 //     (DeviceInfo: CUs as SMs, warpSize 64, sharedMemPerBlock, and gcnArchName such as gfx942,
 //     which DeviceInfo has no field for yet: its rules' Target would return the gfx name, the
 //     compile target the engine passes to its compiler). One HIP context per device
@@ -76,9 +76,9 @@ type Backend interface {
 	Name() string
 	// DeviceCount says how many devices the backend sees.
 	DeviceCount() (int, error)
-	// Describe reads a device's identity and limits without creating a context,
+	// DeviceInfo reads a device's identity and limits without creating a context,
 	// so that a parent process can plan (pick compile targets) without touching the GPU.
-	Describe(index int) (DeviceInfo, error)
+	DeviceInfo(index int) (DeviceInfo, error)
 	// Open creates a context on the device. Close the device when done.
 	Open(index int) (Device, error)
 	// Toolchain names the compiler family that builds kernels for this backend ("nvcc", "hipcc",

@@ -256,7 +256,7 @@ func isolation(info gpu.DeviceInfo, unsafe bool) (string, error) {
 			"(Landlock and seccomp, Linux ≥ 5.13 with Landlock enabled). Grade on such a runner, or pass --unsafe-no-sandbox "+
 			"to grade anyway: the reports then say that the grade could be forged", err)}
 	}
-	return "sandboxed launcher (" + sandbox.Describe() + "): the submission's code runs in a process that can read only " +
+	return "sandboxed launcher (" + sandbox.Status() + "): the submission's code runs in a process that can read only " +
 		"the system's libraries and its own module, write nothing, start nothing, and reach no network", nil
 }
 
@@ -315,7 +315,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 	if o.Device < 0 || o.Device >= n {
 		return nil, &lab.UsageError{Msg: fmt.Sprintf("--device %d: the %s backend has %d device(s)", o.Device, be.Name(), n)}
 	}
-	info, err := be.Describe(o.Device)
+	info, err := be.DeviceInfo(o.Device)
 	if err != nil {
 		return nil, &lab.EnvError{Err: err}
 	}

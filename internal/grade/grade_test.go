@@ -134,8 +134,8 @@ func TestHiddenSeed(t *testing.T) {
 	assert.NotEqual(t, uint64(7), HiddenSeed(7, ""))
 }
 
-func sampleSummary() *Summary {
-	return &Summary{Labs: []*Report{{
+func sampleSummary() *Grades {
+	return &Grades{Labs: []*Report{{
 		Lab: "02_gemm", Title: "GEMM", Device: gpu.DeviceInfo{Name: "Kernel Labs CPU emulator", Emulated: true},
 		Seed: 42, Score: 3, MaxScore: 7, PassMark: 0.6, Passed: false, Speed: "not graded: no GPU", ElapsedS: 1.5,
 		Tests: []TestResult{
@@ -257,11 +257,11 @@ func TestReportsValidate(t *testing.T) {
 	// The verdict covers the labs graded here: a passed lab and one not graded here pass; a
 	// grade with nothing graded here passes nothing (labrun grade exits 3).
 	passed := &Report{Lab: "03_grouped_gemm", Score: 5, MaxScore: 5, PassMark: 0.6, Passed: true}
-	both := &Summary{Labs: []*Report{passed, s.Labs[1]}}
+	both := &Grades{Labs: []*Report{passed, s.Labs[1]}}
 	assert.True(t, both.Passed())
 	assert.Equal(t, "total 5 / 5 (100%) over 03_grouped_gemm; pass mark 60% of the points graded in each lab: PASSED\n"+
 		"not graded here: lab 04_collectives (needs 2 GPUs; this runner has 1)", both.TotalLine())
-	none := &Summary{Labs: []*Report{s.Labs[1]}}
+	none := &Grades{Labs: []*Report{s.Labs[1]}}
 	assert.False(t, none.Passed())
 	assert.Empty(t, none.Graded())
 }
@@ -343,10 +343,10 @@ func TestRealReportValidates(t *testing.T) {
 	file := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats", "partial.cu")
 	rep := gradeFixture(t, file, Options{})
 	var buf bytes.Buffer
-	require.NoError(t, (&Summary{Labs: []*Report{rep}}).WriteGradescope(&buf))
+	require.NoError(t, (&Grades{Labs: []*Report{rep}}).WriteGradescope(&buf))
 	validateGradescope(t, buf.Bytes())
 	buf.Reset()
-	require.NoError(t, (&Summary{Labs: []*Report{rep}}).WriteJUnit(&buf))
+	require.NoError(t, (&Grades{Labs: []*Report{rep}}).WriteJUnit(&buf))
 	var v any
 	require.NoError(t, xml.Unmarshal(buf.Bytes(), &v))
 }

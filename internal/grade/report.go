@@ -20,13 +20,13 @@ const (
 	FileReport     = "report.json"
 )
 
-// Summary is the outcome of a grade of one or more labs.
-type Summary struct {
+// Grades is the outcome of a grade of one or more labs.
+type Grades struct {
 	Labs []*Report
 }
 
 // Score and MaxScore add up the labs graded on this runner.
-func (s *Summary) Score() (score, max float64) {
+func (s *Grades) Score() (score, max float64) {
 	for _, r := range s.Graded() {
 		score += r.Score
 		max += r.MaxScore
@@ -35,7 +35,7 @@ func (s *Summary) Score() (score, max float64) {
 }
 
 // Graded are the labs of which something was graded on this runner.
-func (s *Summary) Graded() []*Report {
+func (s *Grades) Graded() []*Report {
 	var out []*Report
 	for _, r := range s.Labs {
 		if r.NotGraded == "" {
@@ -46,7 +46,7 @@ func (s *Summary) Graded() []*Report {
 }
 
 // NotGraded are the labs of which nothing could be graded on this runner (Report.NotGraded).
-func (s *Summary) NotGraded() []*Report {
+func (s *Grades) NotGraded() []*Report {
 	var out []*Report
 	for _, r := range s.Labs {
 		if r.NotGraded != "" {
@@ -57,7 +57,7 @@ func (s *Summary) NotGraded() []*Report {
 }
 
 // Passed reports whether every lab graded on this runner reached its pass mark (and one was).
-func (s *Summary) Passed() bool {
+func (s *Grades) Passed() bool {
 	g := s.Graded()
 	for _, r := range g {
 		if !r.Passed {
@@ -68,7 +68,7 @@ func (s *Summary) Passed() bool {
 }
 
 // passMarks says the pass mark of the graded labs: one figure when they share it.
-func (s *Summary) passMarks() string {
+func (s *Grades) passMarks() string {
 	seen := map[float64]bool{}
 	var parts []string
 	for _, r := range s.Graded() {
@@ -87,7 +87,7 @@ func (s *Summary) passMarks() string {
 
 // TotalLine is the closing line of a summary: the total over the graded labs, the pass mark
 // and the verdict, then the labs not graded here with the reason.
-func (s *Summary) TotalLine() string {
+func (s *Grades) TotalLine() string {
 	var b strings.Builder
 	if g := s.Graded(); len(g) > 0 {
 		sc, mx := s.Score()
@@ -135,7 +135,7 @@ func pts(x float64) string {
 
 // WriteText writes the terminal summary: each test with its points, and under each failure what
 // failed with the error figures and the first wrong elements.
-func (s *Summary) WriteText(w io.Writer) {
+func (s *Grades) WriteText(w io.Writer) {
 	for _, r := range s.Labs {
 		fmt.Fprintf(w, "\n== Grade of lab %s — %s\n", r.Lab, r.Title)
 		kind := "GPU"
@@ -255,7 +255,7 @@ type gsResults struct {
 // GPUs than the runner has) is not listed as a test, so that Gradescope neither fails it nor
 // counts its points, and the output says which were left out and why. Hidden tests are
 // "after_published". The maximum, the pass marks and each lab's figures are in extra_data.
-func (s *Summary) WriteGradescope(w io.Writer) error {
+func (s *Grades) WriteGradescope(w io.Writer) error {
 	sc, mx := s.Score()
 	res := gsResults{Score: sc, Visibility: "visible", StdoutVisibility: "visible", Tests: []gsTest{},
 		ExtraData: map[string]any{"max_score": mx, "passed": s.Passed()}}
@@ -355,7 +355,7 @@ type junitSkipped struct {
 
 // WriteJUnit writes JUnit XML: a testsuite per lab (with its score as properties), a testcase
 // per test; failed and partly passed tests carry a failure with the reason and the details.
-func (s *Summary) WriteJUnit(w io.Writer) error {
+func (s *Grades) WriteJUnit(w io.Writer) error {
 	doc := junitSuites{Name: "labrun grade"}
 	for _, r := range s.Labs {
 		su := junitSuite{Name: r.Lab, Time: r.ElapsedS, Properties: []junitProperty{
@@ -406,7 +406,7 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 
 // WriteMarkdown writes the summary for GitHub's step summary: a table per lab, the failures'
 // details folded.
-func (s *Summary) WriteMarkdown(w io.Writer) {
+func (s *Grades) WriteMarkdown(w io.Writer) {
 	for _, r := range s.Labs {
 		verdict := "✅ passed"
 		if !r.Passed {
@@ -452,7 +452,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 }
 
 // writeMarkdownTotal ends the summary: the total over the graded labs and the pass mark.
-func (s *Summary) writeMarkdownTotal(w io.Writer) {
+func (s *Grades) writeMarkdownTotal(w io.Writer) {
 	lines := strings.Split(s.TotalLine(), "\n")
 	fmt.Fprintf(w, "**%s**\n", mdEscape(htmlEscape(upperFirst(lines[0]))))
 	for _, l := range lines[1:] {
@@ -475,7 +475,7 @@ func htmlEscape(s string) string {
 
 // WriteAll writes results.json (Gradescope), junit.xml, summary.md and report.json (every
 // detail) into dir, and appends the markdown to $GITHUB_STEP_SUMMARY when it is set.
-func (s *Summary) WriteAll(dir string) ([]string, error) {
+func (s *Grades) WriteAll(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -236,7 +236,7 @@ func (h *gradeHook) RunJob(w *lab.HookWorker, job lab.Job) (e results.Entry, err
 	}
 	e.Data = map[string]any{"runs": total, "elapsed_s": time.Since(started).Seconds()}
 	if timed {
-		lab.SetRates(&e, work, bench.Summarize(samples))
+		lab.SetRates(&e, work, bench.StatsOf(samples))
 	}
 	e.Status = results.StatusOK
 	return e, nil

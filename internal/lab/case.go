@@ -141,7 +141,7 @@ func (e *Env) caseOutputs() ([][]byte, error) {
 	return outs, nil
 }
 
-// arena is the case's arena, or the worker's when no case is open (buffers a Describer allocates).
+// arena is the case's arena, or the worker's when no case is open (buffers a DeviceRecorder allocates).
 func (e *Env) arena() *arena {
 	if e.current != nil {
 		return e.current

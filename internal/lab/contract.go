@@ -70,19 +70,19 @@ type Recorder interface {
 	Record(v *Variant) (map[string]any, error)
 }
 
-// Describer is implemented by drivers that record information about the device beyond the
+// DeviceRecorder is implemented by drivers that record information about the device beyond the
 // timed variants (lab 01's property tables). It runs once per run, in the worker.
-type Describer interface {
-	Describe(env *Env) (map[string]any, error)
+type DeviceRecorder interface {
+	RecordDevice(env *Env) (map[string]any, error)
 }
 
-// Summarizer is implemented by drivers that derive figures from the finished entries (lab 01
+// Deriver is implemented by drivers that derive figures from the finished entries (lab 01
 // derives the device's measured ceilings). It runs in the parent after all jobs.
-type Summarizer interface {
-	Summarize(info gpu.DeviceInfo, entries []EntryView) (map[string]any, error)
+type Deriver interface {
+	Derive(info gpu.DeviceInfo, entries []EntryView) (map[string]any, error)
 }
 
-// EntryView is the part of a result that a Summarizer reads.
+// EntryView is the part of a result that a Deriver reads.
 type EntryView struct {
 	Suite, Variant, Problem string
 	Params                  map[string]int64

@@ -201,7 +201,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Device < 0 || o.Device >= n {
 		return nil, &UsageError{fmt.Sprintf("--device %d: the %s backend has %d device(s) (0..%d)", o.Device, be.Name(), n, n-1)}
 	}
-	info, err := be.Describe(o.Device)
+	info, err := be.DeviceInfo(o.Device)
 	if err != nil {
 		return nil, &EnvError{err}
 	}
@@ -256,8 +256,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	addSpeedups(man, entries)
 	file.Entries = sortEntries(man, entries)
 	file.Extra = extra
-	if s, ok := driverOf(man).(Summarizer); ok {
-		if sum, err := s.Summarize(info, views(file.Entries)); err != nil {
+	if s, ok := driverOf(man).(Deriver); ok {
+		if sum, err := s.Derive(info, views(file.Entries)); err != nil {
 			fmt.Fprintf(o.Progress, "summary: %v\n", err)
 		} else {
 			if file.Extra == nil {

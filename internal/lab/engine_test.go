@@ -278,7 +278,7 @@ func TestRunErrors(t *testing.T) {
 func TestSkipReasonsAreTheBackends(t *testing.T) {
 	be, _, err := gpu.Open("fake")
 	require.NoError(t, err)
-	info, err := be.Describe(0)
+	info, err := be.DeviceInfo(0)
 	require.NoError(t, err)
 	r := &runner{be: be, info: info, available: 1}
 	assert.Contains(t, r.skipReason([]string{"nvidia", "sm_100a"}, ""), "needs sm_100a")

@@ -45,7 +45,7 @@ func TestFilesReplaceKernelSources(t *testing.T) {
 	require.NoError(t, err)
 	be, _, err := gpu.Open("fake")
 	require.NoError(t, err)
-	info, err := be.Describe(0)
+	info, err := be.DeviceInfo(0)
 	require.NoError(t, err)
 	sub := filepath.Join(t.TempDir(), "mine.cu")
 	r := &runner{o: Options{Root: root, Files: map[string]string{"k.cu": sub}, Variants: []string{"good"}, Progress: io.Discard},

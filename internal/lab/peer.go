@@ -46,10 +46,10 @@ const PythonEnv = "LABRUN_PYTHON"
 // PeerMethodPrefix starts the check method of every peer entry.
 const PeerMethodPrefix = "checked by the peer's reference"
 
-// PeerDescriber is implemented by the drivers of labs with peer variants: the problem as a peer
+// PeerDriver is implemented by the drivers of labs with peer variants: the problem as a peer
 // script reads it (sizes, scalars, the groups), and the work of one run, so that the peer's rates
 // are derived exactly as the lab's own.
-type PeerDescriber interface {
+type PeerDriver interface {
 	PeerProblem(s *Suite, p Problem) (map[string]any, Work, error)
 }
 
@@ -59,7 +59,7 @@ type PeerRequest struct {
 	Suite   string         `json:"suite"`
 	Variant string         `json:"variant"`
 	Problem string         `json:"problem"`
-	Params  map[string]any `json:"params"` // PeerDescriber's description of the problem
+	Params  map[string]any `json:"params"` // PeerDriver's description of the problem
 	// VariantParams are the variant's params from lab.yaml (tile sizes of a Triton kernel, say).
 	VariantParams map[string]int64 `json:"variant_params"`
 	Seed          uint64           `json:"seed"`
@@ -250,9 +250,9 @@ func ParsePeerReply(stdout []byte) (PeerReply, error) {
 
 // runPeer runs a peer variant's script on one problem and fills the entry from its reply.
 func (w *worker) runPeer(s *Suite, v *Variant, p Problem, e results.Entry) results.Entry {
-	d, ok := w.drv.(PeerDescriber)
+	d, ok := w.drv.(PeerDriver)
 	if !ok {
-		e.Error = fmt.Sprintf("lab %s has peer variants, but its driver does not describe problems for them (lab.PeerDescriber)", w.man.Name)
+		e.Error = fmt.Sprintf("lab %s has peer variants, but its driver does not describe problems for them (lab.PeerDriver)", w.man.Name)
 		return e
 	}
 	params, work, err := d.PeerProblem(s, p)
@@ -305,7 +305,7 @@ func peerEntry(e results.Entry, r PeerReply, work Work, tol float64) results.Ent
 	if r.Status != results.StatusOK {
 		return e
 	}
-	st := bench.Summarize(r.SamplesMs)
+	st := bench.StatsOf(r.SamplesMs)
 	e.Time = &st
 	if sec := st.MedianMs / 1e3; sec > 0 {
 		if work.FLOPs > 0 {

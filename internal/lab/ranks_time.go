@@ -189,5 +189,5 @@ func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, e
 		return bench.Stats{}, fmt.Errorf("the outputs of the timed runs are wrong, although the first run's were right: %s", rep.Detail())
 	}
 	w.timing = map[string]any{"batch": k, "graph": graph != nil}
-	return bench.Summarize(samples), nil
+	return bench.StatsOf(samples), nil
 }

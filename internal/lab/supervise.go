@@ -28,8 +28,8 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 	r.lastReport = time.Now()
 	r.unfinished = map[string]bool{}
 	var extra map[string]any
-	_, wantDescribe := driverOf(r.man).(Describer)
-	wantDescribe = wantDescribe && len(r.o.Plan) == 0 // grading does not describe the device
+	_, wantDeviceRecord := driverOf(r.man).(DeviceRecorder)
+	wantDeviceRecord = wantDeviceRecord && len(r.o.Plan) == 0 // grading does not describe the device
 	// A lab of ranks: every job at the run's world size unless it names one.
 	if r.ranks > 0 {
 		for i := range jobs {
@@ -46,7 +46,7 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 			end++
 		}
 		spec := WorkerSpec{Root: r.o.Root, Lab: r.man.Name, Backend: r.be.Name(), Device: r.o.Device,
-			Seed: r.o.Seed, Quick: r.o.Quick, Describe: wantDescribe && extra == nil, Images: images, Jobs: jobs[next:end],
+			Seed: r.o.Seed, Quick: r.o.Quick, RecordDevice: wantDeviceRecord && extra == nil, Images: images, Jobs: jobs[next:end],
 			Grade: r.o.Grade, NoSandbox: r.o.UnsafeNoSandbox, Ranks: jobs[next].Ranks, Graph: r.o.Graph}
 		for path := range r.untrusted {
 			spec.Untrusted = append(spec.Untrusted, path)
@@ -62,7 +62,7 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 		if res.describe != nil {
 			extra = res.describe
 		}
-		wantDescribe = false
+		wantDeviceRecord = false
 		finished := len(res.entries)
 		if finished < len(spec.Jobs) && res.failure != "" {
 			// The job in flight when the worker died takes the blame.

@@ -27,16 +27,16 @@ import (
 
 // WorkerSpec is everything a worker needs.
 type WorkerSpec struct {
-	Root     string            `json:"root"`
-	Lab      string            `json:"lab"` // folder name
-	Backend  string            `json:"backend"`
-	Device   int               `json:"device"`
-	Seed     uint64            `json:"seed"`
-	Quick    bool              `json:"quick"`
-	Describe bool              `json:"describe"`
-	Images   map[string]string `json:"images"` // kernel entry key ("file:entry") → compiled image path
-	Jobs     []Job             `json:"jobs"`
-	Grade    *GradeSpec        `json:"grade,omitempty"` // how jobs with a grading mode run
+	Root         string            `json:"root"`
+	Lab          string            `json:"lab"` // folder name
+	Backend      string            `json:"backend"`
+	Device       int               `json:"device"`
+	Seed         uint64            `json:"seed"`
+	Quick        bool              `json:"quick"`
+	RecordDevice bool              `json:"record_device"`
+	Images       map[string]string `json:"images"` // kernel entry key ("file:entry") → compiled image path
+	Jobs         []Job             `json:"jobs"`
+	Grade        *GradeSpec        `json:"grade,omitempty"` // how jobs with a grading mode run
 	// Untrusted lists the images built from a student's code: the backend loads them in
 	// isolation (gpu.LoadUntrusted), unless NoSandbox (the instructor's --unsafe-no-sandbox).
 	Untrusted []string `json:"untrusted,omitempty"`
@@ -284,9 +284,9 @@ func (w *worker) close() {
 }
 
 func (w *worker) run() int {
-	if w.spec.Describe {
-		if d, ok := w.drv.(Describer); ok {
-			data, err := d.Describe(w.env)
+	if w.spec.RecordDevice {
+		if d, ok := w.drv.(DeviceRecorder); ok {
+			data, err := d.RecordDevice(w.env)
 			if err != nil {
 				w.emit(Event{Type: "log", Msg: "describing the device: " + err.Error()})
 			} else {

@@ -228,7 +228,7 @@ func describe(o Options) (gpu.DeviceInfo, error) {
 	if be.Name() == "emu" {
 		return gpu.DeviceInfo{}, &lab.EnvError{Err: &NeedsGPUError{Why: "this machine (no GPU found; only the CPU emulator)"}}
 	}
-	info, err := be.Describe(o.Device)
+	info, err := be.DeviceInfo(o.Device)
 	if err != nil {
 		return gpu.DeviceInfo{}, &lab.EnvError{Err: err}
 	}

@@ -111,7 +111,7 @@ func FindCeiling(cs []NamedCeiling, key string) *Ceiling {
 }
 
 // DeviceCeilings is what a lab that measures the device derives from its entries (lab 01's
-// Summarize): every ceiling next to its peak, the ridge points of the roofline, and the device it
+// Derive): every ceiling next to its peak, the ridge points of the roofline, and the device it
 // was measured on. Its fields are top-level entries of the results file's extra data; the keys of
 // the ceilings are the ones CeilingsIn finds and later labs and the notes quote.
 type DeviceCeilings struct {

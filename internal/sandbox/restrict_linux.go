@@ -33,8 +33,8 @@ func Check() error {
 	return nil
 }
 
-// Describe says in a line what the sandbox uses on this kernel.
-func Describe() string {
+// Status says in a line what the sandbox uses on this kernel.
+func Status() string {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil {
 		return "unavailable: " + err.Error()

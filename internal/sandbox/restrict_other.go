@@ -9,8 +9,8 @@ func Check() error {
 	return fmt.Errorf("%w: the sandbox needs Linux (Landlock and seccomp)", ErrUnsupported)
 }
 
-// Describe says that there is no sandbox here.
-func Describe() string { return "unavailable: not Linux" }
+// Status says that there is no sandbox here.
+func Status() string { return "unavailable: not Linux" }
 
 // WrapperMain refuses: there is no sandbox to apply.
 func WrapperMain(args []string) int { return 126 }

@@ -5,7 +5,7 @@
 //
 // Like every lab it only supplies what differs: problems on the device, one call per variant,
 // a check and the work counts (lab.Driver); the engine allocates, poisons, checks, times, records
-// and frees. It also implements lab.Describer (the property tables) and lab.Summarizer (the
+// and frees. It also implements lab.DeviceRecorder (the property tables) and lab.Deriver (the
 // measured ceilings).
 package devprops
 
@@ -47,9 +47,9 @@ type Lab struct{}
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var (
-	_ lab.Driver     = Lab{}
-	_ lab.Describer  = Lab{}
-	_ lab.Summarizer = Lab{}
+	_ lab.Driver         = Lab{}
+	_ lab.DeviceRecorder = Lab{}
+	_ lab.Deriver        = Lab{}
 )
 
 // Prepare allocates and fills the problem p of suite s.

@@ -260,7 +260,7 @@ func TestChecksCatchNearMisses(t *testing.T) {
 func TestDescribeWithoutNVML(t *testing.T) {
 	d := newFakeDevice()
 	_, env, _ := fakeEnv(t, d, true)
-	extra, err := Lab{}.Describe(env)
+	extra, err := Lab{}.RecordDevice(env)
 	require.NoError(t, err)
 	var p results.DeviceProperties
 	data, err := json.Marshal(extra)

@@ -2,7 +2,7 @@ package gemm
 
 import "github.com/kernel-labs/kernellabs/internal/lab"
 
-// PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDescriber):
+// PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDriver):
 // the sizes, the same alpha and beta as the kernels get (beta 0 for beta0 problems), and the
 // precision of A and B; the work is the lab's own, so the peers' rates compare exactly. The peers
 // write C in the precision of A and B (torch's bf16 matmul returns bf16).

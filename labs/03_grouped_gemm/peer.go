@@ -2,7 +2,7 @@ package grouped
 
 import "github.com/kernel-labs/kernellabs/internal/lab"
 
-// PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDescriber):
+// PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDriver):
 // the groups exactly as GroupsOf decodes them (a MoE problem's token counts come from its own
 // seed, so a peer must get them from here), and the data's precision. C = A·B, no scalars.
 func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, error) {

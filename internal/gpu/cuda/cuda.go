@@ -123,8 +123,8 @@ func (b *backend) cuDevice(index int) (C.CUdevice, error) {
 	return d, nil
 }
 
-// Describe reads the device's identity and limits without creating a context.
-func (b *backend) Describe(index int) (gpu.DeviceInfo, error) {
+// DeviceInfo reads the device's identity and limits without creating a context.
+func (b *backend) DeviceInfo(index int) (gpu.DeviceInfo, error) {
 	d, err := b.cuDevice(index)
 	if err != nil {
 		return gpu.DeviceInfo{}, err
@@ -134,7 +134,7 @@ func (b *backend) Describe(index int) (gpu.DeviceInfo, error) {
 
 // Open retains the device's primary context.
 func (b *backend) Open(index int) (gpu.Device, error) {
-	info, err := b.Describe(index)
+	info, err := b.DeviceInfo(index)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func doctor() ([]backends.Check, bool) {
 			add(backends.Check{Name: "CUDA driver", Detail: "loaded, but no GPU is visible", Fix: "check nvidia-smi and CUDA_VISIBLE_DEVICES"})
 		default:
 			for i := 0; i < n; i++ {
-				info, err := be.Describe(i)
+				info, err := be.DeviceInfo(i)
 				if err != nil {
 					add(backends.Check{Name: fmt.Sprintf("GPU %d", i), Detail: err.Error()})
 					continue

@@ -147,7 +147,7 @@ var nanBits = math.Float32bits(float32(math.NaN()))
 
 func TestDescribe(t *testing.T) {
 	b := openBackend(t)
-	info, err := b.Describe(0)
+	info, err := b.DeviceInfo(0)
 	require.NoError(t, err)
 	t.Logf("%+v", info)
 	assert.Equal(t, "cuda", info.Backend)
@@ -165,11 +165,11 @@ func TestDescribe(t *testing.T) {
 	assert.Regexp(t, `^GPU-[0-9a-f]{8}-`, info.UUID)
 	assert.NotEmpty(t, info.PCIBusID)
 
-	_, err = b.Describe(-1)
+	_, err = b.DeviceInfo(-1)
 	assert.Error(t, err)
 	n, err := b.DeviceCount()
 	require.NoError(t, err)
-	_, err = b.Describe(n)
+	_, err = b.DeviceInfo(n)
 	assert.ErrorContains(t, err, "no device")
 }
 

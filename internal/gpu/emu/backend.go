@@ -71,7 +71,7 @@ func (b *backend) Toolchain() string { return "c++" }
 
 func (b *backend) DeviceCount() (int, error) { return DeviceCount() }
 
-func (b *backend) Describe(index int) (gpu.DeviceInfo, error) {
+func (b *backend) DeviceInfo(index int) (gpu.DeviceInfo, error) {
 	n, err := DeviceCount()
 	if err != nil {
 		return gpu.DeviceInfo{}, err
@@ -111,7 +111,7 @@ func (b *backend) Describe(index int) (gpu.DeviceInfo, error) {
 }
 
 func (b *backend) Open(index int) (gpu.Device, error) {
-	info, err := b.Describe(index)
+	info, err := b.DeviceInfo(index)
 	if err != nil {
 		return nil, err
 	}

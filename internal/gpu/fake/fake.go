@@ -100,12 +100,12 @@ func (backend) DeviceCount() (int, error) {
 	return 1, nil
 }
 func (backend) Toolchain() string { return "fake" }
-func (backend) Describe(i int) (gpu.DeviceInfo, error) {
+func (backend) DeviceInfo(i int) (gpu.DeviceInfo, error) {
 	return gpu.DeviceInfo{Backend: "fake", Index: i, Name: "Fake Device", ComputeMajor: 9, SMs: 4,
 		MemoryBytes: 1 << 30, L2Bytes: 1 << 20, WarpSize: 32, MaxThreadsPerBlock: 1024}, nil
 }
 func (b backend) Open(i int) (gpu.Device, error) {
-	info, _ := b.Describe(i)
+	info, _ := b.DeviceInfo(i)
 	return &Device{info: info}, nil
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// Describe reads NVML's view of the device that info describes. Any failure is recorded in the
+// Properties reads NVML's view of the device that info describes. Any failure is recorded in the
 // result, never returned.
-func Describe(info gpu.DeviceInfo) results.NVML {
+func Properties(info gpu.DeviceInfo) results.NVML {
 	if reason := notApplicable(info); reason != "" {
 		return unavailable(reason)
 	}

@@ -3,7 +3,7 @@
 // at most, NVLink, and the ECC, persistence and compute modes. The CUDA attributes (gpu.Device's
 // Attributes) say what the chip can do; NVML says what state the board is in.
 //
-// NVML is optional: Describe never fails, it records why NVML said nothing (the emulator, another
+// NVML is optional: Properties never fails, it records why NVML said nothing (the emulator, another
 // vendor, no driver, a binary built without cgo).
 package nvml
 

@@ -7,8 +7,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// Describe without cgo (or off Linux): go-nvml loads libnvidia-ml through cgo.
-func Describe(info gpu.DeviceInfo) results.NVML {
+// Properties without cgo (or off Linux): go-nvml loads libnvidia-ml through cgo.
+func Properties(info gpu.DeviceInfo) results.NVML {
 	if reason := notApplicable(info); reason != "" {
 		return unavailable(reason)
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestEmulatorAndOtherVendorsHaveNoNVML(t *testing.T) {
 	for _, info := range []gpu.DeviceInfo{{Backend: "emu", Emulated: true}, {Backend: "hip"}} {
-		got := Describe(info)
+		got := Properties(info)
 		assert.False(t, got.Available, info.Backend)
 		assert.NotEmpty(t, got.Reason, info.Backend)
 		assert.Nil(t, got.Device, info.Backend)
@@ -19,7 +19,7 @@ func TestEmulatorAndOtherVendorsHaveNoNVML(t *testing.T) {
 
 func TestDescribeNeverFails(t *testing.T) {
 	// On a machine without NVML this records why; on a GPU machine it describes device 0.
-	got := Describe(gpu.DeviceInfo{Backend: "cuda", Name: "test"})
+	got := Properties(gpu.DeviceInfo{Backend: "cuda", Name: "test"})
 	if !got.Available {
 		assert.NotEmpty(t, got.Reason)
 		t.Logf("NVML unavailable here: %s", got.Reason)

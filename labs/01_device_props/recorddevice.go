@@ -7,12 +7,12 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// Describe records what the device says about itself, for the chapter's property tables
+// RecordDevice records what the device says about itself, for the chapter's property tables
 // (results.DeviceProperties): its identity and limits, every attribute the backend reads, the
 // memory free now, the peak figures the ceilings are compared with, and what NVML adds.
-func (Lab) Describe(env *lab.Env) (map[string]any, error) {
+func (Lab) RecordDevice(env *lab.Env) (map[string]any, error) {
 	info := env.Device.Info()
-	p := results.DeviceProperties{Info: info, Peaks: peaks(info), NVML: nvml.Describe(info)}
+	p := results.DeviceProperties{Info: info, Peaks: peaks(info), NVML: nvml.Properties(info)}
 	if attrs, err := env.Device.Attributes(); err != nil {
 		p.AttributesError = err.Error()
 	} else {
@@ -26,7 +26,7 @@ func (Lab) Describe(env *lab.Env) (map[string]any, error) {
 	return results.ExtraOf(p)
 }
 
-// peaks lists, for the property page, every peak figure Summarize may compare with.
+// peaks lists, for the property page, every peak figure Derive may compare with.
 func peaks(info gpu.DeviceInfo) results.Peaks {
 	var p results.Peaks
 	if ds, ok := LookupDatasheet(info.Name); ok {

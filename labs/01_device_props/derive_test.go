@@ -97,7 +97,7 @@ func TestSummarizeH200(t *testing.T) {
 
 	// Summarize's map is what results files hold: the ceilings under their stable keys, where
 	// results.CeilingsIn finds them again, and the record reads back whole.
-	extra, err := Lab{}.Summarize(h200, syntheticEntries())
+	extra, err := Lab{}.Derive(h200, syntheticEntries())
 	require.NoError(t, err)
 	keys := []string{}
 	for _, c := range results.CeilingsIn(extra) {

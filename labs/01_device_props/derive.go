@@ -9,7 +9,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// Variant names that Summarize reads (lab.yaml).
+// Variant names that Derive reads (lab.yaml).
 const (
 	VariantMemcpyDtoD = "memcpy_dtod"
 	VariantL2Read     = "l2_read"
@@ -116,9 +116,9 @@ func BF16TFLOPsFromClocks(info gpu.DeviceInfo) (float64, bool) {
 	return float64(info.SMs) * float64(per) * float64(info.SMClockKHz) * 1e3 / 1e12, true
 }
 
-// Summarize derives the device's measured ceilings from the finished entries
+// Derive derives the device's measured ceilings from the finished entries
 // (results.DeviceCeilings: later labs, the site and the notes read them by their keys).
-func (Lab) Summarize(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
+func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
 	return results.ExtraOf(Ceilings(info, entries))
 }
 
