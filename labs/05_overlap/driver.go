@@ -18,7 +18,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // LabDir is the lab's directory name, the key of its driver.
@@ -190,19 +189,13 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 
 // agCase is one prepared problem on this rank.
 type agCase struct {
-	env     *lab.Env
-	sh      Shape
-	rank, n int
-
-	aFull []float32 // host A_full (the concatenation of the blocks) and B, for the reference
-	b     []float32
+	core // A_full is core's hostA, the concatenation of the ranks' blocks
 
 	a      *lab.Shared[float32] // every rank's block of A (RowsOf × K)
 	dB     *gpu.Buffer[float32] // B (K × N)
 	dAFull *lab.Shared[float32] // every rank's gathered A (M × K), a staging buffer
 	dC     *gpu.Buffer[float32] // C (M × N)
 	flags  *lab.Shared[uint32]  // fused kernels with signals: ready counters, one per source rank
-	events []gpu.Event          // chunked: one per source block, and one for the start
 	epoch  uint32               // fused kernels with signals: runs so far
 
 	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
@@ -210,23 +203,19 @@ type agCase struct {
 
 func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	w := env.World()
-	c := &agCase{env: env, sh: sh, rank: w.Rank, n: w.Size}
-	rows, lo := RowsOf(c.rank, sh.M, c.n), Row0Of(c.rank, sh.M, c.n)
-	if err := lab.NeedMemory(env, 4*(int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))); err != nil {
-		return nil, lab.Skip("%v", err)
+	rows, lo := RowsOf(w.Rank, sh.M, w.Size), Row0Of(w.Rank, sh.M, w.Size)
+	cr, err := newCore(env, sh, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
+	if err != nil {
+		return nil, err
 	}
-	c.aFull = make([]float32, sh.M*sh.K)
-	fillUniform(c.aFull, env.RNG.Uint64())
-	c.b = make([]float32, sh.K*sh.N)
-	fillUniform(c.b, env.RNG.Uint64())
-	var err error
+	c := &agCase{core: cr}
 	if c.a, err = lab.AllocShared[float32](env, "A (this rank's rows)", rows*sh.K); err != nil {
 		return nil, err
 	}
-	if err := c.a.Mine.CopyFromHost(c.aFull[lo*sh.K:(lo+rows)*sh.K], nil); err != nil {
+	if err := c.a.Mine.CopyFromHost(c.hostA[lo*sh.K:(lo+rows)*sh.K], nil); err != nil {
 		return nil, err
 	}
-	if c.dB, err = lab.Upload(env, "B", c.b); err != nil {
+	if c.dB, err = lab.Upload(env, "B", c.hostB); err != nil {
 		return nil, err
 	}
 	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
@@ -245,14 +234,8 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	if err := c.flags.Mine.Fill32(0, env.Stream); err != nil {
 		return nil, err
 	}
-	for range c.n + 1 {
-		ev, err := lab.NewEvent(env)
-		if err != nil {
-			return nil, err
-		}
-		c.events = append(c.events, ev)
-	}
-	if _, err := env.Signals(); err != nil {
+	// chunked: one event per source block, and one for the start
+	if err := c.ready(c.n + 1); err != nil {
 		return nil, err
 	}
 	return c, env.Stream.Synchronize()
@@ -260,40 +243,12 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 
 func stagedPoison() lab.Poison { return lab.Poison32(stagedNaN) }
 
-// Run runs the variant's schedule on this rank between two device barriers (no host in between):
-// the first keeps every rank's work after every peer's poisoned staging buffers, the second makes
-// the run end when every rank's has.
-func (c *agCase) Run(v *lab.Variant) error {
-	if v.Library != "" {
-		return c.runLibrary(v)
-	}
-	if ok, why := c.env.AllReachable(); !ok {
-		return lab.Skip("%s", why)
-	}
-	st := c.env.Stream
-	if err := c.env.DeviceBarrier(st); err != nil {
-		return err
-	}
-	var err error
-	switch {
-	case v.Name == VarSequential || v.Name == VarChunked:
-		if v.Entry != EntryGemmRows {
-			return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, EntryGemmRows, v.Entry)
-		}
-		if v.Name == VarSequential {
-			err = c.runSequential(v)
-		} else {
-			err = c.runChunked(v)
-		}
-	case v.Entry == EntryFusedPull || v.Entry == EntryFusedSignal || v.Params[ParamPush] != 0:
-		err = c.runFused(v)
-	default:
-		return fmt.Errorf("variant %s: the driver does not know how to run entry %s", v.Name, v.Entry)
-	}
-	if err != nil {
-		return err
-	}
-	return c.env.DeviceBarrier(st)
+// Run runs the variant's schedule between two device barriers (core.run).
+func (c *agCase) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
+
+// fused: the persistent kernels, pulling, with signals, or in the push form.
+func (c *agCase) fused(v *lab.Variant) bool {
+	return v.Entry == EntryFusedPull || v.Entry == EntryFusedSignal || v.Params[ParamPush] != 0
 }
 
 // launchGather copies `count` source blocks, from rank `first` on round the ring, into this
@@ -354,7 +309,7 @@ func (c *agCase) runChunked(v *lab.Variant) error {
 	if err := side.WaitEvent(c.events[0]); err != nil {
 		return err
 	}
-	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), Row0Of(c.rank, c.sh.M, c.n), RowsOf(c.rank, c.sh.M, c.n), compute); err != nil {
+	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), c.row0(), c.rows(), compute); err != nil {
 		return fmt.Errorf("GEMM of its own rows: %w", err)
 	}
 	ring := Ring(c.rank, c.n)
@@ -453,13 +408,7 @@ func (c *agCase) runFused(v *lab.Variant) error {
 // runLibrary: ncclAllGather of the blocks into A_full, then cuBLAS SGEMM over it. NCCL's
 // all-gather needs equal blocks: M must be a multiple of n.
 func (c *agCase) runLibrary(v *lab.Variant) error {
-	if v.Library != LibNCCLCublas {
-		return fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
-	}
-	if c.sh.M%c.n != 0 {
-		return lab.Skip("NCCL's all-gather needs equal blocks: M = %d is not a multiple of %d ranks", c.sh.M, c.n)
-	}
-	comm, err := c.env.RankCommunicator()
+	comm, err := c.libraryComm(v, "all-gather")
 	if err != nil {
 		return err
 	}
@@ -480,27 +429,9 @@ func sgemm(env *lab.Env, m, n, k int, a, b, c gpu.Ptr) error {
 	return blas.Sgemm(env.Stream, g)
 }
 
-// checkProduct compares a rank's rows×N block of a product with float64 A·B (every element while
-// rows·N·K ≤ 2^30, else Freivalds' check plus sampled exact elements).
-func checkProduct(env *lab.Env, got []float32, a, b []float32, rows, n, k int, tol float64) check.Report {
-	p := &matref.Product{M: rows, N: n, K: k, Alpha: 1, A: a, B: b}
-	if float64(rows)*float64(n)*float64(k) <= fullCheckLimit {
-		ref, scale := p.Reference()
-		return matref.CheckFull(got, ref, scale, tol)
-	}
-	seed := env.RNG.Uint64()
-	return matref.Freivalds(p, got, 2, matref.SampleEntries(rows, n, 64, seed), seed, tol)
-}
-
 // Check compares this rank's C with the float64 product A_full·B (the engine reports the worst rank's).
 func (c *agCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	got, err := out.Float32(c.dC)
-	if err != nil {
-		return check.Report{}, err
-	}
-	rep := checkProduct(c.env, got, c.aFull, c.b, c.sh.M, c.sh.N, c.sh.K, out.Tolerance())
-	rep.Method = "every rank's C: " + rep.Method
-	return rep, nil
+	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C")
 }
 
 // Work is the FLOPs of the whole layer (see WorkOf).

@@ -40,17 +40,12 @@ func RSWorkOf(sh Shape) lab.Work {
 
 // rsCase is one prepared gemm_rs problem on this rank.
 type rsCase struct {
-	env     *lab.Env
-	sh      Shape
-	rank, n int
+	core
 
-	a, b []float32 // host A (M×K) and B (K×N), for the reference
-
-	dA     *gpu.Buffer[float32] // A_r (M × K_r)
-	dB     *gpu.Buffer[float32] // B_r (K_r × N)
-	dP     *lab.Shared[float32] // every rank's partial product P_r (M × N): the owners pull their rows
-	dOut   *lab.Shared[float32] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
-	events []gpu.Event          // chunked: the reduction's start and end
+	dA   *gpu.Buffer[float32] // A_r (M × K_r)
+	dB   *gpu.Buffer[float32] // B_r (K_r × N)
+	dP   *lab.Shared[float32] // every rank's partial product P_r (M × N): the owners pull their rows
+	dOut *lab.Shared[float32] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
 }
 
 // prepareRS draws A and B (the same on every rank) and allocates this rank's columns of A, rows
@@ -58,25 +53,21 @@ type rsCase struct {
 // in the fused form every rank adds into them).
 func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
 	w := env.World()
-	c := &rsCase{env: env, sh: sh, rank: w.Rank, n: w.Size}
-	k0, kr := Col0Of(c.rank, sh.K, c.n), ColsOf(c.rank, sh.K, c.n)
-	rows := RowsOf(c.rank, sh.M, c.n)
-	if err := lab.NeedMemory(env, 4*(int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N))); err != nil {
-		return nil, lab.Skip("%v", err)
+	k0, kr := Col0Of(w.Rank, sh.K, w.Size), ColsOf(w.Rank, sh.K, w.Size)
+	rows := RowsOf(w.Rank, sh.M, w.Size)
+	cr, err := newCore(env, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N))
+	if err != nil {
+		return nil, err
 	}
-	c.a = make([]float32, sh.M*sh.K)
-	fillUniform(c.a, env.RNG.Uint64())
-	c.b = make([]float32, sh.K*sh.N)
-	fillUniform(c.b, env.RNG.Uint64())
+	c := &rsCase{core: cr}
 	ar := make([]float32, sh.M*kr)
 	for i := range sh.M {
-		copy(ar[i*kr:(i+1)*kr], c.a[i*sh.K+k0:i*sh.K+k0+kr])
+		copy(ar[i*kr:(i+1)*kr], c.hostA[i*sh.K+k0:i*sh.K+k0+kr])
 	}
-	var err error
 	if c.dA, err = lab.Upload(env, "A (this rank's columns)", ar); err != nil {
 		return nil, err
 	}
-	if c.dB, err = lab.Upload(env, "B (this rank's rows)", c.b[k0*sh.N:(k0+kr)*sh.N]); err != nil {
+	if c.dB, err = lab.Upload(env, "B (this rank's rows)", c.hostB[k0*sh.N:(k0+kr)*sh.N]); err != nil {
 		return nil, err
 	}
 	// NaN before every checked run: a reduction that runs before its GEMM leaves NaN in C.
@@ -86,53 +77,19 @@ func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
 	if c.dOut, err = lab.SharedOutput[float32](env, "C (this rank's rows)", rows*sh.N, lab.PoisonNaN32); err != nil {
 		return nil, err
 	}
-	for range 2 {
-		ev, err := lab.NewEvent(env)
-		if err != nil {
-			return nil, err
-		}
-		c.events = append(c.events, ev)
-	}
-	if _, err := env.Signals(); err != nil {
+	// chunked: the reduction's start and end
+	if err := c.ready(2); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Run runs the variant's schedule on this rank between two device barriers, and one between the
+// Run runs the variant's schedule between two device barriers (core.run), and one between the
 // GEMMs and the reductions that read them.
-func (c *rsCase) Run(v *lab.Variant) error {
-	if v.Library != "" {
-		return c.runLibrary(v)
-	}
-	if ok, why := c.env.AllReachable(); !ok {
-		return lab.Skip("%s", why)
-	}
-	st := c.env.Stream
-	if err := c.env.DeviceBarrier(st); err != nil {
-		return err
-	}
-	var err error
-	switch {
-	case v.Name == VarSequential || v.Name == VarChunked:
-		if v.Entry != EntryGemmRows {
-			return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, EntryGemmRows, v.Entry)
-		}
-		if v.Name == VarSequential {
-			err = c.runSequential(v)
-		} else {
-			err = c.runChunked(v)
-		}
-	case v.Entry == EntryGemmRSFused:
-		err = c.runFused(v)
-	default:
-		return fmt.Errorf("variant %s: the driver does not know how to run entry %s in suite %s", v.Name, v.Entry, SuiteGemmRS)
-	}
-	if err != nil {
-		return err
-	}
-	return c.env.DeviceBarrier(st)
-}
+func (c *rsCase) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
+
+// fused: the GEMM whose epilogue adds into the owners' rows.
+func (c *rsCase) fused(v *lab.Variant) bool { return v.Entry == EntryGemmRSFused }
 
 // launchGemm computes rows [row0, row0+rows) of this rank's partial product.
 func (c *rsCase) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
@@ -154,11 +111,11 @@ func (c *rsCase) launchReduce(v *lab.Variant, s gpu.Stream) error {
 	if err != nil {
 		return err
 	}
-	rows := RowsOf(c.rank, c.sh.M, c.n)
+	rows := c.rows()
 	threads := param(v, ParamThreads, 256)
 	grid := gpu.GridFor(rows*c.sh.N, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}
-	return gpu.Launch(k, cfg, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(Row0Of(c.rank, c.sh.M, c.n)), int32(rows))
+	return gpu.Launch(k, cfg, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(rows))
 }
 
 // runSequential: the whole GEMM, a device barrier (every rank's partial product is complete),
@@ -231,13 +188,7 @@ func (c *rsCase) runFused(v *lab.Variant) error {
 // runLibrary: cuBLAS SGEMM into the partial product, then ncclReduceScatter of the partial
 // products into every rank's rows. NCCL needs equal blocks: M must be a multiple of n.
 func (c *rsCase) runLibrary(v *lab.Variant) error {
-	if v.Library != LibNCCLCublas {
-		return fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
-	}
-	if c.sh.M%c.n != 0 {
-		return lab.Skip("NCCL's reduce-scatter needs equal blocks: M = %d is not a multiple of %d ranks", c.sh.M, c.n)
-	}
-	comm, err := c.env.RankCommunicator()
+	comm, err := c.libraryComm(v, "reduce-scatter")
 	if err != nil {
 		return err
 	}
@@ -251,14 +202,7 @@ func (c *rsCase) runLibrary(v *lab.Variant) error {
 // Check compares this rank's rows of C with the float64 product of its rows of A and B (the
 // engine reports the worst rank's).
 func (c *rsCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	got, err := out.Float32(c.dOut.Mine)
-	if err != nil {
-		return check.Report{}, err
-	}
-	lo, rows := Row0Of(c.rank, c.sh.M, c.n), RowsOf(c.rank, c.sh.M, c.n)
-	rep := checkProduct(c.env, got, c.a[lo*c.sh.K:(lo+rows)*c.sh.K], c.b, rows, c.sh.N, c.sh.K, out.Tolerance())
-	rep.Method = "every rank's rows of C: " + rep.Method
-	return rep, nil
+	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C")
 }
 
 // Work is the FLOPs of the layer (see RSWorkOf).
