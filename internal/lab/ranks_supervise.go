@@ -192,24 +192,12 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 		cmd.Stdout, cmd.Stderr = p.out, p.out
 		cmd.Stdin = strings.NewReader(string(specJSON))
 		cmd.Env = r.rankEnv(cmd.Env, rank, n, rendezvous)
-		if r.info.Emulated && spec.Grade != nil {
-			cmd.Env = r.gradeMachineEnv(cmd.Env, spec)
-		}
-		pr, pw, err := os.Pipe()
+		pr, fatal, err := r.startWorker(cmd, spec, fmt.Sprintf("rank %d", rank))
 		if err != nil {
 			killAll()
-			res.failure, res.fatal = "creating the worker pipe: "+err.Error(), "pipe"
+			res.failure, res.fatal = err.Error(), fatal
 			return res
 		}
-		cmd.ExtraFiles = []*os.File{pw}
-		if err := cmd.Start(); err != nil {
-			pr.Close()
-			pw.Close()
-			killAll()
-			res.failure, res.fatal = fmt.Sprintf("starting rank %d: %v", rank, err), "start"
-			return res
-		}
-		pw.Close()
 		pipes = append(pipes, pr)
 		procs = append(procs, p)
 		events := readEvents(pr)
@@ -319,14 +307,7 @@ func (r *runner) watchRoot(in <-chan Event, p *rankProc) <-chan Event {
 	go func() {
 		defer close(out)
 		for e := range in {
-			p.mu.Lock()
-			switch e.Type {
-			case "result":
-				p.finished++
-			case "wait":
-				p.waiting = e.Msg
-			}
-			p.mu.Unlock()
+			p.note(e)
 			if e.Type == "wait" {
 				continue
 			}
@@ -340,18 +321,25 @@ func (r *runner) watchRoot(in <-chan Event, p *rankProc) <-chan Event {
 // why it could not go on.
 func (r *runner) watchPeer(in <-chan Event, p *rankProc) {
 	for e := range in {
-		p.mu.Lock()
-		switch e.Type {
-		case "result":
-			p.finished++
-		case "wait":
-			p.waiting = e.Msg
-		case "fatal":
-			p.failure = e.Msg
-		case "log":
+		p.note(e)
+		if e.Type == "log" {
 			fmt.Fprintf(r.o.Progress, "  rank %d: %s\n", p.rank, e.Msg)
 		}
-		p.mu.Unlock()
+	}
+}
+
+// note keeps what the supervisor reads of a rank's event: a finished job, the meeting it waits
+// at, why it could not go on (read for the ranks other than the root, whose events are the group's).
+func (p *rankProc) note(e Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch e.Type {
+	case "result":
+		p.finished++
+	case "wait":
+		p.waiting = e.Msg
+	case "fatal":
+		p.failure = e.Msg
 	}
 }
 

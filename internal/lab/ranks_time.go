@@ -59,16 +59,11 @@ func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, e
 		return bench.Stats{}, fmt.Errorf("a lab of ranks times its cases through the engine's rank case")
 	}
 	inner, st := rc.Case, w.env.Stream
-	start, err := w.dev.NewEvent()
+	start, end, closeEvents, err := w.timingEvents()
 	if err != nil {
 		return bench.Stats{}, err
 	}
-	defer start.Close()
-	end, err := w.dev.NewEvent()
-	if err != nil {
-		return bench.Stats{}, err
-	}
-	defer end.Close()
+	defer closeEvents()
 
 	var graph gpu.Graph
 	defer func() {

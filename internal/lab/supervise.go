@@ -182,6 +182,28 @@ func (r *runner) workerCmd() *exec.Cmd {
 	return exec.Command(exe, "__worker")
 }
 
+// startWorker starts a worker process (a lone worker, or one rank of a group; what names it in
+// the error) with the grading machine's environment on the emulator, and the write end of a new
+// pipe as its events' descriptor. It returns the read end; on an error, fatal is the step that
+// failed ("pipe", "start") and nothing is left open.
+func (r *runner) startWorker(cmd *exec.Cmd, spec WorkerSpec, what string) (events *os.File, fatal string, err error) {
+	if r.info.Emulated && spec.Grade != nil {
+		cmd.Env = r.gradeMachineEnv(cmd.Env, spec)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, "pipe", fmt.Errorf("creating the worker pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{pw}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, "start", fmt.Errorf("starting %s: %w", what, err)
+	}
+	pw.Close()
+	return pr, "", nil
+}
+
 func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Duration, total, offset int) workerResult {
 	if r.o.InProcess {
 		return r.runInProcess(ctx, spec, total, offset)
@@ -194,22 +216,11 @@ func (r *runner) runWorker(ctx context.Context, spec WorkerSpec, timeout time.Du
 	specJSON, _ := json.Marshal(spec)
 	cmd.Stdin = strings.NewReader(string(specJSON))
 	cmd.Env = withoutEnv(cmd.Env, SecretSeedEnv)
-	if r.info.Emulated && spec.Grade != nil {
-		cmd.Env = r.gradeMachineEnv(cmd.Env, spec)
-	}
-	pr, pw, err := os.Pipe()
+	pr, fatal, err := r.startWorker(cmd, spec, "the worker")
 	if err != nil {
-		res.failure, res.fatal = "creating the worker pipe: "+err.Error(), "pipe"
+		res.failure, res.fatal = err.Error(), fatal
 		return res
 	}
-	cmd.ExtraFiles = []*os.File{pw}
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		res.failure, res.fatal = "starting the worker: "+err.Error(), "start"
-		return res
-	}
-	pw.Close()
 	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	current := r.collect(ctx, &res, readEvents(pr), spec, timeout, total, offset, kill)
 	err = cmd.Wait()

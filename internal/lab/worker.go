@@ -426,21 +426,28 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 	return e, nil
 }
 
+// timingEvents creates the start and end events of one timing; closeEvents frees both.
+func (w *worker) timingEvents() (start, end gpu.Event, closeEvents func(), err error) {
+	if start, err = w.dev.NewEvent(); err != nil {
+		return nil, nil, nil, err
+	}
+	if end, err = w.dev.NewEvent(); err != nil {
+		start.Close()
+		return nil, nil, nil, err
+	}
+	return start, end, func() { start.Close(); end.Close() }, nil
+}
+
 // time measures Runs of v with device events, flushing L2 before each when the suite asks.
 func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.Stats, error) {
 	if w.rk != nil {
 		return w.rankTime(v, c, o)
 	}
-	start, err := w.dev.NewEvent()
+	start, end, closeEvents, err := w.timingEvents()
 	if err != nil {
 		return bench.Stats{}, err
 	}
-	defer start.Close()
-	end, err := w.dev.NewEvent()
-	if err != nil {
-		return bench.Stats{}, err
-	}
-	defer end.Close()
+	defer closeEvents()
 	if s.FlushL2 && w.flush == nil {
 		// Writing twice the L2's size evicts whatever the previous repetition left there.
 		n := 2 * w.dev.Info().L2Bytes
