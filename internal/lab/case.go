@@ -29,7 +29,7 @@ package lab
 // differs — problems, inputs, the reference or check, each variant's launch (Run), the work
 // counts (Work) and the tolerance (lab.yaml) — as a collective in nccl-tests supplies four hooks.
 // The shared helpers of helpers.go (precision, shapes, shared-memory opt-in, tensor maps,
-// occupancy, the memory-fit and device-count preconditions) and matref's input fillers cover
+// occupancy, the memory-fit precondition) and matref's input fillers cover
 // what labs used to copy from each other.
 //
 // A driver's own tests prepare a case as the engine does with lab.NewTrial(env, drv, s, v, p) and
