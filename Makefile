@@ -34,7 +34,7 @@ run: setup build
 
 ## site: render the course site into site/public/
 site: build
-	./$(BIN) site $(strip $(ARGS))
+	./$(BIN) site$(if $(strip $(ARGS)), $(strip $(ARGS)))
 
 ## grade: grade the exercise files of a lab
 grade: build
@@ -43,7 +43,7 @@ grade: build
 ## hip-check: compile every portable kernel for AMD GPUs (gfx90a, gfx942); installs the compilers
 hip-check: build
 	@bash scripts/setup-hip.sh
-	./$(BIN) hip-check $(strip $(ARGS))
+	./$(BIN) hip-check$(if $(strip $(ARGS)), $(strip $(ARGS)))
 
 ## gpu-binaries: labrun and the GPU test binaries in bin/, to carry to a GPU machine without Go
 gpu-binaries: build
