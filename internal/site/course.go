@@ -2,7 +2,6 @@ package site
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -317,22 +316,6 @@ func (c *course) extraFor(slug, preferLab, key string) (any, *devResults) {
 		}
 	}
 	return nil, nil
-}
-
-// num reads a JSON number (or a numeric string) as float64.
-func num(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
 }
 
 // fileExists reports whether p is a regular file.

@@ -33,9 +33,6 @@ func (t *Table) Line(s string) {
 	t.lines[len(t.rows)] = s
 }
 
-// Len is the number of rows.
-func (t *Table) Len() int { return len(t.rows) }
-
 const gap = 2
 
 // Write prints the table within width columns.

@@ -64,9 +64,6 @@ func NewWorkspace(cacheDir, src string, sub *Submission, includeDirs, extraRead 
 // Close removes the scratch folder.
 func (w *Workspace) Close() { os.RemoveAll(w.Dir) }
 
-// Submission says whether the build is of a submitted file.
-func (w *Workspace) Submission() bool { return w.sub != nil }
-
 // Run runs one compiler command and returns its stdout and stderr: a submission's under its
 // sandbox policy (runCompiler), anything else as a plain child process.
 func (w *Workspace) Run(ctx context.Context, name string, args []string) (stdout, stderr string, err error) {

@@ -316,10 +316,3 @@ func (d *device) freeShared(p gpu.Ptr) (ok bool, err error) {
 	}
 	return true, err
 }
-
-// sharedBuffers is how many VMM buffers d has mapped (for tests).
-func (d *device) sharedBuffers() int {
-	d.sharedMu.Lock()
-	defer d.sharedMu.Unlock()
-	return len(d.shared)
-}

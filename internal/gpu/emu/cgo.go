@@ -169,12 +169,9 @@ const (
 	stInternal   = C.KL_EMU_ERR_INTERNAL
 )
 
-// cAlloc maps a new allocation of bytes at base (see cReserve); it returns the data's address
-// and the memfd that holds it (0 and -1 when the host refused).
-func cAlloc(base uintptr, bytes int64) (gpu.Ptr, int) { return cAllocIn(base, bytes, -1) }
-
-// cAllocIn is cAlloc with the memory held by the file fd (a shared-memory file), or a new memfd
-// when fd < 0.
+// cAllocIn maps a new allocation of bytes at base (see cReserve), its memory held by the file fd
+// (a shared-memory file), or a new memfd when fd < 0; it returns the data's address and the memfd
+// that holds it (0 and -1 when the host refused).
 func cAllocIn(base uintptr, bytes int64, file int) (gpu.Ptr, int) {
 	fd := C.int(file)
 	p := C.kl_go_alloc(C.uintptr_t(base), C.size_t(bytes), &fd)
@@ -194,11 +191,6 @@ func cUnmap(base uintptr, bytes int64) { C.kl_go_unmap(C.uintptr_t(base), C.size
 
 // cReserve is the address space an allocation of bytes takes, fences included.
 func cReserve(bytes int64) int64 { return int64(C.kl_go_reserve(C.size_t(bytes))) }
-
-// cBase is the start of an allocation's reservation, from the data's address.
-func cBase(p gpu.Ptr, bytes int64) uintptr {
-	return uintptr(p) - uintptr(C.kl_go_data_off(C.size_t(bytes))) - uintptr(C.kl_go_guard_page())
-}
 
 // cGuardCheck reports the changed slack bytes of an allocation and repairs them.
 func cGuardCheck(p gpu.Ptr, bytes int64) (bad, lo, hi int64) {

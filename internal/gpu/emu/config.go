@@ -62,7 +62,7 @@ const (
 	EnvTimeLimit = "LABRUN_EMU_TIME_LIMIT"
 	EnvMemory    = "LABRUN_EMU_MEMORY"
 	EnvWarp      = "LABRUN_EMU_WARP"
-	// EnvSchedule selects an adversarial schedule (see SetSchedule).
+	// EnvSchedule selects an adversarial schedule (see scheduleSetting).
 	EnvSchedule = "LABRUN_EMU_SCHEDULE"
 )
 
@@ -77,7 +77,6 @@ var (
 	cfgMu     sync.Mutex
 	cfgSMs    int
 	cfgLimit  time.Duration
-	cfgSched  string
 	cfgWarp   int
 	printfOut io.Writer = os.Stdout
 )
@@ -218,22 +217,9 @@ func printfWriter() io.Writer {
 	return printfOut
 }
 
-// SetSchedule sets how the emulator orders the work of a launch ("" restores $LABRUN_EMU_SCHEDULE,
-// which defaults to the plain order). "adversarial:SEED" runs blocks in a shuffled order, delays
-// some of them at their start, resumes the threads of a block in a shuffled order at every
-// switch, and makes threads yield at fences and atomics: code that is right only because of the
-// plain order (a missing wait, a missing barrier after one, a wrong count) fails under it.
-func SetSchedule(s string) {
-	cfgMu.Lock()
-	defer cfgMu.Unlock()
-	cfgSched = s
-}
-
-func scheduleSetting() string {
-	cfgMu.Lock()
-	defer cfgMu.Unlock()
-	if cfgSched != "" {
-		return cfgSched
-	}
-	return os.Getenv(EnvSchedule)
-}
+// scheduleSetting is how the emulator orders the work of a launch ($LABRUN_EMU_SCHEDULE; the
+// plain order by default). "adversarial:SEED" runs blocks in a shuffled order, delays some of
+// them at their start, resumes the threads of a block in a shuffled order at every switch, and
+// makes threads yield at fences and atomics: code that is right only because of the plain order
+// (a missing wait, a missing barrier after one, a wrong count) fails under it.
+func scheduleSetting() string { return os.Getenv(EnvSchedule) }

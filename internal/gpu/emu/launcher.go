@@ -37,7 +37,7 @@ import (
 const LauncherCommand = "__emu-launcher"
 
 // launcherEnv lists the emulator settings a launcher inherits (its environment is otherwise empty;
-// the schedule is passed apart, as SetSchedule or the environment set it).
+// the schedule is passed apart, as the environment sets it).
 var launcherEnv = []string{"LABRUN_EMU_STACK_KIB", "LABRUN_EMU_NO_FAULT_HANDLER"}
 
 // lmsg is one message between labrun and a launcher, in either direction.
