@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 func TestParseCourseFile(t *testing.T) {
@@ -33,9 +32,7 @@ func TestParseCourseFile(t *testing.T) {
 
 // TestCourseFileHasNoLabTitles: a chapter's title and summary have one source, its lab.yaml.
 func TestCourseFileHasNoLabTitles(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	c, err := loadCourse(root)
+	c, err := loadCourse(realCourse(t))
 	require.NoError(t, err)
 	for _, e := range c.errs {
 		assert.NotContains(t, e.Error(), "course.yaml")

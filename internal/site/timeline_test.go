@@ -1,7 +1,6 @@
 package site
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 func timelineCourse(t *testing.T, notes string) string {
 	t.Helper()
 	root := fixture(t)
-	dir := filepath.Join(root, "labs", "03_grouped_gemm")
 	manifest := `id: "03"
 title: { en: "Grouped GEMM", zh: "分组 GEMM" }
 suites:
@@ -34,9 +32,9 @@ suites:
         - { name: "8 groups", title: { zh: "8 组" }, groups: 8 }
         - { name: "3 groups", title: { zh: "3 组" }, groups: 3 }
 `
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(manifest), 0o644))
-	for _, lang := range []string{"en", "zh"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "notes."+lang+".md"), []byte(notes), 0o644))
+	writeFile(t, root, "labs/03_grouped_gemm/lab.yaml", manifest)
+	for _, lang := range Langs {
+		writeFile(t, root, notesPath("03_grouped_gemm", lang), notes)
 	}
 	tl := func(sms int, spans [][4]float64, launches int) map[string]any {
 		tiles := make([]any, len(spans))
@@ -65,18 +63,17 @@ func TestTimelineCell(t *testing.T) {
 		"```kl-plot\nkind: timeline\nsuite: grouped\nproblems: [\"8 groups\"]\nvariants: [persistent]\n```\n\n" +
 		"```kl-plot\nkind: timeline\nsuite: grouped\nproblems: [\"3 groups\"]\n```\n"
 	root := timelineCourse(t, notes)
-	rep, out, err := build(t, root, true)
-	require.NoError(t, err)
+	rep, out := built(t, root, true)
 	require.NoError(t, CheckSite(out))
 	assert.Contains(t, rep.Pages, "en/labs/03_grouped_gemm.html")
 	page := read(t, out, "en/labs/03_grouped_gemm.html")
 	assert.Equal(t, 2, strings.Count(page, `data-kind="timeline"`), "two cells have timelines, the third says there is none")
 	assert.Contains(t, page, "no timeline recorded for 3 groups")
-	svgs, _ := filepath.Glob(filepath.Join(out, "plots", "03_grouped_gemm", "grouped-timeline-*.en.svg"))
+	svgs := siteFiles(t, out, "plots/03_grouped_gemm/grouped-timeline-*.en.svg")
 	require.Len(t, svgs, 2)
 	both := ""
 	for _, p := range svgs {
-		s := read(t, filepath.Dir(p), filepath.Base(p))
+		s := read(t, out, p)
 		if strings.Contains(s, ">loop: 40.0 µs, 2 launch(es), 4 tiles<") {
 			both = s
 		}
@@ -87,22 +84,21 @@ func TestTimelineCell(t *testing.T) {
 	assert.Contains(t, both, ">group 1<", "few groups: a legend")
 	zh := read(t, out, "zh/labs/03_grouped_gemm.html")
 	assert.Contains(t, zh, `data-kind="timeline"`)
-	zsvgs, _ := filepath.Glob(filepath.Join(out, "plots", "03_grouped_gemm", "grouped-timeline-*.zh.svg"))
+	zsvgs := siteFiles(t, out, "plots/03_grouped_gemm/grouped-timeline-*.zh.svg")
 	require.NotEmpty(t, zsvgs)
-	assert.Contains(t, read(t, filepath.Dir(zsvgs[0]), filepath.Base(zsvgs[0])), "哪个 SM 在何时运行了哪个分块")
+	assert.Contains(t, read(t, out, zsvgs[0]), "哪个 SM 在何时运行了哪个分块")
 }
 
 func TestTimelineCellPicksAProblem(t *testing.T) {
 	// Candidates in order: the first with timelines on the device is drawn.
 	root := timelineCourse(t, "# G\n\n```kl-plot\nkind: timeline\nsuite: grouped\nproblems: [\"3 groups\", \"8 groups\"]\n```\n")
-	_, out, err := build(t, root, true)
-	require.NoError(t, err)
-	svgs, _ := filepath.Glob(filepath.Join(out, "plots", "03_grouped_gemm", "grouped-timeline-*.en.svg"))
+	_, out := built(t, root, true)
+	svgs := siteFiles(t, out, "plots/03_grouped_gemm/grouped-timeline-*.en.svg")
 	require.Len(t, svgs, 1)
-	assert.Contains(t, read(t, filepath.Dir(svgs[0]), filepath.Base(svgs[0])), ">8 groups: which SM ran which tile, when<")
+	assert.Contains(t, read(t, out, svgs[0]), ">8 groups: which SM ran which tile, when<")
 
 	root = timelineCourse(t, "# G\n\n```kl-plot\nkind: gantt\nsuite: grouped\n```\n")
-	_, _, err = build(t, root, true)
+	_, _, err := build(t, root, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "speedup, throughput, roofline or timeline")
 }
