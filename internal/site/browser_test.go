@@ -17,7 +17,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 )
 
 // chromiumPath finds a Chromium or Chrome: $LABRUN_CHROMIUM, else the usual names on PATH.
