@@ -1,20 +1,17 @@
 package site
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/strictyaml"
 	"github.com/kernel-labs/kernellabs/site/theme"
 )
 
@@ -81,10 +78,8 @@ func readCourseFile() (*courseFile, error) {
 // parseCourseFile decodes course.yaml strictly: an unknown key is an error, not ignored.
 func parseCourseFile(data []byte) (*courseFile, error) {
 	var doc courseFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("site/theme/course.yaml: %w (it holds repository: and chapters:, each chapter name:, title: and summary:)", err)
+	if err := decodeYAML("site/theme/course.yaml", data, &doc); err != nil {
+		return nil, fmt.Errorf("%w (it holds repository: and chapters:, each chapter name:, title: and summary:)", err)
 	}
 	for _, p := range doc.Chapters {
 		if !chapterRE.MatchString(p.Name) {
@@ -92,6 +87,16 @@ func parseCourseFile(data []byte) (*courseFile, error) {
 		}
 	}
 	return &doc, nil
+}
+
+// decodeYAML decodes a YAML file of the course strictly (internal/strictyaml: an unknown key or
+// a value that does not fit is an error); each problem is an error at file:line.
+func decodeYAML(file string, data []byte, v any) error {
+	var all []error
+	for _, e := range strictyaml.Unmarshal(data, v) {
+		all = append(all, &lineError{File: file, Line: e.Line, Msg: e.Msg})
+	}
+	return errors.Join(all...)
 }
 
 func plannedChapters() ([]plannedChapter, error) {

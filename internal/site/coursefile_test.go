@@ -13,8 +13,9 @@ func TestParseCourseFile(t *testing.T) {
 	}{
 		{"the theme's own", "repository: https://x\nchapters: []\n", ""},
 		{"a planned chapter", "chapters:\n  - name: 07_attention\n    title: {en: A, zh: 甲}\n", ""},
-		{"an unknown key", "repository: https://x\nchapter: []\n", "field chapter not found"},
-		{"a misspelt chapter key", "chapters:\n  - name: 07_attention\n    titel: {en: A}\n", "field titel not found"},
+		{"an unknown key", "repository: https://x\nchapter: []\n", `site/theme/course.yaml:2: unknown key "chapter" in the top level`},
+		{"a misspelt chapter key", "chapters:\n  - name: 07_attention\n    titel: {en: A}\n", `site/theme/course.yaml:3: unknown key "titel" in chapters[0]`},
+		{"not YAML", "chapters: [\n", "site/theme/course.yaml:1: "},
 		{"a name that is not a folder's", "chapters:\n  - name: attention\n", `chapter "attention": a name is a lab folder's name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

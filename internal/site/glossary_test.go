@@ -38,6 +38,13 @@ func TestGlossaryIsFollowed(t *testing.T) {
 	assert.NotEmpty(t, rep.Warnings)
 }
 
+func TestGlossaryFileIsStrict(t *testing.T) {
+	root := fixture(t)
+	writeFile(t, root, GlossaryPath, "terms:\n  - en: warp\n    zh: warp\n    avoud: [线程束]\n")
+	_, err := loadGlossary(root)
+	assert.ErrorContains(t, err, `labs/glossary.yaml:4: unknown key "avoud" in terms[0]`)
+}
+
 func TestRealCourseFollowsItsGlossary(t *testing.T) {
 	root := realCourse(t)
 	terms, err := loadGlossary(root)
