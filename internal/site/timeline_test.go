@@ -1,60 +1,26 @@
 package site
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kernel-labs/kernellabs/internal/gpu"
-	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// timelineCourse is the fixture with lab 03 given notes and results with timelines: two
-// variants of suite grouped, one of them with an emulated copy too.
+// timelineCourse is the fixture with lab 03 given these notes, the lab.yaml and results of
+// testdata/timeline: suite grouped with two variants; on 8 groups, loop ran its 4 tiles
+// ([sm, start_ns, end_ns, group]) in 2 launches and 40 µs, persistent in 1 launch and 20 µs;
+// loop on 3 groups has no timeline.
 func timelineCourse(t *testing.T, notes string) string {
 	t.Helper()
 	root := fixture(t)
-	manifest := `id: "03"
-title: { en: "Grouped GEMM", zh: "分组 GEMM" }
-suites:
-  - name: grouped
-    metric: tflops
-    baseline: loop
-    variants:
-      - { name: loop, file: kernels/01_loop.cu, entry: gemm_loop }
-      - { name: persistent, file: kernels/01_loop.cu, entry: gemm_loop }
-    problems:
-      gpu:
-        - { name: "8 groups", title: { zh: "8 组" }, groups: 8 }
-        - { name: "3 groups", title: { zh: "3 组" }, groups: 3 }
-`
-	writeFile(t, root, "labs/03_grouped_gemm/lab.yaml", manifest)
+	for _, rel := range []string{"labs/03_grouped_gemm/lab.yaml", "results/synthetic-gpu/03_grouped_gemm.json"} {
+		writeFile(t, root, rel, read(t, "testdata/timeline", rel))
+	}
 	for _, lang := range Langs {
 		writeFile(t, root, notesPath("03_grouped_gemm", lang), notes)
 	}
-	tl := func(sms int, spans [][4]float64, launches int) map[string]any {
-		tiles := make([]any, len(spans))
-		for i, s := range spans {
-			tiles[i] = []any{s[0], s[1], s[2], s[3]}
-		}
-		return map[string]any{"timeline": map[string]any{"sms": float64(sms), "launches": float64(launches), "tiles": tiles}}
-	}
-	entry := func(variant, problem string, data map[string]any, speedup float64) results.Entry {
-		return results.Entry{Suite: "grouped", Variant: variant, Problem: problem, Status: results.StatusOK, TFLOPs: 100,
-			Time: nil, Speedup: speedup, Data: data, RunAt: time.Date(2025, 11, 20, 10, 0, 0, 0, time.UTC)}
-	}
-	f := &results.File{Lab: "03_grouped_gemm", Time: time.Date(2025, 11, 20, 10, 0, 0, 0, time.UTC),
-		Device: gpu.DeviceInfo{Backend: "cuda", Name: "Synthetic GPU", ComputeMajor: 9, SMs: 132},
-		Entries: []results.Entry{
-			entry("loop", "8 groups", tl(132, [][4]float64{{0, 0, 20000, 0}, {1, 0, 20000, 0}, {0, 20500, 40000, 1}, {5, 20500, 30000, 1}}, 2), 0),
-			entry("persistent", "8 groups", tl(132, [][4]float64{{0, 0, 20000, 0}, {1, 0, 20000, 0}, {2, 0, 19000, 1}, {3, 0, 10000, 1}}, 1), 2),
-			entry("loop", "3 groups", nil, 0),
-		}}
-	require.NoError(t, results.Save(filepath.Join(root, "results", "synthetic-gpu", "03_grouped_gemm.json"), f))
 	return root
 }
 
