@@ -12,16 +12,8 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-// The tests' courses: the synthetic test course (testdata/course), copied for each test so that
-// it may edit it, and the repository's own; building them, and reading and editing their files.
-
-// fixture copies the synthetic test course (testdata/course) into a temporary folder.
-func fixture(t testing.TB) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "course")
-	require.NoError(t, os.CopyFS(dst, os.DirFS("testdata/course")))
-	return dst
-}
+// The tests' courses: the repository's own, and the synthetic test course (testdata/course),
+// copied for each test so that it may edit it; building them, and reading and editing their files.
 
 // realCourse is the repository's own course (its labs/ and results/), which tests check as it is.
 func realCourse(t testing.TB) string {
@@ -29,6 +21,14 @@ func realCourse(t testing.TB) string {
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	return root
+}
+
+// fixture copies the synthetic test course (testdata/course) into a temporary folder.
+func fixture(t testing.TB) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "course")
+	require.NoError(t, os.CopyFS(dst, os.DirFS("testdata/course")))
+	return dst
 }
 
 // build builds a course's site into a temporary folder: the report, the folder and the error.
