@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -101,9 +100,7 @@ Flags:
 		regs = compare.Regressions(rows, *failPct)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"lab": old.Lab, "old": pos[0], "new": pos[1], "rows": rows, "regressions": regs})
+		writeJSON(stdout, map[string]any{"lab": old.Lab, "old": pos[0], "new": pos[1], "rows": rows, "regressions": regs})
 	} else {
 		printComparison(stdout, rows, term.Width())
 	}

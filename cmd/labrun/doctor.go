@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -31,9 +30,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	checks, usable := diagnose()
 	current := currentBackend(usable)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"checks": checks, "usable_backends": usable, "current_backend": current})
+		writeJSON(stdout, map[string]any{"checks": checks, "usable_backends": usable, "current_backend": current})
 	} else {
 		printDoctor(term.NewWrapWriter(stdout, term.Width()), checks, usable, current)
 	}

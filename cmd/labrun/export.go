@@ -29,13 +29,9 @@ exercise). Grade the students with scripts/grade-of-record.sh at that commit.
 
 Flags:
 `
-	dir, code, ok := parseArgs(fs, args)
+	dir, code, ok := requiredArg(fs, args, "where to? e.g. labrun export ../kernellabs-student")
 	if !ok {
 		return code
-	}
-	if dir == "" {
-		fmt.Fprintln(stderr, "labrun export: where to? e.g. labrun export ../kernellabs-student")
-		return exitUsage
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		fmt.Fprintf(stderr, "labrun export: %s is a file: give a folder for the student edition\n", dir)

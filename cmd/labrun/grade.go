@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,7 +180,7 @@ func gradeSelection(root string, names []string, stderr io.Writer) ([]string, in
 		want[m.Name] = true
 	}
 	var labs []string
-	for _, d := range append(withExercises, sortedKeys(want)...) {
+	for _, d := range append(withExercises, slices.Sorted(maps.Keys(want))...) {
 		if want[d] {
 			labs = append(labs, d)
 			delete(want, d)
@@ -190,15 +191,6 @@ func gradeSelection(root string, names []string, stderr io.Writer) ([]string, in
 		return nil, exitUsage
 	}
 	return labs, exitOK
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // readSecret takes the secret seed from a file ("-": in) or else from the environment, and in

@@ -35,9 +35,7 @@ func TestMain(m *testing.M) {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	root, err := lab.FindRoot(wd)
+	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	return root
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -81,9 +80,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		all = append(all, e)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(all)
+		writeJSON(stdout, all)
 	} else {
 		for _, e := range all {
 			if e.Error != "" {

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,6 +148,13 @@ func exitFor(err error, stderr io.Writer) int {
 	return exitEnv
 }
 
+// writeJSON writes v to w as indented JSON: the output of every --json.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
 func findRoot(stderr io.Writer) (string, int) {
 	wd, _ := os.Getwd()
 	root, err := lab.FindRoot(wd)
@@ -172,4 +180,15 @@ func parseArgs(fs *flags, args []string) (arg string, code int, ok bool) {
 	}
 	fmt.Fprintf(fs.stderr, "labrun %s: unexpected argument %q ('labrun %s --help' shows how to call it)\n", fs.Name(), fs.Arg(1), fs.Name())
 	return "", exitUsage, false
+}
+
+// requiredArg is parseArgs for a command that cannot do without its argument: when it is missing
+// the command stops with exit status 2 and "labrun NAME: " + missing (what to give, with an example).
+func requiredArg(fs *flags, args []string, missing string) (arg string, code int, ok bool) {
+	arg, code, ok = parseArgs(fs, args)
+	if ok && arg == "" {
+		fmt.Fprintf(fs.stderr, "labrun %s: %s\n", fs.Name(), missing)
+		return "", exitUsage, false
+	}
+	return arg, code, ok
 }

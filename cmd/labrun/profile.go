@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,13 +45,9 @@ Exit codes: 0 recorded; 1 a variant failed its check under the profiler; 2 bad i
 
 Flags:
 `
-	name, code, ok := parseArgs(fs, args)
+	name, code, ok := requiredArg(fs, args, "which lab? e.g. labrun profile 02 --variant smem_tiled")
 	if !ok {
 		return code
-	}
-	if name == "" {
-		fmt.Fprintln(stderr, "labrun profile: which lab? e.g. labrun profile 02 --variant smem_tiled")
-		return exitUsage
 	}
 	var k profile.Kind
 	if *kind != "" {
@@ -66,14 +61,10 @@ Flags:
 		fmt.Fprintln(stderr, "labrun profile: --launches must be at least 1")
 		return exitUsage
 	}
-	root, code := findRoot(stderr)
+	// Bad input first, then the environment: a typo is reported even where ncu is missing.
+	root, man, code := loadLab(name, stderr)
 	if code != exitOK {
 		return code
-	}
-	// Bad input first, then the environment: a typo is reported even where ncu is missing.
-	man, err := lab.Load(root, name)
-	if err != nil {
-		return exitFor(err, stderr)
 	}
 	if _, err := profile.Plan(man, suites, variants, problems, *kernel); err != nil {
 		return exitFor(err, stderr)
@@ -97,9 +88,7 @@ Flags:
 		return exitFor(err, stderr)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"lab": man.Name, "path": out.Path, "saved_to": out.SavedTo, "profiles": out.Recorded,
+		writeJSON(stdout, map[string]any{"lab": man.Name, "path": out.Path, "saved_to": out.SavedTo, "profiles": out.Recorded,
 			"failed": failures(out.Failed)})
 	} else {
 		printProfiles(stdout, out.Recorded)

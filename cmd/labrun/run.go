@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -159,13 +158,9 @@ Flags:
 	if err := addCustomFlags(fs, r, man); err != nil {
 		return exitFor(err, stderr)
 	}
-	name, code, ok := parseArgs(fs, args)
+	name, code, ok := requiredArg(fs, args, "which lab? e.g. labrun run 01 (labrun list shows them)")
 	if !ok {
 		return code
-	}
-	if name == "" {
-		fmt.Fprintln(stderr, "labrun run: which lab? e.g. labrun run 01 (labrun list shows them)")
-		return exitUsage
 	}
 	if man == nil || root == "" { // the scan and the parse disagree only on odd command lines ("--")
 		var code int
@@ -221,9 +216,7 @@ Flags:
 		if out.SaveError != nil {
 			doc["save_error"] = out.SaveError.Error()
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(doc)
+		writeJSON(stdout, doc)
 	} else {
 		printTable(stdout, out, term.Width())
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -59,9 +58,7 @@ Flags:
 		return exitUsage
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		writeJSON(stdout, rep)
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "site: %d pages, %d plots in %s (%.2fs)\nopen %s\n", len(rep.Pages), rep.Plots, rep.OutDir,

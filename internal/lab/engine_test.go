@@ -137,6 +137,17 @@ func newCourse(t *testing.T, manifest string) string {
 	return root
 }
 
+// fakeBackend opens the fake GPU backend (one device of compute capability 9.0) and describes
+// its device.
+func fakeBackend(t *testing.T) (gpu.Backend, gpu.DeviceInfo) {
+	t.Helper()
+	be, _, err := gpu.Open("fake")
+	require.NoError(t, err)
+	info, err := be.DeviceInfo(0)
+	require.NoError(t, err)
+	return be, info
+}
+
 func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	root := newCourse(t, testManifest)
 	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Seed: 7, SeedSet: true,
@@ -276,10 +287,7 @@ func TestRunErrors(t *testing.T) {
 // The engine asks the run's backend (here the fake GPU, compute capability 9.0) what it can run
 // and for which target; the backends' own tests cover their rules.
 func TestSkipReasonsAreTheBackends(t *testing.T) {
-	be, _, err := gpu.Open("fake")
-	require.NoError(t, err)
-	info, err := be.DeviceInfo(0)
-	require.NoError(t, err)
+	be, info := fakeBackend(t)
 	r := &runner{be: be, info: info, available: 1}
 	assert.Contains(t, r.skipReason([]string{"nvidia", "sm_100a"}, ""), "needs sm_100a")
 	assert.Empty(t, r.skipReason([]string{"nvidia", "sm_90a", "cublas"}, "inline PTX"))
