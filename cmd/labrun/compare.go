@@ -14,8 +14,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
-func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("compare", stdout, stderr)
+func cmdCompare(fs *flags, args []string, stdout, stderr io.Writer) int {
 	failPct := fs.Float64("fail-on-regression", -1, "exit 1 when a variant is slower by more than this percent, outside the noise (default: no check)")
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
 	quick := fs.Bool("quick", false, "when NEW is a lab: run its quick subset")

@@ -10,8 +10,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/grade"
 )
 
-func cmdExport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("export", stdout, stderr)
+func cmdExport(fs *flags, args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "write into DIR even if it is not empty")
 	noCheck := fs.Bool("no-check", false, "do not compile the exported exercise files (on the CPU emulator) to prove that the stubs compile")
 	fs.intro = `Usage: labrun export DIR [flags]

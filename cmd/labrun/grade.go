@@ -15,8 +15,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-func cmdGrade(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("grade", stdout, stderr)
+func cmdGrade(fs *flags, args []string, stdout, stderr io.Writer) int {
 	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
 	device := fs.Int("device", 0, "device index")

@@ -27,8 +27,7 @@ type hipJob struct {
 	err    error
 }
 
-func cmdHIPCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("hip-check", stdout, stderr)
+func cmdHIPCheck(fs *flags, args []string, stdout, stderr io.Writer) int {
 	targets := fs.String("targets", "", "comma-separated AMD targets (default: all of "+hipArchs()+")")
 	jobs := fs.Int("jobs", runtime.NumCPU(), "compiles at once")
 	packages := fs.Bool("packages", false, "print the Debian packages of the targets' compilers that are missing here, and exit")

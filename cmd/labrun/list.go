@@ -9,8 +9,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-func cmdList(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("list", stdout, stderr)
+func cmdList(fs *flags, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "write JSON to stdout")
 	fs.intro = "Usage: labrun list [--json]\n\nLists the labs with their suites and variants.\n\nFlags:\n"
 	if code, ok := fs.parse(args); !ok {

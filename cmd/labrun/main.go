@@ -76,8 +76,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// subcommands run the commands that take their own arguments (after the command's name).
-var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+// subcommands run the commands that take their own arguments (after the command's name), each
+// with a flag set of its own named after it.
+var subcommands = map[string]func(fs *flags, args []string, stdout, stderr io.Writer) int{
 	"list":      cmdList,
 	"doctor":    cmdDoctor,
 	"run":       cmdRun,
@@ -108,10 +109,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdVersion(stdout)
 	}
 	if c, ok := subcommands[cmd]; ok {
-		return c(rest, stdout, stderr)
+		return c(newFlags(cmd, stdout, stderr), rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
-		return cmdRun(args, stdout, stderr)
+		return cmdRun(newFlags("run", stdout, stderr), args, stdout, stderr)
 	}
 	msg := fmt.Sprintf("labrun: unknown command %q", cmd)
 	if strings.HasPrefix(cmd, "-") {

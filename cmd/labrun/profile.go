@@ -15,8 +15,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/profile"
 )
 
-func cmdProfile(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("profile", stdout, stderr)
+func cmdProfile(fs *flags, args []string, stdout, stderr io.Writer) int {
 	var variants listFlag
 	var problems, suites repeatFlag
 	fs.Var(&variants, "variant", "profile these variants (repeat the flag or separate with commas; default: every kernel variant)")

@@ -133,8 +133,7 @@ func labArgument(args []string, declare func(*flags)) string {
 	return ""
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", stdout, stderr)
+func cmdRun(fs *flags, args []string, stdout, stderr io.Writer) int {
 	r := addRunFlags(fs)
 	fs.intro = `Usage: labrun run NN [flags]   (or: labrun NN [flags])
 

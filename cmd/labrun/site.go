@@ -9,8 +9,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/site"
 )
 
-func cmdSite(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("site", stdout, stderr)
+func cmdSite(fs *flags, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "folder to write the site into (default: site/public under the course root)")
 	rootFlag := fs.String("root", "", "the course folder (default: found from the current folder, or $LABRUN_ROOT)")
 	strict := fs.Bool("strict", false, "fail when the languages of a lab are out of step, a lab has notes in one language only, or a results file cannot be read")
