@@ -17,6 +17,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -118,9 +119,7 @@ func init() {
 }
 
 func ranksCourse(t *testing.T) string {
-	root := newCourse(t, ranksManifest)
-	renameLab(t, root, "98_ranks")
-	return root
+	return coursedir.Write(t, "98_ranks", map[string]string{"lab.yaml": ranksManifest})
 }
 
 func byVariant(es []results.Entry) map[string]results.Entry {
@@ -221,10 +220,4 @@ func TestRankDeclaration(t *testing.T) {
 	assert.Error(t, (&RankSpec{Emu: maxRanks + 1}).validate())
 	env := withoutEnv([]string{"A=1", "RANK=3"}, "RANK")
 	assert.Equal(t, []string{"A=1"}, env)
-}
-
-// renameLab gives newCourse's lab the folder name its driver is registered under.
-func renameLab(t *testing.T, root, name string) {
-	t.Helper()
-	require.NoError(t, os.Rename(filepath.Join(root, "labs", "99_test"), filepath.Join(root, "labs", name)))
 }
