@@ -76,6 +76,15 @@ func testDriver(t *testing.T) Driver {
 	return d
 }
 
+// byVariant indexes a run's entries by variant (runs of one problem).
+func byVariant(es []results.Entry) map[string]results.Entry {
+	m := map[string]results.Entry{}
+	for _, e := range es {
+		m[e.Variant] = e
+	}
+	return m
+}
+
 // fakeBackend opens the fake GPU backend (one device of compute capability 9.0) and describes
 // its device.
 func fakeBackend(t *testing.T) (gpu.Backend, gpu.DeviceInfo) {
@@ -92,10 +101,7 @@ func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Seed: 7, SeedSet: true,
 		Quick: true, Worker: testWorker})
 	require.NoError(t, err)
-	got := map[string]results.Entry{}
-	for _, e := range out.Results.Entries {
-		got[e.Variant] = e
-	}
+	got := byVariant(out.Results.Entries)
 	assert.Equal(t, results.StatusOK, got["lib"].Status)
 	assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
 	assert.Greater(t, got["good"].Speedup, 0.0)

@@ -185,10 +185,7 @@ func TestRunPeersThroughTheEngine(t *testing.T) {
 	out, err := Run(context.Background(), Options{Root: root, Lab: "98", Backend: "fake", Seed: 7, SeedSet: true,
 		Quick: true, Worker: testWorker})
 	require.NoError(t, err)
-	got := map[string]results.Entry{}
-	for _, e := range out.Results.Entries {
-		got[e.Variant] = e
-	}
+	got := byVariant(out.Results.Entries)
 	ok := got["peer_ok"]
 	require.Equal(t, results.StatusOK, ok.Status, ok.Error)
 	assert.Equal(t, 0.003, ok.Time.MedianMs)
