@@ -97,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "__worker":
+	case lab.WorkerArg:
 		return lab.RunWorkerFromEnv()
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
