@@ -3,23 +3,16 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-const demoKernel = `id: "07"
-title: {en: Demo, zh: 演示}
-suites:
-  - name: s
-    metric: gbps
-    baseline: lib
-    problems: {gpu: [{name: one, n: 1}]}
-    variants:
-      - {name: lib, library: x}
-      - {name: k, file: kernels/k.cu, entry: k}
-`
+// demoKernel is the demo lab with a kernel variant beside its library one.
+var demoKernel = strings.Replace(demo, "variants: [{name: lib, library: x}]",
+	"variants: [{name: lib, library: x}, {name: k, file: kernels/k.cu, entry: k}]", 1)
 
 func TestCLIProfile(t *testing.T) {
 	root := course(t, demoKernel)
