@@ -35,6 +35,10 @@ suites:
     variants: [{name: lib, library: x}]
 `
 
+// demoKernel is the demo lab with a kernel variant beside its library one.
+var demoKernel = strings.Replace(demo, "variants: [{name: lib, library: x}]",
+	"variants: [{name: lib, library: x}, {name: k, file: kernels/k.cu, entry: k}]", 1)
+
 // runCLI runs labrun with args; stdout and stderr are returned apart.
 func runCLI(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer

@@ -3,16 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// demoKernel is the demo lab with a kernel variant beside its library one.
-var demoKernel = strings.Replace(demo, "variants: [{name: lib, library: x}]",
-	"variants: [{name: lib, library: x}, {name: k, file: kernels/k.cu, entry: k}]", 1)
 
 func TestCLIProfile(t *testing.T) {
 	root := course(t, demoKernel)
