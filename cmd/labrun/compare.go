@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/compare"
@@ -61,7 +59,7 @@ Flags:
 		if code != exitOK {
 			return code
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		ctx, stop := interruptible()
 		defer stop()
 		out, err := lab.Run(ctx, lab.Options{Root: root, Lab: pos[1], Quick: *quick, Backend: *backend,
 			Variants: variants, NoSave: true, Progress: stderr})

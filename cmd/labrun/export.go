@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 
 	"github.com/kernel-labs/kernellabs/internal/grade"
 )
@@ -40,7 +38,7 @@ Flags:
 	if code != exitOK {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	rep, err := grade.Export(ctx, root, dir, grade.ExportOptions{Force: *force, NoCheck: *noCheck})
 	if err != nil {

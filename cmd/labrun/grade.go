@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"time"
@@ -105,7 +103,7 @@ Flags:
 	}
 	seedSet := fs.Changed("seed")
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	sum := &grade.Grades{}
 	for _, l := range labs {

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -102,7 +100,7 @@ Flags:
 		return exitFor(err, stderr)
 	}
 	defer os.RemoveAll(out)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	started := time.Now()
 	sem := make(chan struct{}, *jobs)

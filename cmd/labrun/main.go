@@ -14,11 +14,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -147,6 +149,12 @@ func exitFor(err error, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitEnv
+}
+
+// interruptible is the context of a command's work: an interrupt (Ctrl-C) cancels it, and the
+// engine then stops between jobs and keeps what it measured.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
 }
 
 // writeJSON writes v to w as indented JSON: the output of every --json.

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 
@@ -78,7 +76,7 @@ Flags:
 	if !seedSet {
 		s = rand.Uint64() >> 16
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	out, err := profile.Run(ctx, profile.Options{Root: root, Lab: name, Suites: suites, Variants: variants, Problems: problems,
 		Kernel: *kernel, Count: *count, Kind: k, Backend: *backend, Device: *device, Seed: s, Self: self,
