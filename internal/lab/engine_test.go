@@ -61,8 +61,9 @@ timeout: 2s
       emu: [{name: tiny, n: 10}]
 `
 
-// newCourse writes a course root with the engine's test lab (internal/labtest/scalelab, y = 2x,
-// registered under 99_test by scalelab_test.go) and the given manifest, and returns it.
+// newCourse writes a course root with the engine's test lab and the given manifest, and returns
+// it. The lab's driver is internal/labtest/scalelab's (y = 2x), registered as 99_test when
+// scalelab_test.go imports it.
 func newCourse(t *testing.T, manifest string) string {
 	t.Helper()
 	return coursedir.Write(t, "99_test", map[string]string{"lab.yaml": manifest, "k.cu": "// fake kernels\n"})
