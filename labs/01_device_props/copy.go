@@ -22,78 +22,56 @@ import (
 // repeated passes also leave a small working set in L2, which is the point: below the L2 size
 // this suite measures L2, above it HBM. Both the library copy and the kernels run the same passes.
 type copyCase struct {
-	env      *lab.Env
-	n        int
-	passes   int64
-	seed     uint64
-	src, dst *gpu.Buffer[float32]
+	hashedSource
+	n   int // floats copied
+	dst *gpu.Buffer[float32]
 }
 
 // copyBytesPerRun is how many bytes (read + written) one Run moves at least, by default.
 const copyBytesPerRun = 1 << 30
 
-func prepareCopy(env *lab.Env, p lab.Problem) (lab.Case, error) {
-	bytes := p.Int("bytes", 0)
-	if bytes < 8 || bytes%8 != 0 {
-		return nil, fmt.Errorf("bytes = %d: it must be a positive multiple of 8 (the working set: n floats read plus n written)", bytes)
-	}
-	if err := lab.NeedMemory(env, bytes); err != nil {
+func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
+	// One pass on the emulator: enough to check.
+	src, err := newHashedSource(env, p, 8, 8, "the working set: n floats read plus n written", copyBytesPerRun, 1)
+	if err != nil {
 		return nil, err
 	}
-	c := &copyCase{env: env, n: int(bytes / 8), seed: env.RNG.Uint64()}
-	target := p.Int("run_bytes", copyBytesPerRun)
-	if env.Device.Info().Emulated {
-		target = 0 // emulated timings mean nothing: one pass is enough to check
-	}
-	c.passes = max(1, target/bytes)
-	var err error
-	if c.src, err = lab.Alloc[float32](env, "src", c.n); err != nil {
-		return nil, err
-	}
-	if c.dst, err = lab.Output[float32](env, "dst", c.n, lab.PoisonNaN32); err != nil {
-		return nil, err
-	}
-	if err := fillHash(env, c.src, c.seed); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c := &copyCase{hashedSource: src, n: src.src.Len()}
+	c.dst, err = lab.Output[float32](env, "dst", c.n, lab.PoisonNaN32)
+	return c, err
 }
 
 func (c *copyCase) Run(v *lab.Variant) error {
-	env := c.env
-	if v.Library == LibMemcpyDtoD {
-		for range c.passes {
-			if err := c.dst.CopyFrom(c.src, env.Stream); err != nil {
-				return err
-			}
+	pass := func() error { return c.dst.CopyFrom(c.src, c.env.Stream) }
+	if v.Library != LibMemcpyDtoD {
+		if !v.IsKernel() {
+			return fmt.Errorf("variant %s: %s has no library %q (it knows %s)", v.Name, SuiteHBM, v.Library, LibMemcpyDtoD)
 		}
-		return nil
-	}
-	if !v.IsKernel() {
-		return fmt.Errorf("variant %s: %s has no library %q (it knows %s)", v.Name, SuiteHBM, v.Library, LibMemcpyDtoD)
-	}
-	k, err := env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	block, err := blockSize(env, v, 256)
-	if err != nil {
-		return err
-	}
-	// Each thread moves vec × unroll floats per iteration. A grid-stride kernel is correct with
-	// any grid: launch blocks_per_sm blocks on every SM (a full SM's worth of threads by default),
-	// but no more than the data needs. blocks_per_sm = 0 asks for a flat grid instead, as many
-	// blocks as the data needs, for kernels without a loop (copy_f4_flat).
-	perThread := int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1))
-	grid := lab.CeilDiv(c.n, block*perThread)
-	if bps := v.Int("blocks_per_sm", 8); bps > 0 {
-		grid = min(grid, smCount(env)*int(bps))
-	}
-	if grid > math.MaxInt32 {
-		return fmt.Errorf("variant %s: %d floats need a grid of %d blocks, more than a launch allows", v.Name, c.n, grid)
+		k, err := c.env.Kernel(v)
+		if err != nil {
+			return err
+		}
+		block, err := blockSize(c.env, v, 256)
+		if err != nil {
+			return err
+		}
+		// Each thread moves vec × unroll floats per iteration. A grid-stride kernel is correct
+		// with any grid: launch blocks_per_sm blocks on every SM (a full SM's worth of threads by
+		// default), but no more than the data needs. blocks_per_sm = 0 asks for a flat grid
+		// instead, as many blocks as the data needs, for kernels without a loop (copy_f4_flat).
+		perThread := int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1))
+		grid := lab.CeilDiv(c.n, block*perThread)
+		if bps := v.Int("blocks_per_sm", 8); bps > 0 {
+			grid = min(grid, smCount(c.env)*int(bps))
+		}
+		if grid > math.MaxInt32 {
+			return fmt.Errorf("variant %s: %d floats need a grid of %d blocks, more than a launch allows", v.Name, c.n, grid)
+		}
+		lc := cfg(c.env, grid, block)
+		pass = func() error { return gpu.Launch(k, lc, c.src, c.dst, int64(c.n)) }
 	}
 	for range c.passes {
-		if err := gpu.Launch(k, cfg(env, grid, block), c.src, c.dst, int64(c.n)); err != nil {
+		if err := pass(); err != nil {
 			return err
 		}
 	}
@@ -132,4 +110,4 @@ func (c *copyCase) Check(_ *lab.Variant, out *lab.Outputs) (check.Report, error)
 }
 
 // Work counts every pass. (Ops stays 0: the rate is bytes over the time of the whole Run.)
-func (c *copyCase) Work() lab.Work { return lab.Work{Bytes: float64(8 * int64(c.n) * c.passes)} }
+func (c *copyCase) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes * c.passes)} }

@@ -11,9 +11,14 @@ package devprops
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 
+	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -47,33 +52,23 @@ type Lab struct{}
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var (
-	_ lab.Driver         = Lab{}
 	_ lab.DeviceRecorder = Lab{}
 	_ lab.Deriver        = Lab{}
 )
 
+// prepares are the suites' Prepare functions.
+var prepares = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
+	SuiteHBM: prepareCopy, SuiteL2: prepareL2, SuiteFMA: prepareFMA,
+	SuiteTensor: prepareTensor, SuiteLaunch: prepareLaunch, SuiteHostLink: prepareHostLink,
+}
+
 // Prepare allocates and fills the problem p of suite s.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	var (
-		c   lab.Case
-		err error
-	)
-	switch s.Name {
-	case SuiteHBM:
-		c, err = prepareCopy(env, p)
-	case SuiteL2:
-		c, err = prepareL2(env, s, p)
-	case SuiteFMA:
-		c, err = prepareFMA(env, p)
-	case SuiteTensor:
-		c, err = prepareTensor(env, p)
-	case SuiteLaunch:
-		c, err = prepareLaunch(env, p)
-	case SuiteHostLink:
-		c, err = prepareHostLink(env, p)
-	default:
+	prepare, ok := prepares[s.Name]
+	if !ok {
 		return nil, fmt.Errorf("lab %s has no suite %q", LabDir, s.Name)
 	}
+	c, err := prepare(env, s, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
@@ -103,6 +98,39 @@ func cfg(env *lab.Env, grid, block int) gpu.LaunchConfig {
 	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(block), Stream: env.Stream}
 }
 
+// hashedSource is what the bandwidth suites (copy, L2 read) share: the problem's `bytes`, the
+// passes one Run makes over them (copy.go says why there are several), and a source of floats
+// filled on the device with the hash of seed.
+type hashedSource struct {
+	env    *lab.Env
+	bytes  int64
+	passes int64
+	seed   uint64
+	src    *gpu.Buffer[float32]
+}
+
+// newHashedSource reads the problem's bytes, a positive multiple of unit (why says of what), and
+// fills a source of one float per bytesPerFloat. A Run makes run_bytes / bytes passes (runBytes
+// by default), at least one; emuPasses on an emulated device, whose timings mean nothing.
+func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why string, runBytes, emuPasses int64) (hashedSource, error) {
+	h := hashedSource{env: env, bytes: p.Int("bytes", 0)}
+	if h.bytes < unit || h.bytes%unit != 0 {
+		return h, fmt.Errorf("bytes = %d: it must be a positive multiple of %d (%s)", h.bytes, unit, why)
+	}
+	if err := lab.NeedMemory(env, h.bytes); err != nil {
+		return h, err
+	}
+	h.seed, h.passes = env.RNG.Uint64(), max(1, p.Int("run_bytes", runBytes)/h.bytes)
+	if env.Device.Info().Emulated {
+		h.passes = emuPasses
+	}
+	var err error
+	if h.src, err = lab.Alloc[float32](env, "src", int(h.bytes/bytesPerFloat)); err != nil {
+		return h, err
+	}
+	return h, fillHash(env, h.src, h.seed)
+}
+
 // fillHash writes element i = HashFloat(seed, i) for i in [0, n) of buf, with the helper kernel
 // fill_f32 (lab.yaml helpers:): gigabytes of input are generated faster on the device than
 // uploaded.
@@ -112,10 +140,61 @@ func fillHash(env *lab.Env, buf *gpu.Buffer[float32], seed uint64) error {
 		return fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
 	}
 	const block = 256
-	n := buf.Len()
-	grid := max(min(smCount(env)*8, lab.CeilDiv(n, block)), 1)
-	if err := gpu.Launch(k, cfg(env, grid, block), buf, int64(n), seed); err != nil {
+	grid := gpu.GridFor(buf.Len(), block, smCount(env), 8)
+	if err := gpu.Launch(k, cfg(env, grid, block), buf, int64(buf.Len()), seed); err != nil {
 		return fmt.Errorf("filling the input on the device: %w", err)
 	}
 	return env.Stream.Synchronize()
+}
+
+// threadSamples is how many threads a check recomputes on the CPU, at most.
+const threadSamples = 96
+
+// sampleThreads picks the threads of a grid of n threads (blocks of block) that a check
+// recomputes: the first and last of the grid and of its first and last blocks, and random ones
+// (deterministic in seed).
+func sampleThreads(n, block int, seed uint64) []int {
+	seen := map[int]bool{}
+	add := func(t int) {
+		if t >= 0 && t < n {
+			seen[t] = true
+		}
+	}
+	for _, t := range []int{0, 1, block - 1, block, n - block, n - 1} {
+		add(t)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xF3A))
+	for len(seen) < min(n, threadSamples) {
+		add(rng.IntN(n))
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// checkThreads compares the outputs of threads tids bit for bit with want(tid), recomputed on all
+// cores (one thread's work can be millions of steps); wrong outputs are named by thread, and
+// Checked counts every output (the caller checks them all some other way too).
+func checkThreads[T comparable](out []T, tids []int, want func(tid int) T) check.Report {
+	got, ref := make([]T, len(tids)), make([]T, len(tids))
+	matref.ParallelFor(len(tids), func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			got[s], ref[s] = out[tids[s]], want(tids[s])
+		}
+	})
+	rep := check.Exact(got, ref)
+	for i := range rep.Mismatches {
+		rep.Mismatches[i].Index = tids[rep.Mismatches[i].Index]
+	}
+	if rep.MaxErrAt >= 0 {
+		rep.MaxErrAt = tids[rep.MaxErrAt]
+	}
+	rep.Checked = len(out)
+	return rep
+}
+
+// failWith fails rep for a reason found beside its comparison, said first in its note.
+func failWith(rep *check.Report, reason string) {
+	if rep.Note != "" {
+		reason += "; " + rep.Note
+	}
+	rep.OK, rep.Note = false, reason
 }

@@ -3,7 +3,6 @@ package devprops
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"sync/atomic"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
@@ -19,15 +18,12 @@ import (
 //
 // Work counts the bytes read, every pass: a read-only kernel, so this is L2 *read* bandwidth.
 type l2Case struct {
-	env    *lab.Env
-	n4     int64 // 16-byte words in the buffer
-	passes int64
-	seed   uint64
-	src    *gpu.Buffer[float32]
-	out    *gpu.Buffer[uint32] // one sum per thread, for the largest grid of the suite's variants
-	// set by Run, read by Check: the threads of the launch, and the passes its last launch made
-	threads, lastFirst, lastCount int64
-	block                         int64
+	hashedSource
+	n4  int64               // 16-byte words in the buffer
+	out *gpu.Buffer[uint32] // one sum per thread, for the largest grid of the suite's variants
+	// set by Run, read by Check: the threads and block of the launch, and the passes its last
+	// launch made
+	threads, block, lastFirst, lastCount int64
 }
 
 // l2BytesPerRun is how many bytes one Run reads at least, by default: at 8 TB/s about 0.25 ms,
@@ -35,29 +31,15 @@ type l2Case struct {
 const l2BytesPerRun = 2 << 30
 
 func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	bytes := p.Int("bytes", 0)
-	if bytes < 16 || bytes%16 != 0 {
-		return nil, fmt.Errorf("bytes = %d: it must be a positive multiple of 16 (the buffer, read as 16-byte words)", bytes)
-	}
-	if err := lab.NeedMemory(env, bytes); err != nil {
+	// Two passes on the emulator: enough to check that later passes read the same buffer.
+	src, err := newHashedSource(env, p, 16, 4, "the buffer, read as 16-byte words", l2BytesPerRun, 2)
+	if err != nil {
 		return nil, err
 	}
-	c := &l2Case{env: env, n4: bytes / 16, seed: env.RNG.Uint64()}
-	target := p.Int("run_bytes", l2BytesPerRun)
-	if env.Device.Info().Emulated {
-		target = 2 * bytes // two passes: enough to check that later passes read the same buffer
+	if src.passes > math.MaxInt32 {
+		return nil, fmt.Errorf("run_bytes / bytes = %d passes: more than a launch parameter holds", src.passes)
 	}
-	c.passes = max(1, target/bytes)
-	if c.passes > math.MaxInt32 {
-		return nil, fmt.Errorf("run_bytes / bytes = %d passes: more than a launch parameter holds", c.passes)
-	}
-	var err error
-	if c.src, err = lab.Alloc[float32](env, "src", int(4*c.n4)); err != nil {
-		return nil, err
-	}
-	if err := fillHash(env, c.src, c.seed); err != nil {
-		return nil, err
-	}
+	c := &l2Case{hashedSource: src, n4: src.bytes / 16}
 	// The output holds a sum per thread. Its size depends on the variant's grid, and Prepare does
 	// not know the variant: size it for the largest grid of the suite (a variant with bad
 	// parameters fails in Run, with the reason).
@@ -67,10 +49,8 @@ func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 			threads = max(threads, grid*block)
 		}
 	}
-	if c.out, err = lab.Output[uint32](env, "out", int(threads), lab.PoisonNaN32); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.out, err = lab.Output[uint32](env, "out", int(threads), lab.PoisonNaN32)
+	return c, err
 }
 
 // shape is the launch of a variant: a full SM's worth of blocks on every SM, no more than the
@@ -126,11 +106,11 @@ func (c *l2Case) word(j int64) uint32 {
 
 // threadSum is what thread tid of the last launch must have written: the sum of the words it read
 // in each of that launch's passes (the kernel's rotation and unrolling, recomputed).
-func (c *l2Case) threadSum(tid int64) uint32 {
+func (c *l2Case) threadSum(tid int) uint32 {
 	var acc uint32
 	for p := c.lastFirst; p < c.lastFirst+c.lastCount; p++ {
 		off := (p * 37 * c.block) % c.n4
-		for i := tid; i < c.n4; i += c.threads {
+		for i := int64(tid); i < c.n4; i += c.threads {
 			j := i + off
 			if j >= c.n4 {
 				j -= c.n4
@@ -144,13 +124,14 @@ func (c *l2Case) threadSum(tid int64) uint32 {
 // Check compares the sum over all threads with the passes × the sum of the buffer (integer sums
 // are exact in any order), and sampled threads with their own sums.
 func (c *l2Case) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) {
-	rep := check.Report{Method: "exact: the sum of every thread's output against passes × the buffer's sum, and " +
-		"sampled threads against their own reads recomputed on the CPU", MaxErrAt: -1}
 	out, err := lab.Raw(outs, c.out)
 	if err != nil {
-		return rep, err
+		return check.Report{}, err
 	}
 	out = out[:c.threads] // the threads of the last launch; the rest keep the poison
+	rep := checkThreads(out, sampleThreads(len(out), int(c.block), c.seed), c.threadSum)
+	rep.Method = "exact: the sum of every thread's output against passes × the buffer's sum, and " +
+		"sampled threads against their own reads recomputed on the CPU"
 	var total atomic.Uint32
 	matref.ParallelFor(int(c.n4), func(lo, hi int) {
 		var s uint32
@@ -159,32 +140,15 @@ func (c *l2Case) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) 
 		}
 		total.Add(s)
 	})
-	want := total.Load() * uint32(c.lastCount)
 	var got uint32
 	for _, x := range out {
 		got += x
 	}
-	samples := map[int64]bool{0: true, c.threads - 1: true}
-	for i := int64(1); i <= 64; i++ {
-		samples[int64(bits.RotateLeft64(c.seed, int(i))%uint64(c.threads))] = true
-	}
-	wrong := 0
-	for tid := range samples {
-		if w := c.threadSum(tid); out[tid] != w {
-			wrong++
-			if len(rep.Mismatches) < check.MaxMismatches {
-				rep.Mismatches = append(rep.Mismatches, check.Mismatch{Index: int(tid), Got: float64(out[tid]), Want: float64(w)})
-			}
-		}
-	}
-	rep.Checked = len(out)
-	rep.OK = got == want && wrong == 0
-	if !rep.OK {
+	if want := total.Load() * uint32(c.lastCount); got != want {
 		rep.RelErr = 1
-		rep.Note = fmt.Sprintf("sum of the outputs %d, want %d (%d passes × the buffer's sum); %d of %d sampled threads differ",
-			got, want, c.lastCount, wrong, len(samples))
+		failWith(&rep, fmt.Sprintf("sum of the outputs %d, want %d (%d passes × the buffer's sum)", got, want, c.lastCount))
 	}
 	return rep, nil
 }
 
-func (c *l2Case) Work() lab.Work { return lab.Work{Bytes: float64(16 * c.n4 * c.passes)} }
+func (c *l2Case) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes * c.passes)} }

@@ -29,7 +29,7 @@ type tensorCase struct {
 // on both sides and both accumulate in at least float32, so only float32 rounding separates them.
 const defaultTensorTol = 1e-5
 
-func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
+func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	m, n, k := int(p.Int("m", 0)), int(p.Int("n", 0)), int(p.Int("k", 0))
 	if m < 1 || n < 1 || k < 1 {
 		return nil, fmt.Errorf("m, n, k = %d, %d, %d: all three must be at least 1", m, n, k)
