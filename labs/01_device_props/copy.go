@@ -47,11 +47,7 @@ func (c *copyCase) Run(v *lab.Variant) error {
 		if !v.IsKernel() {
 			return fmt.Errorf("variant %s: %s has no library %q (it knows %s)", v.Name, SuiteHBM, v.Library, LibMemcpyDtoD)
 		}
-		k, err := c.env.Kernel(v)
-		if err != nil {
-			return err
-		}
-		block, err := blockSize(c.env, v, 256)
+		k, block, err := kernelOf(c.env, v, 256)
 		if err != nil {
 			return err
 		}

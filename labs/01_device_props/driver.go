@@ -90,6 +90,16 @@ func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
 	return int(b), nil
 }
 
+// kernelOf is the variant's kernel and its block size (blockSize).
+func kernelOf(env *lab.Env, v *lab.Variant, defBlock int64) (gpu.Kernel, int, error) {
+	k, err := env.Kernel(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	block, err := blockSize(env, v, defBlock)
+	return k, block, err
+}
+
 // smCount is the number of SMs, used to size grids (at least 1, even for odd backends).
 func smCount(env *lab.Env) int { return max(env.Device.Info().SMs, 1) }
 
@@ -146,6 +156,19 @@ func fillHash(env *lab.Env, buf *gpu.Buffer[float32], seed uint64) error {
 	}
 	return env.Stream.Synchronize()
 }
+
+// ---- counter-based hash (the host twin of kernels/hash.cuh) ----
+
+// UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
+// never zero. It is kl_unit_float in kernels/hash.cuh.
+func UnitFloat(h uint64) float32 {
+	u := int32(h >> 40)
+	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
+}
+
+// HashFloat is element i of the float stream for seed (kl_hash_float on the device), from
+// matref.SplitMix64 (kl_splitmix64 in kernels/hash.cuh).
+func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
 
 // threadSamples is how many threads a check recomputes on the CPU, at most.
 const threadSamples = 96

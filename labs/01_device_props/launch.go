@@ -58,11 +58,7 @@ func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 // and only the launch index is re-encoded per launch; the Go-side cost per launch is then a few
 // small allocations on top of the driver call.
 func (c *launchCase) Run(v *lab.Variant) error {
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	block, err := blockSize(c.env, v, 32)
+	k, block, err := kernelOf(c.env, v, 32)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package devprops
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
@@ -77,10 +78,7 @@ func (c *tensorCase) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, err
 	if err != nil {
 		return check.Report{}, err
 	}
-	tol := outs.Tolerance()
-	if tol == 0 {
-		tol = defaultTensorTol
-	}
+	tol := cmp.Or(outs.Tolerance(), defaultTensorTol)
 	return check.All(c.freivalds.Check(out, tol), matref.CheckExactSamples(c.samples, out, c.n, tol)), nil
 }
 
