@@ -157,27 +157,16 @@ func fillHash(env *lab.Env, buf *gpu.Buffer[float32], seed uint64) error {
 	return env.Stream.Synchronize()
 }
 
-// ---- counter-based hash (the host twin of kernels/hash.cuh) ----
-
-// UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
-// never zero. It is kl_unit_float in kernels/hash.cuh.
-func UnitFloat(h uint64) float32 {
-	u := int32(h >> 40)
-	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
-}
-
-// HashFloat is element i of the float stream for seed (kl_hash_float on the device), from
-// matref.SplitMix64 (kl_splitmix64 in kernels/hash.cuh).
-func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
-
 // threadSamples is how many threads a check recomputes on the CPU, at most.
 const threadSamples = 96
 
-// sampleThreads picks the threads of a grid of n threads (blocks of block) that a check
-// recomputes: the first and last of the grid and of its first and last blocks, and random ones
-// (deterministic in seed).
-func sampleThreads(n, block int, seed uint64) []int {
-	seen := map[int]bool{}
+// checkThreads compares sampled outputs of a grid of threads (blocks of block) bit for bit with
+// want(tid), recomputed on all cores (one thread's work can be millions of steps): the first and
+// last threads of the grid and of its first and last blocks, and random ones (deterministic in
+// seed), up to threadSamples. Wrong outputs are named by thread, and Checked counts every output
+// (the caller checks them all some other way too).
+func checkThreads[T comparable](out []T, block int, seed uint64, want func(tid int) T) check.Report {
+	n, seen := len(out), map[int]bool{}
 	add := func(t int) {
 		if t >= 0 && t < n {
 			seen[t] = true
@@ -190,13 +179,7 @@ func sampleThreads(n, block int, seed uint64) []int {
 	for len(seen) < min(n, threadSamples) {
 		add(rng.IntN(n))
 	}
-	return slices.Sorted(maps.Keys(seen))
-}
-
-// checkThreads compares the outputs of threads tids bit for bit with want(tid), recomputed on all
-// cores (one thread's work can be millions of steps); wrong outputs are named by thread, and
-// Checked counts every output (the caller checks them all some other way too).
-func checkThreads[T comparable](out []T, tids []int, want func(tid int) T) check.Report {
+	tids := slices.Sorted(maps.Keys(seen))
 	got, ref := make([]T, len(tids)), make([]T, len(tids))
 	matref.ParallelFor(len(tids), func(lo, hi int) {
 		for s := lo; s < hi; s++ {
@@ -210,7 +193,7 @@ func checkThreads[T comparable](out []T, tids []int, want func(tid int) T) check
 	if rep.MaxErrAt >= 0 {
 		rep.MaxErrAt = tids[rep.MaxErrAt]
 	}
-	rep.Checked = len(out)
+	rep.Checked = n
 	return rep
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // fmaCase is one problem of fp32_fma: threads_per_sm threads on every SM, each doing `fmas`
@@ -79,9 +78,9 @@ func (c *fmaCase) Check(v *lab.Variant, outs *lab.Outputs) (check.Report, error)
 	if err != nil {
 		return check.Report{}, err
 	}
-	tids := sampleThreads(len(out), block, c.seed)
-	rep := checkThreads(out, tids, func(tid int) float32 { return FMAChainRef(c.seed, uint64(tid), chains, iters) })
-	rep.Method = fmt.Sprintf("exact against the FMA chains recomputed on the CPU (FMA32) for %d sampled threads; every output checked for NaN", len(tids))
+	rep := checkThreads(out, block, c.seed, func(tid int) float32 { return FMAChainRef(c.seed, uint64(tid), chains, iters) })
+	rep.Method = fmt.Sprintf("exact against the FMA chains recomputed on the CPU (FMA32) for %d sampled threads; every output checked for NaN",
+		min(len(out), threadSamples))
 	first := -1
 	for i, x := range out {
 		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
@@ -100,72 +99,4 @@ func (c *fmaCase) Check(v *lab.Variant, outs *lab.Outputs) (check.Report, error)
 // Work counts 2 FLOPs per FMA. The few additions that sum the chains at the end are not counted.
 func (c *fmaCase) Work() lab.Work {
 	return lab.Work{FLOPs: 2 * float64(c.threads) * float64(c.fmas), Bytes: 4 * float64(c.threads)}
-}
-
-// ---- exact float32 fused multiply-add ----
-
-// FMA32 returns x·y + z rounded once to float32 (round to nearest, ties to even), which is what
-// the GPU's FFMA and C's fmaf compute.
-//
-// float32(math.FMA(x, y, z)) is not quite that: it rounds to float64 first and then to float32,
-// and the two roundings disagree when the float64 result lands exactly halfway between two
-// float32 values while the exact result does not. FMA32 computes the float64 rounding error
-// exactly (TwoSum; the product of two float32 values is exact in float64) and breaks such ties
-// in the direction of the error.
-func FMA32(x, y, z float32) float32 {
-	p := float64(x) * float64(y) // exact: 24-bit × 24-bit mantissas fit in 53 bits
-	c := float64(z)
-	s := p + c
-	if math.IsInf(s, 0) || math.IsNaN(s) {
-		return float32(s)
-	}
-	bv := s - p
-	e := (p - (s - bv)) + (c - bv) // s + e == p + c exactly
-	r := float32(s)
-	if e == 0 || float64(r) == s || math.IsInf(float64(r), 0) {
-		return r // s is exact, or representable (then e is far below half a float32 ulp)
-	}
-	var other float32 // the float32 neighbour of r on the other side of s
-	if float64(r) < s {
-		other = math.Nextafter32(r, float32(math.Inf(1)))
-	} else {
-		other = math.Nextafter32(r, float32(math.Inf(-1)))
-	}
-	if s != (float64(r)+float64(other))/2 {
-		return r // not a tie: rounding s gives the correctly rounded result
-	}
-	if (e > 0) == (other > r) {
-		return other
-	}
-	return r
-}
-
-// ---- the FMA-chain reference (kernels/02_fma.cu) ----
-
-// fmaKeysPerThread is the stride of hash indices between threads in 02_fma.cu.
-const fmaKeysPerThread = 16
-
-// maxFMAChains is the largest CHAINS the kernel's hash layout allows (indices 2..9 of 16).
-const maxFMAChains = 8
-
-// FMAChainRef computes on the CPU what thread tid of fma_chains<chains> writes: chains
-// independent chains x = fma(x, a, b) of iters steps each, summed in order x0 + x1 + … .
-func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
-	key := tid * fmaKeysPerThread
-	a := float32(0x8000+uint32(matref.SplitMix64(seed, key)>>49)) * (1.0 / 65536.0)
-	b := HashFloat(seed, key+1)
-	var x [maxFMAChains]float32
-	for j := 0; j < chains; j++ {
-		x[j] = HashFloat(seed, key+2+uint64(j))
-	}
-	for i := 0; i < iters; i++ {
-		for j := 0; j < chains; j++ {
-			x[j] = FMA32(x[j], a, b)
-		}
-	}
-	s := x[0]
-	for j := 1; j < chains; j++ {
-		s += x[j]
-	}
-	return s
 }

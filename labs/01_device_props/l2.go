@@ -129,7 +129,7 @@ func (c *l2Case) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) 
 		return check.Report{}, err
 	}
 	out = out[:c.threads] // the threads of the last launch; the rest keep the poison
-	rep := checkThreads(out, sampleThreads(len(out), int(c.block), c.seed), c.threadSum)
+	rep := checkThreads(out, int(c.block), c.seed, c.threadSum)
 	rep.Method = "exact: the sum of every thread's output against passes × the buffer's sum, and " +
 		"sampled threads against their own reads recomputed on the CPU"
 	var total atomic.Uint32
