@@ -108,39 +108,6 @@ func cfg(env *lab.Env, grid, block int) gpu.LaunchConfig {
 	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(block), Stream: env.Stream}
 }
 
-// hashedSource is what the bandwidth suites (copy, L2 read) share: the problem's `bytes`, the
-// passes one Run makes over them (copy.go says why there are several), and a source of floats
-// filled on the device with the hash of seed.
-type hashedSource struct {
-	env    *lab.Env
-	bytes  int64
-	passes int64
-	seed   uint64
-	src    *gpu.Buffer[float32]
-}
-
-// newHashedSource reads the problem's bytes, a positive multiple of unit (why says of what), and
-// fills a source of one float per bytesPerFloat. A Run makes run_bytes / bytes passes (runBytes
-// by default), at least one; emuPasses on an emulated device, whose timings mean nothing.
-func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why string, runBytes, emuPasses int64) (hashedSource, error) {
-	h := hashedSource{env: env, bytes: p.Int("bytes", 0)}
-	if h.bytes < unit || h.bytes%unit != 0 {
-		return h, fmt.Errorf("bytes = %d: it must be a positive multiple of %d (%s)", h.bytes, unit, why)
-	}
-	if err := lab.NeedMemory(env, h.bytes); err != nil {
-		return h, err
-	}
-	h.seed, h.passes = env.RNG.Uint64(), max(1, p.Int("run_bytes", runBytes)/h.bytes)
-	if env.Device.Info().Emulated {
-		h.passes = emuPasses
-	}
-	var err error
-	if h.src, err = lab.Alloc[float32](env, "src", int(h.bytes/bytesPerFloat)); err != nil {
-		return h, err
-	}
-	return h, fillHash(env, h.src, h.seed)
-}
-
 // fillHash writes element i = HashFloat(seed, i) for i in [0, n) of buf, with the helper kernel
 // fill_f32 (lab.yaml helpers:): gigabytes of input are generated faster on the device than
 // uploaded.
