@@ -15,7 +15,7 @@ import (
 )
 
 // hashedSource is what the bandwidth suites (copy, L2 read) share: the problem's `bytes`, the
-// passes one Run makes over them (copy.go says why there are several), and a source of floats
+// passes one Run makes over them (copyCase says why there are several), and a source of floats
 // filled on the device with the hash of seed.
 type hashedSource struct {
 	env    *lab.Env
