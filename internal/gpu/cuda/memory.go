@@ -125,22 +125,22 @@ func streamOf(s gpu.Stream) (C.CUstream, error) {
 // CopyHtoD copies host memory to the device: asynchronously on s when src is page-locked
 // (MallocHost), synchronously otherwise (see the package comment).
 func (d *device) CopyHtoD(dst gpu.Ptr, src unsafe.Pointer, bytes int64, s gpu.Stream) error {
-	if bytes <= 0 {
-		return nil
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	if pinned.contains(src, bytes) {
-		return check("cuMemcpyHtoDAsync_v2", C.kl_memcpy_htod(d.ctx, C.CUdeviceptr(dst), src, C.size_t(bytes), cs, 1))
-	}
-	return check("cuMemcpyHtoD_v2", C.kl_memcpy_htod(d.ctx, C.CUdeviceptr(dst), src, C.size_t(bytes), cs, 0))
+	return hostCopy("cuMemcpyHtoD", src, bytes, s, func(cs C.CUstream, async C.int) C.CUresult {
+		return C.kl_memcpy_htod(d.ctx, C.CUdeviceptr(dst), src, C.size_t(bytes), cs, async)
+	})
 }
 
-// CopyDtoH copies device memory to the host: asynchronously on s when dst is page-locked
-// (MallocHost), synchronously otherwise (see the package comment).
+// CopyDtoH copies device memory to the host, asynchronously when dst is page-locked like
+// CopyHtoD.
 func (d *device) CopyDtoH(dst unsafe.Pointer, src gpu.Ptr, bytes int64, s gpu.Stream) error {
+	return hostCopy("cuMemcpyDtoH", dst, bytes, s, func(cs C.CUstream, async C.int) C.CUresult {
+		return C.kl_memcpy_dtoh(d.ctx, dst, C.CUdeviceptr(src), C.size_t(bytes), cs, async)
+	})
+}
+
+// hostCopy runs one copy of bytes between host memory and the device: run with async 1 on s
+// when host is page-locked, with async 0 otherwise; name is the driver call without its suffix.
+func hostCopy(name string, host unsafe.Pointer, bytes int64, s gpu.Stream, run func(cs C.CUstream, async C.int) C.CUresult) error {
 	if bytes <= 0 {
 		return nil
 	}
@@ -148,10 +148,10 @@ func (d *device) CopyDtoH(dst unsafe.Pointer, src gpu.Ptr, bytes int64, s gpu.St
 	if err != nil {
 		return err
 	}
-	if pinned.contains(dst, bytes) {
-		return check("cuMemcpyDtoHAsync_v2", C.kl_memcpy_dtoh(d.ctx, dst, C.CUdeviceptr(src), C.size_t(bytes), cs, 1))
+	if pinned.contains(host, bytes) {
+		return check(name+"Async_v2", run(cs, 1))
 	}
-	return check("cuMemcpyDtoH_v2", C.kl_memcpy_dtoh(d.ctx, dst, C.CUdeviceptr(src), C.size_t(bytes), cs, 0))
+	return check(name+"_v2", run(cs, 0))
 }
 
 func (d *device) CopyDtoD(dst, src gpu.Ptr, bytes int64, s gpu.Stream) error {

@@ -65,7 +65,7 @@ func ncclTimeout() (time.Duration, error) {
 
 // loadNCCLRanks loads NCCL and checks that it can make communicators of processes.
 func loadNCCLRanks() error {
-	if err := loadNCCL(ncclCandidates()); err != nil {
+	if err := ncclLib.load(); err != nil {
 		return err
 	}
 	if s := C.kl_nccl_missing_rank_symbol(); s != nil {
@@ -357,19 +357,6 @@ func (c *rankComm) ReduceScatter(send, recv gpu.Ptr, count int, t gpu.DataType, 
 	return c.collective(2, "ncclReduceScatter", send, recv, count, t, s)
 }
 
-// elemBytes is the size of one element of t.
-func elemBytes(t gpu.DataType) (int, error) {
-	switch t {
-	case gpu.F16, gpu.BF16:
-		return 2, nil
-	case gpu.F32:
-		return 4, nil
-	case gpu.F64:
-		return 8, nil
-	}
-	return 0, fmt.Errorf("nccl: no NCCL type for %v", t)
-}
-
 // AllToAllV exchanges blocks of varying sizes with every rank (grouped ncclSend/ncclRecv).
 func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv gpu.Ptr, recvCounts, recvOffsets []int, t gpu.DataType, s gpu.Stream) error {
 	const op = "AllToAllV"
@@ -395,10 +382,7 @@ func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv g
 	if err != nil {
 		return err
 	}
-	es, err := elemBytes(t)
-	if err != nil {
-		return err
-	}
+	es := ncclTypes[t].bytes
 	cs, err := c.streamFor(op, s)
 	if err != nil {
 		return err
