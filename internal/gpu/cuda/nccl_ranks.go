@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -52,13 +51,9 @@ var ErrRanksShareGPU = gpu.ErrRanksShareGPU
 const ncclInProgress = 7
 
 func ncclTimeout() (time.Duration, error) {
-	v := os.Getenv(NCCLTimeoutEnv)
-	if v == "" {
-		return DefaultNCCLTimeout, nil
-	}
-	t, err := time.ParseDuration(v)
-	if err != nil || t <= 0 {
-		return 0, fmt.Errorf("nccl: %s=%q is not a positive duration (write it as 90s or 5m)", NCCLTimeoutEnv, v)
+	t, err := gpu.DurationEnv(NCCLTimeoutEnv, DefaultNCCLTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("nccl: %w", err)
 	}
 	return t, nil
 }
