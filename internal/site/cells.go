@@ -33,7 +33,7 @@ import (
 //	kl-ceilings    optional device: SLUG
 
 // CellKinds are the info strings of the cells the renderer knows, in the order they were
-// registered (each kind registers itself from its file: sourcecell.go, resultscell.go, ...).
+// registered (cellkind.go).
 var CellKinds []string
 
 // parseCell decodes a cell's body strictly (unknown keys are errors) and checks the keys every
@@ -264,6 +264,9 @@ func (b *builder) deviceHead(pc *pageCtx, dr *devResults) deviceHeadView {
 	meta := []string{}
 	if f.Device.ComputeMajor > 0 && !d.Emulated {
 		meta = append(meta, f.Device.Arch())
+	}
+	if n := results.WorldSize(f, dr.Slug); n > 1 { // a 2-GPU and an 8-GPU run of one device read apart
+		meta = append(meta, tr(pc.lang, "ranksmeta", n))
 	}
 	if f.Toolchain.Compiler != "" {
 		meta = append(meta, strings.TrimSpace(f.Toolchain.Compiler+" "+f.Toolchain.Version))
