@@ -132,7 +132,7 @@ const threadSamples = 96
 // last threads of the grid and of its first and last blocks, and random ones (deterministic in
 // seed), up to threadSamples. Wrong outputs are named by thread, and Checked counts every output
 // (the caller checks them all some other way too).
-func checkThreads[T comparable](out []T, block int, seed uint64, want func(tid int) T) check.Report {
+func checkThreads[T check.Number](out []T, block int, seed uint64, want func(tid int) T) check.Report {
 	n, seen := len(out), map[int]bool{}
 	add := func(t int) {
 		if t >= 0 && t < n {
