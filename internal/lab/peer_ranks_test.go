@@ -1,0 +1,166 @@
+package lab
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/ranks"
+	"github.com/kernel-labs/kernellabs/internal/results"
+)
+
+// Peers in a lab of ranks on the fake backend, with a fake interpreter (a shell) as in
+// TestRunPeersThroughTheEngine: every rank's worker starts the script with its rank and the peers'
+// own rendezvous, and the entry merges every rank's reply.
+
+const peerRanksManifest = `id: "97"
+title: {en: Peer ranks, zh: 多进程对照}
+timeout: 4s
+ranks: {emu: 2}
+suites:
+  - name: r
+    metric: gbps
+    baseline: good
+    variants:
+      - {name: good, library: good}
+      - {name: peer_ok, peer: peers/ok.py, needs: [torch]}
+      - {name: peer_wrong, peer: peers/wrong.py, needs: [torch]}
+      - {name: peer_crash, peer: peers/crash.py, needs: [torch]}
+      - {name: peer_skip, peer: peers/skip.py, needs: [torch]}
+      - {name: peer_uneven, peer: peers/uneven.py, needs: [torch]}
+    problems:
+      gpu: [{name: one, n: 1000}]
+`
+
+// peerRanksDriver is ranksDriver with peers whose problem depends on the world.
+type peerRanksDriver struct{ ranksDriver }
+
+func (peerRanksDriver) PeerRankProblem(s *Suite, p Problem, w ranks.World) (map[string]any, Work, error) {
+	return map[string]any{"n": p.Int("n", 0), "mine": w.Rank}, Work{Bytes: float64(8 * p.Int("n", 0) * int64(w.Size))}, nil
+}
+
+func init() { RegisterDriver("97_peerranks", peerRanksDriver{}) }
+
+func TestPeersOfRanks(t *testing.T) {
+	root := newCourse(t, peerRanksManifest)
+	renameLab(t, root, "97_peerranks")
+	dir := filepath.Join(root, "labs", "97_peerranks")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "peers"), 0o755))
+	check := `"check":{"ok":OK,"method":"against float64","checked":1000,"rel_err":ERR,"max_abs_err":0,"tolerance":1e-6}`
+	okCheck := func(rel string) string {
+		return strings.NewReplacer("OK", "true", "ERR", rel).Replace(check)
+	}
+	// Every script first checks what a rank's peer must get: its rank in the request and in
+	// torchrun's variables, its block of the problem, and a rendezvous of its own (not the one
+	// the workers meet at).
+	const preamble = `req=$(cat)
+echo "$req" | grep -q "\"params\":{\"mine\":$RANK,\"n\":1000}" || { echo "bad params: $req" >&2; exit 9; }
+echo "$req" | grep -q "\"ranks\":{\"rank\":$RANK,\"size\":$WORLD_SIZE,\"local_rank\":$LOCAL_RANK," || { echo "bad ranks: $req" >&2; exit 9; }
+echo "$req" | grep -q "\"init_method\":\"tcp://$MASTER_ADDR:$MASTER_PORT\"" || { echo "bad init: $req" >&2; exit 9; }
+[ "$LABRUN_RENDEZVOUS" != "$MASTER_ADDR:$MASTER_PORT" ] || { echo "the workers' rendezvous" >&2; exit 9; }
+`
+	scripts := map[string]string{
+		// Rank 1 is slower on the first two batches, rank 0 on the second: the entry takes each
+		// batch's slowest, and the worst rank's error.
+		"ok.py": `if [ "$RANK" = 1 ]; then s='0.003,0.001,0.002'; e=2e-8; else s='0.001,0.004,0.002'; e=1e-8; fi
+echo '{"status":"ok",` + okCheck(`'$e'`) + `,"samples_ms":['$s'],"batch":7}'`,
+		"wrong.py": `if [ "$RANK" = 1 ]; then echo '{"status":"wrong",` + strings.NewReplacer("OK", "false", "ERR", "0.5").Replace(check) + `}'; exit 0; fi
+echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":[1]}'`,
+		// Rank 0 dies; rank 1 says why it failed (its own error comes first).
+		"crash.py": `if [ "$RANK" = 0 ]; then echo 'Segmentation fault' >&2; exit 139; fi
+echo '{"status":"failed","error":"the process group timed out waiting for rank 0"}'`,
+		"skip.py": `if [ "$RANK" = 1 ]; then echo '{"status":"skipped","error":"no NCCL in this torch"}'; exit 0; fi
+echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":[1]}'`,
+		"uneven.py": `if [ "$RANK" = 1 ]; then s='1,2'; else s='1'; fi
+echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":['$s']}'`,
+	}
+	for name, body := range scripts {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "peers", name), []byte(preamble+body+"\n"), 0o644))
+	}
+	py := filepath.Join(root, "fakepython")
+	require.NoError(t, os.WriteFile(py, []byte("#!/bin/sh\n[ \"$1\" = -c ] && exit 0\nexec sh \"$1\"\n"), 0o755))
+	t.Setenv(PythonEnv, py)
+
+	t.Run("one GPU per rank", func(t *testing.T) {
+		t.Setenv("LABRUN_FAKE_DEVICES", "2")
+		out, err := Run(context.Background(), Options{Root: root, Lab: "97", Backend: "fake", Seed: 5, SeedSet: true, Quick: true,
+			NoSave: true, Worker: testWorker, Ranks: 2})
+		require.NoError(t, err)
+		got := byVariant(out.Results.Entries)
+
+		ok := got["peer_ok"]
+		require.Equal(t, results.StatusOK, ok.Status, ok.Error)
+		assert.Equal(t, 0.003, ok.Time.MedianMs, "per batch the slowest rank: 0.003, 0.004, 0.002")
+		assert.InDelta(t, 16000/0.003e-3/1e9, ok.GBps, 1e-6, "the driver's work of the world over the merged median")
+		assert.True(t, strings.HasPrefix(ok.Check.Method, PeerMethodPrefix), ok.Check.Method)
+		assert.Equal(t, 2e-8, ok.Check.RelErr, "the worst rank's check")
+		assert.Contains(t, ok.Check.Note, "all 2 ranks correct; largest error on rank 1")
+		assert.EqualValues(t, 2, ok.Data["ranks"])
+		assert.EqualValues(t, 7, ok.Data["batch"])
+		assert.Equal(t, true, ok.Data["peer"])
+		assert.Greater(t, ok.Speedup, 0.0, "compared with the suite's baseline like any variant")
+
+		assert.Equal(t, results.StatusWrong, got["peer_wrong"].Status)
+		assert.Contains(t, got["peer_wrong"].Error, "rank 1: relative error 0.5")
+		assert.Equal(t, "rank 1", got["peer_wrong"].Check.Note)
+
+		assert.Equal(t, results.StatusFailed, got["peer_crash"].Status, "the rank that said why, before the one that died")
+		assert.Contains(t, got["peer_crash"].Error, "rank 1: the process group timed out")
+
+		assert.Equal(t, results.StatusSkipped, got["peer_skip"].Status)
+		assert.Contains(t, got["peer_skip"].Error, "rank 1: no NCCL in this torch")
+
+		assert.Equal(t, results.StatusFailed, got["peer_uneven"].Status)
+		assert.Contains(t, got["peer_uneven"].Error, "different numbers of batches")
+
+		assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
+	})
+
+	t.Run("ranks share a GPU", func(t *testing.T) {
+		out, err := Run(context.Background(), Options{Root: root, Lab: "97", Backend: "fake", Seed: 5, SeedSet: true, Quick: true,
+			NoSave: true, Worker: testWorker, Ranks: 2, Variants: []string{"good", "peer_ok"}})
+		require.NoError(t, err)
+		e := byVariant(out.Results.Entries)["peer_ok"]
+		assert.Equal(t, results.StatusSkipped, e.Status)
+		assert.Contains(t, e.Error, "NCCL, which needs one GPU per rank")
+	})
+
+	t.Run("one rank", func(t *testing.T) {
+		out, err := Run(context.Background(), Options{Root: root, Lab: "97", Backend: "fake", Seed: 5, SeedSet: true, Quick: true,
+			NoSave: true, Worker: testWorker, Ranks: 1, Variants: []string{"good", "peer_ok", "peer_crash"}})
+		require.NoError(t, err)
+		got := byVariant(out.Results.Entries)
+		ok := got["peer_ok"]
+		require.Equal(t, results.StatusOK, ok.Status, ok.Error)
+		assert.Equal(t, 0.002, ok.Time.MedianMs, "rank 0's own samples")
+		assert.Equal(t, results.StatusCrashed, got["peer_crash"].Status)
+		assert.Contains(t, got["peer_crash"].Error, "Segmentation fault")
+		assert.NotContains(t, got["peer_crash"].Error, "rank 0:", "a world of one names no rank")
+	})
+}
+
+func TestNewPeerMeeting(t *testing.T) {
+	m, err := newPeerMeeting(ranks.World{Size: 2, Rendezvous: "127.0.0.1:29500"})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", m.Addr)
+	assert.NotEqual(t, 29500, m.Port, "a port of the peers' own")
+	assert.Equal(t, "tcp://127.0.0.1:"+strconv.Itoa(m.Port), m.InitMethod)
+
+	dir := t.TempDir()
+	m, err = newPeerMeeting(ranks.World{Size: 2, Rendezvous: "file:" + dir})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(m.InitMethod, "file://"+dir+"/torch-peer-"), m.InitMethod)
+
+	m, err = newPeerMeeting(ranks.World{Size: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", m.Addr, "a world of one meets on the loopback")
+
+	_, err = newPeerMeeting(ranks.World{Size: 2, Rendezvous: "no-port"})
+	assert.Error(t, err)
+}
