@@ -237,9 +237,9 @@ func peerOutcomeOf(script string, stdout, stderr []byte, runErr error) peerOutco
 var errRankTimes = errors.New("the ranks' peers timed different numbers of batches: a peer of ranks must decide its repetitions together (klpeer.py's time does)")
 
 // mergePeerOutcomes makes the job's entry from every rank's outcome: the first rank whose peer
-// said wrong or failed (its own words: the other ranks' errors often follow from it, a timeout
-// waiting for it), else the first rank whose script died or answered badly, else the first that
-// skipped; when every rank's peer is ok, the worst rank's check and per batch the slowest rank's
+// said wrong, else failed (its own words: the other ranks' errors often follow from it, a timeout
+// waiting for it), else the first rank whose script died or answered badly, each with the other
+// ranks' failures in a line; else the first rank that skipped; when every rank's peer is ok, the worst rank's check and per batch the slowest rank's
 // time.
 func mergePeerOutcomes(e results.Entry, outs []peerOutcome, work Work, tol float64) results.Entry {
 	tag := func(r int) string {
@@ -248,19 +248,38 @@ func mergePeerOutcomes(e results.Entry, outs []peerOutcome, work Work, tol float
 		}
 		return fmt.Sprintf("rank %d: ", r)
 	}
-	for r, o := range outs {
-		if o.Reply != nil && (o.Reply.Status == results.StatusWrong || o.Reply.Status == results.StatusFailed) {
-			out := peerEntry(e, *o.Reply, work, tol)
-			out.Error = tag(r) + out.Error
-			if out.Check != nil && len(outs) > 1 {
-				out.Check.Note = fmt.Sprintf("rank %d", r)
+	// The other ranks' failures, after the one the entry is: often a consequence, sometimes a clue.
+	also := func(first int) string {
+		var b strings.Builder
+		for r, o := range outs {
+			why := o.Err
+			if o.Reply != nil && (o.Reply.Status == results.StatusWrong || o.Reply.Status == results.StatusFailed) {
+				why = o.Reply.Error
+				if why == "" {
+					why = o.Reply.Status
+				}
 			}
-			return out
+			if r != first && why != "" {
+				fmt.Fprintf(&b, "\n(also rank %d: %s)", r, firstLine(why))
+			}
+		}
+		return b.String()
+	}
+	for _, status := range []string{results.StatusWrong, results.StatusFailed} {
+		for r, o := range outs {
+			if o.Reply != nil && o.Reply.Status == status {
+				out := peerEntry(e, *o.Reply, work, tol)
+				out.Error = tag(r) + out.Error + also(r)
+				if out.Check != nil && len(outs) > 1 {
+					out.Check.Note = fmt.Sprintf("rank %d", r)
+				}
+				return out
+			}
 		}
 	}
 	for r, o := range outs {
 		if o.Reply == nil {
-			e.Status, e.Error = results.StatusFailed, tag(r)+o.Err
+			e.Status, e.Error = results.StatusFailed, tag(r)+o.Err+also(r)
 			if o.Crashed {
 				e.Status = results.StatusCrashed
 			}

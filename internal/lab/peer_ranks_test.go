@@ -71,7 +71,7 @@ echo "$req" | grep -q "\"init_method\":\"tcp://$MASTER_ADDR:$MASTER_PORT\"" || {
 		"ok.py": `if [ "$RANK" = 1 ]; then s='0.003,0.001,0.002'; e=2e-8; else s='0.001,0.004,0.002'; e=1e-8; fi
 echo '{"status":"ok",` + okCheck(`'$e'`) + `,"samples_ms":['$s'],"batch":7}'`,
 		"wrong.py": `if [ "$RANK" = 1 ]; then echo '{"status":"wrong",` + strings.NewReplacer("OK", "false", "ERR", "0.5").Replace(check) + `}'; exit 0; fi
-echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":[1]}'`,
+echo '{"status":"failed","error":"another rank'"'"'s check failed (its entry says which): not timed",` + okCheck("1e-8") + `}'`,
 		// Rank 0 dies; rank 1 says why it failed (its own error comes first).
 		"crash.py": `if [ "$RANK" = 0 ]; then echo 'Segmentation fault' >&2; exit 139; fi
 echo '{"status":"failed","error":"the process group timed out waiting for rank 0"}'`,
@@ -112,6 +112,7 @@ echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":['$s']}'`,
 
 		assert.Equal(t, results.StatusFailed, got["peer_crash"].Status, "the rank that said why, before the one that died")
 		assert.Contains(t, got["peer_crash"].Error, "rank 1: the process group timed out")
+		assert.Contains(t, got["peer_crash"].Error, "(also rank 0: the peer peers/crash.py: exit status 139", "the other rank's failure, in a line")
 
 		assert.Equal(t, results.StatusSkipped, got["peer_skip"].Status)
 		assert.Contains(t, got["peer_skip"].Error, "rank 1: no NCCL in this torch")
