@@ -2,7 +2,9 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/bench"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -164,4 +167,78 @@ func TestNewPeerMeeting(t *testing.T) {
 
 	_, err = newPeerMeeting(ranks.World{Size: 2, Rendezvous: "no-port"})
 	assert.Error(t, err)
+}
+
+// TestKlpeerRanksWithAFakeTorch runs klpeer.py's lab-of-ranks path (joining the group, agreeing
+// on the checks, the collective timing, leaving the group) under a fake torch
+// (testdata/faketorch: a world of one, CUDA events on a clock the work advances), as labrun starts
+// a rank's peer: here torch itself is not installed.
+func TestKlpeerRanksWithAFakeTorch(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
+	}
+	fake, err := filepath.Abs("testdata/faketorch")
+	require.NoError(t, err)
+	helper, err := filepath.Abs("../../labs/common/peers")
+	require.NoError(t, err)
+	script := filepath.Join(t.TempDir(), "peer.py")
+	require.NoError(t, os.WriteFile(script, []byte(`import klpeer, torch
+
+def run(peer):
+    out = torch.tensor([1.0, 2.0])
+    ref = torch.tensor([1.0, 2.0 + peer.params.get("err", 0)])
+    if peer.check(out, ref, "fake"):
+        peer.time(lambda: torch.cuda.work(0.5), poison=lambda: None)
+        peer.check(out, ref, "fake, after the timed batches")
+    if peer.params.get("raise"):
+        raise RuntimeError("boom")
+
+klpeer.main(run)
+`), 0o644))
+	rk := &PeerRanks{Rank: 0, Size: 1, LocalSize: 1, InitMethod: "tcp://127.0.0.1:1", TimeoutS: 10, BatchTargetMs: 2, MaxBatch: maxBatch}
+	tests := []struct {
+		name   string
+		params map[string]any
+		ranks  *PeerRanks
+		env    string
+		status string
+		want   string
+	}{
+		{"ok", map[string]any{}, rk, "", results.StatusOK, ""},
+		{"a lab of one process", map[string]any{}, nil, "", results.StatusOK, ""},
+		{"wrong", map[string]any{"err": 1}, rk, "", results.StatusWrong, ""},
+		{"another rank wrong", map[string]any{}, rk, "FAKE_TORCH_OTHER_CHECK_FAILS=1", results.StatusFailed, "another rank's check failed"},
+		{"an exception", map[string]any{"raise": true}, rk, "", results.StatusFailed, "RuntimeError: boom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := json.Marshal(PeerRequest{Params: tc.params, Seed: 1, Tolerance: 1e-5, Bench: peerBench(bench.Quick), Ranks: tc.ranks})
+			require.NoError(t, err)
+			cmd := exec.Command("python3", script)
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+fake+string(os.PathListSeparator)+helper, "PYTHONDONTWRITEBYTECODE=1", tc.env)
+			cmd.Stdin = strings.NewReader(string(req))
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, stderr.String())
+			r, err := ParsePeerReply(out)
+			require.NoError(t, err, string(out))
+			require.Equal(t, tc.status, r.Status, "%s\n%s", r.Error, stderr.String())
+			assert.Contains(t, r.Error, tc.want)
+			if r.Status != results.StatusOK {
+				return
+			}
+			assert.GreaterOrEqual(t, len(r.SamplesMs), bench.Quick.MinReps)
+			assert.LessOrEqual(t, len(r.SamplesMs), bench.Quick.MaxReps)
+			for _, x := range r.SamplesMs {
+				assert.InDelta(t, 0.5, x, 1e-9, "per call, from batches of K calls")
+			}
+			if tc.ranks != nil {
+				assert.Equal(t, 4, r.Batch, "K: a 2 ms batch of 0.5 ms calls")
+				assert.Equal(t, "fake, after the timed batches", r.Check.Method, "checked again after timing")
+			} else {
+				assert.Zero(t, r.Batch)
+			}
+		})
+	}
 }
