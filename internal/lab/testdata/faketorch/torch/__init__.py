@@ -1,5 +1,5 @@
 """A fake torch for testing klpeer.py's lab-of-ranks path where torch is not installed: just
-the calls klpeer makes, on flat lists of floats, a clock that the test's work advances (the
+the calls klpeer and lab 05's peer make, on small row-major tensors of floats, a clock that the test's work advances (the
 CUDA events read it), and torch.distributed as a world of one (distributed.py)."""
 
 import math
@@ -23,40 +23,82 @@ class device:
 
 class Generator:
     def __init__(self, device=None):
-        self.seed = None
+        import random
+        self._random = random.Random(0)
 
     def manual_seed(self, s):
-        self.seed = s
+        self._random.seed(s)
         return self
 
 
 class Tensor:
-    def __init__(self, data, dtype=float32):
+    """A row-major tensor of one or two dimensions, as a flat list of floats."""
+
+    def __init__(self, data, dtype=float32, shape=None):
         self.data, self.dtype = [float(x) for x in data], dtype
+        self.shape = tuple(shape) if shape is not None else (len(self.data),)
+
+    def _like(self, data, dtype=None):
+        return Tensor(data, dtype or self.dtype, self.shape)
 
     def detach(self):
         return self
 
     def to(self, dtype):
-        return Tensor(self.data, dtype)
+        return self._like(self.data, dtype)
+
+    def double(self):
+        return self.to(float64)
+
+    def clone(self):
+        return self._like(self.data)
+
+    def contiguous(self):
+        return self
 
     def reshape(self, *shape):
-        return self
+        return Tensor(self.data, self.dtype)
 
     def numel(self):
         return len(self.data)
 
+    def fill_(self, x):
+        self.data = [float(x)] * len(self.data)
+        return self
+
+    def __getitem__(self, key):
+        rows, cols = (key if isinstance(key, tuple) else (key, slice(None)))
+        m, n = self.shape
+        ri, ci = range(m)[rows], range(n)[cols]
+        return Tensor([self.data[i * n + j] for i in ri for j in ci], self.dtype, (len(ri), len(ci)))
+
+    def __matmul__(self, other):
+        (m, k), (k2, n) = self.shape, other.shape
+        if k != k2:
+            raise ValueError("fake torch: %r @ %r" % (self.shape, other.shape))
+        a, b = self.data, other.data
+        return Tensor([sum(a[i * k + p] * b[p * n + j] for p in range(k)) for i in range(m) for j in range(n)],
+                      self.dtype, (m, n))
+
+    def _zip(self, other, f):
+        if isinstance(other, Tensor):
+            return self._like([f(a, b) for a, b in zip(self.data, other.data)])
+        return self._like([f(a, other) for a in self.data])
+
     def __sub__(self, other):
-        return Tensor([a - b for a, b in zip(self.data, other.data)], self.dtype)
+        return self._zip(other, lambda a, b: a - b)
+
+    def __mul__(self, other):
+        return self._zip(other, lambda a, b: a * b)
 
     def __invert__(self):
-        return Tensor([0.0 if x else 1.0 for x in self.data], bool_)
+        return self._like([0.0 if x else 1.0 for x in self.data], bool_)
 
     def sum(self):
         return Tensor([sum(self.data)], self.dtype)
 
     def abs(self):
-        return Tensor([abs(x) for x in self.data], self.dtype)
+        return self._like([abs(x) for x in self.data])
 
     def max(self):
         return Tensor([max(self.data)], self.dtype)
@@ -72,16 +114,51 @@ def tensor(data, dtype=float32, device=None):
     return Tensor(data, dtype)
 
 
+def rand(shape, generator=None, device=None, dtype=float32):
+    g = generator._random
+    return Tensor([g.random() for _ in range(math.prod(shape))], dtype, shape)
+
+
+def empty(shape, dtype=float32, device=None):
+    return Tensor([float("nan")] * math.prod(shape), dtype, shape)
+
+
+def empty_like(t):
+    return empty(t.shape, t.dtype)
+
+
+def matmul(a, b, out=None):
+    """a @ b, which advances the events' clock by 0.25 ms."""
+    cuda.work(0.25)
+    c = a @ b
+    if out is not None:
+        if out.shape != c.shape:
+            raise ValueError("fake torch: matmul out %r for %r" % (out.shape, c.shape))
+        out.data = c.data
+        return out
+    return c
+
+
+def set_float32_matmul_precision(p):
+    pass
+
+
+class backends:
+    class cuda:
+        class matmul:
+            allow_tf32 = True
+
+
 def isfinite(t):
-    return Tensor([1.0 if math.isfinite(x) else 0.0 for x in t.data], bool_)
+    return t._like([1.0 if math.isfinite(x) else 0.0 for x in t.data], bool_)
 
 
 def zeros_like(t):
-    return Tensor([0.0] * len(t.data), t.dtype)
+    return t._like([0.0] * len(t.data))
 
 
 def where(cond, a, b):
-    return Tensor([x if c else y for c, x, y in zip(cond.data, a.data, b.data)], a.dtype)
+    return a._like([x if c else y for c, x, y in zip(cond.data, a.data, b.data)])
 
 
 class linalg:
@@ -91,7 +168,7 @@ class linalg:
 
 
 class cuda:
-    clock_ms = 0.0  # advanced by work(): what the events read
+    clock_ms = 0.0  # advanced by work() (and matmul): what the events read
 
     @staticmethod
     def is_available():
