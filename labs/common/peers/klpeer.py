@@ -244,7 +244,8 @@ def versions(torch):
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_initialized() and hasattr(torch.cuda, "nccl"):
         try:
-            v["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
+            nv = torch.cuda.nccl.version()  # a tuple (2, 21, 5); an int (2708) in old torch
+            v["nccl"] = ".".join(str(x) for x in nv) if isinstance(nv, tuple) else str(nv)
         except Exception:
             pass
     tr = sys.modules.get("triton")
