@@ -9,6 +9,13 @@ import (
 // NCCL does not support (it needs one GPU per rank); the course's own kernels still run there.
 var ErrRanksShareGPU = errors.New("NCCL needs one GPU per rank")
 
+// ErrNoSymmetricMemory means the communicator's library cannot give these ranks symmetric memory
+// and a device communicator: NCCL says so itself for a communicator of one rank or of ranks that
+// are not all directly peer-accessible ("Communicator does not support symmetric memory"), and an
+// NCCL before 2.28 has no device API at all. Kernels on the device API are skipped with the
+// library's reason, which the error carries; the communicator's host collectives still run.
+var ErrNoSymmetricMemory = errors.New("no symmetric memory for these ranks")
+
 // SymmetricWindows is implemented by rank communicators whose library allocates symmetric memory
 // and lets kernels reach it through a device-side communicator (NCCL 2.28's device API:
 // ncclMemAlloc + ncclCommWindowRegister, ncclDevCommCreate, LSA pointers and LSA barriers).

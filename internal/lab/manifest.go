@@ -69,7 +69,7 @@ type Variant struct {
 	Entry   string           `yaml:"entry"`    // extern "C" kernel name in File
 	Library string           `yaml:"library"`  // a vendor call instead of a kernel ("cublas_sgemm")
 	Peer    string           `yaml:"peer"`     // a Python script (PyTorch, Triton) run as a peer: peer.go
-	Needs   []string         `yaml:"needs"`    // requirements: "nvidia", "sm_90a", "sm_80", "cublas", "nccl", "gpu"
+	Needs   []string         `yaml:"needs"`    // requirements: "nvidia", "sm_90a", "sm_80", "cublas", "nccl", "nccl_device", "gpu"
 	EmuSkip string           `yaml:"emu_skip"` // why the emulator cannot run it (e.g. inline PTX)
 	Params  map[string]int64 `yaml:"params"`   // launch parameters the driver reads (block size...)
 	Flags   []string         `yaml:"flags"`    // extra compiler flags for File
@@ -210,12 +210,7 @@ func (s *Suite) ProblemsFor(set string) ([]Problem, error) {
 
 // Variant finds a variant by name.
 func (s *Suite) Variant(name string) *Variant {
-	for _, v := range s.Variants {
-		if v.Name == name {
-			return v
-		}
-	}
-	return nil
+	return byName(s.Variants, name, func(v *Variant) string { return v.Name })
 }
 
 // Key names the variant within its lab: suites may reuse a variant name (each suite has its own
@@ -508,13 +503,18 @@ func (m *Manifest) validateNeeds(line int, what string, needs []string) []error 
 	for _, n := range needs {
 		switch {
 		case n == "gpu" || n == "cublas" || n == "nccl" || n == NeedNVIDIA || n == NeedTorch || n == NeedTriton:
+		case n == NeedNCCLDevice:
+			if !slices.Contains(needs, NeedNVIDIA) {
+				errs = append(errs, m.errAt(line, "%s: needs %s, NCCL's device API: add nvidia to its needs "+
+					"(RCCL has no such API, so the kernel is NVIDIA-only)", what, n))
+			}
 		case smNeedRE.MatchString(n):
 			if !slices.Contains(needs, NeedNVIDIA) {
 				errs = append(errs, m.errAt(line, "%s: needs %s, an NVIDIA architecture: add nvidia to its needs "+
 					"(the kernel is NVIDIA-only; the chapter says what the AMD equivalent is)", what, n))
 			}
 		default:
-			errs = append(errs, m.errAt(line, "%s: unknown need %q (known: nvidia, gpu, cublas, nccl, torch, triton, sm_NN such as sm_80 or sm_90a)", what, n))
+			errs = append(errs, m.errAt(line, "%s: unknown need %q (known: nvidia, gpu, cublas, nccl, nccl_device, torch, triton, sm_NN such as sm_80 or sm_90a)", what, n))
 		}
 	}
 	return errs
@@ -522,10 +522,14 @@ func (m *Manifest) validateNeeds(line int, what string, needs []string) []error 
 
 // Suite finds a suite by name.
 func (m *Manifest) Suite(name string) *Suite {
-	for _, s := range m.Suites {
-		if s.Name == name {
-			return s
-		}
+	return byName(m.Suites, name, func(s *Suite) string { return s.Name })
+}
+
+// byName is the item of items that nameOf calls name (nil when none is): the lookup of suites,
+// variants and custom flags.
+func byName[T any](items []*T, name string, nameOf func(*T) string) *T {
+	if i := slices.IndexFunc(items, func(x *T) bool { return nameOf(x) == name }); i >= 0 {
+		return items[i]
 	}
 	return nil
 }

@@ -135,11 +135,15 @@ func newPlot(title string) *plot.Plot {
 	return p
 }
 
-func grid(p *plot.Plot) {
+// newChart is a plot with its axes labelled and a light grid: the bar, line and roofline charts.
+func newChart(title, xLabel, yLabel string) *plot.Plot {
+	p := newPlot(title)
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
 	g := plotter.NewGrid()
 	g.Vertical.Color = color.Gray{225}
 	g.Horizontal.Color = color.Gray{225}
 	p.Add(g)
+	return p
 }
 
 // SVG draws the bar chart.
@@ -149,11 +153,9 @@ func (b *Bars) SVG() ([]byte, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	p := newPlot(b.Title)
+	p := newChart(b.Title, b.XLabel, "")
 	var leg legend
-	p.X.Label.Text = b.XLabel
 	p.X.Min = 0
-	grid(p)
 	p.X.Tick.Marker = linearTicks{}
 	n := len(b.Categories)
 	ng := len(b.Groups)
@@ -225,11 +227,8 @@ func (l *Lines) SVG() ([]byte, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	p := newPlot(l.Title)
+	p := newChart(l.Title, l.XLabel, l.YLabel)
 	var leg legend
-	p.X.Label.Text = l.XLabel
-	p.Y.Label.Text = l.YLabel
-	grid(p)
 	if l.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
@@ -276,11 +275,8 @@ func (l *Lines) SVG() ([]byte, error) {
 func (r *Roofline) SVG() ([]byte, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	p := newPlot(r.Title)
+	p := newChart(r.Title, r.XLabel, r.YLabel)
 	var leg legend
-	p.X.Label.Text = r.XLabel
-	p.Y.Label.Text = r.YLabel
-	grid(p)
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
 

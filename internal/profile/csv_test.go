@@ -16,13 +16,21 @@ func readLog(t *testing.T, name string) []byte {
 	return b
 }
 
-func TestParseLogTwoKernels(t *testing.T) {
-	rep, err := ParseLog(readLog(t, "ncu_two_kernels.log"))
+// parseSgemmLog parses a log of ncu profiling sgemm_smem (testdata/NAME): it must hold this
+// many launches, the first of them sgemm_smem's, in blocks of 32×32.
+func parseSgemmLog(t *testing.T, name string, launches int) (*Report, Launch) {
+	t.Helper()
+	rep, err := ParseLog(readLog(t, name))
 	require.NoError(t, err)
-	require.Len(t, rep.Launches, 2)
+	require.Len(t, rep.Launches, launches)
 	l := rep.Launches[0]
 	assert.Equal(t, "sgemm_smem", l.Kernel)
 	assert.Equal(t, "(32, 32, 1)", l.Block)
+	return rep, l
+}
+
+func TestParseLogTwoKernels(t *testing.T) {
+	rep, l := parseSgemmLog(t, "ncu_two_kernels.log", 2)
 	assert.Equal(t, "(128, 128, 1)", l.Grid)
 	assert.Equal(t, "9.0", l.CC)
 	// Thousands separators are read as such, units come from the second row.
@@ -188,12 +196,7 @@ func TestSectionListUnreadable(t *testing.T) {
 // A log that ncu 2025.3.1 wrote on the H200 (labrun profile 02 --variant smem --problem 4096³):
 // 1172 columns, units such as "ns" and "byte/s", values with thousands separators, warnings.
 func TestParseRealLog(t *testing.T) {
-	rep, err := ParseLog(readLog(t, "ncu_2025.3_h200_sgemm_smem.log"))
-	require.NoError(t, err)
-	require.Len(t, rep.Launches, 1)
-	l := rep.Launches[0]
-	assert.Equal(t, "sgemm_smem", l.Kernel)
-	assert.Equal(t, "(32, 32, 1)", l.Block)
+	rep, l := parseSgemmLog(t, "ncu_2025.3_h200_sgemm_smem.log", 1)
 	d := l.Metrics["gpu__time_duration.sum"]
 	assert.Equal(t, "ns", d.Unit)
 	assert.InDelta(t, 0.01607968, d.Base(), 1e-12)

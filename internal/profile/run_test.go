@@ -50,6 +50,14 @@ func course(t *testing.T) (root, bin string) {
 	return root, bin
 }
 
+// fakeLog makes the fake ncu copy testdata/NAME as the log it writes.
+func fakeLog(t *testing.T, name string) {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	t.Setenv("FAKE_NCU_LOG", p)
+}
+
 var h200 = gpu.DeviceInfo{Backend: "cuda", Name: "NVIDIA H200", ComputeMajor: 9, SMs: 132}
 
 func opts(root, bin string, variants ...string) Options {
@@ -59,9 +67,7 @@ func opts(root, bin string, variants ...string) Options {
 
 func TestRunRecordsAndMerges(t *testing.T) {
 	root, bin := course(t)
-	log, _ := filepath.Abs("testdata/ncu_two_kernels.log")
-	t.Setenv("FAKE_NCU_LOG", log)
-
+	fakeLog(t, "ncu_two_kernels.log")
 	out, err := Run(context.Background(), opts(root, bin, "smem"))
 	require.NoError(t, err)
 	require.Empty(t, out.Failed)
@@ -101,8 +107,7 @@ func TestRunRecordsAndMerges(t *testing.T) {
 
 func TestRunErrorsKeepWhatWasRecorded(t *testing.T) {
 	root, bin := course(t)
-	good, _ := filepath.Abs("testdata/ncu_two_kernels.log")
-	t.Setenv("FAKE_NCU_LOG", good)
+	fakeLog(t, "ncu_two_kernels.log")
 	_, err := Run(context.Background(), opts(root, bin, "smem"))
 	require.NoError(t, err)
 	path := filepath.Join(root, "results", "nvidia-h200", "02_gemm.profile.json")
@@ -119,8 +124,7 @@ func TestRunErrorsKeepWhatWasRecorded(t *testing.T) {
 		{"ncu_nokernel.log", "0", ErrNoKernel},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
-			l, _ := filepath.Abs("testdata/" + tc.log)
-			t.Setenv("FAKE_NCU_LOG", l)
+			fakeLog(t, tc.log)
 			t.Setenv("FAKE_RC", tc.rc)
 			out, err := Run(context.Background(), opts(root, bin, "smem", "vectorized"))
 			require.NoError(t, err)
@@ -138,7 +142,7 @@ func TestRunErrorsKeepWhatWasRecorded(t *testing.T) {
 	}
 
 	// A variant that fails its check under ncu records nothing, and the reason names the exit.
-	t.Setenv("FAKE_NCU_LOG", good)
+	fakeLog(t, "ncu_two_kernels.log")
 	t.Setenv("FAKE_RC", "1")
 	out, err := Run(context.Background(), opts(root, bin, "vectorized"))
 	require.NoError(t, err)
@@ -148,8 +152,7 @@ func TestRunErrorsKeepWhatWasRecorded(t *testing.T) {
 
 func TestRunCorruptFileIsKept(t *testing.T) {
 	root, bin := course(t)
-	good, _ := filepath.Abs("testdata/ncu_two_kernels.log")
-	t.Setenv("FAKE_NCU_LOG", good)
+	fakeLog(t, "ncu_two_kernels.log")
 	path := filepath.Join(root, "results", "nvidia-h200", "02_gemm.profile.json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))

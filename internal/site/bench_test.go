@@ -3,7 +3,6 @@ package site
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,16 +21,7 @@ import (
 func syntheticCourse(tb testing.TB) string {
 	tb.Helper()
 	root := filepath.Join(tb.TempDir(), "course")
-	must := func(err error) {
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
-	write := func(rel, s string) {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		must(os.MkdirAll(filepath.Dir(p), 0o755))
-		must(os.WriteFile(p, []byte(s), 0o644))
-	}
+	write := func(rel, s string) { writeFile(tb, root, rel, s) }
 	write("labs/common/kl.cuh", "#pragma once\n")
 	names := []string{"01_device_props", "02_gemm", "03_grouped_gemm", "04_collectives", "05_overlap"}
 	devices := []gpu.DeviceInfo{
@@ -100,7 +90,7 @@ func syntheticCourse(tb testing.TB) string {
 				}
 			}
 			data, err := json.Marshal(f)
-			must(err)
+			require.NoError(tb, err)
 			write("results/"+results.DeviceSlug(d)+"/"+name+".json", string(data))
 		}
 	}

@@ -17,8 +17,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 // chromiumPath finds a Chromium or Chrome: $LABRUN_CHROMIUM, else the usual names on PATH.
@@ -166,24 +164,15 @@ func TestBrowser(t *testing.T) {
 	b := startBrowser(t)
 	started := time.Now()
 
-	_, fixtureOut, err := build(t, fixture(t), true)
-	require.NoError(t, err)
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	_, realOut, err := build(t, root, true)
-	require.NoError(t, err)
+	_, fixtureOut := built(t, fixture(t), true)
+	_, realOut := built(t, realCourse(t), true)
 
 	pages := 0
 	for _, site := range []struct{ name, dir string }{{"synthetic", fixtureOut}, {"real", realOut}} {
 		t.Run(site.name, func(t *testing.T) {
-			rep, err := filepath.Glob(filepath.Join(site.dir, "en", "*.html"))
-			require.NoError(t, err)
-			more, _ := filepath.Glob(filepath.Join(site.dir, "en", "*", "*.html"))
-			rep = append(rep, more...)
-			require.NotEmpty(t, rep)
-			for _, enPath := range rep {
-				rel, _ := filepath.Rel(site.dir, enPath)
-				rel = filepath.ToSlash(rel)
+			en := siteFiles(t, site.dir, "en/*.html", "en/*/*.html")
+			require.NotEmpty(t, en)
+			for _, rel := range en {
 				zhRel := "zh" + strings.TrimPrefix(rel, "en")
 				// The English page.
 				st, errs, err := b.load(chromedp.Navigate(fileURL(site.dir, rel)), true)
@@ -233,12 +222,10 @@ func TestBrowser(t *testing.T) {
 	})
 	// The checks see what goes wrong: a script error, a missing image, a plot that is not drawn.
 	t.Run("catches problems", func(t *testing.T) {
-		p := filepath.Join(fixtureOut, "en", "labs", "02_gemm.html")
-		data, err := os.ReadFile(p)
-		require.NoError(t, err)
-		bad := strings.Replace(string(data), "</main>",
-			`<img src="nope.png"><img class="plot-img" src="../../plots/none.svg"><script>console.error("boom"); undefinedFn();</script></main>`, 1)
-		require.NoError(t, os.WriteFile(p, []byte(bad), 0o644))
+		editFile(t, fixtureOut, "en/labs/02_gemm.html", func(s string) string {
+			return strings.Replace(s, "</main>",
+				`<img src="nope.png"><img class="plot-img" src="../../plots/none.svg"><script>console.error("boom"); undefinedFn();</script></main>`, 1)
+		})
 		st, errs, err := b.load(chromedp.Navigate(fileURL(fixtureOut, "en/labs/02_gemm.html")), true)
 		require.NoError(t, err)
 		pages++
@@ -263,9 +250,7 @@ func checkPage(t *testing.T, dir, rel, lang string, st pageState, errs []string)
 	assert.Empty(t, st.Broken, "%s: images that did not load", rel)
 	assert.Equal(t, "sticky", st.Position, "%s: the stylesheet is applied", rel)
 	assert.NotEmpty(t, st.Title, rel)
-	html, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	require.NoError(t, err)
-	want := strings.Count(string(html), `class="plot-img"`)
+	want := strings.Count(read(t, dir, rel), `class="plot-img"`)
 	assert.Equal(t, want, st.Plots, "%s: plots on the page", rel)
 	assert.Equal(t, want, st.PlotsShown, "%s: plots drawn", rel)
 }

@@ -11,15 +11,6 @@ import (
 
 // The kl-ceilings cell: a device's measured ceilings, beside the peaks they are compared with.
 
-func init() {
-	registerCell("kl-ceilings", cellKind{
-		newSpec: func() any { return &ceilingsSpec{} },
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.ceilingsCell(pc, c, spec.(*ceilingsSpec))
-		},
-	})
-}
-
 type ceilingsSpec struct {
 	Device string `yaml:"device" json:"device,omitempty"`
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// cellKind is one kind of cell, registered from its own file (sourcecell.go, resultscell.go,
-// plotcell.go, propertiescell.go, ceilingscell.go, figurecell.go, profilecell.go): how to read
-// its body, check it, and render it. cells.go parses and renders every cell through it.
+// cellKind is one kind of cell: how to read its body, check it, and render it. cells.go parses
+// and renders every cell through it; each kind's spec (its body's struct), check and render are
+// in its own file (sourcecell.go, resultscell.go, plotcell.go, ...).
 type cellKind struct {
 	newSpec func() any                                                       // the body's struct, decoded strictly
 	check   func(d *notesDoc, c *cell, spec any) error                       // keys it needs, values it allows (optional)
@@ -17,8 +17,30 @@ type cellKind struct {
 
 var cellKinds = map[string]cellKind{}
 
-// registerCell adds a kind of cell; each cell file calls it from init.
-func registerCell(kind string, k cellKind) {
+// The cells the renderer knows, in the order an unknown cell's error lists them.
+func init() {
+	registerCell("kl-ceilings", nil, (*builder).ceilingsCell)
+	registerCell("kl-figure", (*figureSpec).check, (*builder).figureCell)
+	registerCell("kl-plot", (*plotSpec).check, (*builder).plotCell)
+	registerCell("kl-profile", (*profileSpec).check, (*builder).profileCell)
+	registerCell("kl-properties", (*propertiesSpec).check, (*builder).propertiesCell)
+	registerCell("kl-results", (*resultsSpec).check, (*builder).resultsCell)
+	registerCell("kl-source", (*sourceSpec).check, (*builder).sourceCell)
+}
+
+// registerCell adds a kind of cell whose body decodes into an S: check (nil when any body that
+// decodes will do) and render take the decoded body.
+func registerCell[S any](kind string, check func(s *S, d *notesDoc, c *cell) error,
+	render func(b *builder, pc *pageCtx, c *cell, s *S) (string, error)) {
+	k := cellKind{
+		newSpec: func() any { return new(S) },
+		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
+			return render(b, pc, c, spec.(*S))
+		},
+	}
+	if check != nil {
+		k.check = func(d *notesDoc, c *cell, spec any) error { return check(spec.(*S), d, c) }
+	}
 	cellKinds[kind] = k
 	CellKinds = append(CellKinds, kind)
 }

@@ -33,7 +33,7 @@ import (
 //	kl-ceilings    optional device: SLUG
 
 // CellKinds are the info strings of the cells the renderer knows, in the order they were
-// registered (each kind registers itself from its file: sourcecell.go, resultscell.go, ...).
+// registered (cellkind.go).
 var CellKinds []string
 
 // parseCell decodes a cell's body strictly (unknown keys are errors) and checks the keys every

@@ -2,8 +2,6 @@ package site
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,8 +20,7 @@ func resultsCells(html string) []string {
 }
 
 func TestResultsCellIsOneCompactTable(t *testing.T) {
-	_, out, err := build(t, fixture(t), true)
-	require.NoError(t, err)
+	_, out := built(t, fixture(t), true)
 	cells := resultsCells(read(t, out, "en/labs/02_gemm.html"))
 	require.NotEmpty(t, cells)
 	c := cells[0]
@@ -43,15 +40,8 @@ func TestResultsCellIsOneCompactTable(t *testing.T) {
 func TestEmulatorOnlyResultsCollapseSkips(t *testing.T) {
 	root := fixture(t)
 	// A cell that asks for the emulator's results (the page shows it whatever else exists).
-	for _, lang := range []string{"en", "zh"} {
-		p := filepath.Join(root, "labs", "02_gemm", "notes."+lang+".md")
-		notes, err := os.ReadFile(p)
-		require.NoError(t, err)
-		notes = append(notes, "\n```kl-results\nsuite: sgemm\ndevice: emulator\n```\n"...)
-		require.NoError(t, os.WriteFile(p, notes, 0o644))
-	}
-	_, out, err := build(t, root, false)
-	require.NoError(t, err)
+	editNotes(t, root, "02_gemm", func(_, s string) string { return s + "\n```kl-results\nsuite: sgemm\ndevice: emulator\n```\n" })
+	_, out := built(t, root, false)
 	for _, tc := range []struct{ lang, skipped, wrong string }{
 		{"en", "Skipped on this device:", ">wrong<"},
 		{"zh", "在该设备上跳过：", ">结果错误<"},

@@ -1,21 +1,15 @@
 package site
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
-	"github.com/kernel-labs/kernellabs/site/theme"
 )
 
 // chapter is one lab of the course as the site sees it.
@@ -53,53 +47,6 @@ type course struct {
 	warnings []string
 	errs     []error // fatal in any mode
 	strictE  []error // fatal in strict mode
-}
-
-var chapterRE = regexp.MustCompile(`^(\d\d)_[a-z0-9_]+$`)
-
-type plannedChapter struct {
-	Name    string   `yaml:"name"`
-	Title   lab.Text `yaml:"title"`
-	Summary lab.Text `yaml:"summary"`
-}
-
-// courseFile is the theme's course.yaml.
-type courseFile struct {
-	// Repository is where the course's code lives; every page links to it.
-	Repository string           `yaml:"repository"`
-	Chapters   []plannedChapter `yaml:"chapters"`
-}
-
-func readCourseFile() (*courseFile, error) {
-	data, err := theme.FS.ReadFile("course.yaml")
-	if err != nil {
-		return nil, err
-	}
-	return parseCourseFile(data)
-}
-
-// parseCourseFile decodes course.yaml strictly: an unknown key is an error, not ignored.
-func parseCourseFile(data []byte) (*courseFile, error) {
-	var doc courseFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("site/theme/course.yaml: %w (it holds repository: and chapters:, each chapter name:, title: and summary:)", err)
-	}
-	for _, p := range doc.Chapters {
-		if !chapterRE.MatchString(p.Name) {
-			return nil, fmt.Errorf("site/theme/course.yaml: chapter %q: a name is a lab folder's name, NN_name (two digits, then lower-case words joined by _)", p.Name)
-		}
-	}
-	return &doc, nil
-}
-
-func plannedChapters() ([]plannedChapter, error) {
-	doc, err := readCourseFile()
-	if err != nil {
-		return nil, err
-	}
-	return doc.Chapters, nil
 }
 
 // loadCourse reads the chapters (planned ones, and every labs/NN_name folder), their manifests

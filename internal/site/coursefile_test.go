@@ -5,8 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 func TestParseCourseFile(t *testing.T) {
@@ -15,8 +13,9 @@ func TestParseCourseFile(t *testing.T) {
 	}{
 		{"the theme's own", "repository: https://x\nchapters: []\n", ""},
 		{"a planned chapter", "chapters:\n  - name: 07_attention\n    title: {en: A, zh: 甲}\n", ""},
-		{"an unknown key", "repository: https://x\nchapter: []\n", "field chapter not found"},
-		{"a misspelt chapter key", "chapters:\n  - name: 07_attention\n    titel: {en: A}\n", "field titel not found"},
+		{"an unknown key", "repository: https://x\nchapter: []\n", `site/theme/course.yaml:2: unknown key "chapter" in the top level`},
+		{"a misspelt chapter key", "chapters:\n  - name: 07_attention\n    titel: {en: A}\n", `site/theme/course.yaml:3: unknown key "titel" in chapters[0]`},
+		{"not YAML", "chapters: [\n", "site/theme/course.yaml:1: "},
 		{"a name that is not a folder's", "chapters:\n  - name: attention\n", `chapter "attention": a name is a lab folder's name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -33,9 +32,7 @@ func TestParseCourseFile(t *testing.T) {
 
 // TestCourseFileHasNoLabTitles: a chapter's title and summary have one source, its lab.yaml.
 func TestCourseFileHasNoLabTitles(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	c, err := loadCourse(root)
+	c, err := loadCourse(realCourse(t))
 	require.NoError(t, err)
 	for _, e := range c.errs {
 		assert.NotContains(t, e.Error(), "course.yaml")

@@ -25,30 +25,22 @@ type figureSpec struct {
 	Caption map[string]string `yaml:"caption" json:"caption,omitempty"`
 }
 
-func init() {
-	registerCell("kl-figure", cellKind{
-		newSpec: func() any { return &figureSpec{} },
-		check: func(d *notesDoc, c *cell, spec any) error {
-			s := spec.(*figureSpec)
-			switch {
-			case s.File == "":
-				return d.errAt(c.Line, "kl-figure needs file: (an SVG in the lab's folder, e.g. figures/tiling.svg)")
-			case !strings.HasSuffix(s.File, ".svg"):
-				return d.errAt(c.Line, "kl-figure: %s is not an SVG file", s.File)
-			case path.IsAbs(s.File) || strings.Contains(path.Clean(s.File), ".."):
-				return d.errAt(c.Line, "kl-figure: %s must be inside the lab's folder", s.File)
-			}
-			for _, l := range Langs {
-				if s.Caption != nil && s.Caption[l] == "" {
-					return d.errAt(c.Line, "kl-figure: caption needs both languages (caption: {en: ..., zh: ...})")
-				}
-			}
-			return nil
-		},
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.figureCell(pc, c, spec.(*figureSpec))
-		},
-	})
+// check: a figure is an SVG file inside the lab's folder, its caption in both languages.
+func (s *figureSpec) check(d *notesDoc, c *cell) error {
+	switch {
+	case s.File == "":
+		return d.errAt(c.Line, "kl-figure needs file: (an SVG in the lab's folder, e.g. figures/tiling.svg)")
+	case !strings.HasSuffix(s.File, ".svg"):
+		return d.errAt(c.Line, "kl-figure: %s is not an SVG file", s.File)
+	case path.IsAbs(s.File) || strings.Contains(path.Clean(s.File), ".."):
+		return d.errAt(c.Line, "kl-figure: %s must be inside the lab's folder", s.File)
+	}
+	for _, l := range Langs {
+		if s.Caption != nil && s.Caption[l] == "" {
+			return d.errAt(c.Line, "kl-figure: caption needs both languages (caption: {en: ..., zh: ...})")
+		}
+	}
+	return nil
 }
 
 var (

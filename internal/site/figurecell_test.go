@@ -1,26 +1,24 @@
 package site
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
+// figurePath is where the tests put a figure of the fixture's lab 01 (its cell names figures/tiles.svg).
+const figurePath = "labs/01_device_props/figures/tiles.svg"
+
 const figureSVG = `<?xml version="1.0"?>
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><title>Tile figure</title><text><tspan lang="en">Block tile</tspan><tspan lang="zh">线程块分块</tspan></text><text>128</text></svg>`
 
 func TestFigureCell(t *testing.T) {
 	root := fixture(t)
-	dir := filepath.Join(root, "labs", "01_device_props", "figures")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiles.svg"), []byte(figureSVG), 0o644))
+	writeFile(t, root, figurePath, figureSVG)
 	cell := "```kl-figure\nfile: figures/tiles.svg\ncaption: {en: Tiles, zh: 分块}\n```"
 	withText(t, root, cell, cell)
-	_, out, err := build(t, root, true)
-	require.NoError(t, err)
+	_, out := built(t, root, true)
 	en, zh := read(t, out, "en/labs/01_device_props.html"), read(t, out, "zh/labs/01_device_props.html")
 	assert.Contains(t, en, "Block tile")
 	assert.NotContains(t, en, "线程块分块", "each page keeps its own language's labels")
@@ -40,8 +38,7 @@ func TestFigureCell(t *testing.T) {
 		"caption: {en: a, zh: b}":                      "kl-figure needs file",
 	} {
 		root := fixture(t)
-		require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "01_device_props", "figures"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "01_device_props", "figures", "tiles.svg"), []byte(figureSVG), 0o644))
+		writeFile(t, root, figurePath, figureSVG)
 		c := "```kl-figure\n" + body + "\n```"
 		withText(t, root, c, c)
 		_, _, err := build(t, root, false)
@@ -50,12 +47,9 @@ func TestFigureCell(t *testing.T) {
 	}
 	// A figure that would run code in the reader's browser is refused.
 	root = fixture(t)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	bad := filepath.Join(root, "labs", "01_device_props", "figures", "tiles.svg")
-	require.NoError(t, os.MkdirAll(filepath.Dir(bad), 0o755))
-	require.NoError(t, os.WriteFile(bad, []byte(`<svg onload="alert(1)"><text lang="en">a</text><text lang="zh">b</text></svg>`), 0o644))
+	writeFile(t, root, figurePath, `<svg onload="alert(1)"><text lang="en">a</text><text lang="zh">b</text></svg>`)
 	withText(t, root, cell, cell)
-	_, _, err = build(t, root, false)
+	_, _, err := build(t, root, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "scripts or event handlers")
 }

@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/kernel-labs/kernellabs/site/theme"
 )
 
@@ -41,10 +39,8 @@ func loadGlossary(root string) ([]glossaryTerm, error) {
 	var doc struct {
 		Terms []glossaryTerm `yaml:"terms"`
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", GlossaryPath, err)
+	if err := decodeYAML(GlossaryPath, data, &doc); err != nil {
+		return nil, err
 	}
 	for i := range doc.Terms {
 		t := &doc.Terms[i]

@@ -1,8 +1,6 @@
 package site
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,30 +8,26 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 func TestGlossaryIsFollowed(t *testing.T) {
 	root := fixture(t)
-	require.NoError(t, os.WriteFile(filepath.Join(root, GlossaryPath), []byte(`terms:
+	writeFile(t, root, GlossaryPath, `terms:
   - en: warp
     zh: warp
     avoid: ["线程束"]
   - en: lab NN
     zh: 实验 NN
     avoid: ["第 ?\\d+ ?章"]
-`), 0o644))
-	p := filepath.Join(root, "labs", "02_gemm", "notes.zh.md")
-	notes, err := os.ReadFile(p)
-	require.NoError(t, err)
-	notes = append(notes, "\n一个线程束有 32 个线程，见第 01 章。代码里的 `线程束` 和\n\n```c\n// 线程束\n```\n"...)
-	require.NoError(t, os.WriteFile(p, notes, 0o644))
+`)
+	notes := read(t, root, notesPath("02_gemm", "zh")) + "\n一个线程束有 32 个线程，见第 01 章。代码里的 `线程束` 和\n\n```c\n// 线程束\n```\n"
+	writeFile(t, root, notesPath("02_gemm", "zh"), notes)
 	lineOf := func(sub string) int {
-		return strings.Count(string(notes[:strings.Index(string(notes), sub)]), "\n") + 1
+		return strings.Count(notes[:strings.Index(notes, sub)], "\n") + 1
 	}
 
-	_, _, err = build(t, root, true)
+	_, _, err := build(t, root, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "labs/02_gemm/notes.zh.md:"+itoa(lineOf("一个线程束"))+`: "线程束": the glossary (labs/glossary.yaml) says warp for warp`)
 	assert.Contains(t, err.Error(), `"第 01 章"`)
@@ -44,9 +38,15 @@ func TestGlossaryIsFollowed(t *testing.T) {
 	assert.NotEmpty(t, rep.Warnings)
 }
 
+func TestGlossaryFileIsStrict(t *testing.T) {
+	root := fixture(t)
+	writeFile(t, root, GlossaryPath, "terms:\n  - en: warp\n    zh: warp\n    avoud: [线程束]\n")
+	_, err := loadGlossary(root)
+	assert.ErrorContains(t, err, `labs/glossary.yaml:4: unknown key "avoud" in terms[0]`)
+}
+
 func TestRealCourseFollowsItsGlossary(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
+	root := realCourse(t)
 	terms, err := loadGlossary(root)
 	require.NoError(t, err)
 	require.NotEmpty(t, terms, "the course has a glossary (%s)", GlossaryPath)
@@ -63,9 +63,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // record reads in Chinese on the Chinese pages, and each rule of runtimeRules is still needed
 // or matches a message internal/lab writes.
 func TestRuntimeTextCoversRecordedMessages(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	c, err := loadCourse(root)
+	c, err := loadCourse(realCourse(t))
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, d := range c.devices {

@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 // layoutJS measures a loaded page: its height, and every element that sticks out of the text
@@ -90,16 +86,12 @@ func (b *browser) measure(url string, width int) (layout, error) {
 }
 
 // labPages builds the course's site and starts a browser to look at it: the site's folder and
-// its lab pages.
+// its lab pages (paths in the site's folder).
 func labPages(t *testing.T) (b *browser, out string, pages []string) {
 	t.Helper()
 	b = startBrowser(t)
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	_, out, err = build(t, root, false)
-	require.NoError(t, err)
-	pages, _ = filepath.Glob(filepath.Join(out, "*", "labs", "*.html"))
-	return b, out, pages
+	_, out = built(t, realCourse(t), false)
+	return b, out, siteFiles(t, out, "*/labs/*.html")
 }
 
 // TestPageHeights prints each lab page's height at 1280 px (LABRUN_PAGE_HEIGHTS=FILE also writes
@@ -109,13 +101,11 @@ func TestPageHeights(t *testing.T) {
 		t.Skip("set LABRUN_PAGE_HEIGHTS=FILE to measure the lab pages' heights")
 	}
 	b, out, pages := labPages(t)
-	sort.Strings(pages)
 	var lines []string
-	for _, p := range pages {
-		rel, _ := filepath.Rel(out, p)
-		l, err := b.measure(fileURL(out, filepath.ToSlash(rel)), 1280)
+	for _, rel := range pages {
+		l, err := b.measure(fileURL(out, rel), 1280)
 		require.NoError(t, err, rel)
-		lines = append(lines, fmt.Sprintf("%s %d", filepath.ToSlash(rel), l.Height))
+		lines = append(lines, fmt.Sprintf("%s %d", rel, l.Height))
 	}
 	t.Log("\n" + strings.Join(lines, "\n"))
 	require.NoError(t, os.WriteFile(os.Getenv("LABRUN_PAGE_HEIGHTS"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
@@ -129,11 +119,10 @@ func TestScreenshots(t *testing.T) {
 		t.Skip("set LABRUN_SCREENSHOTS=DIR to take screenshots of the lab pages")
 	}
 	b, out, pages := labPages(t)
-	for _, p := range pages {
-		rel, _ := filepath.Rel(out, p)
+	for _, rel := range pages {
 		for _, w := range []int{1280, 390} {
 			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-			err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(w), 1000), chromedp.Navigate(fileURL(out, filepath.ToSlash(rel))))
+			err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(w), 1000), chromedp.Navigate(fileURL(out, rel)))
 			if err == nil {
 				_, err = chromedp.Run(ctx, chromedp.Evaluate[int](`(() => { const c = document.querySelector("figure.cell-results"); if (c) window.scrollTo(0, c.getBoundingClientRect().top + window.scrollY - 80); return 0; })()`))
 			}
@@ -144,7 +133,7 @@ func TestScreenshots(t *testing.T) {
 			}
 			cancel()
 			require.NoError(t, err, rel)
-			name := strings.NewReplacer("/", "_", ".html", "").Replace(filepath.ToSlash(rel))
+			name := strings.NewReplacer("/", "_", ".html", "").Replace(rel)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s_%d.png", name, w)), png, 0o644))
 		}
 	}
@@ -155,18 +144,10 @@ func TestScreenshots(t *testing.T) {
 // scrolls sideways.
 func TestLayout(t *testing.T) {
 	b := startBrowser(t)
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	_, out, err := build(t, root, false)
-	require.NoError(t, err)
-	pages, _ := filepath.Glob(filepath.Join(out, "*", "*.html"))
-	more, _ := filepath.Glob(filepath.Join(out, "*", "*", "*.html"))
-	pages = append(pages, more...)
-	sort.Strings(pages)
+	_, out := built(t, realCourse(t), false)
+	pages := siteFiles(t, out, "*/*.html", "*/*/*.html")
 	require.NotEmpty(t, pages)
-	for _, p := range pages {
-		rel, _ := filepath.Rel(out, p)
-		rel = filepath.ToSlash(rel)
+	for _, rel := range pages {
 		for _, w := range []int{1280, 390} {
 			l, err := b.measure(fileURL(out, rel), w)
 			require.NoError(t, err, rel)
@@ -202,23 +183,20 @@ const frameJS = `(() => {
 // Chromium, with the fonts a reader has: nothing may be drawn outside the figure.
 func TestPlotsStayInTheirFrame(t *testing.T) {
 	b := startBrowser(t)
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	for _, course := range []string{root, fixture(t)} {
-		_, out, err := build(t, course, false)
-		require.NoError(t, err)
-		svgs, _ := filepath.Glob(filepath.Join(out, "plots", "*", "*.svg"))
+	for _, course := range []string{realCourse(t), fixture(t)} {
+		_, out := built(t, course, false)
+		svgs := siteFiles(t, out, "plots/*/*.svg")
 		require.NotEmpty(t, svgs)
 		for _, p := range svgs {
 			ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-			err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate("file://"+filepath.ToSlash(p)))
+			err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(fileURL(out, p)))
 			var outside []string
 			if err == nil {
 				outside, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](frameJS))
 			}
 			cancel()
 			require.NoError(t, err, p)
-			assert.Empty(t, outside, "%s: drawn outside the figure", filepath.Base(p))
+			assert.Empty(t, outside, "%s: drawn outside the figure", p)
 		}
 	}
 }
@@ -263,33 +241,29 @@ func (b *browser) glyphs(url string) (glyphs, error) {
 // is installed (make setup installs fonts-noto-cjk), or the stylesheet names none that exists.
 // It also proves that the check sees boxes, with a browser that has no CJK font.
 func TestChineseGlyphsComeFromACJKFont(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	_, out, err := build(t, root, false)
-	require.NoError(t, err)
-	pages, _ := filepath.Glob(filepath.Join(out, "zh", "labs", "*.html"))
-	pages = append(pages, filepath.Join(out, "zh", "index.html"))
+	_, out := built(t, realCourse(t), false)
+	pages := append(siteFiles(t, out, "zh/labs/*.html"), "zh/index.html")
 
 	b := startBrowser(t)
 	for _, p := range pages {
-		g, err := b.glyphs("file://" + filepath.ToSlash(p))
+		g, err := b.glyphs(fileURL(out, p))
 		require.NoError(t, err, p)
 		require.Positive(t, g.Chars, "%s: a Chinese heading to look at", p)
 		assert.Zero(t, g.Boxes, "%s: %d of %d Chinese characters drawn as boxes in %s: install a CJK font (apt-get install fonts-noto-cjk; make setup does it)",
-			filepath.Base(p), g.Boxes, g.Chars, g.Family)
+			p, g.Boxes, g.Chars, g.Family)
 	}
 
 	t.Run("sees boxes without a CJK font", func(t *testing.T) {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "fonts.conf")
 		// Only DejaVu, which has no Chinese: what a machine without fonts-noto-cjk shows.
-		require.NoError(t, os.WriteFile(conf, []byte(`<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
-<fontconfig><dir>/usr/share/fonts/truetype/dejavu</dir><cachedir>`+dir+`/cache</cachedir></fontconfig>`), 0o644))
+		writeFile(t, dir, "fonts.conf", `<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>/usr/share/fonts/truetype/dejavu</dir><cachedir>`+dir+`/cache</cachedir></fontconfig>`)
 		if _, err := os.Stat("/usr/share/fonts/truetype/dejavu"); err != nil {
 			t.Skip("no DejaVu fonts to build a machine without CJK fonts from")
 		}
 		bare := startBrowser(t, chromedp.Env("FONTCONFIG_FILE="+conf))
-		g, err := bare.glyphs("file://" + filepath.ToSlash(pages[0]))
+		g, err := bare.glyphs(fileURL(out, pages[0]))
 		require.NoError(t, err)
 		assert.Equal(t, g.Chars, g.Boxes, "without a CJK font every character is a box, and the check says so")
 	})
@@ -299,8 +273,7 @@ func TestChineseGlyphsComeFromACJKFont(t *testing.T) {
 // lands on the same section of the other page.
 func TestLanguageSwitchKeepsTheSection(t *testing.T) {
 	b := startBrowser(t)
-	_, out, err := build(t, fixture(t), true)
-	require.NoError(t, err)
+	_, out := built(t, fixture(t), true)
 	for _, from := range []string{"en", "zh"} {
 		url := fileURL(out, from+"/labs/02_gemm.html")
 		ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
@@ -309,13 +282,11 @@ func TestLanguageSwitchKeepsTheSection(t *testing.T) {
 		id, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const hs = document.querySelectorAll("main h2[id], main h3[id]");
 			const h = hs[hs.length - 1]; document.body.style.paddingBottom = "2000px";
 			window.scrollTo(0, h.getBoundingClientRect().top + window.scrollY - 20); return h.id; })()`))
-		require.NoError(t, err)
-		require.NotEmpty(t, id)
-		_, err = chromedp.Run(ctx, chromedp.WaitEvent(cdppage.LoadEventFired, nil, chromedp.Click(chromedp.CSS("a.lang-switch"))))
-		require.NoError(t, err)
-		loc, err := chromedp.Run(ctx, chromedp.Location())
 		cancel()
 		require.NoError(t, err)
-		assert.Equal(t, fileURL(out, otherLang(from)+"/labs/02_gemm.html")+"#"+id, loc, "from %s: the switch keeps the section", from)
+		require.NotEmpty(t, id)
+		st, _, err := b.load(chromedp.Click(chromedp.CSS("a.lang-switch")), false)
+		require.NoError(t, err)
+		assert.Equal(t, fileURL(out, otherLang(from)+"/labs/02_gemm.html")+"#"+id, st.URL, "from %s: the switch keeps the section", from)
 	}
 }

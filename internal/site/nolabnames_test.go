@@ -1,8 +1,6 @@
 package site
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,16 +24,13 @@ func TestSiteNamesNoLab(t *testing.T) {
 // product files.
 func eachProductLine(t *testing.T, fn func(file string, n int, line string)) {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
+	files := siteFiles(t, ".", "*.go")
 	require.NotEmpty(t, files)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		for i, line := range strings.Split(string(data), "\n") {
+		for i, line := range strings.Split(read(t, ".", f), "\n") {
 			fn(f, i+1, strings.TrimSpace(line))
 		}
 	}

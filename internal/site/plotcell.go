@@ -18,27 +18,6 @@ import (
 
 // The kl-plot cell: a figure of a suite's results (speedup, throughput, roofline, SM timeline).
 
-func init() {
-	registerCell("kl-plot", cellKind{
-		newSpec: func() any { return &plotSpec{} },
-		check: func(d *notesDoc, c *cell, spec any) error {
-			s := spec.(*plotSpec)
-			if s.Suite == "" {
-				return d.errAt(c.Line, "kl-plot needs suite:")
-			}
-			switch s.Kind {
-			case "speedup", "throughput", "roofline", "timeline":
-			default:
-				return d.errAt(c.Line, "kl-plot: kind %q must be speedup, throughput, roofline or timeline", s.Kind)
-			}
-			return nil
-		},
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.plotCell(pc, c, spec.(*plotSpec))
-		},
-	})
-}
-
 type plotSpec struct {
 	Kind     string   `yaml:"kind" json:"kind"`
 	Suite    string   `yaml:"suite" json:"suite"`
@@ -47,6 +26,19 @@ type plotSpec struct {
 	Variants []string `yaml:"variants" json:"variants,omitempty"`
 	X        string   `yaml:"x" json:"x,omitempty"`
 	Roofs    []string `yaml:"roofs" json:"roofs,omitempty"`
+}
+
+// check: a plot names its suite and a kind of plot the site draws.
+func (s *plotSpec) check(d *notesDoc, c *cell) error {
+	if s.Suite == "" {
+		return d.errAt(c.Line, "kl-plot needs suite:")
+	}
+	switch s.Kind {
+	case "speedup", "throughput", "roofline", "timeline":
+	default:
+		return d.errAt(c.Line, "kl-plot: kind %q must be speedup, throughput, roofline or timeline", s.Kind)
+	}
+	return nil
 }
 
 func (b *builder) plotCell(pc *pageCtx, c *cell, s *plotSpec) (string, error) {

@@ -28,25 +28,17 @@ type profileSpec struct {
 	Rows     []string `yaml:"rows" json:"rows,omitempty"`
 }
 
-func init() {
-	registerCell("kl-profile", cellKind{
-		newSpec: func() any { return &profileSpec{} },
-		check: func(d *notesDoc, c *cell, spec any) error {
-			s := spec.(*profileSpec)
-			if len(s.Variants) == 0 {
-				return d.errAt(c.Line, "kl-profile needs variants: [..] (the columns of the table)")
-			}
-			for _, r := range s.Rows {
-				if _, ok := profileRowByKey(r); !ok {
-					return d.errAt(c.Line, "kl-profile: row %q is not one of %s", r, strings.Join(profileRowKeys(), ", "))
-				}
-			}
-			return nil
-		},
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.profileCell(pc, c, spec.(*profileSpec))
-		},
-	})
+// check: a profile table names its variants (the columns), and rows it knows.
+func (s *profileSpec) check(d *notesDoc, c *cell) error {
+	if len(s.Variants) == 0 {
+		return d.errAt(c.Line, "kl-profile needs variants: [..] (the columns of the table)")
+	}
+	for _, r := range s.Rows {
+		if _, ok := profileRowByKey(r); !ok {
+			return d.errAt(c.Line, "kl-profile: row %q is not one of %s", r, strings.Join(profileRowKeys(), ", "))
+		}
+	}
+	return nil
 }
 
 // profileRow is one line of the table: a label in both languages and how to read it from a profile.

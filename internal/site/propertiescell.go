@@ -8,26 +8,19 @@ import (
 // The kl-properties cell: the device description a lab recorded (identity and limits, memory,
 // peaks, NVML, attributes).
 
-func init() {
-	registerCell("kl-properties", cellKind{
-		newSpec: func() any { return &propertiesSpec{} },
-		check: func(d *notesDoc, c *cell, spec any) error {
-			for _, w := range spec.(*propertiesSpec).Show {
-				if !contains(propertyParts, w) {
-					return d.errAt(c.Line, "kl-properties: show: %q is not one of %s", w, strings.Join(propertyParts, ", "))
-				}
-			}
-			return nil
-		},
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.propertiesCell(pc, c, spec.(*propertiesSpec))
-		},
-	})
-}
-
 type propertiesSpec struct {
 	Device string   `yaml:"device" json:"device,omitempty"`
 	Show   []string `yaml:"show" json:"show,omitempty"`
+}
+
+// check: show names parts of the device description that exist.
+func (s *propertiesSpec) check(d *notesDoc, c *cell) error {
+	for _, w := range s.Show {
+		if !contains(propertyParts, w) {
+			return d.errAt(c.Line, "kl-properties: show: %q is not one of %s", w, strings.Join(propertyParts, ", "))
+		}
+	}
+	return nil
 }
 
 // defaultParts are what kl-properties shows without show:.

@@ -11,26 +11,19 @@ import (
 
 // The kl-results cell: a suite's results table on each device that has them.
 
-func init() {
-	registerCell("kl-results", cellKind{
-		newSpec: func() any { return &resultsSpec{} },
-		check: func(d *notesDoc, c *cell, spec any) error {
-			if spec.(*resultsSpec).Suite == "" {
-				return d.errAt(c.Line, "kl-results needs suite:")
-			}
-			return nil
-		},
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.resultsCell(pc, c, spec.(*resultsSpec))
-		},
-	})
-}
-
 type resultsSpec struct {
 	Suite    string   `yaml:"suite" json:"suite"`
 	Problems []string `yaml:"problems" json:"problems,omitempty"`
 	Variants []string `yaml:"variants" json:"variants,omitempty"`
 	Device   string   `yaml:"device" json:"device,omitempty"`
+}
+
+// check: a results table names its suite.
+func (s *resultsSpec) check(d *notesDoc, c *cell) error {
+	if s.Suite == "" {
+		return d.errAt(c.Line, "kl-results needs suite:")
+	}
+	return nil
 }
 
 var _ = defineTemplates(`

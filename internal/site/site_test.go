@@ -11,35 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
-// fixture copies the synthetic test course (testdata/course) into a temporary folder.
-func fixture(t testing.TB) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "course")
-	require.NoError(t, os.CopyFS(dst, os.DirFS("testdata/course")))
-	return dst
-}
-
-func build(t testing.TB, root string, strict bool) (*Report, string, error) {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "public")
-	rep, err := Build(root, out, Options{Strict: strict})
-	return rep, out, err
-}
-
-func read(t testing.TB, dir, rel string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	require.NoError(t, err)
-	return string(data)
-}
-
 func TestBuildFixture(t *testing.T) {
-	rep, out, err := build(t, fixture(t), true)
-	require.NoError(t, err)
+	rep, out := built(t, fixture(t), true)
 	require.NoError(t, CheckSite(out))
 
 	for _, p := range []string{"en/index.html", "zh/index.html", "en/about.html", "zh/about.html",
@@ -115,9 +91,9 @@ func TestBuildFixture(t *testing.T) {
 	assert.Regexp(t, `src="../../plots/02_gemm/sgemm-roofline-synthetic-gpu-[0-9a-f]{6}\.zh\.svg"`, zhGemm)
 
 	// Chinese plots carry Chinese labels, drawn by the browser with a CJK-capable font stack.
-	svgs, _ := filepath.Glob(filepath.Join(out, "plots", "02_gemm", "*roofline*.zh.svg"))
+	svgs := siteFiles(t, out, "plots/02_gemm/*roofline*.zh.svg")
 	require.Len(t, svgs, 1)
-	svg := read(t, filepath.Dir(svgs[0]), filepath.Base(svgs[0]))
+	svg := read(t, out, svgs[0])
 	assert.Contains(t, svg, "算术强度")
 	assert.Contains(t, svg, "Noto Sans CJK SC")
 	assert.Contains(t, svg, `text-anchor="middle"`)
@@ -127,18 +103,6 @@ func TestBuildFixture(t *testing.T) {
 	assert.Contains(t, dev, "Measured ceilings")
 	assert.Contains(t, dev, "132")
 	assert.Contains(t, read(t, out, "en/devices/emulator.html"), "Emulated, not a performance figure")
-}
-
-func between(s, start, end string) string {
-	i := strings.Index(s, start)
-	if i < 0 {
-		return ""
-	}
-	j := strings.Index(s[i:], end)
-	if j < 0 {
-		return s[i:]
-	}
-	return s[i : i+j]
 }
 
 // TestCellErrors: a cell that names something that does not exist fails the build with
@@ -168,16 +132,9 @@ func TestCellErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := fixture(t)
-			for _, lang := range Langs {
-				p := filepath.Join(root, "labs", "01_device_props", "notes."+lang+".md")
-				data, err := os.ReadFile(p)
-				require.NoError(t, err)
-				// Insert the cell after the first section heading; it lands on line `line`.
-				src := strings.Replace(string(data), "## Measured ceilings\n", "## Measured ceilings\n\n"+tc.cell+"\n", 1)
-				src = strings.Replace(src, "## 实测上限\n", "## 实测上限\n\n"+tc.cell+"\n", 1)
-				require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
-			}
-			line := lineOfFile(t, filepath.Join(root, "labs", "01_device_props", "notes.en.md"), strings.SplitN(tc.cell, "\n", 2)[0])
+			// Insert the cell after the first section heading; it lands on line `line`.
+			withText(t, root, tc.cell, tc.cell)
+			line := lineOfCell(t, root, notesPath("01_device_props", "en"), strings.SplitN(tc.cell, "\n", 2)[0])
 			if tc.name == "unknown key" {
 				line += 2 // a YAML error names the line of the key
 			}
@@ -190,18 +147,18 @@ func TestCellErrors(t *testing.T) {
 	}
 }
 
-func lineOfFile(t *testing.T, path, text string) int {
+// lineOfCell is the number of the first line after the "Measured ceilings" heading of a notes
+// file (rel, below root) that starts with text.
+func lineOfCell(t *testing.T, root, rel, text string) int {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
 	after := false
-	for i, l := range strings.Split(string(data), "\n") {
+	for i, l := range strings.Split(read(t, root, rel), "\n") {
 		after = after || l == "## Measured ceilings"
 		if after && strings.HasPrefix(l, text) {
 			return i + 1
 		}
 	}
-	t.Fatalf("%q not in %s", text, path)
+	t.Fatalf("%q not in %s", text, rel)
 	return 0
 }
 
@@ -226,14 +183,9 @@ func TestParity(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := fixture(t)
-			p := filepath.Join(root, "labs", "01_device_props", "notes.zh.md")
-			data, err := os.ReadFile(p)
-			require.NoError(t, err)
-			edited := tc.edit(string(data))
-			require.NotEqual(t, string(data), edited, "the edit applies")
-			require.NoError(t, os.WriteFile(p, []byte(edited), 0o644))
+			editFile(t, root, notesPath("01_device_props", "zh"), tc.edit)
 
-			_, _, err = build(t, root, true)
+			_, _, err := build(t, root, true)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 
@@ -248,12 +200,9 @@ func TestOneLanguageOnlyIsInPreparation(t *testing.T) {
 	root := fixture(t)
 	require.NoError(t, os.Remove(filepath.Join(root, "labs", "02_gemm", "notes.zh.md")))
 	// Lab 01 links to lab 02: remove the links so that only the missing translation remains.
-	for _, lang := range Langs {
-		p := filepath.Join(root, "labs", "01_device_props", "notes."+lang+".md")
-		data, _ := os.ReadFile(p)
-		src := regexp.MustCompile(`\[GEMM\]\([^)]*\)`).ReplaceAllString(string(data), "GEMM")
-		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
-	}
+	editNotes(t, root, "01_device_props", func(_, s string) string {
+		return regexp.MustCompile(`\[GEMM\]\([^)]*\)`).ReplaceAllString(s, "GEMM")
+	})
 	_, _, err := build(t, root, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "notes.zh.md is missing")
@@ -267,14 +216,8 @@ func TestNoResultsYet(t *testing.T) {
 	root := fixture(t)
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "results")))
 	// A cell that names a device needs that device's results: drop the name.
-	for _, lang := range Langs {
-		p := filepath.Join(root, "labs", "02_gemm", "notes."+lang+".md")
-		data, err := os.ReadFile(p)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), "device: synthetic-gpu\n", "", 1)), 0o644))
-	}
-	rep, out, err := build(t, root, true)
-	require.NoError(t, err)
+	editNotes(t, root, "02_gemm", func(_, s string) string { return strings.Replace(s, "device: synthetic-gpu\n", "", 1) })
+	rep, out := built(t, root, true)
 	assert.Zero(t, rep.Plots)
 	assert.Empty(t, rep.Devices)
 	en := read(t, out, "en/labs/02_gemm.html")
@@ -287,38 +230,33 @@ func TestRebuildReplacesOnlyASiteFolder(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "public")
 	_, err := Build(root, out, Options{})
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(out, "stale.html"), []byte("old"), 0o644))
+	writeFile(t, out, "stale.html", "old")
 	_, err = Build(root, out, Options{})
 	require.NoError(t, err, "an earlier build is replaced")
 	assert.NoFileExists(t, filepath.Join(out, "stale.html"))
 
 	other := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(other, "thesis.tex"), []byte("precious"), 0o644))
+	writeFile(t, other, "thesis.tex", "precious")
 	_, err = Build(root, other, Options{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is not empty and is not an earlier site build")
 	assert.FileExists(t, filepath.Join(other, "thesis.tex"))
 
 	// A failed build leaves the previous site as it was.
-	p := filepath.Join(root, "labs", "02_gemm", "notes.en.md")
-	data, _ := os.ReadFile(p)
-	require.NoError(t, os.WriteFile(p, append(data, "\n```kl-results\nsuite: nope\n```\n"...), 0o644))
+	editFile(t, root, notesPath("02_gemm", "en"), func(s string) string { return s + "\n```kl-results\nsuite: nope\n```\n" })
 	_, err = Build(root, out, Options{})
 	require.Error(t, err)
 	assert.FileExists(t, filepath.Join(out, "en", "labs", "02_gemm.html"))
 }
 
 func TestCheckSiteFindsProblems(t *testing.T) {
-	_, out, err := build(t, fixture(t), true)
-	require.NoError(t, err)
-	p := filepath.Join(out, "en", "about.html")
-	data, err := os.ReadFile(p)
-	require.NoError(t, err)
-	bad := strings.Replace(string(data), "</main>",
-		`<a href="nope.html">x</a><img src="https://cdn.example.com/x.png"><a href="/en/index.html">y</a><a href="index.html#no-such-id">z</a></main>`, 1)
-	require.NoError(t, os.WriteFile(p, []byte(bad), 0o644))
+	_, out := built(t, fixture(t), true)
+	editFile(t, out, "en/about.html", func(s string) string {
+		return strings.Replace(s, "</main>",
+			`<a href="nope.html">x</a><img src="https://cdn.example.com/x.png"><a href="/en/index.html">y</a><a href="index.html#no-such-id">z</a></main>`, 1)
+	})
 	require.NoError(t, os.Remove(filepath.Join(out, "zh", "devices", "emulator.html")))
-	err = CheckSite(out)
+	err := CheckSite(out)
 	require.Error(t, err)
 	for _, want := range []string{
 		`en/about.html: broken link "nope.html"`,
@@ -334,10 +272,7 @@ func TestCheckSiteFindsProblems(t *testing.T) {
 // TestRealCourse renders the repository's own labs/ and results/ and checks the result: the CI
 // check of the real notes (both languages in step, every cell valid, no broken links).
 func TestRealCourse(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
-	rep, out, err := build(t, root, true)
-	require.NoError(t, err)
+	rep, out := built(t, realCourse(t), true)
 	require.NoError(t, CheckSite(out))
 	assert.Len(t, rep.Chapters, len(rep.Chapters))
 	t.Logf("real course: %d pages, %d plots, chapters %v, devices %v", len(rep.Pages), rep.Plots, rep.Chapters, rep.Devices)
@@ -363,20 +298,15 @@ func TestRelLink(t *testing.T) {
 func TestEmulatorOnly(t *testing.T) {
 	root := fixture(t)
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "results", "synthetic-gpu")))
-	for _, lang := range Langs {
-		p := filepath.Join(root, "labs", "02_gemm", "notes."+lang+".md")
-		data, err := os.ReadFile(p)
-		require.NoError(t, err)
-		src := strings.Replace(string(data), "```kl-plot\nkind: roofline\nsuite: sgemm\ndevice: synthetic-gpu\n```\n", "", 1)
-		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
-	}
-	rep, out, err := build(t, root, true)
-	require.NoError(t, err)
+	editNotes(t, root, "02_gemm", func(_, s string) string {
+		return strings.Replace(s, "```kl-plot\nkind: roofline\nsuite: sgemm\ndevice: synthetic-gpu\n```\n", "", 1)
+	})
+	rep, out := built(t, root, true)
 	assert.Positive(t, rep.Plots)
-	svgs, _ := filepath.Glob(filepath.Join(out, "plots", "02_gemm", "*emulator*.zh.svg"))
+	svgs := siteFiles(t, out, "plots/02_gemm/*emulator*.zh.svg")
 	require.NotEmpty(t, svgs)
 	for _, p := range svgs {
-		assert.Contains(t, read(t, filepath.Dir(p), filepath.Base(p)), "模拟结果，不代表性能")
+		assert.Contains(t, read(t, out, p), "模拟结果，不代表性能")
 	}
 	require.NoError(t, CheckSite(out))
 }
@@ -444,15 +374,13 @@ func TestNotesWithBareCodeBlocks(t *testing.T) {
 // page or file of it holds the code of an exercise's solution region (solution.Check); the
 // student edition is checked by the same function (internal/grade).
 func TestRealCourseGivesNoSolutionAway(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
+	root := realCourse(t)
 	regions, err := solution.CourseRegions(root)
 	require.NoError(t, err)
 	if len(regions) == 0 {
 		t.Skip("this tree has no solution region (a student edition): nothing to give away")
 	}
-	_, out, err := build(t, root, false)
-	require.NoError(t, err)
+	_, out := built(t, root, false)
 	require.NoError(t, solution.Check(root, out))
 	// The rule is not vacuous: the exercise files are on the site, as their stubs.
 	stubs := 0

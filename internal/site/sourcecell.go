@@ -13,21 +13,6 @@ import (
 
 // The kl-source cell: the source of a kernel file of the lab, or of one function in it.
 
-func init() {
-	registerCell("kl-source", cellKind{
-		newSpec: func() any { return &sourceSpec{} },
-		check: func(d *notesDoc, c *cell, spec any) error {
-			if s := spec.(*sourceSpec); s.File == "" && s.Variant == "" {
-				return d.errAt(c.Line, "kl-source needs file: (a kernel file of the lab) or variant:")
-			}
-			return nil
-		},
-		render: func(b *builder, pc *pageCtx, c *cell, spec any) (string, error) {
-			return b.sourceCell(pc, c, spec.(*sourceSpec))
-		},
-	})
-}
-
 type sourceSpec struct {
 	File     string `yaml:"file" json:"file,omitempty"`
 	Function string `yaml:"function" json:"function,omitempty"`
@@ -35,6 +20,14 @@ type sourceSpec struct {
 	Suite    string `yaml:"suite" json:"suite,omitempty"`
 	Lines    string `yaml:"lines" json:"lines,omitempty"`
 	Numbers  *bool  `yaml:"numbers" json:"numbers,omitempty"`
+}
+
+// check: a source cell names a kernel file or a variant (whose file it shows).
+func (s *sourceSpec) check(d *notesDoc, c *cell) error {
+	if s.File == "" && s.Variant == "" {
+		return d.errAt(c.Line, "kl-source needs file: (a kernel file of the lab) or variant:")
+	}
+	return nil
 }
 
 func (b *builder) sourceCell(pc *pageCtx, c *cell, s *sourceSpec) (string, error) {

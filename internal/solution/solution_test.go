@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestStrip holds every case of the stripping that the student edition (grade.StripSolutions)
+// relies on.
 func TestStrip(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
@@ -20,18 +22,28 @@ func TestStrip(t *testing.T) {
 			"int f() {\n  // TODO: your code here (see the instructions above).\n  return 0;\n}\n", 1},
 		{"markdown", "x\n<!-- BEGIN SOLUTION -->\nthe answer\n<!-- END SOLUTION -->\n",
 			"x\n<!-- TODO: your code here (see the instructions above). -->\n", 1},
+		{"python style and two regions", "# BEGIN SOLUTION\nA\n# END SOLUTION\nk\n# BEGIN SOLUTION\nB\n# END SOLUTION\n",
+			"# TODO: your code here (see the instructions above).\nk\n# TODO: your code here (see the instructions above).\n", 2},
 		{"prose that mentions the markers is kept", "Regions are marked `// BEGIN SOLUTION` and `// END SOLUTION`.\n",
 			"Regions are marked `// BEGIN SOLUTION` and `// END SOLUTION`.\n", 0},
+		{"crlf", "a\r\n// BEGIN SOLUTION\r\nx\r\n// END SOLUTION\r\n", "a\r\n// TODO: your code here (see the instructions above).\r\n", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, n, err := Strip("f", []byte(tc.in))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, string(out))
 			assert.Equal(t, tc.n, n)
+			assert.False(t, HasBegin(out), "no marker is left")
 		})
 	}
-	_, _, err := Strip("f", []byte("// END SOLUTION\n"))
-	assert.EqualError(t, err, "f:1: END SOLUTION without BEGIN SOLUTION")
+	for _, bad := range []struct{ in, want string }{
+		{"x\n// BEGIN SOLUTION\ny\n", "f:2: BEGIN SOLUTION is never closed by END SOLUTION"},
+		{"// END SOLUTION\n", "f:1: END SOLUTION without BEGIN SOLUTION"},
+		{"// BEGIN SOLUTION\n// BEGIN SOLUTION\n// END SOLUTION\n", "f:2: BEGIN SOLUTION inside the region opened at line 1"},
+	} {
+		_, _, err := Strip("f", []byte(bad.in))
+		assert.EqualError(t, err, bad.want)
+	}
 }
 
 // exercise is an exercise file; its markers are built from the constants so that this file has

@@ -9,12 +9,9 @@ import (
 )
 
 func TestWidthFromColumns(t *testing.T) {
-	for _, tc := range []struct {
-		env  string
-		want int
-	}{{"", DefaultWidth}, {"80", 80}, {"junk", DefaultWidth}, {"5", DefaultWidth}, {" 132 ", 132}} {
-		t.Setenv("COLUMNS", tc.env)
-		assert.Equal(t, tc.want, Width(), "COLUMNS=%q", tc.env)
+	for env, want := range map[string]int{"": DefaultWidth, "80": 80, "junk": DefaultWidth, "5": DefaultWidth, " 132 ": 132} {
+		t.Setenv("COLUMNS", env)
+		assert.Equal(t, want, Width(), "COLUMNS=%q", env)
 	}
 }
 

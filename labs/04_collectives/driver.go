@@ -33,6 +33,14 @@ const (
 // steps (see Run).
 const EntryRing = "allreduce_ring_step"
 
+// The entries of the kernels on NCCL's symmetric memory and device API (needs: [nccl_device]):
+// they take the device communicator and the window of the case's NCCL symmetric window
+// (symmetric.go) instead of the course's table of peer pointers.
+const (
+	EntryNCCLOneShot   = "allreduce_nccl_one_shot"
+	EntryNCCLAllGather = "allgather_nccl_pull"
+)
+
 // Launch parameters a kernel variant may set (lab.yaml params:): threads per block (256) and
 // blocks per SM (2), the grid being min(blocks the elements need, SMs × blocks_per_sm) with the
 // kernels looping over what is left (grid-stride); shared_out: 1 for kernels that write their
@@ -67,6 +75,7 @@ type collCase struct {
 	outs        *lab.Shared[float32] // every rank's output, for kernels that push (shared_out)
 	sig         *gpu.Buffer[uint64]  // the device barrier's signals
 	inCount, oc int                  // this rank's input and output lengths
+	sym         symmetric            // NCCL's symmetric window of the input, made on first use
 }
 
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
@@ -136,6 +145,9 @@ func (c *collCase) sizesOf(r int) (in, out int) {
 func (c *collCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runLibrary(v)
+	}
+	if OnNCCLDevice(v) {
+		return c.runSymmetric(v)
 	}
 	if ok, why := c.env.AllReachable(); !ok {
 		return lab.Skip("%s", why)

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -322,4 +323,30 @@ func TestPerPeerMovesTheReference(t *testing.T) {
 		}
 	}
 	assert.Equal(t, Blocks{{2, 2}, {2, 2}}, EqualBlocks(2, 2))
+}
+
+// The kernels on NCCL's device API: one allreduce and one all-gather, NVIDIA-only (RCCL has no
+// such API, so hip-check leaves them out), skipped on the emulator, and each taking what
+// runSymmetric passes: the device communicator, the window, the output and the count.
+func TestNCCLDeviceVariants(t *testing.T) {
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	ops := map[Op]string{}
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			if !OnNCCLDevice(v) {
+				continue
+			}
+			ops[OpOf(s)] = v.Entry
+			assert.Contains(t, v.Needs, lab.NeedNVIDIA, v.Name)
+			assert.False(t, v.Portable(), "%s is left out of hip-check", v.Name)
+			assert.NotEmpty(t, v.EmuSkip, v.Name)
+			src, err := os.ReadFile(v.File)
+			require.NoError(t, err)
+			assert.Contains(t, string(src), "#include <nccl_device.h>", v.Name)
+			assert.Contains(t, string(src), "ncclLsaBarrierSession", "%s synchronises the ranks with NCCL's LSA barrier", v.Name)
+			assert.Contains(t, string(src), `extern "C" __global__ void `+v.Entry+`(ncclDevComm const* comm, ncclWindow_t win, float* out, int count)`, v.Name)
+		}
+	}
+	assert.Equal(t, map[Op]string{AllReduce: EntryNCCLOneShot, AllGather: EntryNCCLAllGather}, ops)
 }

@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -52,8 +53,17 @@ func deviceAPILayout(code int, text string) (int, error) {
 		"run NCCL 2.28 (KERNELLABS_NCCL names the library) or teach internal/gpu/cuda/shim.c the new ncclDevCommRequirements", text)
 }
 
-// symmetricSupport says why this process cannot make symmetric windows, or returns the layout.
+// symmetricSupport says why this process cannot make symmetric windows (an error wrapping
+// gpu.ErrNoSymmetricMemory), or returns the layout.
 func symmetricSupport() (int, error) {
+	layout, err := deviceAPISupport()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", gpu.ErrNoSymmetricMemory, err)
+	}
+	return layout, nil
+}
+
+func deviceAPISupport() (int, error) {
 	if s := C.kl_nccl_missing_symmetric_symbol(); s != nil {
 		_, text, _ := ncclVersion()
 		return 0, fmt.Errorf("nccl: %w: NCCL %s lacks %s; symmetric windows and the device API need NCCL 2.28", gpu.ErrLibraryMissing, text, C.GoString(s))
@@ -63,6 +73,20 @@ func symmetricSupport() (int, error) {
 		return 0, err
 	}
 	return deviceAPILayout(code, text)
+}
+
+// ncclNoSymmetricText is how NCCL 2.28 words its refusal (a WARN that ncclGetLastError returns)
+// when the communicator has no symmetric memory: one rank, or ranks that are not all directly
+// peer-accessible on one node (init.cc's comm->symmetricSupport).
+const ncclNoSymmetricText = "does not support symmetric memory"
+
+// noSymmetric marks NCCL's own refusal as gpu.ErrNoSymmetricMemory, keeping its words, so that a
+// lab skips the variant with NCCL's reason instead of failing it.
+func noSymmetric(err error) error {
+	if err != nil && strings.Contains(err.Error(), ncclNoSymmetricText) {
+		return fmt.Errorf("%w: %w", gpu.ErrNoSymmetricMemory, err)
+	}
+	return err
 }
 
 var _ gpu.SymmetricWindows = (*rankComm)(nil)
@@ -82,7 +106,7 @@ type symWindow struct {
 // AllocSymmetric allocates bytes with ncclMemAlloc on every rank, registers them as a symmetric
 // window and creates a device communicator with lsaBarriers LSA barriers. Every rank must call it
 // (it is collective). Where NCCL cannot (a communicator of one rank, ranks that share no memory),
-// the error carries NCCL's own reason.
+// the error carries NCCL's own reason and wraps gpu.ErrNoSymmetricMemory.
 func (c *rankComm) AllocSymmetric(bytes int64, lsaBarriers int) (gpu.SymmetricWindow, error) {
 	if bytes <= 0 {
 		return nil, fmt.Errorf("nccl: a symmetric window of %d bytes (the size must be positive)", bytes)
@@ -106,14 +130,14 @@ func (c *rankComm) AllocSymmetric(bytes int64, lsaBarriers int) (gpu.SymmetricWi
 		return C.kl_nccl_window_register(c.d.ctx, c.comm, w.local, C.size_t(bytes), &w.win), ""
 	}); err != nil {
 		w.win = nil
-		return fail(err)
+		return fail(noSymmetric(err))
 	}
 	host := C.calloc(1, C.KL_NCCL_DEV_COMM_BYTES)
 	if err := c.call("ncclDevCommCreate", func() (C.ncclResult_t, string) {
 		return C.kl_nccl_dev_comm_create(c.d.ctx, c.comm, C.int(layout), C.int(lsaBarriers), host), ""
 	}); err != nil {
 		C.free(host)
-		return fail(err)
+		return fail(noSymmetric(err))
 	}
 	w.host = host
 	// ncclDevComm starts {int rank, nRanks; uint32_t nRanks_rcp32; int lsaRank, lsaSize; ...}.

@@ -39,7 +39,7 @@ var NCCLNames = []string{"libnccl.so.2", "libnccl.so"}
 func FindNCCL() (string, error) { return probe(NCCLNames...) }
 
 // Rules are what an NVIDIA GPU runs: every need of lab.yaml (nvidia, gpu, cublas), NCCL where it
-// is installed, and the architectures the device's compute capability covers.
+// is installed (and for nccl_device its headers too), and the architectures the device's compute capability covers.
 type Rules struct{}
 
 func (Rules) SkipReason(dev gpu.DeviceInfo, req backends.Requirements) string {
@@ -47,9 +47,14 @@ func (Rules) SkipReason(dev gpu.DeviceInfo, req backends.Requirements) string {
 		return why
 	}
 	for _, n := range req.Needs {
-		if n == "nccl" {
+		if n == "nccl" || n == NeedNCCLDevice {
 			if _, err := FindNCCL(); err != nil {
 				return "needs NCCL, which is not installed here (libnccl.so.2; labrun doctor says how to get it)"
+			}
+		}
+		if n == NeedNCCLDevice {
+			if _, err := nvcc.NCCLIncludeDir(); err != nil {
+				return "a kernel on NCCL's device API: " + err.Error()
 			}
 		}
 		if why := nvcc.ArchSkipReason(dev, n, true); why != "" {
@@ -61,4 +66,11 @@ func (Rules) SkipReason(dev gpu.DeviceInfo, req backends.Requirements) string {
 
 func (Rules) Target(dev gpu.DeviceInfo, needs []string) string { return nvcc.Target(dev, needs) }
 
-func (Rules) BuildFlags(gpu.DeviceInfo) []string { return nil }
+// BuildFlags make NCCL's headers includable where they are installed outside nvcc's own search
+// path, so that kernels on NCCL's device API (needs: [nccl_device]) compile; the other kernels
+// include nothing from there.
+func (Rules) BuildFlags(gpu.DeviceInfo) []string { return nvcc.NCCLIncludeFlags() }
+
+// NeedNCCLDevice is lab.yaml's need of a kernel that includes nccl_device.h (NCCL ≥ 2.28's device
+// API): NCCL's library and its headers must both be here.
+const NeedNCCLDevice = "nccl_device"

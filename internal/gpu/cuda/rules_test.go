@@ -1,6 +1,8 @@
 package cuda_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +11,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/backends"
 	"github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+	"github.com/kernel-labs/kernellabs/internal/gpu/cuda/nvcc"
 )
 
 // A GPU runs every need its compute capability covers; sm_90a only on compute 9.0.
@@ -46,7 +49,49 @@ func TestRulesOfAGPU(t *testing.T) {
 	}
 	assert.Equal(t, "sm_90a", cuda.Rules{}.Target(hopper, []string{"nvidia", "sm_90a"}))
 	assert.Equal(t, "sm_80", cuda.Rules{}.Target(ampere, []string{"nvidia", "sm_80"}))
-	assert.Empty(t, cuda.Rules{}.BuildFlags(hopper))
+	// Kernels on NCCL's device API need the library and nccl_device.h; the -I that finds the
+	// header (where nvcc does not look anyway) is every kernel's.
+	device := cuda.Rules{}.SkipReason(hopper, backends.Requirements{Needs: []string{"nvidia", cuda.NeedNCCLDevice}})
+	_, libErr := cuda.FindNCCL()
+	dir, hdrErr := nvcc.NCCLIncludeDir()
+	switch {
+	case libErr != nil:
+		assert.Contains(t, device, "not installed here")
+	case hdrErr != nil:
+		assert.Contains(t, device, "nccl_device.h")
+	default:
+		assert.Empty(t, device)
+	}
+	flags := cuda.Rules{}.BuildFlags(hopper)
+	if hdrErr != nil || dir == "/usr/include" {
+		assert.Empty(t, flags)
+	} else if len(flags) > 0 {
+		assert.Equal(t, []string{"-I", dir}, flags)
+	}
+}
+
+// The device API's headers are looked for first where NCCL_INCLUDE_DIR says, and a folder without
+// them is named in the reason.
+func TestNCCLIncludeDir(t *testing.T) {
+	with := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(with, nvcc.NCCLDeviceHeader), []byte("// NCCL's device API\n"), 0o644))
+	t.Setenv(nvcc.NCCLIncludeEnv, with)
+	dir, err := nvcc.NCCLIncludeDir()
+	require.NoError(t, err)
+	assert.Equal(t, with, dir)
+	assert.Equal(t, []string{"-I", with}, nvcc.NCCLIncludeFlags())
+
+	if _, err := os.Stat("/usr/include/" + nvcc.NCCLDeviceHeader); err == nil {
+		return // the system's headers would be found after the empty folder
+	}
+	without := t.TempDir()
+	t.Setenv(nvcc.NCCLIncludeEnv, without)
+	if dir, err := nvcc.NCCLIncludeDir(); err == nil {
+		t.Skipf("NCCL's headers are installed here (%s)", dir)
+	}
+	_, err = nvcc.NCCLIncludeDir()
+	assert.ErrorContains(t, err, without)
+	assert.ErrorContains(t, err, nvcc.NCCLIncludeEnv)
 }
 
 // The backend registers its runtime, compiler and rules together, and its runtime names the

@@ -62,6 +62,8 @@ func (Rules) SkipReason(dev gpu.DeviceInfo, req backends.Requirements) string {
 			return "needs cuBLAS, which exists on NVIDIA GPUs only"
 		case "nccl":
 			return "needs NCCL, which exists on NVIDIA GPUs only"
+		case "nccl_device":
+			return "a kernel on NCCL's device API (nccl_device.h), which has no emulator form"
 		}
 		if why := nvcc.ArchSkipReason(dev, n, false); why != "" {
 			return why
