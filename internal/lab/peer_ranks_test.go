@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/bench"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -51,10 +52,6 @@ func (peerRanksDriver) PeerRankProblem(s *Suite, p Problem, w ranks.World) (map[
 func init() { RegisterDriver("97_peerranks", peerRanksDriver{}) }
 
 func TestPeersOfRanks(t *testing.T) {
-	root := newCourse(t, peerRanksManifest)
-	renameLab(t, root, "97_peerranks")
-	dir := filepath.Join(root, "labs", "97_peerranks")
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "peers"), 0o755))
 	check := `"check":{"ok":OK,"method":"against float64","checked":1000,"rel_err":ERR,"max_abs_err":0,"tolerance":1e-6}`
 	okCheck := func(rel string) string {
 		return strings.NewReplacer("OK", "true", "ERR", rel).Replace(check)
@@ -83,9 +80,11 @@ echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":[1]}'`,
 		"uneven.py": `if [ "$RANK" = 1 ]; then s='1,2'; else s='1'; fi
 echo '{"status":"ok",` + okCheck("1e-8") + `,"samples_ms":['$s']}'`,
 	}
+	files := map[string]string{"lab.yaml": peerRanksManifest}
 	for name, body := range scripts {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "peers", name), []byte(preamble+body+"\n"), 0o644))
+		files[filepath.Join("peers", name)] = preamble + body + "\n"
 	}
+	root := coursedir.Write(t, "97_peerranks", files)
 	py := filepath.Join(root, "fakepython")
 	require.NoError(t, os.WriteFile(py, []byte("#!/bin/sh\n[ \"$1\" = -c ] && exit 0\nexec sh \"$1\"\n"), 0o755))
 	t.Setenv(PythonEnv, py)
