@@ -93,28 +93,19 @@ func (c *rsCase) fused(v *lab.Variant) bool { return v.Entry == EntryGemmRSFused
 
 // launchGemm computes rows [row0, row0+rows) of this rank's partial product.
 func (c *rsCase) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
 	kr := ColsOf(c.rank, c.sh.K, c.n)
-	cfg := gpu.LaunchConfig{Grid: gpu.D2(ceilDiv(c.sh.N, TileN), ceilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
 	a := c.dA.DevicePtr() + gpu.Ptr(4*row0*kr)
-	p := c.dP.Mine.DevicePtr() + gpu.Ptr(4*row0*c.sh.N)
-	return gpu.Launch(k, cfg, a, c.dB, p, int32(rows), int32(c.sh.N), int32(kr))
+	return c.launchTiles(v, a, c.dB.DevicePtr(), c.dP.Mine.DevicePtr()+gpu.Ptr(4*row0*c.sh.N), rows, kr, s)
 }
 
 // launchReduce sums this rank's rows of every rank's partial product into its rows of C (a pull
 // through the table of partial products).
 func (c *rsCase) launchReduce(v *lab.Variant, s gpu.Stream) error {
-	k, err := c.env.KernelByEntry(EntryReduceRows)
+	rows := c.rows()
+	k, cfg, err := c.copyLaunch(v, EntryReduceRows, rows*c.sh.N, s)
 	if err != nil {
 		return err
 	}
-	rows := c.rows()
-	threads := param(v, ParamThreads, 256)
-	grid := gpu.GridFor(rows*c.sh.N, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}
 	return gpu.Launch(k, cfg, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(rows))
 }
 
@@ -150,20 +141,14 @@ func (c *rsCase) runChunked(v *lab.Variant) error {
 		if d != c.rank {
 			continue
 		}
-		if err := c.events[0].Record(st); err != nil {
-			return err
-		}
-		if err := side.WaitEvent(c.events[0]); err != nil {
+		if err := order(c.events[0], st, side); err != nil {
 			return err
 		}
 		if err := c.launchReduce(v, side); err != nil {
 			return fmt.Errorf("reduction of its rows: %w", err)
 		}
-		if err := c.events[1].Record(side); err != nil {
-			return err
-		}
 	}
-	return st.WaitEvent(c.events[1]) // the final barrier after the reduction too
+	return order(c.events[1], side, st) // the final barrier after the reduction too
 }
 
 // runFused: this rank's rows of C zeroed, a device barrier (every rank's are), then the fused
@@ -193,7 +178,7 @@ func (c *rsCase) runLibrary(v *lab.Variant) error {
 		return err
 	}
 	kr := ColsOf(c.rank, c.sh.K, c.n)
-	if err := sgemm(c.env, c.sh.M, c.sh.N, kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
+	if err := c.sgemm(kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
 		return err
 	}
 	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, gpu.F32, c.env.Stream)

@@ -60,7 +60,7 @@ func TestWorkCountsEveryRank(t *testing.T) {
 func TestShapeOf(t *testing.T) {
 	s, err := ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 100, "n": 70, "k": 50}})
 	require.NoError(t, err)
-	assert.Equal(t, Shape{100, 70, 50}, s)
+	assert.Equal(t, Shape{M: 100, N: 70, K: 50}, s)
 	_, err = ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 100, "n": 70}})
 	assert.Error(t, err)
 	_, err = ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 1 << 20, "n": 1 << 12, "k": 8}})
