@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kernel-labs/kernellabs/internal/matref"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 func TestManifestLoads(t *testing.T) {
