@@ -184,10 +184,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 		return nil, err
 	}
 	c := &agCase{core: cr, residentBlocks: map[string]int{}}
-	if c.a, err = lab.AllocShared[float32](env, "A (this rank's rows)", rows*sh.K); err != nil {
-		return nil, err
-	}
-	if err := c.a.Mine.CopyFromHost(c.hostA[lo*sh.K:(lo+rows)*sh.K], nil); err != nil {
+	if c.a, err = lab.UploadShared(env, "A (this rank's rows)", c.hostA[lo*sh.K:(lo+rows)*sh.K]); err != nil {
 		return nil, err
 	}
 	if c.dB, err = lab.Upload(env, "B", c.hostB); err != nil {
