@@ -162,14 +162,11 @@ func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layo
 		return nil, err
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, has: need}
-	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta}
+	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, seed: env.RNG.Uint64()}
+	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
 	if sh.Beta0 {
 		c.prod.Beta = 0
 	}
-	c.seed = env.RNG.Uint64()
-	c.prod.A = make([]float32, m*k)
-	c.prod.B = make([]float32, k*n)
 	matref.FillUniform(c.prod.A, env.RNG.Uint64())
 	matref.FillUniform(c.prod.B, env.RNG.Uint64())
 	var c0bits []uint16
@@ -372,9 +369,8 @@ func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
 		Strides: []uint64{uint64(n) * 2}, Box: []uint32{uint32(box[1]), uint32(box[0])}, Swizzle: 128, L2Promotion: 256}
 }
 
-// runLibrary calls cuBLAS. cuBLAS is column-major: the row-major C = A·B is the column-major
-// Cᵀ = Bᵀ·Aᵀ, and a row-major K×N matrix B read column-major with leading dimension N is exactly
-// Bᵀ. So: swap the operands and the sizes (m ↔ n), keep "no transpose".
+// runLibrary calls cuBLAS, which is column-major: the row-major C = A·B is the column-major
+// Cᵀ = Bᵀ·Aᵀ, the operands and the sizes swapped, "no transpose" kept (gpu.RowMajorGemm).
 func (c *gemmCase) runLibrary(v *lab.Variant) error {
 	blas, err := c.env.BLAS()
 	if err != nil {

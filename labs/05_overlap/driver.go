@@ -141,9 +141,8 @@ func param(v *lab.Variant, key string, def int) int {
 	return def
 }
 
-// Prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
-// its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
-// peers write them) and C.
+// Prepare prepares the suite's case, once every rank has at least one row (and, in gemm_rs, one
+// column of A).
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
@@ -176,6 +175,9 @@ type agCase struct {
 	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
 }
 
+// prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
+// its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
+// peers write them) and C.
 func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	w := env.World()
 	rows, lo := RowsOf(w.Rank, sh.M, w.Size), Row0Of(w.Rank, sh.M, w.Size)
