@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,6 +112,20 @@ func RanksSlug(info gpu.DeviceInfo, ranks int) string {
 		return fmt.Sprintf("%s-x%d", DeviceSlug(info), ranks)
 	}
 	return DeviceSlug(info)
+}
+
+// WorldSize is the world size of f, a file in the results folder slug: its Ranks, or for a file
+// recorded before files carried it, the "-xN" of its folder (RanksSlug); 1 for a lone process.
+func WorldSize(f *File, slug string) int {
+	if f.Ranks > 0 {
+		return f.Ranks
+	}
+	if i := strings.LastIndex(slug, "-x"); i >= 0 && f.Device.Name != "" && slug[:i] == DeviceSlug(f.Device) {
+		if n, err := strconv.Atoi(slug[i+2:]); err == nil && n > 1 {
+			return n
+		}
+	}
+	return 1
 }
 
 // PathFor is results/<device>/<lab>.json under root: the recorded results, tracked in git,

@@ -156,3 +156,21 @@ func TestUpdateNeverOverwritesACorruptFile(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	assert.Equal(t, "{not json", string(b))
 }
+
+func TestWorldSize(t *testing.T) {
+	h200 := gpu.DeviceInfo{Name: "NVIDIA H200"}
+	for _, c := range []struct {
+		name string
+		file File
+		slug string
+		want int
+	}{
+		{"recorded ranks win", File{Device: h200, Ranks: 4}, "nvidia-h200-x2", 4},
+		{"older file: the folder's -xN", File{Device: h200}, "nvidia-h200-x2", 2},
+		{"lone process", File{Device: h200}, "nvidia-h200", 1},
+		{"-x that is not a world size", File{Device: gpu.DeviceInfo{Name: "Box-x9"}}, "box-x9", 1},
+		{"another device's folder", File{Device: h200}, "nvidia-h100-x2", 1},
+	} {
+		assert.Equal(t, c.want, WorldSize(&c.file, c.slug), c.name)
+	}
+}

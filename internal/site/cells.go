@@ -265,6 +265,9 @@ func (b *builder) deviceHead(pc *pageCtx, dr *devResults) deviceHeadView {
 	if f.Device.ComputeMajor > 0 && !d.Emulated {
 		meta = append(meta, f.Device.Arch())
 	}
+	if n := results.WorldSize(f, dr.Slug); n > 1 { // a 2-GPU and an 8-GPU run of one device read apart
+		meta = append(meta, tr(pc.lang, "ranksmeta", n))
+	}
 	if f.Toolchain.Compiler != "" {
 		meta = append(meta, strings.TrimSpace(f.Toolchain.Compiler+" "+f.Toolchain.Version))
 	}

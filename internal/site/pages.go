@@ -237,8 +237,8 @@ func (b *builder) identity(L string, d *device) []kv {
 		}
 	}
 	add("devname", info.Name)
-	if d.Latest.Ranks > 1 {
-		add("worldsize", strconv.Itoa(d.Latest.Ranks))
+	if n := results.WorldSize(d.Latest, d.Slug); n > 1 {
+		add("worldsize", strconv.Itoa(n))
 	}
 	add("backend", info.Backend)
 	if !d.Emulated && info.ComputeMajor > 0 {

@@ -28,7 +28,8 @@
 //                     CUDA-only: use kl_atomic_add_block.
 //   fences            __threadfence, __threadfence_block, __threadfence_system exist on both.
 //                     kl_load_acquire / kl_store_release (device scope) and kl_load_acquire_sys /
-//                     kl_store_release_sys (system scope: peers, the host) are the flag protocol
+//                     kl_store_release_sys (system scope: peers, the host), with
+//                     kl_atomic_add_release(_sys) for counters, are the flag protocol
 //                     of labs 04 and 05 in one call: ld.acquire/st.release on NVIDIA,
 //                     __hip_atomic_load/store on AMD, host atomics (and a scheduling point) on
 //                     the emulator.
@@ -180,6 +181,12 @@ __device__ __forceinline__ unsigned int kl_load_acquire_sys(const unsigned int* 
 __device__ __forceinline__ void kl_store_release_sys(unsigned int* p, unsigned int v) {
     __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
+__device__ __forceinline__ unsigned int kl_atomic_add_release(unsigned int* p, unsigned int v) {
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ unsigned int kl_atomic_add_release_sys(unsigned int* p, unsigned int v) {
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
 #elif defined(KL_BACKEND_CUDA)
 __device__ __forceinline__ unsigned int kl_atomic_add_block(unsigned int* p, unsigned int v) { return atomicAdd_block(p, v); }
 __device__ __forceinline__ int kl_atomic_add_block(int* p, int v) { return atomicAdd_block(p, v); }
@@ -199,6 +206,17 @@ __device__ __forceinline__ unsigned int kl_load_acquire_sys(const unsigned int* 
 __device__ __forceinline__ void kl_store_release_sys(unsigned int* p, unsigned int v) {
     asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+// A counter that several producers raise: the add is the release (PTX atom.release).
+__device__ __forceinline__ unsigned int kl_atomic_add_release(unsigned int* p, unsigned int v) {
+    unsigned int old;
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+__device__ __forceinline__ unsigned int kl_atomic_add_release_sys(unsigned int* p, unsigned int v) {
+    unsigned int old;
+    asm volatile("atom.release.sys.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
 #else
 static inline unsigned int kl_atomic_add_block(unsigned int* p, unsigned int v) { return atomicAdd(p, v); }
 static inline int kl_atomic_add_block(int* p, int v) { return atomicAdd(p, v); }
@@ -214,6 +232,12 @@ static inline void kl_store_release(unsigned int* p, unsigned int v) {
 }
 static inline unsigned int kl_load_acquire_sys(const unsigned int* p) { return kl_load_acquire(p); }
 static inline void kl_store_release_sys(unsigned int* p, unsigned int v) { kl_store_release(p, v); }
+static inline unsigned int kl_atomic_add_release(unsigned int* p, unsigned int v) {
+    unsigned int old = __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+    kl_emu_poll();
+    return old;
+}
+static inline unsigned int kl_atomic_add_release_sys(unsigned int* p, unsigned int v) { return kl_atomic_add_release(p, v); }
 #endif
 
 // ---------------------------------------------------------------------------------------------

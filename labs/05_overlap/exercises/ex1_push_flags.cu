@@ -20,11 +20,11 @@
 //   1. the producers: for every peer d (in ring order from rank+1, so that the ranks do not all
 //      write to rank 0 first), copy this rank's rows into afulls[d] at its row0 (ov_copy, the
 //      producers sharing the work); then make the rows visible to the peer before the flag —
-//      the block's barrier, then one thread fences at system scope (__threadfence_system) and adds
-//      1 to flags[d][rank] with a system-scope atomic (atomicAdd_system);
-//   2. the consumers' wait for a tile of block s ≠ rank: one thread spins on a volatile load of
-//      this rank's flags[rank][s] until it reaches epoch·nproducers, fences (__threadfence_system:
-//      no read of the rows before the flag was seen), remembers s in `seen` so that the next tile
+//      the block's barrier, then one thread adds 1 to flags[d][rank] with a system-scope release
+//      (kl_atomic_add_release_sys: every write the block made before it reaches rank d first);
+//   2. the consumers' wait for a tile of block s ≠ rank: one thread spins on a system-scope
+//      acquire load (kl_load_acquire_sys: no read after it is ordered before it) of this rank's
+//      flags[rank][s] until it reaches epoch·nproducers, remembers s in `seen` so that the next tile
 //      from the same block does not wait again, and the whole block passes a __syncthreads()
 //      before any thread reads the rows; then A points at s's rows in this rank's A_full.
 // The driver poisons every A_full with NaN: a missing or early wait shows as NaN in C. A wait
@@ -51,8 +51,7 @@ ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned*
             ov_copy(afulls[d] + row0 * K, mine, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
             __syncthreads(); // the whole block has written its share
             if (threadIdx.x == 0) {
-                __threadfence_system(); // the rows reach rank d's memory before the flag does
-                atomicAdd_system(&flags[d][rank], 1u);
+                kl_atomic_add_release_sys(&flags[d][rank], 1u); // the rows reach rank d before the flag
             }
         }
         // END SOLUTION
@@ -79,9 +78,8 @@ ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned*
         if (s != rank) {
             // BEGIN SOLUTION
             if (threadIdx.x == 0 && seen != s) {
-                while (*(volatile unsigned*)&myflags[s] < ready) {
+                while (kl_load_acquire_sys(&myflags[s]) < ready) {
                 }
-                __threadfence_system();
                 seen = s;
             }
             __syncthreads();

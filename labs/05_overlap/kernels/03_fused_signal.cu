@@ -12,9 +12,10 @@
 //
 // The protocol (flags are unsigned counters that only grow, so no reset between runs is needed:
 // run number `epoch`, counted from 1, is complete for block s when flags[s] ≥ epoch·P):
-//   producer:  write the rows → __syncthreads (the whole block has written) → one thread:
-//              __threadfence (the rows are visible to the device before the flag) → atomicAdd flag
-//   consumer:  one thread spins on a volatile load of the flag → __threadfence (no read of the
+//   producer:  write the rows → __syncthreads (the whole block has written) → one thread adds 1
+//              to the flag with a release (kl_atomic_add_release: the rows the block wrote are
+//              visible to the device before the new count)
+//   consumer:  one thread spins on an acquire load of the flag (kl_load_acquire: no read of the
 //              rows is ordered before the flag was seen) → __syncthreads → every thread reads.
 // A consumer spins on work that a producer of the same grid does: every block must be resident
 // at once, or a consumer may occupy the SM a producer is waiting for, forever. The driver
@@ -41,8 +42,7 @@ ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, con
             ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
             __syncthreads();
             if (threadIdx.x == 0) {
-                __threadfence();
-                atomicAdd(&flags[s], 1u);
+                kl_atomic_add_release(&flags[s], 1u);
             }
         }
         return;
@@ -65,9 +65,8 @@ ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, con
         const float* A = ins[rank]; // own block: local, already there
         if (s != rank) {
             if (threadIdx.x == 0 && seen != s) {
-                while (*(volatile unsigned*)&flags[s] < ready) {
+                while (kl_load_acquire(&flags[s]) < ready) {
                 }
-                __threadfence();
                 seen = s;
             }
             __syncthreads();
