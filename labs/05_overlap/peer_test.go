@@ -32,13 +32,13 @@ func TestPeerRankProblem(t *testing.T) {
 	params, work, err := Lab{}.PeerRankProblem(ag, p, ranks.World{Rank: 1, Size: 4})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"layer": SuiteAGGemm, "m": 8, "n": 3, "k": 10, "row0": 2, "rows": 2, "col0": 3, "cols": 3}, params)
-	assert.Equal(t, WorkOf(Shape{8, 3, 10}, 4), work)
+	assert.Equal(t, WorkOf(Shape{M: 8, N: 3, K: 10}, 4), work)
 
 	params, work, err = Lab{}.PeerRankProblem(rs, p, ranks.World{Rank: 3, Size: 4})
 	require.NoError(t, err)
 	assert.Equal(t, SuiteGemmRS, params["layer"])
 	assert.Equal(t, []any{6, 2, 8, 2}, []any{params["row0"], params["rows"], params["col0"], params["cols"]}, "10 columns over 4 ranks: 3, 3, 2, 2")
-	assert.Equal(t, RSWorkOf(Shape{8, 3, 10}), work)
+	assert.Equal(t, RSWorkOf(Shape{M: 8, N: 3, K: 10}), work)
 
 	_, _, err = Lab{}.PeerRankProblem(ag, p, ranks.World{Rank: 0, Size: 3})
 	why, skipped := lab.SkipReason(err)
