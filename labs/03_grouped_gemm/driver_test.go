@@ -110,7 +110,7 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 		// A write into the first canary: a tile that strayed outside its group.
 		canary := gc.lay.Canaries[0][0]
 		one := float32(1)
-		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*canary), unsafe.Pointer(&one), 4, nil))
+		require.NoError(t, dev.CopyHtoD(gc.c+gpu.Ptr(4*canary), unsafe.Pointer(&one), 4, nil))
 		rep, err = c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: a write outside the groups passed", name)
@@ -128,7 +128,7 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 		require.NoError(t, err)
 		at := gc.lay.C[last] + int64(gc.shapes[last].M*gc.shapes[last].N) - 1
 		bad := out[at] + 0.5
-		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*at), unsafe.Pointer(&bad), 4, nil))
+		require.NoError(t, dev.CopyHtoD(gc.c+gpu.Ptr(4*at), unsafe.Pointer(&bad), 4, nil))
 		rep, err = c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: a wrong element passed", name)

@@ -76,12 +76,24 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 	gc.Num, gc.Den = num0+gc.Num, den0+gc.Den
 }
 
-// canaries checks that the C arena outside every group still holds the poison bytes.
-func (gc *groupCheck) canaries(written int, where string) {
+// canaries checks that the C arena outside every group (the spans) still holds the poison bits.
+func (gc *groupCheck) canaries(out []float32, spans [][2]int64, poison uint32) {
+	written, first := 0, int64(0)
+	for _, r := range spans {
+		for i := r[0]; i < r[1]; i++ {
+			if math.Float32bits(out[i]) != poison {
+				if written == 0 {
+					first = i
+					gc.Mismatch(int(i), float64(out[i]), math.NaN())
+				}
+				written++
+			}
+		}
+	}
 	if written > 0 {
 		gc.Bad += written
-		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
-			"a tile of an empty group, or rows or columns past the end of a group", written, where))
+		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at C arena element %d): "+
+			"a tile of an empty group, or rows or columns past the end of a group", written, first))
 	}
 }
 

@@ -2,6 +2,7 @@ package grouped
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -24,8 +25,6 @@ import (
 //
 // internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
 
-var _ lab.Recorder = (*groupedCase)(nil)
-
 // TimelineKey is the key of the timeline in an entry's data.
 const TimelineKey = results.TimelineKey
 
@@ -33,28 +32,15 @@ const TimelineKey = results.TimelineKey
 // it on first use.
 func (c *groupedCase) timelineBuffer(ls launchShape) (gpu.Ptr, error) {
 	n := TotalTiles(c.shapes, ls.BM, ls.BN)
-	launches := 1
-	if ls.Loop {
-		launches = 0
-		for _, s := range c.shapes {
-			if !s.Empty() {
-				launches++
-			}
-		}
-	}
 	if c.tl != nil && c.tlN == n {
-		c.tlL = launches
 		return c.tl.DevicePtr(), nil
 	}
 	var err error // a timeline of another size: a new buffer (the engine frees both with the case)
 	if c.tl, err = lab.Alloc[uint64](c.env, fmt.Sprintf("the timeline (%d tiles)", n), 4*n); err != nil {
 		return 0, err
 	}
-	c.tlN, c.tlL = n, launches
-	if err := c.tl.FillBytes(0, c.env.Stream); err != nil {
-		return 0, err
-	}
-	return c.tl.DevicePtr(), nil
+	c.tlN = n
+	return c.tl.DevicePtr(), c.tl.FillBytes(0, c.env.Stream)
 }
 
 // Record returns the timeline of the last Run for a timeline variant, nothing for the others.
@@ -82,25 +68,20 @@ type Timeline = results.Timeline
 // to the earliest start.
 func BuildTimeline(recs []uint64, sms, launches int) Timeline {
 	t := Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
-	var first uint64
+	first := int64(math.MaxInt64)
 	for i := 0; i+3 < len(recs); i += 4 {
-		if recs[i+2] == 0 && recs[i+3] == 0 {
+		sm, group, start, end := int64(recs[i]), int64(recs[i+1]), int64(recs[i+2]), int64(recs[i+3])
+		if start == 0 && end == 0 {
 			t.Missing++
 			continue
 		}
-		if first == 0 || recs[i+2] < first {
-			first = recs[i+2]
-		}
+		first = min(first, start)
+		t.SMs = max(t.SMs, int(sm)+1)
+		t.Tiles = append(t.Tiles, [4]int64{sm, start, end, group})
 	}
-	for i := 0; i+3 < len(recs); i += 4 {
-		if recs[i+2] == 0 && recs[i+3] == 0 {
-			continue
-		}
-		sm := int64(recs[i])
-		if int(sm) >= t.SMs {
-			t.SMs = int(sm) + 1
-		}
-		t.Tiles = append(t.Tiles, [4]int64{sm, int64(recs[i+2] - first), int64(recs[i+3] - first), int64(recs[i+1])})
+	for i := range t.Tiles {
+		t.Tiles[i][1] -= first
+		t.Tiles[i][2] -= first
 	}
 	sort.SliceStable(t.Tiles, func(a, b int) bool { return t.Tiles[a][1] < t.Tiles[b][1] })
 	return t
