@@ -84,7 +84,7 @@ type groupedCase struct {
 	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
 	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
 
-	dGroups, dGroupsLPT *gpu.Buffer[uint64] // kl_group arrays, natural and longest-first order
+	dGroups             *gpu.Buffer[uint64] // kl_group arrays: natural order, then longest first
 	dOffs               *gpu.Buffer[int32]  // MoE row offsets (E+1)
 	dCounters           *gpu.Buffer[int32]  // the dynamic scheduler's two counters
 	dPtrA, dPtrB, dPtrC *gpu.Buffer[uint64] // cuBLAS grouped: arrays of device pointers
@@ -138,10 +138,8 @@ func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool) (*gr
 		return nil, err
 	}
 	a, b, cc := uint64(c.a), uint64(c.b), uint64(c.c)
-	if c.dGroups, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(NaturalOrder(len(shapes)), a, b, cc, in, in)); err != nil {
-		return nil, err
-	}
-	if c.dGroupsLPT, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(LongestFirst(shapes), a, b, cc, in, in)); err != nil {
+	order := append(NaturalOrder(len(shapes)), LongestFirst(shapes)...)
+	if c.dGroups, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(order, a, b, cc, in, in)); err != nil {
 		return nil, err
 	}
 	if lay.MoE {
@@ -234,9 +232,9 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 	}
 	grid, G := cfg(gpu.D1(max(c.env.Device.Info().SMs, 1)*min(ls.CTAsPerSM, fit))), int32(len(c.shapes))
 	if !ls.MoE {
-		groups := c.dGroups
+		groups := c.dGroups.DevicePtr()
 		if ls.LPT {
-			groups = c.dGroupsLPT
+			groups += gpu.Ptr(len(c.shapes) * GroupDescBytes)
 		}
 		if ls.Dynamic {
 			return gpu.Launch(k, grid, groups, G, c.dCounters, tl)

@@ -25,10 +25,11 @@ const (
 // groupCheck accumulates the comparison of several groups into one report.
 type groupCheck struct {
 	*matref.Tally
-	freivalds int // groups checked with Freivalds' method
-	full      int // groups checked element by element
-	worst     string
-	worstRel  float64
+	freivalds int     // groups checked with Freivalds' method
+	full      int     // groups checked element by element
+	worst     string  // the group of the largest relative error
+	worstRel  float64 // and that error
+	firstNaN  string  // the first group with NaN or Inf outputs
 }
 
 func newGroupCheck(tol float64) *groupCheck { return &groupCheck{Tally: matref.NewTally(tol)} }
@@ -42,7 +43,7 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 	for i, v := range out {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
 			if nans == 0 && gc.R.Unwritten == 0 {
-				gc.worst = label
+				gc.firstNaN = label
 			}
 			nans++
 			gc.Mismatch(base+i, f, math.NaN())
@@ -113,7 +114,7 @@ func (gc *groupCheck) report() check.Report {
 	r.Method += "; the output outside the groups must keep its NaN poison"
 	if r.Unwritten > 0 {
 		r.RelErr = math.Inf(1)
-		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
+		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.firstNaN), r.Note)
 	} else {
 		r.RelErr = check.RelErr(gc.Num, gc.Den)
 		if gc.Bad > 0 && r.Note == "" {
