@@ -311,8 +311,8 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 		return check.Report{}, err
 	}
 	gc := newGroupCheck(o.Tolerance())
-	product := func(s Shape, a, b int64) *Product {
-		return &Product{M: s.M, N: s.N, K: s.K, Alpha: 1, A: c.hA[a : a+int64(s.M*s.K)], B: c.hB[b : b+int64(s.K*s.N)]}
+	product := func(s Shape, a, b int64) *matref.Product {
+		return &matref.Product{M: s.M, N: s.N, K: s.K, Alpha: 1, A: c.hA[a : a+int64(s.M*s.K)], B: c.hB[b : b+int64(s.K*s.N)]}
 	}
 	if v.Library == LibDense {
 		if !c.lay.MoE {

@@ -21,6 +21,7 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // fakeGPU is the fake device with a BLAS and a tensor-map encoder.
@@ -379,8 +380,8 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				data, err := c.Case.(lab.Recorder).Record(v)
 				require.NoError(t, err, name)
 				if v.Int(ParamTimeline, 0) != 0 {
-					require.Contains(t, data, TimelineKey, name)
-					tl := data[TimelineKey].(Timeline)
+					require.Contains(t, data, results.TimelineKey, name)
+					tl := data[results.TimelineKey].(results.Timeline)
 					assert.Zero(t, tl.Missing, "%s: every tile recorded", name)
 					assert.NotEmpty(t, tl.Tiles, name)
 				} else {

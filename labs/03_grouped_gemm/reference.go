@@ -8,9 +8,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// Product is the CPU view of one group (see matref); a plain product sets Alpha 1.
-type Product = matref.Product
-
 // ---- checking all groups ----
 
 // Check limits: a group of up to FullCheckLimit multiply-adds is compared element by element with
@@ -36,7 +33,7 @@ func newGroupCheck(tol float64) *groupCheck { return &groupCheck{Tally: matref.N
 
 // group checks one group's output out (M×N, row-major, contiguous) against p; base is the index
 // of its first element in the C arena (for the mismatch list), label names it in messages.
-func (gc *groupCheck) group(p *Product, out []float32, base int, label string, seed uint64) {
+func (gc *groupCheck) group(p *matref.Product, out []float32, base int, label string, seed uint64) {
 	gc.R.Checked += len(out)
 	// NaN or Inf anywhere: never written (the poison), or computed from garbage.
 	nans := 0

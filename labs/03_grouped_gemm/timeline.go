@@ -25,9 +25,6 @@ import (
 //
 // internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
 
-// TimelineKey is the key of the timeline in an entry's data.
-const TimelineKey = results.TimelineKey
-
 // timelineBuffer returns the records' buffer for the variant's tile size, allocating and clearing
 // it on first use.
 func (c *groupedCase) timelineBuffer(ls launchShape) (gpu.Ptr, error) {
@@ -58,16 +55,13 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 		// built with -DKL_TIMELINE (the image of the timed build was loaded in its place?).
 		return nil, fmt.Errorf("none of the %d tiles left a timeline record: variant %s runs a kernel built without -DKL_TIMELINE", tl.Missing, v.Name)
 	}
-	return map[string]any{TimelineKey: tl}, nil
+	return map[string]any{results.TimelineKey: tl}, nil
 }
 
-// Timeline is the recorded schedule of one Run (the type the results' readers share).
-type Timeline = results.Timeline
-
-// BuildTimeline turns the raw records (four words per tile) into a Timeline with times relative
-// to the earliest start.
-func BuildTimeline(recs []uint64, sms, launches int) Timeline {
-	t := Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
+// BuildTimeline turns the raw records (four words per tile) into the recorded schedule of one Run
+// (results.Timeline, the type the results' readers share), with times relative to the earliest start.
+func BuildTimeline(recs []uint64, sms, launches int) results.Timeline {
+	t := results.Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
 	first := int64(math.MaxInt64)
 	for i := 0; i+3 < len(recs); i += 4 {
 		sm, group, start, end := int64(recs[i]), int64(recs[i+1]), int64(recs[i+2]), int64(recs[i+3])
