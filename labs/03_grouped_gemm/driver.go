@@ -12,14 +12,11 @@
 //   - Suites whose name starts with "bf16" have bf16 A, B and C with fp32 accumulation (a model's
 //     activations and weights); the others are all fp32. C = A·B: no alpha, no beta.
 //   - A problem is a list of groups (problem.go: explicit shapes, or a MoE layer's experts with
-//     uniform or skewed token counts and empty experts). The groups' matrices live in three arenas
-//     (layout.go): when all groups share N and K, exactly the token matrix X, the stacked weights W
-//     and the output Y of a MoE layer.
-//   - Inputs are fresh for every check (matref.HashUniform of a seed drawn from the run's seed).
-//     The engine poisons C with NaN before the checked run; every element of every group must be written and
-//     right, and nothing outside the groups may be written (canaries).
-//   - Groups of up to 2^26 multiply-adds are checked element by element against a float64 CPU
-//     product; larger ones with Freivalds' check plus sampled elements, group by group.
+//     uniform or skewed token counts and empty experts) in three arenas (layout.go): when all
+//     groups share N and K, exactly the token matrix X, the stacked weights W and the output Y.
+//   - Inputs are fresh for every check (matref.FillHash of seeds drawn from the run's seed). The
+//     engine poisons C with NaN before the checked run: every element of every group must be
+//     written and right (reference.go), and nothing outside the groups may be written (canaries).
 package grouped
 
 import (
@@ -84,11 +81,11 @@ type groupedCase struct {
 	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
 	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
 
-	dGroups             *gpu.Buffer[uint64] // kl_group arrays: natural order, then longest first
-	dOffs               *gpu.Buffer[int32]  // MoE row offsets (E+1)
-	dCounters           *gpu.Buffer[int32]  // the dynamic scheduler's two counters
-	dPtrA, dPtrB, dPtrC *gpu.Buffer[uint64] // cuBLAS grouped: arrays of device pointers
-	blasGroups          []gpu.GemmGroup
+	dGroups    *gpu.Buffer[uint64] // kl_group arrays: natural order, then longest first
+	dOffs      *gpu.Buffer[int32]  // MoE row offsets (E+1)
+	dCounters  *gpu.Buffer[int32]  // the dynamic scheduler's two counters
+	dPtrs      *gpu.Buffer[uint64] // cuBLAS grouped: the A, B and C pointer arrays in a row
+	blasGroups []gpu.GemmGroup
 
 	tl  *gpu.Buffer[uint64] // the timeline records of the last timeline Run
 	tlN int                 // tiles recorded
@@ -137,9 +134,8 @@ func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool) (*gr
 	if err != nil {
 		return nil, err
 	}
-	a, b, cc := uint64(c.a), uint64(c.b), uint64(c.c)
 	order := append(NaturalOrder(len(shapes)), LongestFirst(shapes)...)
-	if c.dGroups, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(order, a, b, cc, in, in)); err != nil {
+	if c.dGroups, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(order, uint64(c.a), uint64(c.b), uint64(c.c), in, in)); err != nil {
 		return nil, err
 	}
 	if lay.MoE {

@@ -429,7 +429,7 @@ func TestBLASBuckets(t *testing.T) {
 	require.Len(t, gc.blasGroups, 2)
 	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGroups[0])
 	assert.Equal(t, 1, gc.blasGroups[1].Count)
-	assert.Equal(t, 4, gc.dPtrA.Len(), "one pointer per non-empty group")
+	assert.Equal(t, 3*4, gc.dPtrs.Len(), "one A, B and C pointer per non-empty group")
 }
 
 var _ gpu.GroupedBLAS = (*fakeBLAS)(nil)

@@ -2,6 +2,7 @@ package grouped
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -13,7 +14,7 @@ import (
 
 // prepareBLAS builds what cublasGemmGroupedBatchedEx takes: the groups bucketed by shape (one
 // cuBLAS "group" per distinct shape, with a count of problems) and, in device memory, the arrays
-// of A, B and C pointers in bucket order. Empty groups are left out: there is nothing to compute.
+// of A, B and C pointers in bucket order, one after the other. Empty groups are left out: there is nothing to compute.
 func (c *groupedCase) prepareBLAS() error {
 	var order []Shape
 	members := map[Shape][][3]gpu.Ptr{} // cuBLAS's A, B, C: our B, A, C
@@ -35,13 +36,7 @@ func (c *groupedCase) prepareBLAS() error {
 		}
 	}
 	var err error
-	if c.dPtrA, err = lab.Upload(c.env, "cuBLAS's A pointers", ptrs[0]); err != nil {
-		return err
-	}
-	if c.dPtrB, err = lab.Upload(c.env, "cuBLAS's B pointers", ptrs[1]); err != nil {
-		return err
-	}
-	c.dPtrC, err = lab.Upload(c.env, "cuBLAS's C pointers", ptrs[2])
+	c.dPtrs, err = lab.Upload(c.env, "cuBLAS's A, B and C pointers", slices.Concat(ptrs[0], ptrs[1], ptrs[2]))
 	return err
 }
 
@@ -69,8 +64,8 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 		if !ok {
 			return fmt.Errorf("variant %s: this BLAS has no grouped batched GEMM (cuBLAS 12.5 or newer has cublasGemmGroupedBatchedEx)", v.Name)
 		}
-		t := c.prec.DataType()
-		return gb.GemmGroupedBatched(c.env.Stream, c.blasGroups, c.dPtrA.DevicePtr(), c.dPtrB.DevicePtr(), c.dPtrC.DevicePtr(), t, t)
+		t, p, n := c.prec.DataType(), c.dPtrs.DevicePtr(), gpu.Ptr(8*c.dPtrs.Len()/3)
+		return gb.GemmGroupedBatched(c.env.Stream, c.blasGroups, p, p+n, p+2*n, t, t)
 	case LibDense:
 		if !c.lay.MoE {
 			return lab.Skip("%s is one GEMM of the token matrix X (T×K) by one K×N matrix: the groups must share N and K", v.Name)

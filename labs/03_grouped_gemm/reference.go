@@ -125,11 +125,8 @@ func (gc *groupCheck) report() check.Report {
 }
 
 func joinNote(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

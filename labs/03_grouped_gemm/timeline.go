@@ -13,17 +13,10 @@ import (
 // The SM timeline. Variants with timeline: 1 are built with -DKL_TIMELINE: each tile leaves four
 // numbers in a device buffer (grouped_sched.cuh): the SM that ran it, its group, and the global
 // timer in nanoseconds when its block started and finished it. After the timed runs the engine
-// calls Record (lab.Recorder), which reads the records of the last Run and returns them for the
-// results file:
-//
-//	"timeline": {
-//	  "sms": 132,          the device's SMs (the figure's rows; the emulator's workers)
-//	  "launches": 4,       kernel launches in one Run (the loop: one per non-empty group)
-//	  "tiles": [[sm, start, end, group], ...]   in ns from the first start, ordered by start
-//	  "missing": 0         tiles that left no record (a kernel that skipped work: never, if correct)
-//	}
-//
-// internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
+// calls Record (lab.Recorder), which returns the records of the last Run as a results.Timeline:
+// its launches are one per non-empty group for the loop, one otherwise, and a tile that left no
+// record is missing (a kernel that skipped work: never, if correct). internal/site draws it as a
+// Gantt chart per SM (kl-plot kind: timeline).
 
 // timelineBuffer returns the records' buffer for the variant's tile size, allocating and clearing
 // it on first use.
