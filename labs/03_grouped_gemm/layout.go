@@ -1,7 +1,8 @@
 package grouped
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
@@ -113,23 +114,15 @@ func NaturalOrder(n int) []int {
 // processing time first", which lets the short tiles fill the tail.
 func LongestFirst(shapes []Shape) []int {
 	o := NaturalOrder(len(shapes))
-	sort.SliceStable(o, func(a, b int) bool {
-		sa, sb := shapes[o[a]], shapes[o[b]]
-		if sa.K != sb.K {
-			return sa.K > sb.K
-		}
-		return int64(sa.M)*int64(sa.N) > int64(sb.M)*int64(sb.N)
+	slices.SortStableFunc(o, func(a, b int) int {
+		sa, sb := shapes[a], shapes[b]
+		return cmp.Or(cmp.Compare(sb.K, sa.K), cmp.Compare(int64(sb.M)*int64(sb.N), int64(sa.M)*int64(sa.N)))
 	})
 	return o
 }
 
-// Tiles is the number of bm×bn tiles of a group.
-func Tiles(s Shape, bm, bn int) int {
-	if s.Empty() {
-		return 0
-	}
-	return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn)
-}
+// Tiles is the number of bm×bn tiles of a group (none for an empty one).
+func Tiles(s Shape, bm, bn int) int { return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn) }
 
 // TotalTiles is the number of tiles of all groups.
 func TotalTiles(shapes []Shape, bm, bn int) int {
