@@ -20,41 +20,19 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
+// The student edition strips through internal/solution, whose TestStrip has the cases; here
+// only that the grader's names reach it.
 func TestStripSolutions(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-		regions        int
-	}{
-		{"c++ region", "a\n    // BEGIN SOLUTION\n    x = 1;\n    y = 2;\n    // END SOLUTION\nb\n",
-			"a\n    // TODO: your code here (see the instructions above).\nb\n", 1},
-		{"stub lines", "int f() {\n  // BEGIN SOLUTION\n  return 42;\n  // STUB: return 0;\n  // END SOLUTION\n}\n",
-			"int f() {\n  // TODO: your code here (see the instructions above).\n  return 0;\n}\n", 1},
-		{"markdown", "x\n<!-- BEGIN SOLUTION -->\nthe answer\n<!-- END SOLUTION -->\n",
-			"x\n<!-- TODO: your code here (see the instructions above). -->\n", 1},
-		{"python style and two regions", "# BEGIN SOLUTION\nA\n# END SOLUTION\nk\n# BEGIN SOLUTION\nB\n# END SOLUTION\n",
-			"# TODO: your code here (see the instructions above).\nk\n# TODO: your code here (see the instructions above).\n", 2},
-		{"prose that mentions the markers is kept", "Regions are marked `// BEGIN SOLUTION` and `// END SOLUTION`.\n",
-			"Regions are marked `// BEGIN SOLUTION` and `// END SOLUTION`.\n", 0},
-		{"crlf", "a\r\n// BEGIN SOLUTION\r\nx\r\n// END SOLUTION\r\n", "a\r\n// TODO: your code here (see the instructions above).\r\n", 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			out, n, err := StripSolutions("f", []byte(tc.in))
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, string(out))
-			assert.Equal(t, tc.regions, n)
-			assert.False(t, HasSolution(out))
-		})
-	}
-	for _, bad := range []struct{ in, want string }{
-		{"x\n// BEGIN SOLUTION\ny\n", "f:2: BEGIN SOLUTION is never closed"},
-		{"// END SOLUTION\n", "f:1: END SOLUTION without BEGIN SOLUTION"},
-		{"// BEGIN SOLUTION\n// BEGIN SOLUTION\n// END SOLUTION\n", "f:2: BEGIN SOLUTION inside the region opened at line 1"},
-	} {
-		_, _, err := StripSolutions("f", []byte(bad.in))
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), bad.want)
-	}
+	in := "a\n    // BEGIN SOLUTION\n    x = 1;\n    // END SOLUTION\nb\n"
+	out, n, err := StripSolutions("f", []byte(in))
+	require.NoError(t, err)
+	want, _, _ := solution.Strip("f", []byte(in))
+	assert.Equal(t, string(want), string(out))
+	assert.Equal(t, 1, n)
+	assert.True(t, HasSolution([]byte(in)))
+	assert.False(t, HasSolution(out))
+	_, _, err = StripSolutions("f", []byte("// END SOLUTION\n"))
+	assert.ErrorContains(t, err, "f:1: END SOLUTION without BEGIN SOLUTION")
 }
 
 func TestConstParams(t *testing.T) {

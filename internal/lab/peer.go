@@ -250,6 +250,20 @@ func ParsePeerReply(stdout []byte) (PeerReply, error) {
 	return r, nil
 }
 
+// peerProblemFailed records why a driver could not describe a problem for a peer: a skip, or an
+// error.
+func peerProblemFailed(e *results.Entry, err error) bool {
+	if why, ok := skipReason(err); ok {
+		e.Status, e.Error = results.StatusSkipped, why
+		return true
+	}
+	if err != nil {
+		e.Error = "describing the problem for the peer: " + err.Error()
+		return true
+	}
+	return false
+}
+
 // runPeer runs a peer variant's script on one problem and fills the entry from its reply.
 func (w *worker) runPeer(s *Suite, v *Variant, p Problem, e results.Entry) results.Entry {
 	if w.rk != nil {
@@ -261,12 +275,7 @@ func (w *worker) runPeer(s *Suite, v *Variant, p Problem, e results.Entry) resul
 		return e
 	}
 	params, work, err := d.PeerProblem(s, p)
-	if why, ok := skipReason(err); ok {
-		e.Status, e.Error = results.StatusSkipped, why
-		return e
-	}
-	if err != nil {
-		e.Error = "describing the problem for the peer: " + err.Error()
+	if peerProblemFailed(&e, err) {
 		return e
 	}
 	opts := bench.Default

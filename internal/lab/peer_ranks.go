@@ -80,12 +80,7 @@ func (w *worker) runRankPeer(s *Suite, v *Variant, p Problem, e results.Entry) r
 		return e
 	}
 	params, work, err := w.rankPeerProblem(s, p)
-	if why, ok := skipReason(err); ok {
-		e.Status, e.Error = results.StatusSkipped, why
-		return e
-	}
-	if err != nil {
-		e.Error = "describing the problem for the peer: " + err.Error()
+	if peerProblemFailed(&e, err) {
 		return e
 	}
 	meet, err := w.peerRendezvous()

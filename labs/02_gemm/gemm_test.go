@@ -164,26 +164,6 @@ func randomProduct(seed uint64, m, n, k int, beta0 bool) *Product {
 	return p
 }
 
-// naive computes the product in float32 the plainest way: what a correct fp32 kernel returns,
-// up to rounding.
-func naive(p *Product) []float32 {
-	out := make([]float32, p.M*p.N)
-	for i := 0; i < p.M; i++ {
-		for j := 0; j < p.N; j++ {
-			var s float32
-			for k := 0; k < p.K; k++ {
-				s += p.A[i*p.K+k] * p.B[k*p.N+j]
-			}
-			s *= p.Alpha
-			if p.C0 != nil {
-				s += p.Beta * p.C0[i*p.N+j]
-			}
-			out[i*p.N+j] = s
-		}
-	}
-	return out
-}
-
 func TestReferenceSmall(t *testing.T) {
 	p := &Product{M: 2, N: 2, K: 3, Alpha: 2, Beta: 0.5,
 		A:  []float32{1, 2, 3, 4, 5, 6},
@@ -201,7 +181,7 @@ func TestReferenceSmall(t *testing.T) {
 func TestCompareFull(t *testing.T) {
 	p := randomProduct(7, 37, 29, 61, false)
 	ref, scale := p.Reference()
-	out := naive(p)
+	out := labtest.NaiveProduct(p)
 	rep := matref.CheckFull(out, ref, scale, 1e-5)
 	assert.True(t, rep.OK, rep.Detail())
 	assert.Less(t, rep.RelErr, 1e-6)
@@ -234,7 +214,7 @@ func TestCompareFull(t *testing.T) {
 func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 	for _, beta0 := range []bool{false, true} {
 		p := randomProduct(11, 150, 170, 190, beta0)
-		out := naive(p)
+		out := labtest.NaiveProduct(p)
 		samples := matref.SampleEntries(p.M, p.N, 64, 5)
 		rep := matref.Freivalds(p, out, matref.FreivaldsVectors, samples, 9, 1e-5)
 		assert.True(t, rep.OK, "beta0=%v: %s", beta0, rep.Detail())
@@ -245,7 +225,7 @@ func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 
 func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
 	p := randomProduct(12, 150, 170, 190, false)
-	out := naive(p)
+	out := labtest.NaiveProduct(p)
 	ref, _ := p.Reference()
 	norm := 0.0
 	for _, v := range ref {
@@ -276,7 +256,7 @@ func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
 
 func TestFreivaldsSamplesCatchAWrongCorner(t *testing.T) {
 	p := randomProduct(13, 64, 48, 40, false)
-	out := naive(p)
+	out := labtest.NaiveProduct(p)
 	samples := matref.SampleEntries(p.M, p.N, 64, 5)
 	bad := append([]float32(nil), out...)
 	bad[(p.M-1)*p.N+p.N-1] += 0.05 // small against ‖C‖, large against the element's error scale
