@@ -1,8 +1,8 @@
 package collectives
 
 import (
-	"math/rand/v2"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
