@@ -7,6 +7,9 @@
 #   QUICK=1 scripts/gpu-sweep.sh 01     # --quick runs
 #   PACK=1 scripts/gpu-sweep.sh 01      # everything in $OUT/sweep.tgz (plus summary.txt)
 #   GRADE=1 scripts/gpu-sweep.sh        # also labrun grade all (the reference solutions), reports in $OUT/grade
+#   scripts/gpu-sweep.sh "04 --ranks 4" "compare results/nvidia-h200/02_gemm.json 02"
+#                                       # an argument with flags: labrun run with them; one that
+#                                       # starts with a command name: that labrun command
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/kl-out}
@@ -35,12 +38,15 @@ summary+=("doctor: exit $?")
 
 flags=()
 [ -n "${QUICK:-}" ] && flags+=(--quick)
-for lab in "$@"; do
+for arg in "$@"; do
   start=$SECONDS
-  bin/labrun run "$lab" "${flags[@]}" >"$out/lab-$lab.txt" 2>"$out/lab-$lab.log"
+  read -ra words <<<"$arg"
+  [[ ${words[0]} =~ ^[0-9] ]] && words=(run "${words[@]}")
+  name=$(printf '%s' "${words[*]}" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-60)
+  bin/labrun "${words[@]}" "${flags[@]}" >"$out/$name.txt" 2>"$out/$name.log"
   rc=$?
-  summary+=("lab $lab: exit $rc in $((SECONDS - start))s")
-  cat "$out/lab-$lab.txt"
+  summary+=("labrun ${words[*]}: exit $rc in $((SECONDS - start))s")
+  cat "$out/$name.txt"
 done
 
 if [ -n "${GRADE:-}" ]; then

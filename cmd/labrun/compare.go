@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/compare"
@@ -15,8 +12,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/term"
 )
 
-func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("compare", stdout, stderr)
+func cmdCompare(fs *flags, args []string, stdout, stderr io.Writer) int {
 	failPct := fs.Float64("fail-on-regression", -1, "exit 1 when a variant is slower by more than this percent, outside the noise (default: no check)")
 	asJSON := fs.Bool("json", false, "write one JSON document to stdout")
 	quick := fs.Bool("quick", false, "when NEW is a lab: run its quick subset")
@@ -63,7 +59,7 @@ Flags:
 		if code != exitOK {
 			return code
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		ctx, stop := interruptible()
 		defer stop()
 		out, err := lab.Run(ctx, lab.Options{Root: root, Lab: pos[1], Quick: *quick, Backend: *backend,
 			Variants: variants, NoSave: true, Progress: stderr})
@@ -101,9 +97,7 @@ Flags:
 		regs = compare.Regressions(rows, *failPct)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"lab": old.Lab, "old": pos[0], "new": pos[1], "rows": rows, "regressions": regs})
+		writeJSON(stdout, map[string]any{"lab": old.Lab, "old": pos[0], "new": pos[1], "rows": rows, "regressions": regs})
 	} else {
 		printComparison(stdout, rows, term.Width())
 	}

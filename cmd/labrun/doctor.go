@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -21,8 +20,7 @@ type finding struct {
 	Fix     string `json:"fix,omitempty"`
 }
 
-func cmdDoctor(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("doctor", stdout, stderr)
+func cmdDoctor(fs *flags, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "write JSON to stdout")
 	fs.intro = "Usage: labrun doctor [--json]\n\nSays which GPUs, drivers, compilers and libraries labrun can use, and how to install what is missing.\nExit status 0 when at least one backend (a GPU or the emulator) can run labs, else 3.\n\nFlags:\n"
 	if code, ok := fs.parse(args); !ok {
@@ -31,9 +29,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	checks, usable := diagnose()
 	current := currentBackend(usable)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"checks": checks, "usable_backends": usable, "current_backend": current})
+		writeJSON(stdout, map[string]any{"checks": checks, "usable_backends": usable, "current_backend": current})
 	} else {
 		printDoctor(term.NewWrapWriter(stdout, term.Width()), checks, usable, current)
 	}

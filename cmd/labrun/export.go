@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 
 	"github.com/kernel-labs/kernellabs/internal/grade"
 )
 
-func cmdExport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("export", stdout, stderr)
+func cmdExport(fs *flags, args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "write into DIR even if it is not empty")
 	noCheck := fs.Bool("no-check", false, "do not compile the exported exercise files (on the CPU emulator) to prove that the stubs compile")
 	fs.intro = `Usage: labrun export DIR [flags]
@@ -29,13 +26,9 @@ exercise). Grade the students with scripts/grade-of-record.sh at that commit.
 
 Flags:
 `
-	dir, code, ok := parseArgs(fs, args)
+	dir, code, ok := requiredArg(fs, args, "where to? e.g. labrun export ../kernellabs-student")
 	if !ok {
 		return code
-	}
-	if dir == "" {
-		fmt.Fprintln(stderr, "labrun export: where to? e.g. labrun export ../kernellabs-student")
-		return exitUsage
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		fmt.Fprintf(stderr, "labrun export: %s is a file: give a folder for the student edition\n", dir)
@@ -45,7 +38,7 @@ Flags:
 	if code != exitOK {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	rep, err := grade.Export(ctx, root, dir, grade.ExportOptions{Force: *force, NoCheck: *noCheck})
 	if err != nil {

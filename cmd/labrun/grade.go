@@ -1,12 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,8 +13,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-func cmdGrade(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("grade", stdout, stderr)
+func cmdGrade(fs *flags, args []string, stdout, stderr io.Writer) int {
 	submission := fs.String("submission", "", "a folder (a student's repository, or a folder of exercise files) or one exercise file to grade (default: the exercise files of this course tree); exercises with no file in it score 0 (--exercise grades only some)")
 	backend := fs.String("backend", "auto", "cuda, emu, or auto (a GPU when there is one, else the CPU emulator: correctness only)")
 	device := fs.Int("device", 0, "device index")
@@ -105,7 +103,7 @@ Flags:
 	}
 	seedSet := fs.Changed("seed")
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	sum := &grade.Grades{}
 	for _, l := range labs {
@@ -179,7 +177,7 @@ func gradeSelection(root string, names []string, stderr io.Writer) ([]string, in
 		want[m.Name] = true
 	}
 	var labs []string
-	for _, d := range append(withExercises, sortedKeys(want)...) {
+	for _, d := range append(withExercises, slices.Sorted(maps.Keys(want))...) {
 		if want[d] {
 			labs = append(labs, d)
 			delete(want, d)
@@ -190,15 +188,6 @@ func gradeSelection(root string, names []string, stderr io.Writer) ([]string, in
 		return nil, exitUsage
 	}
 	return labs, exitOK
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // readSecret takes the secret seed from a file ("-": in) or else from the environment, and in

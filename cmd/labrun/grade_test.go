@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,25 +18,16 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake" // a GPU backend with one device
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
-// The test binary doubles as labrun's worker: the engine re-executes it with "__worker".
-func TestMain(m *testing.M) {
-	if code, ok := selfexec.Dispatch(); ok {
-		os.Exit(code)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "__worker" {
-		os.Exit(lab.RunWorkerFromEnv())
-	}
-	os.Exit(m.Run())
-}
+// The test binary doubles as labrun's worker: the engine re-executes it with lab.WorkerArg.
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	root, err := lab.FindRoot(wd)
+	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	return root
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -27,8 +25,7 @@ type hipJob struct {
 	err    error
 }
 
-func cmdHIPCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("hip-check", stdout, stderr)
+func cmdHIPCheck(fs *flags, args []string, stdout, stderr io.Writer) int {
 	targets := fs.String("targets", "", "comma-separated AMD targets (default: all of "+hipArchs()+")")
 	jobs := fs.Int("jobs", runtime.NumCPU(), "compiles at once")
 	packages := fs.Bool("packages", false, "print the Debian packages of the targets' compilers that are missing here, and exit")
@@ -103,7 +100,7 @@ Flags:
 		return exitFor(err, stderr)
 	}
 	defer os.RemoveAll(out)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	started := time.Now()
 	sem := make(chan struct{}, *jobs)

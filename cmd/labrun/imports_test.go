@@ -15,8 +15,7 @@ import (
 // TestEveryLabIsRegistered: a labs/NN_name folder that labrun does not import has no driver, so
 // `labrun NN` would fail at run time; add its import to imports.go (its init registers it).
 func TestEveryLabIsRegistered(t *testing.T) {
-	root, err := lab.FindRoot(".")
-	require.NoError(t, err)
+	root := repoRoot(t)
 	entries, err := os.ReadDir(filepath.Join(root, "labs"))
 	require.NoError(t, err)
 	folder := regexp.MustCompile(`^\d\d_[a-z0-9_]+$`)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,8 +9,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-func cmdList(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("list", stdout, stderr)
+func cmdList(fs *flags, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "write JSON to stdout")
 	fs.intro = "Usage: labrun list [--json]\n\nLists the labs with their suites and variants.\n\nFlags:\n"
 	if code, ok := fs.parse(args); !ok {
@@ -81,9 +79,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		all = append(all, e)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(all)
+		writeJSON(stdout, all)
 	} else {
 		for _, e := range all {
 			if e.Error != "" {

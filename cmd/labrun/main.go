@@ -14,10 +14,13 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -75,8 +78,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// subcommands run the commands that take their own arguments (after the command's name).
-var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+// subcommands run the commands that take their own arguments (after the command's name), each
+// with a flag set of its own named after it.
+var subcommands = map[string]func(fs *flags, args []string, stdout, stderr io.Writer) int{
 	"list":      cmdList,
 	"doctor":    cmdDoctor,
 	"run":       cmdRun,
@@ -95,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "__worker":
+	case lab.WorkerArg:
 		return lab.RunWorkerFromEnv()
 	case "help", "-h", "--help":
 		if len(rest) > 0 {
@@ -107,10 +111,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdVersion(stdout)
 	}
 	if c, ok := subcommands[cmd]; ok {
-		return c(rest, stdout, stderr)
+		return c(newFlags(cmd, stdout, stderr), rest, stdout, stderr)
 	}
 	if isLabName(cmd) {
-		return cmdRun(args, stdout, stderr)
+		return cmdRun(newFlags("run", stdout, stderr), args, stdout, stderr)
 	}
 	msg := fmt.Sprintf("labrun: unknown command %q", cmd)
 	if strings.HasPrefix(cmd, "-") {
@@ -147,6 +151,19 @@ func exitFor(err error, stderr io.Writer) int {
 	return exitEnv
 }
 
+// interruptible is the context of a command's work: an interrupt (Ctrl-C) cancels it, and the
+// engine then stops between jobs and keeps what it measured.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+// writeJSON writes v to w as indented JSON: the output of every --json.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
 func findRoot(stderr io.Writer) (string, int) {
 	wd, _ := os.Getwd()
 	root, err := lab.FindRoot(wd)
@@ -172,4 +189,15 @@ func parseArgs(fs *flags, args []string) (arg string, code int, ok bool) {
 	}
 	fmt.Fprintf(fs.stderr, "labrun %s: unexpected argument %q ('labrun %s --help' shows how to call it)\n", fs.Name(), fs.Arg(1), fs.Name())
 	return "", exitUsage, false
+}
+
+// requiredArg is parseArgs for a command that cannot do without its argument: when it is missing
+// the command stops with exit status 2 and "labrun NAME: " + missing (what to give, with an example).
+func requiredArg(fs *flags, args []string, missing string) (arg string, code int, ok bool) {
+	arg, code, ok = parseArgs(fs, args)
+	if ok && arg == "" {
+		fmt.Fprintf(fs.stderr, "labrun %s: %s\n", fs.Name(), missing)
+		return "", exitUsage, false
+	}
+	return arg, code, ok
 }

@@ -11,19 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/term"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
-// course makes a course folder with one lab whose manifest is body, and points labrun at it.
+// course makes a course folder with one lab, 07_demo, whose manifest is body, and points labrun
+// at it.
 func course(t *testing.T, body string) string {
 	t.Helper()
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), nil, 0o644))
-	dir := filepath.Join(root, "labs", "07_demo")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(body), 0o644))
+	root := coursedir.Write(t, "07_demo", map[string]string{"lab.yaml": body})
 	t.Setenv("LABRUN_ROOT", root)
 	return root
 }
@@ -37,6 +34,10 @@ suites:
     problems: {gpu: [{n: 1}]}
     variants: [{name: lib, library: x}]
 `
+
+// demoKernel is the demo lab with a kernel variant beside its library one.
+var demoKernel = strings.Replace(demo, "variants: [{name: lib, library: x}]",
+	"variants: [{name: lib, library: x}, {name: k, file: kernels/k.cu, entry: k}]", 1)
 
 // runCLI runs labrun with args; stdout and stderr are returned apart.
 func runCLI(args ...string) (int, string, string) {

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 
@@ -16,8 +13,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/profile"
 )
 
-func cmdProfile(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("profile", stdout, stderr)
+func cmdProfile(fs *flags, args []string, stdout, stderr io.Writer) int {
 	var variants listFlag
 	var problems, suites repeatFlag
 	fs.Var(&variants, "variant", "profile these variants (repeat the flag or separate with commas; default: every kernel variant)")
@@ -46,13 +42,9 @@ Exit codes: 0 recorded; 1 a variant failed its check under the profiler; 2 bad i
 
 Flags:
 `
-	name, code, ok := parseArgs(fs, args)
+	name, code, ok := requiredArg(fs, args, "which lab? e.g. labrun profile 02 --variant smem_tiled")
 	if !ok {
 		return code
-	}
-	if name == "" {
-		fmt.Fprintln(stderr, "labrun profile: which lab? e.g. labrun profile 02 --variant smem_tiled")
-		return exitUsage
 	}
 	var k profile.Kind
 	if *kind != "" {
@@ -66,14 +58,10 @@ Flags:
 		fmt.Fprintln(stderr, "labrun profile: --launches must be at least 1")
 		return exitUsage
 	}
-	root, code := findRoot(stderr)
+	// Bad input first, then the environment: a typo is reported even where ncu is missing.
+	root, man, code := loadLab(name, stderr)
 	if code != exitOK {
 		return code
-	}
-	// Bad input first, then the environment: a typo is reported even where ncu is missing.
-	man, err := lab.Load(root, name)
-	if err != nil {
-		return exitFor(err, stderr)
 	}
 	if _, err := profile.Plan(man, suites, variants, problems, *kernel); err != nil {
 		return exitFor(err, stderr)
@@ -88,7 +76,7 @@ Flags:
 	if !seedSet {
 		s = rand.Uint64() >> 16
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	out, err := profile.Run(ctx, profile.Options{Root: root, Lab: name, Suites: suites, Variants: variants, Problems: problems,
 		Kernel: *kernel, Count: *count, Kind: k, Backend: *backend, Device: *device, Seed: s, Self: self,
@@ -97,9 +85,7 @@ Flags:
 		return exitFor(err, stderr)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"lab": man.Name, "path": out.Path, "saved_to": out.SavedTo, "profiles": out.Recorded,
+		writeJSON(stdout, map[string]any{"lab": man.Name, "path": out.Path, "saved_to": out.SavedTo, "profiles": out.Recorded,
 			"failed": failures(out.Failed)})
 	} else {
 		printProfiles(stdout, out.Recorded)

@@ -9,18 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const demoKernel = `id: "07"
-title: {en: Demo, zh: 演示}
-suites:
-  - name: s
-    metric: gbps
-    baseline: lib
-    problems: {gpu: [{name: one, n: 1}]}
-    variants:
-      - {name: lib, library: x}
-      - {name: k, file: kernels/k.cu, entry: k}
-`
-
 func TestCLIProfile(t *testing.T) {
 	root := course(t, demoKernel)
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "07_demo", "kernels"), 0o755))

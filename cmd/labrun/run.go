@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -134,8 +131,7 @@ func labArgument(args []string, declare func(*flags)) string {
 	return ""
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", stdout, stderr)
+func cmdRun(fs *flags, args []string, stdout, stderr io.Writer) int {
 	r := addRunFlags(fs)
 	fs.intro = `Usage: labrun run NN [flags]   (or: labrun NN [flags])
 
@@ -159,13 +155,9 @@ Flags:
 	if err := addCustomFlags(fs, r, man); err != nil {
 		return exitFor(err, stderr)
 	}
-	name, code, ok := parseArgs(fs, args)
+	name, code, ok := requiredArg(fs, args, "which lab? e.g. labrun run 01 (labrun list shows them)")
 	if !ok {
 		return code
-	}
-	if name == "" {
-		fmt.Fprintln(stderr, "labrun run: which lab? e.g. labrun run 01 (labrun list shows them)")
-		return exitUsage
 	}
 	if man == nil || root == "" { // the scan and the parse disagree only on odd command lines ("--")
 		var code int
@@ -205,7 +197,7 @@ Flags:
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	started := time.Now()
 	out, err := lab.Run(ctx, lab.Options{Root: root, Lab: name, Variants: variants, Problems: r.problems, Suites: r.suites, Quick: r.quick,
@@ -221,9 +213,7 @@ Flags:
 		if out.SaveError != nil {
 			doc["save_error"] = out.SaveError.Error()
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(doc)
+		writeJSON(stdout, doc)
 	} else {
 		printTable(stdout, out, term.Width())
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,8 +9,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/site"
 )
 
-func cmdSite(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("site", stdout, stderr)
+func cmdSite(fs *flags, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "folder to write the site into (default: site/public under the course root)")
 	rootFlag := fs.String("root", "", "the course folder (default: found from the current folder, or $LABRUN_ROOT)")
 	strict := fs.Bool("strict", false, "fail when the languages of a lab are out of step, a lab has notes in one language only, or a results file cannot be read")
@@ -59,9 +57,7 @@ Flags:
 		return exitUsage
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		writeJSON(stdout, rep)
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "site: %d pages, %d plots in %s (%.2fs)\nopen %s\n", len(rep.Pages), rep.Plots, rep.OutDir,

@@ -45,9 +45,7 @@ func testWorker() *exec.Cmd {
 // courseRoot is the repository's course folder.
 func courseRoot(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	root, err := lab.FindRoot(wd)
+	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
 	return root
 }
@@ -59,6 +57,15 @@ func needSolutions(t *testing.T) {
 	if solution.IsStudentEdition(courseRoot(t)) {
 		t.Skip("student edition: the exercise files hold the student's code, not the reference solutions the grader is checked against, and the cheat fixtures stay with the instructor")
 	}
+}
+
+// cheatFixtures is the folder of the cheat fixtures; it skips where they cannot run (no emulator,
+// or the student edition).
+func cheatFixtures(t *testing.T) string {
+	t.Helper()
+	emutest.Need(t)
+	needSolutions(t)
+	return filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
 }
 
 // The fixtures' problems: a partial edge tile with β ≠ 0 (C is an input too), and one with β = 0
@@ -109,9 +116,7 @@ func gradeSubmission(t *testing.T, file string, o Options) *Report {
 
 // Every cheat fixture fails every test, for its reason.
 func TestCheatFixturesFailForTheirReason(t *testing.T) {
-	emutest.Need(t)
-	needSolutions(t)
-	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	dir := cheatFixtures(t)
 	fixtures := []struct {
 		file, reason, text string
 		problems           []string
@@ -195,9 +200,7 @@ func TestCheatFixturesFailForTheirReason(t *testing.T) {
 // On the emulator read_past.cu fails without the grader's red zones too: the emulator's own NaN
 // slack and faulting fences around every buffer catch it, in grade as in labrun run.
 func TestReadPastFailsWithoutRedZones(t *testing.T) {
-	emutest.Need(t)
-	needSolutions(t)
-	file := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats", "read_past.cu")
+	file := filepath.Join(cheatFixtures(t), "read_past.cu")
 	rep := gradeFixture(t, file, Options{redZone: -1, Problems: []string{"17×33×65"}})
 	for _, tr := range rep.Tests {
 		if tr.Kind == KindCorrectness {
@@ -304,12 +307,10 @@ func TestLinkedSubmissionsAreRefused(t *testing.T) {
 // The escape fixtures are real: without the sandbox (and with the event checks only) each of
 // them escapes, and those that compute after escaping pass. The sandbox is what fails them.
 func TestEscapeFixturesEscapeWithoutTheSandbox(t *testing.T) {
-	emutest.Need(t)
-	needSolutions(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	dir := cheatFixtures(t)
 	holder := exec.Command("sleep", "120")
 	holder.Env = append(os.Environ(), lab.SecretSeedEnv+"=fixture-secret")
 	require.NoError(t, holder.Start())
@@ -329,9 +330,7 @@ func TestEscapeFixturesEscapeWithoutTheSandbox(t *testing.T) {
 // The runner's CPUs and LABRUN_EMU_SMS change nothing in a grade: the emulated machine comes from
 // lab.yaml's grading section.
 func TestGradeDoesNotDependOnTheRunner(t *testing.T) {
-	emutest.Need(t)
-	needSolutions(t)
-	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	dir := cheatFixtures(t)
 	var reasons [][]string
 	for _, sms := range []string{"1", "16"} {
 		t.Setenv("LABRUN_EMU_SMS", sms)
@@ -352,12 +351,10 @@ func TestGradeDoesNotDependOnTheRunner(t *testing.T) {
 // only in the plain schedule, or only on the first launch of a case fails the tests that run it
 // otherwise, whatever the seed.
 func TestRankAndScheduleFixtures(t *testing.T) {
-	emutest.Need(t)
-	needSolutions(t)
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir := filepath.Join(courseRoot(t), "internal", "grade", "testdata", "cheats")
+	dir := cheatFixtures(t)
 	fixtures := []struct {
 		lab, file string
 		// failing: the tests (by a part of their name) that must fail, and the reasons they may

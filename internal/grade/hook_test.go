@@ -15,87 +15,13 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/fake"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/labtest/scalelab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// The grader's job hook on the engine's fake backend: every cheat a kernel can try on y = 2x, and
-// the reason the worker gives. (The cheat fixtures of cheats_test.go do the same with real
-// kernels on the emulator.)
-
-// scaleDriver computes y = 2x.
-type scaleDriver struct{}
-
-type scaleCase struct {
-	env  *lab.Env
-	n    int
-	x, y *gpu.Buffer[float32]
-	ref  []float64
-}
-
-func (scaleDriver) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	n := int(p.Int("n", 1))
-	if n > 1<<20 {
-		return nil, lab.Skip("n=%d is too large for this test device", n)
-	}
-	host := make([]float32, n)
-	ref := make([]float64, n)
-	for i := range host {
-		host[i] = env.RNG.Float32() + 0.5
-		ref[i] = 2 * float64(host[i])
-	}
-	x, err := lab.Upload(env, "x", host)
-	if err != nil {
-		return nil, err
-	}
-	y, err := lab.Output[float32](env, "y", n, lab.PoisonNaN32)
-	if err != nil {
-		return nil, err
-	}
-	return &scaleCase{env: env, n: n, x: x, y: y, ref: ref}, nil
-}
-
-func (c *scaleCase) Run(v *lab.Variant) error {
-	if !v.IsKernel() {
-		// the "library": scale on the host side of the fake device
-		xs, ys := fake.Float32s(c.x.DevicePtr(), c.n), fake.Float32s(c.y.DevicePtr(), c.n)
-		for i := range xs {
-			ys[i] = 2 * xs[i]
-		}
-		time.Sleep(20 * time.Microsecond)
-		return nil
-	}
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(1), Stream: c.env.Stream}, c.x, c.y, int32(c.n))
-}
-func (c *scaleCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
-	out, err := o.Float32(c.y)
-	if err != nil {
-		return check.Report{}, err
-	}
-	return check.Against(out, c.ref, 1e-6), nil
-}
-func (c *scaleCase) Work() lab.Work { return lab.Work{Bytes: float64(8 * c.n)} }
-
-func init() {
-	lab.RegisterDriver("99_test", scaleDriver{})
-	fake.RegisterScaleKernels()
-}
-
-// newCourse writes a course root with the test lab and returns it.
-func newCourse(t *testing.T, manifest string) string {
-	t.Helper()
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), []byte("#pragma once\n"), 0o644))
-	dir := filepath.Join(root, "labs", "99_test")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(manifest), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// fake kernels\n"), 0o644))
-	return root
-}
+// The grader's job hook on the engine's test lab (internal/labtest/scalelab: y = 2x on the fake
+// backend, registered as 99_test): every cheat a kernel can try, and the reason the worker gives.
+// (The cheat fixtures of cheats_test.go do the same with real kernels on the emulator.)
 
 // gradeManifest is the engine's test lab with a grading section. (Read by the tests, not at init:
 // the test binary also runs as the engine's worker, elsewhere.)
@@ -190,7 +116,7 @@ func gradePlan(variants ...string) []lab.Job {
 }
 
 func TestGradeModeCatchesEveryCheat(t *testing.T) {
-	root := newCourse(t, gradeManifest(t))
+	root := scalelab.Course(t, gradeManifest(t))
 	t.Setenv(lab.SecretSeedEnv, "not for the worker")
 	variants := []string{"good", "zeros", "partial", "stale", "readpast", "oob", "corrupt", "secret", "crash", "sticky", "good", "hopper"}
 	out, err := lab.Run(context.Background(), lab.Options{Root: root, Lab: "99", Backend: "fake", Seed: 3, SeedSet: true, NoSave: true,
@@ -231,7 +157,7 @@ func TestGradeModeCatchesEveryCheat(t *testing.T) {
 func TestGradeModeWithoutReadOnlyInputsAreNotChecked(t *testing.T) {
 	// Without the course's signature (ReadOnly), a write through a pointer argument is the
 	// kernel's business: the same kernel passes.
-	root := newCourse(t, gradeManifest(t))
+	root := scalelab.Course(t, gradeManifest(t))
 	out, err := lab.Run(context.Background(), lab.Options{Root: root, Lab: "99", Backend: "fake", NoSave: true, Worker: testWorker,
 		Plan: gradePlan("corrupt"), Grade: &lab.GradeSpec{Rounds: 1}})
 	require.NoError(t, err)
@@ -239,7 +165,7 @@ func TestGradeModeWithoutReadOnlyInputsAreNotChecked(t *testing.T) {
 }
 
 func TestGradeModeSpeedJobsCheckEveryTimedRun(t *testing.T) {
-	root := newCourse(t, gradeManifest(t))
+	root := scalelab.Course(t, gradeManifest(t))
 	plan := []lab.Job{
 		{Suite: "scale", Variant: "lib", Problem: "small", Set: "gpu", Mode: lab.GradeSpeed, Reps: 4},
 		{Suite: "scale", Variant: "good", Problem: "small", Set: "gpu", Mode: lab.GradeSpeed, Reps: 4},
@@ -261,7 +187,7 @@ func TestGradeModeSpeedJobsCheckEveryTimedRun(t *testing.T) {
 }
 
 func TestGradeModeTotalTimeLimit(t *testing.T) {
-	root := newCourse(t, gradeManifest(t))
+	root := scalelab.Course(t, gradeManifest(t))
 	started := time.Now()
 	out, err := lab.Run(context.Background(), lab.Options{Root: root, Lab: "99", Backend: "fake", NoSave: true, Worker: testWorker,
 		Plan: gradePlan("good", "hang", "good"), Grade: &lab.GradeSpec{Rounds: 1}, TotalTimeout: 1500 * time.Millisecond})

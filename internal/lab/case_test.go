@@ -170,8 +170,7 @@ func TestEngineFreesEveryBufferOnEveryPath(t *testing.T) {
 	root := newCourse(t, lifeManifest)
 	man, err := LoadManifest(filepath.Join(root, "labs", "99_test"))
 	require.NoError(t, err)
-	be, _, err := gpu.Open("fake")
-	require.NoError(t, err)
+	be, _ := fakeBackend(t)
 	raw, err := be.Open(0)
 	require.NoError(t, err)
 	dev := &countingDevice{Device: raw, live: map[gpu.Ptr]bool{}}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -38,22 +39,17 @@ extern "C" __global__ void scale_good(const float* x, float* y, int n) {
 }
 `
 
-func init() { RegisterDriver("98_concurrent", scaleDriver{}) }
-
-// Two emulator runs of one lab at once, each of its own variant, against one results file: both
-// runs' entries are in it afterwards (the file is updated under a lock).
+// Two emulator runs of one lab at once (the scale lab, registered as 98_concurrent by
+// scalelab_test.go), each of its own variant, against one results file: both runs' entries are in
+// it afterwards (the file is updated under a lock).
 func TestConcurrentRunsBothLand(t *testing.T) {
 	emutest.Need(t)
 	course, err := FindRoot(".")
 	require.NoError(t, err)
-	root := t.TempDir()
+	root := coursedir.Write(t, "98_concurrent", map[string]string{"lab.yaml": emuManifest, "k.cu": emuKernel})
 	for _, d := range []string{"labs/common", "emu"} {
 		copyDir(t, filepath.Join(course, d), filepath.Join(root, d))
 	}
-	dir := filepath.Join(root, "labs", "98_concurrent")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(emuManifest), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "k.cu"), []byte(emuKernel), 0o644))
 	var wg sync.WaitGroup
 	paths := make([]string, 2)
 	errs := make([]error, 2)

@@ -3,8 +3,9 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -76,12 +77,7 @@ func (m *Manifest) validateCustomFlags() []error {
 
 // CustomFlag finds a declared custom-problem flag by name.
 func (m *Manifest) CustomFlag(name string) *CustomFlag {
-	for _, f := range m.CustomFlags {
-		if f.Name == name {
-			return f
-		}
-	}
-	return nil
+	return byName(m.CustomFlags, name, func(f *CustomFlag) string { return f.Name })
 }
 
 // CheckCustomFlagNames refuses a custom flag whose name the command already uses (taken), at
@@ -110,7 +106,7 @@ func (e *NotApplicable) Error() string { return e.Reason }
 
 // customProblems builds the custom problem of every suite that accepts the flags.
 func customProblems(m *Manifest, d Driver, flags map[string]string) (map[string]Problem, error) {
-	for _, name := range sortedFlagNames(flags) {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
 		if name != ParamFlag && m.CustomFlag(name) == nil {
 			declared := "none"
 			if len(m.CustomFlags) > 0 {
@@ -171,12 +167,7 @@ func checkCustom(d Driver, s *Suite, p Problem) error {
 			}
 		}
 	}
-	keys := make([]string, 0, len(p.Params))
-	for k := range p.Params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(p.Params)) {
 		if lo, ok := least[k]; ok && p.Params[k] < 1 && lo >= 1 {
 			return fmt.Errorf("%s = %d: every problem of this suite has %s ≥ 1 (the smallest is %d); give a size of at least 1", k, p.Params[k], k, lo)
 		}
@@ -207,7 +198,7 @@ func parseCustom(m *Manifest, s *Suite, flags map[string]string) (Problem, error
 		p.Params[k] = x
 		return nil
 	}
-	for _, flag := range sortedFlagNames(flags) {
+	for _, flag := range slices.Sorted(maps.Keys(flags)) {
 		v := flags[flag]
 		if flag == ParamFlag {
 			for _, kv := range strings.Split(v, ",") {
@@ -254,29 +245,13 @@ func (s *Suite) paramKeys() map[string]bool {
 	return keys
 }
 
-func sortedKeys(m map[string]bool) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ", ")
-}
-
-func sortedFlagNames(flags map[string]string) []string {
-	var ks []string
-	for k := range flags {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func sortedKeys(m map[string]bool) string { return strings.Join(slices.Sorted(maps.Keys(m)), ", ") }
 
 // customName is the flags as typed, in a stable order: "4096x14336x4096 param=beta0=1". A flag
 // that sets several parameters reads as a shape, so it is written first, without its name.
 func customName(m *Manifest, flags map[string]string) string {
 	var shapes, parts []string
-	for _, k := range sortedFlagNames(flags) {
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
 		if f := m.CustomFlag(k); f != nil && len(f.Sets) > 1 {
 			shapes = append(shapes, flags[k])
 			continue
@@ -288,7 +263,7 @@ func customName(m *Manifest, flags map[string]string) string {
 
 func flagsAsTyped(flags map[string]string) string {
 	var parts []string
-	for _, k := range sortedFlagNames(flags) {
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
 		parts = append(parts, "--"+k+" "+flags[k])
 	}
 	return strings.Join(parts, " ")
@@ -296,11 +271,7 @@ func flagsAsTyped(flags map[string]string) string {
 
 // encodeParams writes parameters as "k=v,k=v" in key order; decodeParams reads them back.
 func encodeParams(ps map[string]int64) string {
-	keys := make([]string, 0, len(ps))
-	for k := range ps {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(ps))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + "=" + strconv.FormatInt(ps[k], 10)

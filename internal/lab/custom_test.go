@@ -36,6 +36,7 @@ func TestCustomProblems(t *testing.T) {
 	// newCourse names the lab 99_test; parse this manifest from the same folder.
 	m, err := ParseManifest(filepath.Join(root, "labs", "99_test", "lab.yaml"), []byte(customManifest))
 	require.NoError(t, err)
+	drv := testDriver(t)
 	tests := []struct {
 		name   string
 		flags  map[string]string
@@ -56,7 +57,7 @@ func TestCustomProblems(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := customProblems(m, scaleDriver{}, tc.flags)
+			got, err := customProblems(m, drv, tc.flags)
 			if tc.suites == nil {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.errHas)
@@ -72,7 +73,7 @@ func TestCustomProblems(t *testing.T) {
 			}
 		})
 	}
-	p, _ := customProblems(m, scaleDriver{}, map[string]string{"shape": "8x8x8", "param": "beta0=1"})
+	p, _ := customProblems(m, drv, map[string]string{"shape": "8x8x8", "param": "beta0=1"})
 	assert.Equal(t, "custom 8x8x8 param=beta0=1", p["gemm"].Name)
 }
 

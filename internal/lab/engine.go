@@ -47,7 +47,7 @@ type Options struct {
 	// student's run leaves the clone clean. GPU runs are always recorded.
 	Record   bool
 	Progress io.Writer // human progress; nil: discarded
-	// Worker starts a worker process. Default: this executable with the argument "__worker".
+	// Worker starts a worker process. Default: this executable with the argument WorkerArg.
 	Worker func() *exec.Cmd
 	// InProcess runs the jobs in this process instead of worker processes, for profilers (ncu,
 	// nsys, compute-sanitizer) that do not follow labrun's workers: no time limit, and a crash

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"github.com/kernel-labs/kernellabs/internal/selfexec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
-	"github.com/kernel-labs/kernellabs/internal/gpu/fake"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/results"
+	"github.com/kernel-labs/kernellabs/internal/selfexec"
 )
 
 // The test binary doubles as the worker: the engine re-executes it with this variable set.
@@ -35,17 +34,20 @@ func testWorker() *exec.Cmd {
 	return cmd
 }
 
-const testManifest = `id: "99"
-title: {en: Engine test, zh: 引擎测试}
-timeout: 2s
-suites:
+// scaleSuite opens the test labs' suite, scale (y = 2x), up to its variants.
+const scaleSuite = `suites:
   - name: scale
     title: {en: Scale, zh: 缩放}
     metric: gbps
     baseline: lib
     tolerance: 1e-6
     variants:
-      - {name: lib, title: {en: library, zh: 库}, library: fake_copy}
+`
+
+const testManifest = `id: "99"
+title: {en: Engine test, zh: 引擎测试}
+timeout: 2s
+` + scaleSuite + `      - {name: lib, title: {en: library, zh: 库}, library: fake_copy}
       - {name: good, file: k.cu, entry: scale_good}
       - {name: wrong, file: k.cu, entry: scale_wrong}
       - {name: crash, file: k.cu, entry: scale_crash}
@@ -59,82 +61,40 @@ suites:
       emu: [{name: tiny, n: 10}]
 `
 
-// scaleDriver computes y = 2x.
-type scaleDriver struct{}
-
-type scaleCase struct {
-	env  *Env
-	n    int
-	x, y *gpu.Buffer[float32]
-	ref  []float64
-}
-
-func (scaleDriver) Prepare(env *Env, s *Suite, p Problem) (Case, error) {
-	n := int(p.Int("n", 1))
-	if n > 1<<20 {
-		return nil, Skip("n=%d is too large for this test device", n)
-	}
-	host := make([]float32, n)
-	ref := make([]float64, n)
-	for i := range host {
-		host[i] = env.RNG.Float32() + 0.5
-		ref[i] = 2 * float64(host[i])
-	}
-	x, err := Upload(env, "x", host)
-	if err != nil {
-		return nil, err
-	}
-	y, err := Output[float32](env, "y", n, PoisonNaN32)
-	if err != nil {
-		return nil, err
-	}
-	return &scaleCase{env: env, n: n, x: x, y: y, ref: ref}, nil
-}
-
-func (c *scaleCase) Run(v *Variant) error {
-	if !v.IsKernel() {
-		// the "library": scale on the host side of the fake device
-		xs, ys := fake.Float32s(c.x.DevicePtr(), c.n), fake.Float32s(c.y.DevicePtr(), c.n)
-		for i := range xs {
-			ys[i] = 2 * xs[i]
-		}
-		time.Sleep(20 * time.Microsecond)
-		return nil
-	}
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(1), Stream: c.env.Stream}, c.x, c.y, int32(c.n))
-}
-func (c *scaleCase) Check(v *Variant, o *Outputs) (check.Report, error) {
-	out, err := o.Float32(c.y)
-	if err != nil {
-		return check.Report{}, err
-	}
-	return check.Against(out, c.ref, 1e-6), nil
-}
-func (c *scaleCase) Work() Work { return Work{Bytes: float64(8 * c.n)} }
-func (c *scaleCase) Record(v *Variant) (map[string]any, error) {
-	return map[string]any{"n": c.n}, nil
-}
-
-func init() {
-	RegisterDriver("99_test", scaleDriver{})
-	fake.RegisterScaleKernels()
-}
-
-// newCourse writes a course root with the test lab and returns it.
+// newCourse writes a course root with the engine's test lab and the given manifest, and returns
+// it. The lab's driver is internal/labtest/scalelab's (y = 2x), registered as 99_test when
+// scalelab_test.go imports it.
 func newCourse(t *testing.T, manifest string) string {
 	t.Helper()
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), []byte("#pragma once\n"), 0o644))
-	dir := filepath.Join(root, "labs", "99_test")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(manifest), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "k.cu"), []byte("// fake kernels\n"), 0o644))
-	return root
+	return coursedir.Write(t, "99_test", map[string]string{"lab.yaml": manifest, "k.cu": "// fake kernels\n"})
+}
+
+// testDriver is the test lab's driver (scalelab.Driver), as registered.
+func testDriver(t *testing.T) Driver {
+	t.Helper()
+	d, ok := DriverFor("99_test")
+	require.True(t, ok, "importing internal/labtest/scalelab (scalelab_test.go) registers the test lab")
+	return d
+}
+
+// byVariant indexes a run's entries by variant (runs of one problem).
+func byVariant(es []results.Entry) map[string]results.Entry {
+	m := map[string]results.Entry{}
+	for _, e := range es {
+		m[e.Variant] = e
+	}
+	return m
+}
+
+// fakeBackend opens the fake GPU backend (one device of compute capability 9.0) and describes
+// its device.
+func fakeBackend(t *testing.T) (gpu.Backend, gpu.DeviceInfo) {
+	t.Helper()
+	be, _, err := gpu.Open("fake")
+	require.NoError(t, err)
+	info, err := be.DeviceInfo(0)
+	require.NoError(t, err)
+	return be, info
 }
 
 func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
@@ -142,10 +102,7 @@ func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Seed: 7, SeedSet: true,
 		Quick: true, Worker: testWorker})
 	require.NoError(t, err)
-	got := map[string]results.Entry{}
-	for _, e := range out.Results.Entries {
-		got[e.Variant] = e
-	}
+	got := byVariant(out.Results.Entries)
 	assert.Equal(t, results.StatusOK, got["lib"].Status)
 	assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
 	assert.Greater(t, got["good"].Speedup, 0.0)
@@ -276,10 +233,7 @@ func TestRunErrors(t *testing.T) {
 // The engine asks the run's backend (here the fake GPU, compute capability 9.0) what it can run
 // and for which target; the backends' own tests cover their rules.
 func TestSkipReasonsAreTheBackends(t *testing.T) {
-	be, _, err := gpu.Open("fake")
-	require.NoError(t, err)
-	info, err := be.DeviceInfo(0)
-	require.NoError(t, err)
+	be, info := fakeBackend(t)
 	r := &runner{be: be, info: info, available: 1}
 	assert.Contains(t, r.skipReason([]string{"nvidia", "sm_100a"}, ""), "needs sm_100a")
 	assert.Empty(t, r.skipReason([]string{"nvidia", "sm_90a", "cublas"}, "inline PTX"))

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -43,10 +42,7 @@ func TestFilesReplaceKernelSources(t *testing.T) {
 	root := newCourse(t, gradeManifest(t))
 	man, err := LoadManifest(filepath.Join(root, "labs", "99_test"))
 	require.NoError(t, err)
-	be, _, err := gpu.Open("fake")
-	require.NoError(t, err)
-	info, err := be.DeviceInfo(0)
-	require.NoError(t, err)
+	be, info := fakeBackend(t)
 	sub := filepath.Join(t.TempDir(), "mine.cu")
 	r := &runner{o: Options{Root: root, Files: map[string]string{"k.cu": sub}, Variants: []string{"good"}, Progress: io.Discard},
 		man: man, be: be, info: info, set: "grade", compileErr: map[*Variant]string{}}

@@ -5,13 +5,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
 func TestHostOutputsArePoisonedAndFreedWithTheCase(t *testing.T) {
-	be, _, err := gpu.Open("fake")
-	require.NoError(t, err)
+	be, _ := fakeBackend(t)
 	dev, err := be.Open(0)
 	require.NoError(t, err)
 	stream, err := dev.NewStream()

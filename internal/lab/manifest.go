@@ -210,12 +210,7 @@ func (s *Suite) ProblemsFor(set string) ([]Problem, error) {
 
 // Variant finds a variant by name.
 func (s *Suite) Variant(name string) *Variant {
-	for _, v := range s.Variants {
-		if v.Name == name {
-			return v
-		}
-	}
-	return nil
+	return byName(s.Variants, name, func(v *Variant) string { return v.Name })
 }
 
 // Key names the variant within its lab: suites may reuse a variant name (each suite has its own
@@ -527,10 +522,14 @@ func (m *Manifest) validateNeeds(line int, what string, needs []string) []error 
 
 // Suite finds a suite by name.
 func (m *Manifest) Suite(name string) *Suite {
-	for _, s := range m.Suites {
-		if s.Name == name {
-			return s
-		}
+	return byName(m.Suites, name, func(s *Suite) string { return s.Name })
+}
+
+// byName is the item of items that nameOf calls name (nil when none is): the lookup of suites,
+// variants and custom flags.
+func byName[T any](items []*T, name string, nameOf func(*T) string) *T {
+	if i := slices.IndexFunc(items, func(x *T) bool { return nameOf(x) == name }); i >= 0 {
+		return items[i]
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ type PeerRequest struct {
 	Tolerance     float64          `json:"tolerance"`
 	FlushL2       bool             `json:"flush_l2"`
 	Bench         PeerBench        `json:"bench"`
+	Ranks         *PeerRanks       `json:"ranks,omitempty"` // a lab of ranks: this rank's place (peer_ranks.go)
 }
 
 // PeerBench is the engine's timing method (bench.Options) for the script.
@@ -85,6 +86,7 @@ type PeerReply struct {
 	Check     *PeerChk  `json:"check,omitempty"`
 	SamplesMs []float64 `json:"samples_ms,omitempty"` // one timed repetition each
 	Versions  any       `json:"versions,omitempty"`   // torch, triton, CUDA: kept in the entry's data
+	Batch     int       `json:"batch,omitempty"`      // a peer of ranks: runs per timed batch (peer_ranks.go)
 }
 
 // PeerChk is the peer's own check of its output.
@@ -250,6 +252,9 @@ func ParsePeerReply(stdout []byte) (PeerReply, error) {
 
 // runPeer runs a peer variant's script on one problem and fills the entry from its reply.
 func (w *worker) runPeer(s *Suite, v *Variant, p Problem, e results.Entry) results.Entry {
+	if w.rk != nil {
+		return w.runRankPeer(s, v, p, e)
+	}
 	d, ok := w.drv.(PeerDriver)
 	if !ok {
 		e.Error = fmt.Sprintf("lab %s has peer variants, but its driver does not describe problems for them (lab.PeerDriver)", w.man.Name)
@@ -321,9 +326,10 @@ func peerEntry(e results.Entry, r PeerReply, work Work, tol float64) results.Ent
 	return e
 }
 
-// startPeer runs the script with the request on stdin. It stays in the worker's process group, so
-// the engine's time limit (which kills the group) ends it too, and dies with the worker.
-func (w *worker) startPeer(script string, req PeerRequest) (stdout, stderr []byte, err error) {
+// startPeer runs the script with the request on stdin (and env added to its environment). It
+// stays in the worker's process group, so the engine's time limit (which kills the group) ends it
+// too, and dies with the worker.
+func (w *worker) startPeer(script string, req PeerRequest, env ...string) (stdout, stderr []byte, err error) {
 	in, err := json.Marshal(req)
 	if err != nil {
 		return nil, nil, err
@@ -335,6 +341,7 @@ func (w *worker) startPeer(script string, req PeerRequest) (stdout, stderr []byt
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(withoutEnv(os.Environ(), SecretSeedEnv),
 		"PYTHONPATH="+peerPythonPath(w.man.Dir), "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Pdeathsig follows the thread that started the child: keep it alive until the child ends.
 	runtime.LockOSThread()

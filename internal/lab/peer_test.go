@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/bench"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -150,14 +151,7 @@ func TestKlpeerWithoutTorch(t *testing.T) {
 const peerManifest = `id: "98"
 title: {en: Peer test, zh: 对照测试}
 timeout: 3s
-suites:
-  - name: scale
-    title: {en: Scale, zh: 缩放}
-    metric: gbps
-    baseline: lib
-    tolerance: 1e-6
-    variants:
-      - {name: lib, library: fake_copy}
+` + scaleSuite + `      - {name: lib, library: fake_copy}
       - {name: peer_ok, peer: peers/ok.py, needs: [torch]}
       - {name: peer_wrong, peer: peers/wrong.py, needs: [torch]}
       - {name: peer_crash, peer: peers/crash.py, needs: [torch]}
@@ -166,23 +160,11 @@ suites:
       gpu: [{name: small, n: 1000}]
 `
 
-type peerDriver struct{ scaleDriver }
-
-func (peerDriver) PeerProblem(s *Suite, p Problem) (map[string]any, Work, error) {
-	return map[string]any{"n": p.Int("n", 0)}, Work{Bytes: float64(8 * p.Int("n", 0))}, nil
-}
-
-func init() { RegisterDriver("98_peer", peerDriver{}) }
-
-// TestRunPeersThroughTheEngine runs peer variants through the real worker with a fake
-// interpreter (a shell that runs the "scripts"): the reply is recorded, rates come from the
-// driver's work, and a crash or a hang is isolated like a kernel's.
+// TestRunPeersThroughTheEngine runs peer variants of the scale lab (registered as 98_peer by
+// scalelab_test.go) through the real worker with a fake interpreter (a shell that runs the
+// "scripts"): the reply is recorded, rates come from the driver's work, and a crash or a hang is
+// isolated like a kernel's.
 func TestRunPeersThroughTheEngine(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "labs", "98_peer")
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "peers"), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(peerManifest), 0o644))
 	check := `"check":{"ok":%s,"method":"against float64","checked":1000,"rel_err":%s,"max_abs_err":0,"tolerance":1e-6}`
 	scripts := map[string]string{
 		// The request must arrive on stdin with the problem's description.
@@ -191,9 +173,11 @@ func TestRunPeersThroughTheEngine(t *testing.T) {
 		"crash.py": `echo 'Segmentation fault' >&2; exit 139`,
 		"hang.py":  `sleep 60`,
 	}
+	files := map[string]string{"lab.yaml": peerManifest}
 	for name, body := range scripts {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "peers", name), []byte(body+"\n"), 0o644))
+		files[filepath.Join("peers", name)] = body + "\n"
 	}
+	root := coursedir.Write(t, "98_peer", files)
 	py := filepath.Join(root, "fakepython")
 	require.NoError(t, os.WriteFile(py, []byte("#!/bin/sh\n[ \"$1\" = -c ] && exit 0\nexec sh \"$1\"\n"), 0o755))
 	t.Setenv(PythonEnv, py)
@@ -201,10 +185,7 @@ func TestRunPeersThroughTheEngine(t *testing.T) {
 	out, err := Run(context.Background(), Options{Root: root, Lab: "98", Backend: "fake", Seed: 7, SeedSet: true,
 		Quick: true, Worker: testWorker})
 	require.NoError(t, err)
-	got := map[string]results.Entry{}
-	for _, e := range out.Results.Entries {
-		got[e.Variant] = e
-	}
+	got := byVariant(out.Results.Entries)
 	ok := got["peer_ok"]
 	require.Equal(t, results.StatusOK, ok.Status, ok.Error)
 	assert.Equal(t, 0.003, ok.Time.MedianMs)

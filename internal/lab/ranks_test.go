@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +15,8 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
-	"github.com/kernel-labs/kernellabs/internal/ranks"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
+	"github.com/kernel-labs/kernellabs/internal/labtest/launcher"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -118,17 +117,7 @@ func init() {
 }
 
 func ranksCourse(t *testing.T) string {
-	root := newCourse(t, ranksManifest)
-	renameLab(t, root, "98_ranks")
-	return root
-}
-
-func byVariant(es []results.Entry) map[string]results.Entry {
-	m := map[string]results.Entry{}
-	for _, e := range es {
-		m[e.Variant] = e
-	}
-	return m
+	return coursedir.Write(t, "98_ranks", map[string]string{"lab.yaml": ranksManifest})
 }
 
 func TestRanksAsProcesses(t *testing.T) {
@@ -169,40 +158,17 @@ func TestRanksStartedByALauncher(t *testing.T) {
 		t.Skip("-short")
 	}
 	root := ranksCourse(t)
-	for _, style := range []string{"torchrun", "mpirun", "srun"} {
+	for _, style := range []string{launcher.Torchrun, launcher.OpenMPI, launcher.Slurm} {
 		t.Run(style, func(t *testing.T) {
 			n := 2
-			port, err := ranks.FreePort()
-			require.NoError(t, err)
-			dir := t.TempDir()
-			var cmds []*exec.Cmd
-			for r := range n {
+			es := launcher.Job(t, style, n, func(r int, out string) *exec.Cmd {
 				spec, _ := json.Marshal(map[string]any{"Root": root, "Lab": "98", "Backend": "fake", "Seed": 3, "SeedSet": true,
-					"Quick": true, "NoSave": true, "Variants": []string{"good", "wrong"}, "Out": filepath.Join(dir, fmt.Sprintf("rank%d.json", r))})
+					"Quick": true, "NoSave": true, "Variants": []string{"good", "wrong"}, "Out": out})
 				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				env := append(os.Environ(), "LABRUN_TEST_RANKS_RUN="+string(spec), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-				switch style {
-				case "torchrun":
-					env = append(env, fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r))
-				case "mpirun":
-					env = append(env, fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", r), fmt.Sprintf("OMPI_COMM_WORLD_SIZE=%d", n),
-						fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_RANK=%d", r), fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_SIZE=%d", n))
-				case "srun":
-					env = append(env, fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_NTASKS=%d", n), fmt.Sprintf("SLURM_LOCALID=%d", r),
-						"SLURM_NODEID=0", fmt.Sprintf("SLURM_TASKS_PER_NODE=%d", n))
-				}
-				cmd.Env = env
+				cmd.Env = append(os.Environ(), "LABRUN_TEST_RANKS_RUN="+string(spec))
 				cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-				require.NoError(t, cmd.Start())
-				cmds = append(cmds, cmd)
-			}
-			for r, c := range cmds {
-				require.NoError(t, c.Wait(), "rank %d", r)
-			}
-			b, err := os.ReadFile(filepath.Join(dir, "rank0.json"))
-			require.NoError(t, err)
-			var es []results.Entry
-			require.NoError(t, json.Unmarshal(b, &es))
+				return cmd
+			})
 			got := byVariant(es)
 			assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
 			assert.EqualValues(t, n, got["good"].Data["ranks"])
@@ -221,10 +187,4 @@ func TestRankDeclaration(t *testing.T) {
 	assert.Error(t, (&RankSpec{Emu: maxRanks + 1}).validate())
 	env := withoutEnv([]string{"A=1", "RANK=3"}, "RANK")
 	assert.Equal(t, []string{"A=1"}, env)
-}
-
-// renameLab gives newCourse's lab the folder name its driver is registered under.
-func renameLab(t *testing.T, root, name string) {
-	t.Helper()
-	require.NoError(t, os.Rename(filepath.Join(root, "labs", "99_test"), filepath.Join(root, "labs", name)))
 }

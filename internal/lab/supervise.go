@@ -171,6 +171,10 @@ func (t *tail) String() string {
 	return strings.TrimSpace(string(t.head) + "\n…\n" + string(t.buf))
 }
 
+// WorkerArg is the argument that makes labrun (or a test binary that handles it) run as the
+// engine's worker (RunWorkerFromEnv): the default Options.Worker starts this executable with it.
+const WorkerArg = "__worker"
+
 func (r *runner) workerCmd() *exec.Cmd {
 	if r.o.Worker != nil {
 		return r.o.Worker()
@@ -179,7 +183,7 @@ func (r *runner) workerCmd() *exec.Cmd {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	return exec.Command(exe, "__worker")
+	return exec.Command(exe, WorkerArg)
 }
 
 // startWorker starts a worker process (a lone worker, or one rank of a group; what names it in

@@ -26,12 +26,13 @@ import (
 // workerEnv marks a test binary started by the engine as its worker.
 const workerEnv = "KL_LABTEST_WORKER"
 
-// Main is a lab test package's TestMain: the engine re-executes the test binary as its worker.
+// Main is a test package's TestMain: the engine re-executes the test binary as its worker,
+// through Worker, or as labrun starts its workers (lab.WorkerArg, in the CLI's tests).
 func Main(m *testing.M) {
 	if code, ok := selfexec.Dispatch(); ok {
 		os.Exit(code)
 	}
-	if os.Getenv(workerEnv) == "1" {
+	if os.Getenv(workerEnv) == "1" || len(os.Args) > 1 && os.Args[1] == lab.WorkerArg {
 		os.Exit(lab.RunWorkerFromEnv())
 	}
 	if spec := os.Getenv(runEnv); spec != "" {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -15,7 +13,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/ranks"
+	"github.com/kernel-labs/kernellabs/internal/labtest/launcher"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -67,15 +65,15 @@ func runRank(spec string) int {
 
 // Launchers whose environment RunAsRanks can give the ranks.
 const (
-	Torchrun = "torchrun" // RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-	OpenMPI  = "mpirun"   // OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}, and a rendezvous
-	Slurm    = "srun"     // SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_TASKS_PER_NODE
+	Torchrun = launcher.Torchrun
+	OpenMPI  = launcher.OpenMPI
+	Slurm    = launcher.Slurm
 )
 
 // RunAsRanks starts n processes of the test binary, each as one rank of a lab of ranks with the
 // environment the launcher would give it, on the CPU emulator, and returns rank 0's entries
 // (rank 0 alone records). The test package must use Main.
-func RunAsRanks(t *testing.T, labDir, set string, n int, launcher string) []results.Entry {
+func RunAsRanks(t *testing.T, labDir, set string, n int, launcherName string) []results.Entry {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the emulator run builds and runs the kernels")
@@ -83,43 +81,15 @@ func RunAsRanks(t *testing.T, labDir, set string, n int, launcher string) []resu
 	emutest.Need(t)
 	root, err := lab.FindRoot(".")
 	require.NoError(t, err)
-	port, err := ranks.FreePort()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	var cmds []*exec.Cmd
-	for r := range n {
-		spec, _ := json.Marshal(rankRun{Root: root, Lab: labDir, Set: set, Out: filepath.Join(dir, fmt.Sprintf("rank%d.json", r))})
+	return launcher.Job(t, launcherName, n, func(r int, out string) *exec.Cmd {
+		spec, _ := json.Marshal(rankRun{Root: root, Lab: labDir, Set: set, Out: out})
 		cmd := exec.Command(os.Args[0])
-		env := append(os.Environ(), runEnv+"="+string(spec), "LABRUN_EMU_SMS=4", "LABRUN_EMU_DEVICES=1")
-		switch launcher {
-		case Torchrun:
-			env = append(env, fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
-				fmt.Sprintf("LOCAL_WORLD_SIZE=%d", n), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		case OpenMPI: // mpirun gives no rendezvous: the user's job script names one
-			env = append(env, fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", r), fmt.Sprintf("OMPI_COMM_WORLD_SIZE=%d", n),
-				fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_RANK=%d", r), fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_SIZE=%d", n),
-				ranks.EnvRendezvous+"=file:"+filepath.Join(dir, "rendezvous"))
-		case Slurm:
-			env = append(env, fmt.Sprintf("SLURM_PROCID=%d", r), fmt.Sprintf("SLURM_NTASKS=%d", n), fmt.Sprintf("SLURM_LOCALID=%d", r),
-				"SLURM_NODEID=0", fmt.Sprintf("SLURM_TASKS_PER_NODE=%d", n), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		default:
-			t.Fatalf("unknown launcher %q", launcher)
-		}
-		cmd.Env = env
+		cmd.Env = append(os.Environ(), runEnv+"="+string(spec), "LABRUN_EMU_SMS=4", "LABRUN_EMU_DEVICES=1")
 		if testing.Verbose() {
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		}
-		require.NoError(t, cmd.Start())
-		cmds = append(cmds, cmd)
-	}
-	for r, c := range cmds {
-		require.NoError(t, c.Wait(), "rank %d's labrun", r)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "rank0.json"))
-	require.NoError(t, err)
-	var es []results.Entry
-	require.NoError(t, json.Unmarshal(b, &es))
-	return es
+		return cmd
+	})
 }
 
 // OutcomeOf wraps the entries of RunAsRanks as an Outcome, for CheckAllOK.

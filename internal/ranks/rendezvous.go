@@ -3,16 +3,16 @@ package ranks
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kernel-labs/kernellabs/internal/frame"
 )
 
 // Group is the ranks of a job, met: they can exchange bytes and wait for each other. Every rank
@@ -61,30 +61,6 @@ type tcpGroup struct {
 	ln    net.Listener
 }
 
-func writeMsg(w io.Writer, b []byte) error {
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	_, err := w.Write(b)
-	return err
-}
-
-func readMsg(r io.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > maxMessage {
-		return nil, fmt.Errorf("a rendezvous message of %d bytes is over the limit", n)
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
-}
-
 func meetTCP(ctx context.Context, w World) (Group, error) {
 	g := &tcpGroup{w: w}
 	deadline, _ := ctx.Deadline()
@@ -119,7 +95,7 @@ func meetTCP(ctx context.Context, w World) (Group, error) {
 				c.SetDeadline(deadline)
 			}
 			rd := bufio.NewReader(c)
-			hello, err := readMsg(rd)
+			hello, err := frame.Read(rd, maxMessage)
 			var r, n int
 			if err == nil {
 				_, err = fmt.Sscanf(string(hello), "rank %d of %d", &r, &n)
@@ -129,7 +105,7 @@ func meetTCP(ctx context.Context, w World) (Group, error) {
 				c.Close()
 				continue // not a rank of this job
 			case n != w.Size || r <= 0 || r >= w.Size || g.conns[r] != nil:
-				writeMsg(c, []byte(fmt.Sprintf("refused: rank %d of %d does not fit a job of %d ranks (or joined twice)", r, n, w.Size)))
+				frame.Write(c, []byte(fmt.Sprintf("refused: rank %d of %d does not fit a job of %d ranks (or joined twice)", r, n, w.Size)))
 				c.Close()
 				continue
 			}
@@ -138,7 +114,7 @@ func meetTCP(ctx context.Context, w World) (Group, error) {
 			joined++
 		}
 		for r := 1; r < w.Size; r++ {
-			if err := writeMsg(g.conns[r], []byte("welcome")); err != nil {
+			if err := frame.Write(g.conns[r], []byte("welcome")); err != nil {
 				g.Close()
 				return nil, err
 			}
@@ -153,9 +129,9 @@ func meetTCP(ctx context.Context, w World) (Group, error) {
 				c.SetDeadline(deadline)
 			}
 			rd := bufio.NewReader(c)
-			if err = writeMsg(c, []byte(fmt.Sprintf("rank %d of %d", w.Rank, w.Size))); err == nil {
+			if err = frame.Write(c, []byte(fmt.Sprintf("rank %d of %d", w.Rank, w.Size))); err == nil {
 				var reply []byte
-				if reply, err = readMsg(rd); err == nil && string(reply) != "welcome" {
+				if reply, err = frame.Read(rd, maxMessage); err == nil && string(reply) != "welcome" {
 					err = errors.New(string(reply))
 				}
 			}
@@ -190,12 +166,12 @@ func (g *tcpGroup) AllGather(ctx context.Context, data []byte) ([][]byte, error)
 	deadline, _ := ctx.Deadline()
 	if g.w.Rank != 0 {
 		g.up.SetDeadline(deadline)
-		if err := writeMsg(g.up, data); err != nil {
+		if err := frame.Write(g.up, data); err != nil {
 			return nil, fmt.Errorf("rank %d lost rank 0: %w", g.w.Rank, err)
 		}
 		all := make([][]byte, g.w.Size)
 		for r := range all {
-			b, err := readMsg(g.uprd)
+			b, err := frame.Read(g.uprd, maxMessage)
 			if err != nil {
 				return nil, fmt.Errorf("rank %d lost rank 0 (a rank died?): %w", g.w.Rank, err)
 			}
@@ -207,7 +183,7 @@ func (g *tcpGroup) AllGather(ctx context.Context, data []byte) ([][]byte, error)
 	all[0] = data
 	for r := 1; r < g.w.Size; r++ {
 		g.conns[r].SetDeadline(deadline)
-		b, err := readMsg(g.rds[r])
+		b, err := frame.Read(g.rds[r], maxMessage)
 		if err != nil {
 			return nil, fmt.Errorf("rank 0 lost rank %d (it died?): %w", r, err)
 		}
@@ -215,7 +191,7 @@ func (g *tcpGroup) AllGather(ctx context.Context, data []byte) ([][]byte, error)
 	}
 	for r := 1; r < g.w.Size; r++ {
 		for _, b := range all {
-			if err := writeMsg(g.conns[r], b); err != nil {
+			if err := frame.Write(g.conns[r], b); err != nil {
 				return nil, fmt.Errorf("rank 0 lost rank %d (it died?): %w", r, err)
 			}
 		}

@@ -173,6 +173,17 @@ func EnforceNoSpawn() error {
 // WrapperCommand is the hidden labrun command that applies a policy and execs the program.
 const WrapperCommand = "__sandbox"
 
+// StandIn runs the wrapper when this process was started as one ("BINARY __sandbox POLICY --
+// PROGRAM", as Command starts it), and run otherwise, and returns the exit status. A test binary
+// whose code starts sandboxed processes stands in for labrun with it:
+// func TestMain(m *testing.M) { os.Exit(sandbox.StandIn(m.Run)) }.
+func StandIn(run func() int) int {
+	if len(os.Args) > 1 && os.Args[1] == WrapperCommand {
+		return WrapperMain(os.Args[2:])
+	}
+	return run()
+}
+
 // Cmd is a sandboxed command.
 type Cmd struct {
 	*exec.Cmd

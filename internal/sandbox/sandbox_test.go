@@ -14,12 +14,7 @@ import (
 )
 
 // The test binary stands in for labrun: Command re-executes it as the wrapper.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == WrapperCommand {
-		os.Exit(WrapperMain(os.Args[2:]))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(StandIn(m.Run)) }
 
 func needSandbox(t *testing.T) {
 	t.Helper()

@@ -67,6 +67,14 @@ func cachedObject(index string) (string, bool) {
 	return obj, true
 }
 
+// depPath is a dependency the compiler listed, made absolute against its working folder.
+func depPath(dep, workDir string) string {
+	if !filepath.IsAbs(dep) {
+		dep = filepath.Join(workDir, dep)
+	}
+	return filepath.Clean(dep)
+}
+
 // hashDeps hashes the files a build read (absolute paths, files in skip left out: the build's
 // own scratch folder) into the index's list, sorted, and returns it with a short hash of the
 // whole list.
@@ -74,11 +82,7 @@ func hashDeps(deps []string, workDir string, skip []string) ([]depFile, string, 
 	seen := map[string]bool{}
 	var out []depFile
 	for _, d := range deps {
-		p := d
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(workDir, p)
-		}
-		p = filepath.Clean(p)
+		p := depPath(d, workDir)
 		if seen[p] {
 			continue
 		}

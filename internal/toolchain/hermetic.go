@@ -296,11 +296,7 @@ func AuditDeps(deps []string, workDir string, allowed, protect []string) []strin
 	}
 	var msgs []string
 	for _, dep := range deps {
-		p := dep
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(workDir, p)
-		}
-		p = filepath.Clean(p)
+		p := depPath(dep, workDir)
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			p = r
 		}

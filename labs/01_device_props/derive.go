@@ -1,10 +1,11 @@
 package devprops
 
 import (
-	"fmt"
+	"cmp"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/nvml"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -99,21 +100,22 @@ func MemoryGBpsFromClocks(info gpu.DeviceInfo) (float64, bool) {
 
 // FP32TFLOPsFromClocks is SMs × FP32 lanes per SM × 2 FLOPs per FMA × the (boost) SM clock.
 func FP32TFLOPsFromClocks(info gpu.DeviceInfo) (float64, bool) {
-	lanes, ok := fp32LanesPerSM[[2]int{info.ComputeMajor, info.ComputeMinor}]
-	if !ok || info.SMs <= 0 || info.SMClockKHz <= 0 {
-		return 0, false
-	}
-	return float64(info.SMs) * float64(lanes) * 2 * float64(info.SMClockKHz) * 1e3 / 1e12, true
+	return tflopsFromClocks(info, fp32LanesPerSM, 2)
 }
 
 // BF16TFLOPsFromClocks is SMs × dense BF16 FLOPs per clock per SM × the SM clock. Datasheets often
 // quote tensor rates at a lower clock than the boost clock, so this can exceed them.
 func BF16TFLOPsFromClocks(info gpu.DeviceInfo) (float64, bool) {
-	per, ok := bf16FLOPsPerClockPerSM[[2]int{info.ComputeMajor, info.ComputeMinor}]
+	return tflopsFromClocks(info, bf16FLOPsPerClockPerSM, 1)
+}
+
+// tflopsFromClocks is SMs × perSM[compute capability] × flopsEach × the SM clock.
+func tflopsFromClocks(info gpu.DeviceInfo, perSM map[[2]int]int, flopsEach float64) (float64, bool) {
+	per, ok := perSM[[2]int{info.ComputeMajor, info.ComputeMinor}]
 	if !ok || info.SMs <= 0 || info.SMClockKHz <= 0 {
 		return 0, false
 	}
-	return float64(info.SMs) * float64(per) * float64(info.SMClockKHz) * 1e3 / 1e12, true
+	return float64(info.SMs) * float64(per) * flopsEach * float64(info.SMClockKHz) * 1e3 / 1e12, true
 }
 
 // Derive derives the device's measured ceilings from the finished entries
@@ -124,27 +126,25 @@ func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any,
 
 // Ceilings picks every ceiling's best entry and the peak it is compared with.
 func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilings {
-	ds, hasDS := LookupDatasheet(info.Name)
-	out := results.DeviceCeilings{Device: info.Name, Emulated: info.Emulated}
-	if hasDS {
-		out.Datasheet = &ds
-	}
+	pk := peaks(info)
+	out := results.DeviceCeilings{Device: info.Name, Emulated: info.Emulated, Datasheet: pk.Datasheet}
+	ds := cmp.Or(pk.Datasheet, &results.Datasheet{}) // zero figures when there is no datasheet
 	if info.Emulated {
 		out.Note = "emulated device: these figures are not performance figures"
 	}
-	peakFor := func(dsVal float64, fromClocks func(gpu.DeviceInfo) (float64, bool), clocksHow string) (*float64, string) {
-		if hasDS && dsVal > 0 {
+	peakFor := func(dsVal float64, fromClocks *float64, clocksHow string) (*float64, string) {
+		if dsVal > 0 {
 			return ptr(dsVal), "datasheet: " + ds.Source
 		}
-		if v, ok := fromClocks(info); ok {
-			return ptr(v), sourceClocks + clocksHow
+		if fromClocks != nil {
+			return fromClocks, sourceClocks + clocksHow
 		}
 		return nil, sourceNoneForThis
 	}
 
 	// HBM: the best copy (library or kernel) whose working set is far larger than L2.
 	atHBM := func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes }
-	hbmPeak, hbmSrc := peakFor(ds.HBMGBps, MemoryGBpsFromClocks, "2 × memory clock × bus width / 8")
+	hbmPeak, hbmSrc := peakFor(ds.HBMGBps, pk.HBMGBpsFromClocks, "2 × memory clock × bus width / 8")
 	out.HBM = against(best(entries, SuiteHBM, "", rateGBps, atHBM), hbmPeak, hbmSrc,
 		"best copy (bytes read + written) at working sets ≥ 1 GiB")
 	if mc := best(entries, SuiteHBM, VariantMemcpyDtoD, rateGBps, atHBM); mc.Measured != nil {
@@ -157,21 +157,20 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 
 	// L2: the best in-kernel multi-pass read of a buffer that fits in L2. (A copy of such a buffer,
 	// repeated launch after launch, measures the launch rate instead: see l2_read_launches.)
-	l2Limit := info.L2Bytes
-	l2Note := fmt.Sprintf("best read of a buffer ≤ the L2 size (%s), every pass in one launch (bytes read)", gpu.HumanBytes(l2Limit))
+	l2Limit, l2Size := info.L2Bytes, "the L2 size ("+gpu.HumanBytes(info.L2Bytes)+")"
 	if l2Limit <= 0 {
-		l2Limit = fallbackL2Bytes
-		l2Note = fmt.Sprintf("best read of a buffer ≤ %s (the device reports no L2 size), every pass in one launch (bytes read)", gpu.HumanBytes(l2Limit))
+		l2Limit, l2Size = fallbackL2Bytes, gpu.HumanBytes(fallbackL2Bytes)+" (the device reports no L2 size)"
 	}
+	l2Note := "best read of a buffer ≤ " + l2Size + ", every pass in one launch (bytes read)"
 	l2 := best(entries, SuiteL2, VariantL2Read, rateGBps, func(e lab.EntryView) bool {
 		b := problemBytes(e)
 		return b > 0 && b <= l2Limit
 	})
 	out.L2 = against(l2, nil, sourceNoPeak+" (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps", l2Note)
 
-	fp32Peak, fp32Src := peakFor(ds.FP32TFLOPs, FP32TFLOPsFromClocks, "SMs × FP32 lanes per SM × 2 × SM clock")
+	fp32Peak, fp32Src := peakFor(ds.FP32TFLOPs, pk.FP32TFLOPsFromClocks, "SMs × FP32 lanes per SM × 2 × SM clock")
 	out.FP32 = against(best(entries, SuiteFMA, "", rateTFLOPs, nil), fp32Peak, fp32Src, "best FMA-chain kernel")
-	bf16Peak, bf16Src := peakFor(ds.BF16TFLOPs, BF16TFLOPsFromClocks, "SMs × dense BF16 FLOPs per clock per SM × SM clock")
+	bf16Peak, bf16Src := peakFor(ds.BF16TFLOPs, pk.BF16TFLOPsFromClocks, "SMs × dense BF16 FLOPs per clock per SM × SM clock")
 	out.BF16 = against(best(entries, SuiteTensor, "", rateTFLOPs, nil), bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)")
 
 	out.Launch = against(best(entries, SuiteLaunch, VariantLaunch, ratePerOpUs, nil), nil, sourceNoPeak,
@@ -180,7 +179,7 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 		"launch, run and wait for completion, per launch (lower is better)")
 
 	linkPeak, linkSrc := (*float64)(nil), sourceNoneForThis+" (see NVML's PCIe generation and width)"
-	if hasDS && ds.HostLinkGBps > 0 {
+	if ds.HostLinkGBps > 0 {
 		linkPeak, linkSrc = ptr(ds.HostLinkGBps), "datasheet: "+ds.Source+" ("+ds.HostLink+", per direction)"
 	}
 	out.H2D = against(best(entries, SuiteHostLink, VariantH2DPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned host-to-device copy")
@@ -248,3 +247,42 @@ func problemBytes(e lab.EntryView) int64 {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// RecordDevice records what the device says about itself, for the chapter's property tables
+// (results.DeviceProperties): its identity and limits, every attribute the backend reads, the
+// memory free now, the peak figures the ceilings are compared with, and what NVML adds.
+func (Lab) RecordDevice(env *lab.Env) (map[string]any, error) {
+	info := env.Device.Info()
+	p := results.DeviceProperties{Info: info, Peaks: peaks(info), NVML: nvml.Properties(info)}
+	if attrs, err := env.Device.Attributes(); err != nil {
+		p.AttributesError = err.Error()
+	} else {
+		p.Attributes = attrs
+	}
+	if free, total, err := env.Device.MemInfo(); err != nil {
+		p.MemoryError = err.Error()
+	} else {
+		p.Memory = &results.MemoryNow{FreeBytes: free, TotalBytes: total}
+	}
+	return results.ExtraOf(p)
+}
+
+// peaks lists every peak figure Derive may compare with (the property page shows them all).
+func peaks(info gpu.DeviceInfo) results.Peaks {
+	var p results.Peaks
+	if ds, ok := LookupDatasheet(info.Name); ok {
+		p.Datasheet = &ds
+	}
+	p.HBMGBpsFromClocks = optional(MemoryGBpsFromClocks(info))
+	p.FP32TFLOPsFromClocks = optional(FP32TFLOPsFromClocks(info))
+	p.BF16TFLOPsFromClocks = optional(BF16TFLOPsFromClocks(info))
+	return p
+}
+
+// optional is a figure that may be unknown.
+func optional(v float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	return &v
+}

@@ -11,9 +11,14 @@ package devprops
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 
+	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -47,33 +52,23 @@ type Lab struct{}
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var (
-	_ lab.Driver         = Lab{}
 	_ lab.DeviceRecorder = Lab{}
 	_ lab.Deriver        = Lab{}
 )
 
+// prepares are the suites' Prepare functions.
+var prepares = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
+	SuiteHBM: prepareCopy, SuiteL2: prepareL2, SuiteFMA: prepareFMA,
+	SuiteTensor: prepareTensor, SuiteLaunch: prepareLaunch, SuiteHostLink: prepareHostLink,
+}
+
 // Prepare allocates and fills the problem p of suite s.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	var (
-		c   lab.Case
-		err error
-	)
-	switch s.Name {
-	case SuiteHBM:
-		c, err = prepareCopy(env, p)
-	case SuiteL2:
-		c, err = prepareL2(env, s, p)
-	case SuiteFMA:
-		c, err = prepareFMA(env, p)
-	case SuiteTensor:
-		c, err = prepareTensor(env, p)
-	case SuiteLaunch:
-		c, err = prepareLaunch(env, p)
-	case SuiteHostLink:
-		c, err = prepareHostLink(env, p)
-	default:
+	prepare, ok := prepares[s.Name]
+	if !ok {
 		return nil, fmt.Errorf("lab %s has no suite %q", LabDir, s.Name)
 	}
+	c, err := prepare(env, s, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
@@ -95,6 +90,16 @@ func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
 	return int(b), nil
 }
 
+// kernelOf is the variant's kernel and its block size (blockSize).
+func kernelOf(env *lab.Env, v *lab.Variant, defBlock int64) (gpu.Kernel, int, error) {
+	k, err := env.Kernel(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	block, err := blockSize(env, v, defBlock)
+	return k, block, err
+}
+
 // smCount is the number of SMs, used to size grids (at least 1, even for odd backends).
 func smCount(env *lab.Env) int { return max(env.Device.Info().SMs, 1) }
 
@@ -112,10 +117,57 @@ func fillHash(env *lab.Env, buf *gpu.Buffer[float32], seed uint64) error {
 		return fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
 	}
 	const block = 256
-	n := buf.Len()
-	grid := max(min(smCount(env)*8, lab.CeilDiv(n, block)), 1)
-	if err := gpu.Launch(k, cfg(env, grid, block), buf, int64(n), seed); err != nil {
+	grid := gpu.GridFor(buf.Len(), block, smCount(env), 8)
+	if err := gpu.Launch(k, cfg(env, grid, block), buf, int64(buf.Len()), seed); err != nil {
 		return fmt.Errorf("filling the input on the device: %w", err)
 	}
 	return env.Stream.Synchronize()
+}
+
+// threadSamples is how many threads a check recomputes on the CPU, at most.
+const threadSamples = 96
+
+// checkThreads compares sampled outputs of a grid of threads (blocks of block) bit for bit with
+// want(tid), recomputed on all cores (one thread's work can be millions of steps): the first and
+// last threads of the grid and of its first and last blocks, and random ones (deterministic in
+// seed), up to threadSamples. Wrong outputs are named by thread, and Checked counts every output
+// (the caller checks them all some other way too).
+func checkThreads[T check.Number](out []T, block int, seed uint64, want func(tid int) T) check.Report {
+	n, seen := len(out), map[int]bool{}
+	add := func(t int) {
+		if t >= 0 && t < n {
+			seen[t] = true
+		}
+	}
+	for _, t := range []int{0, 1, block - 1, block, n - block, n - 1} {
+		add(t)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xF3A))
+	for len(seen) < min(n, threadSamples) {
+		add(rng.IntN(n))
+	}
+	tids := slices.Sorted(maps.Keys(seen))
+	got, ref := make([]T, len(tids)), make([]T, len(tids))
+	matref.ParallelFor(len(tids), func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			got[s], ref[s] = out[tids[s]], want(tids[s])
+		}
+	})
+	rep := check.Exact(got, ref)
+	for i := range rep.Mismatches {
+		rep.Mismatches[i].Index = tids[rep.Mismatches[i].Index]
+	}
+	if rep.MaxErrAt >= 0 {
+		rep.MaxErrAt = tids[rep.MaxErrAt]
+	}
+	rep.Checked = n
+	return rep
+}
+
+// failWith fails rep for a reason found beside its comparison, said first in its note.
+func failWith(rep *check.Report, reason string) {
+	if rep.Note != "" {
+		reason += "; " + rep.Note
+	}
+	rep.OK, rep.Note = false, reason
 }

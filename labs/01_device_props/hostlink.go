@@ -24,15 +24,14 @@ import (
 type hostLinkCase struct {
 	env              *lab.Env
 	bytes            int
-	pinSrc, pinDst   []byte
-	pageSrc, pageDst []byte
+	hostSrc, hostDst map[bool][]byte // by pinned
 	devSrc, devDst   *gpu.Buffer[uint8]
 }
 
 // poisonByte fills destinations before each checked run.
 const poisonByte = 0xA5
 
-func prepareHostLink(env *lab.Env, p lab.Problem) (lab.Case, error) {
+func prepareHostLink(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	n := p.Int("bytes", 0)
 	if n < 1 {
 		return nil, fmt.Errorf("bytes = %d must be at least 1", n)
@@ -40,82 +39,61 @@ func prepareHostLink(env *lab.Env, p lab.Problem) (lab.Case, error) {
 	if err := lab.NeedMemory(env, 2*n); err != nil {
 		return nil, err
 	}
-	c := &hostLinkCase{env: env, bytes: int(n)}
-	var err error
-	if c.pinSrc, err = lab.PinnedHost(env, "pinned source", c.bytes); err != nil {
+	c := &hostLinkCase{env: env, bytes: int(n), hostSrc: map[bool][]byte{}, hostDst: map[bool][]byte{}}
+	src, err := lab.PinnedHost(env, "pinned source", c.bytes)
+	if err != nil {
 		return nil, err
 	}
-	randomBytes(env, c.pinSrc)
-	c.pageSrc = bytes.Clone(c.pinSrc)
-	if c.pinDst, err = lab.HostOutput(env, "pinned destination", c.bytes, true, lab.PoisonBytes(poisonByte)); err != nil {
+	for i := 0; i < c.bytes; i += 8 { // random bytes from the lab's seeded generator
+		copy(src[i:], binary.LittleEndian.AppendUint64(nil, env.RNG.Uint64()))
+	}
+	c.hostSrc[true], c.hostSrc[false] = src, bytes.Clone(src)
+	if c.hostDst[true], err = lab.HostOutput(env, "pinned destination", c.bytes, true, lab.PoisonBytes(poisonByte)); err != nil {
 		return nil, err
 	}
-	if c.pageDst, err = lab.HostOutput(env, "pageable destination", c.bytes, false, lab.PoisonBytes(poisonByte)); err != nil {
+	if c.hostDst[false], err = lab.HostOutput(env, "pageable destination", c.bytes, false, lab.PoisonBytes(poisonByte)); err != nil {
 		return nil, err
 	}
-	if c.devSrc, err = lab.Upload(env, "device source", c.pinSrc); err != nil {
+	if c.devSrc, err = lab.Upload(env, "device source", src); err != nil {
 		return nil, err
 	}
-	if c.devDst, err = lab.Output[uint8](env, "device destination", c.bytes, lab.PoisonBytes(poisonByte)); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.devDst, err = lab.Output[uint8](env, "device destination", c.bytes, lab.PoisonBytes(poisonByte))
+	return c, err
 }
 
-// randomBytes fills b from the lab's seeded generator, eight bytes at a time.
-func randomBytes(env *lab.Env, b []byte) {
-	var word [8]byte
-	for i := 0; i < len(b); i += 8 {
-		binary.LittleEndian.PutUint64(word[:], env.RNG.Uint64())
-		copy(b[i:], word[:])
+// direction says whether the variant copies host to device (else device to host), and from or to
+// pinned memory.
+func (c *hostLinkCase) direction(v *lab.Variant) (h2d, pinned bool, err error) {
+	if v.Library != LibMemcpyHtoD && v.Library != LibMemcpyDtoH {
+		return false, false, fmt.Errorf("variant %s: %s knows the library calls %s and %s, not %q",
+			v.Name, SuiteHostLink, LibMemcpyHtoD, LibMemcpyDtoH, v.Library)
 	}
-}
-
-// direction returns the variant's library call and whether it uses pinned memory.
-func (c *hostLinkCase) direction(v *lab.Variant) (lib string, pinned bool, err error) {
-	switch v.Library {
-	case LibMemcpyHtoD, LibMemcpyDtoH:
-		return v.Library, v.Int("pinned", 1) != 0, nil
-	}
-	return "", false, fmt.Errorf("variant %s: %s knows the library calls %s and %s, not %q",
-		v.Name, SuiteHostLink, LibMemcpyHtoD, LibMemcpyDtoH, v.Library)
+	return v.Library == LibMemcpyHtoD, v.Int("pinned", 1) != 0, nil
 }
 
 func (c *hostLinkCase) Run(v *lab.Variant) error {
-	lib, pinned, err := c.direction(v)
+	h2d, pinned, err := c.direction(v)
 	if err != nil {
 		return err
 	}
-	n := int64(c.bytes)
-	if lib == LibMemcpyHtoD {
-		src := c.pinSrc
-		if !pinned {
-			src = c.pageSrc
-		}
-		return c.env.Device.CopyHtoD(c.devDst.DevicePtr(), unsafe.Pointer(&src[0]), n, c.env.Stream)
+	if h2d {
+		return c.env.Device.CopyHtoD(c.devDst.DevicePtr(), unsafe.Pointer(&c.hostSrc[pinned][0]), int64(c.bytes), c.env.Stream)
 	}
-	dst := c.pinDst
-	if !pinned {
-		dst = c.pageDst
-	}
-	return c.env.Device.CopyDtoH(unsafe.Pointer(&dst[0]), c.devSrc.DevicePtr(), n, c.env.Stream)
+	return c.env.Device.CopyDtoH(unsafe.Pointer(&c.hostDst[pinned][0]), c.devSrc.DevicePtr(), int64(c.bytes), c.env.Stream)
 }
 
 func (c *hostLinkCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	lib, pinned, err := c.direction(v)
+	h2d, pinned, err := c.direction(v)
 	if err != nil {
 		return check.Report{}, err
 	}
-	got := c.pageDst
-	switch {
-	case lib == LibMemcpyHtoD:
+	got := c.hostDst[pinned]
+	if h2d {
 		if got, err = lab.Raw(out, c.devDst); err != nil {
 			return check.Report{}, err
 		}
-	case pinned:
-		got = c.pinDst
 	}
-	rep := check.Exact(got, c.pinSrc)
+	rep := check.Exact(got, c.hostSrc[true])
 	rep.Method = "exact: random bytes after a round trip through the link"
 	return rep, nil
 }

@@ -3,6 +3,7 @@ package devprops
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -29,7 +30,7 @@ const (
 	flagSentinel = 0xA5A5A5A5
 )
 
-func prepareLaunch(env *lab.Env, p lab.Problem) (lab.Case, error) {
+func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	c := &launchCase{env: env, launches: p.Int("launches", 1000), blocks: p.Int("blocks", 1)}
 	if bps := p.Int("blocks_per_sm", 0); bps > 0 {
 		c.blocks = bps * int64(smCount(env))
@@ -44,10 +45,8 @@ func prepareLaunch(env *lab.Env, p lab.Problem) (lab.Case, error) {
 		c.token = env.RNG.Uint32()
 	}
 	var err error
-	if c.flags, err = lab.Output[uint32](env, "flags", int(c.launches), lab.PoisonBytes(flagPoison)); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.flags, err = lab.Output[uint32](env, "flags", int(c.launches), lab.PoisonBytes(flagPoison))
+	return c, err
 }
 
 // Run launches the kernel `launches` times. With params.sync = 1 it waits for each launch to
@@ -59,11 +58,7 @@ func prepareLaunch(env *lab.Env, p lab.Problem) (lab.Case, error) {
 // and only the launch index is re-encoded per launch; the Go-side cost per launch is then a few
 // small allocations on top of the driver call.
 func (c *launchCase) Run(v *lab.Variant) error {
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	block, err := blockSize(c.env, v, 32)
+	k, block, err := kernelOf(c.env, v, 32)
 	if err != nil {
 		return err
 	}
@@ -96,21 +91,15 @@ func (c *launchCase) Check(_ *lab.Variant, out *lab.Outputs) (check.Report, erro
 	if err != nil {
 		return check.Report{}, err
 	}
-	want := make([]uint32, len(got))
-	for i := range want {
-		want[i] = c.token
-	}
-	rep := check.Exact(got, want)
+	rep := check.Exact(got, slices.Repeat([]uint32{c.token}, len(got)))
 	rep.Method = "exact: every launch wrote its token into its own flag slot"
-	missing := 0
 	for _, g := range got {
 		if g == flagSentinel {
-			missing++
+			rep.Unwritten++
 		}
 	}
-	if missing > 0 {
-		rep.Unwritten = missing
-		rep.Note = fmt.Sprintf("%d of %d launches left their flag unwritten", missing, len(got))
+	if rep.Unwritten > 0 {
+		rep.Note = fmt.Sprintf("%d of %d launches left their flag unwritten", rep.Unwritten, len(got))
 	}
 	return rep, nil
 }

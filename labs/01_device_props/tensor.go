@@ -1,6 +1,7 @@
 package devprops
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
@@ -29,7 +30,7 @@ type tensorCase struct {
 // on both sides and both accumulate in at least float32, so only float32 rounding separates them.
 const defaultTensorTol = 1e-5
 
-func prepareTensor(env *lab.Env, p lab.Problem) (lab.Case, error) {
+func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	m, n, k := int(p.Int("m", 0)), int(p.Int("n", 0)), int(p.Int("k", 0))
 	if m < 1 || n < 1 || k < 1 {
 		return nil, fmt.Errorf("m, n, k = %d, %d, %d: all three must be at least 1", m, n, k)
@@ -77,10 +78,7 @@ func (c *tensorCase) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, err
 	if err != nil {
 		return check.Report{}, err
 	}
-	tol := outs.Tolerance()
-	if tol == 0 {
-		tol = defaultTensorTol
-	}
+	tol := cmp.Or(outs.Tolerance(), defaultTensorTol)
 	return check.All(c.freivalds.Check(out, tol), matref.CheckExactSamples(c.samples, out, c.n, tol)), nil
 }
 

@@ -28,7 +28,6 @@ package gemm
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -55,30 +54,10 @@ const BF16OutputRounding = 1.0 / 256
 // WritesBF16 says whether variant v writes a bf16 C.
 func WritesBF16(v *lab.Variant) bool { return v.Library == LibLt || v.Params[ParamCBF16] != 0 }
 
-// suiteWritesBF16 says whether any variant of s writes a bf16 C (the case then allocates one).
-func suiteWritesBF16(s *lab.Suite) bool {
-	for _, v := range s.Variants {
-		if WritesBF16(v) {
-			return true
-		}
-	}
-	return false
-}
-
 // The scalars of every problem (both are exact in binary, so the reference has no rounding in them).
 const (
 	Alpha = 1.25
 	Beta  = -0.5
-)
-
-// FullCheckLimit is the largest M·N·K checked against a complete float64 CPU product; larger
-// problems use Freivalds' check plus sampled elements.
-const FullCheckLimit = 1 << 30
-
-// Freivalds' check: random vectors and exactly computed elements.
-const (
-	FreivaldsVectors = 2
-	SampledElements  = 64
 )
 
 // Lab is the driver of lab 02.
@@ -122,17 +101,16 @@ func LayoutOf(params map[string]int64) Layout {
 		BiasReLU: params[ParamBiasReLU] != 0}
 }
 
-// suiteLayouts is what the variants of a suite need beyond the default: a case prepares a
-// column-major copy of A, a transposed copy of B or a bias only when one of them asks for it.
-func suiteLayouts(s *lab.Suite) Layout {
-	var need Layout
+// suiteNeeds is what the variants of a suite need beyond the default: a case prepares a
+// column-major copy of A, a transposed copy of B, a bias or a bf16 C (bf16 suites) only when one
+// of them asks for it.
+func suiteNeeds(s *lab.Suite) (need Layout, bf16Out bool) {
 	for _, v := range s.Variants {
 		l := LayoutOf(v.Params)
-		need.AColMajor = need.AColMajor || l.AColMajor
-		need.BTransposed = need.BTransposed || l.BTransposed
-		need.BiasReLU = need.BiasReLU || l.BiasReLU
+		need = Layout{need.AColMajor || l.AColMajor, need.BTransposed || l.BTransposed, need.BiasReLU || l.BiasReLU}
+		bf16Out = bf16Out || WritesBF16(v)
 	}
-	return need
+	return need, bf16Out && lab.PrecisionOf(s) == lab.BF16
 }
 
 // Prepare allocates the problem p of suite s and fills it with fresh random inputs.
@@ -141,8 +119,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	prec := lab.PrecisionOf(s)
-	c, err := prepare(env, prec, sh, prec == lab.BF16 && suiteWritesBF16(s), suiteLayouts(s))
+	need, bf16Out := suiteNeeds(s)
+	c, err := prepare(env, lab.PrecisionOf(s), sh, bf16Out, need)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
 	}
@@ -168,33 +146,27 @@ type gemmCase struct {
 
 func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layout) (*gemmCase, error) {
 	m, n, k := sh.M, sh.N, sh.K
-	cMats := int64(2)
-	if sh.Beta0 {
-		cMats = 1
+	mats := func(twice bool) int64 { // one matrix, or two: A or B in a second layout, C0 beside C
+		if twice {
+			return 2
+		}
+		return 1
 	}
-	aMats, bMats := int64(1), int64(1)
-	if need.AColMajor {
-		aMats = 2
-	}
-	if need.BTransposed {
-		bMats = 2
-	}
-	bytes := int64(prec.Bytes())*(aMats*int64(m)*int64(k)+bMats*int64(k)*int64(n)) + 4*cMats*int64(m)*int64(n)
+	cBytes := int64(4) // an fp32 C, and a bf16 one beside it
 	if bf16Out {
-		bytes += 2 * cMats * int64(m) * int64(n)
+		cBytes += 2
 	}
+	bytes := int64(prec.Bytes())*(mats(need.AColMajor)*int64(m)*int64(k)+mats(need.BTransposed)*int64(k)*int64(n)) +
+		mats(!sh.Beta0)*cBytes*int64(m)*int64(n)
 	if err := lab.NeedMemory(env, bytes); err != nil {
 		return nil, err
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, has: need}
-	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta}
+	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, seed: env.RNG.Uint64()}
+	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
 	if sh.Beta0 {
 		c.prod.Beta = 0
 	}
-	c.seed = env.RNG.Uint64()
-	c.prod.A = make([]float32, m*k)
-	c.prod.B = make([]float32, k*n)
 	matref.FillUniform(c.prod.A, env.RNG.Uint64())
 	matref.FillUniform(c.prod.B, env.RNG.Uint64())
 	var c0bits []uint16
@@ -299,7 +271,7 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		return err
 	}
 	info := c.env.Device.Info()
-	ls, err := shapeFor(v.Name, v.Params, c.sh.M, c.sh.N, c.sh.K, info.SMs, info.MaxThreadsPerBlock)
+	ls, err := shapeFor(v, c.sh.M, c.sh.N, c.sh.K, info.SMs, info.MaxThreadsPerBlock)
 	if err != nil {
 		return err
 	}
@@ -397,16 +369,15 @@ func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
 		Strides: []uint64{uint64(n) * 2}, Box: []uint32{uint32(box[1]), uint32(box[0])}, Swizzle: 128, L2Promotion: 256}
 }
 
-// runLibrary calls cuBLAS. cuBLAS is column-major: the row-major C = A·B is the column-major
-// Cᵀ = Bᵀ·Aᵀ, and a row-major K×N matrix B read column-major with leading dimension N is exactly
-// Bᵀ. So: swap the operands and the sizes (m ↔ n), keep "no transpose".
+// runLibrary calls cuBLAS, which is column-major: the row-major C = A·B is the column-major
+// Cᵀ = Bᵀ·Aᵀ, the operands and the sizes swapped, "no transpose" kept (gpu.RowMajorGemm).
 func (c *gemmCase) runLibrary(v *lab.Variant) error {
 	blas, err := c.env.BLAS()
 	if err != nil {
 		return err
 	}
-	g := gpu.GemmDesc{M: c.sh.N, N: c.sh.M, K: c.sh.K, Alpha: c.prod.Alpha, Beta: c.prod.Beta,
-		A: c.b, LDA: c.sh.N, B: c.a, LDB: c.sh.K, C: c.dC.DevicePtr(), LDC: c.sh.N, InType: c.prec.DataType(), OutType: gpu.F32}
+	g := gpu.RowMajorGemm(c.sh.M, c.sh.N, c.sh.K, c.a, c.b, c.dC.DevicePtr(), c.prec.DataType(), gpu.F32)
+	g.Alpha, g.Beta = c.prod.Alpha, c.prod.Beta
 	switch {
 	case v.Library == LibSgemm && c.prec == lab.FP32:
 		return blas.Sgemm(c.env.Stream, g)
@@ -428,7 +399,8 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 		v.Name, v.Library, c.prec, LibSgemm, LibGemmEx, LibLt)
 }
 
-// Check compares the output of the last Run with the CPU's float64 product.
+// Check compares the output of the last Run with the CPU's float64 product (matref.CheckProduct:
+// every element up to M·N·K = 2^30, Freivalds' check and sampled elements above).
 func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	tol := o.Tolerance()
 	var out []float32
@@ -448,12 +420,7 @@ func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	if LayoutOf(v.Params).BiasReLU {
 		return c.checkBiasReLU(out, tol), nil
 	}
-	if int64(c.sh.M)*int64(c.sh.N)*int64(c.sh.K) <= FullCheckLimit {
-		ref, scale := c.prod.Reference()
-		return matref.CheckFull(out, ref, scale, tol), nil
-	}
-	samples := matref.SampleEntries(c.sh.M, c.sh.N, SampledElements, c.seed)
-	return matref.Freivalds(&c.prod, out, FreivaldsVectors, samples, c.seed, tol), nil
+	return matref.CheckProduct(&c.prod, out, c.seed, tol), nil
 }
 
 // Work is 2·M·N·K flops; the bytes are the least traffic possible: A and B read once, C written
@@ -477,13 +444,4 @@ func WorkOf(prec lab.Precision, sh Shape, cBytes int) lab.Work {
 		cb *= 2
 	}
 	return lab.Work{FLOPs: 2 * m * n * k, Bytes: float64(prec.Bytes())*(m*k+k*n) + cb}
-}
-
-// ArithmeticIntensity is FLOPs per byte of the minimum traffic.
-func ArithmeticIntensity(prec lab.Precision, sh Shape) float64 {
-	w := WorkOf(prec, sh, 4)
-	if w.Bytes == 0 {
-		return math.Inf(1)
-	}
-	return w.FLOPs / w.Bytes
 }

@@ -9,28 +9,33 @@ import (
 )
 
 // EpilogueSamples is how many elements, computed exactly, check a bias + ReLU product above
-// FullCheckLimit: the ReLU is not linear, so Freivalds' check does not apply to its output.
+// matref.FullCheckLimit: the ReLU is not linear, so Freivalds' check does not apply to its output.
 const EpilogueSamples = 4096
 
-// BiasReLU applies the fused epilogue to a float64 reference of alpha·A·B + beta·C0 (M×N,
-// row-major) in place: ref = max(0, ref + bias[j]). The error scale of each element grows by
-// |bias[j]|; an element the ReLU clamps keeps its scale, so a kernel that clamps a value that
+// BiasReLU applies the fused epilogue in place to float64 references of elements of alpha·A·B +
+// beta·C0 (M×N, row-major): ref[s] = max(0, ref[s] + bias[j]), j the column of the element at
+// index at[s] (s itself when at is nil: the whole product). The error scale of each element grows
+// by |bias[j]|; an element the ReLU clamps keeps its scale, so a kernel that clamps a value that
 // should be slightly positive (or the reverse) within rounding still passes.
-func BiasReLU(ref, scale []float64, bias []float32, n int) {
-	for i := range ref {
+func BiasReLU(ref, scale []float64, bias []float32, at []int, n int) {
+	for s := range ref {
+		i := s
+		if at != nil {
+			i = at[s]
+		}
 		b := float64(bias[i%n])
-		ref[i] = math.Max(0, ref[i]+b)
-		scale[i] += math.Abs(b)
+		ref[s] = math.Max(0, ref[s]+b)
+		scale[s] += math.Abs(b)
 	}
 }
 
 // checkBiasReLU compares C with max(0, alpha·A·B + beta·C0 + bias): every element up to
-// FullCheckLimit, else every element for NaN and EpilogueSamples exactly computed ones.
+// matref.FullCheckLimit, else every element for NaN and EpilogueSamples exactly computed ones.
 func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 	m, n := c.sh.M, c.sh.N
-	if int64(m)*int64(n)*int64(c.sh.K) <= FullCheckLimit {
+	if int64(m)*int64(n)*int64(c.sh.K) <= matref.FullCheckLimit {
 		ref, scale := c.prod.Reference()
-		BiasReLU(ref, scale, c.bias, n)
+		BiasReLU(ref, scale, c.bias, nil, n)
 		r := matref.CheckFull(out, ref, scale, tol)
 		r.Method += ", after bias and ReLU"
 		return r
@@ -46,7 +51,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 			ref[s], scale[s] = c.prod.Entry(i, j)
 		}
 	})
-	BiasReLUSamples(ref, scale, c.bias, samples)
+	BiasReLU(ref, scale, c.bias, at, n)
 	r := matref.CheckAt(out, at, ref, scale, tol)
 	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
 	nan := 0
@@ -62,13 +67,4 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 	}
 	r.Checked = len(out)
 	return r
-}
-
-// BiasReLUSamples is BiasReLU for sampled elements (i, j).
-func BiasReLUSamples(ref, scale []float64, bias []float32, samples [][2]int) {
-	for s, e := range samples {
-		b := float64(bias[e[1]])
-		ref[s] = math.Max(0, ref[s]+b)
-		scale[s] += math.Abs(b)
-	}
 }

@@ -236,7 +236,7 @@ func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
 		p := randomProduct(11, 150, 170, 190, beta0)
 		out := naive(p)
 		samples := matref.SampleEntries(p.M, p.N, 64, 5)
-		rep := matref.Freivalds(p, out, FreivaldsVectors, samples, 9, 1e-5)
+		rep := matref.Freivalds(p, out, matref.FreivaldsVectors, samples, 9, 1e-5)
 		assert.True(t, rep.OK, "beta0=%v: %s", beta0, rep.Detail())
 		assert.Less(t, rep.RelErr, 1e-6)
 		assert.Equal(t, p.M*p.N, rep.Checked)
@@ -262,14 +262,14 @@ func TestFreivaldsDetectsOneWrongElement(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
 		bad := append([]float32(nil), out...)
 		bad[i*p.N+j] += float32(1e-3 * norm)
-		rep := matref.Freivalds(p, bad, FreivaldsVectors, samples, seed, 1e-5)
+		rep := matref.Freivalds(p, bad, matref.FreivaldsVectors, samples, seed, 1e-5)
 		assert.False(t, rep.OK, "seed %d: %s", seed, rep.String())
 		assert.Greater(t, rep.RelErr, 5e-4)
 	}
 	// A NaN anywhere fails it too.
 	bad := append([]float32(nil), out...)
 	bad[3] = float32(math.NaN())
-	rep := matref.Freivalds(p, bad, FreivaldsVectors, samples, 1, 1e-5)
+	rep := matref.Freivalds(p, bad, matref.FreivaldsVectors, samples, 1, 1e-5)
 	assert.False(t, rep.OK)
 	assert.Equal(t, 1, rep.Unwritten)
 }
@@ -280,7 +280,7 @@ func TestFreivaldsSamplesCatchAWrongCorner(t *testing.T) {
 	samples := matref.SampleEntries(p.M, p.N, 64, 5)
 	bad := append([]float32(nil), out...)
 	bad[(p.M-1)*p.N+p.N-1] += 0.05 // small against ‖C‖, large against the element's error scale
-	rep := matref.Freivalds(p, bad, FreivaldsVectors, samples, 2, 1e-3)
+	rep := matref.Freivalds(p, bad, matref.FreivaldsVectors, samples, 2, 1e-3)
 	assert.False(t, rep.OK, rep.Detail())
 	require.NotEmpty(t, rep.Mismatches)
 	assert.Equal(t, (p.M-1)*p.N+p.N-1, rep.Mismatches[0].Index)
@@ -313,7 +313,7 @@ func TestLaunchShapes(t *testing.T) {
 			}
 			for _, sz := range sizes {
 				mm, nn, kk := sz[0], sz[1], sz[2]
-				ls, err := shapeFor(v.Name, v.Params, mm, nn, kk, 132, 1024)
+				ls, err := shapeFor(v, mm, nn, kk, 132, 1024)
 				if err != nil {
 					require.True(t, isSkip(err), "%s %v: %v", v.Name, sz, err)
 					assert.NotEmpty(t, err.Error(), "a refusal says why")
@@ -342,45 +342,45 @@ func TestLaunchShapes(t *testing.T) {
 
 func TestLaunchRefusals(t *testing.T) {
 	tma := map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamTMA: 1}
-	_, err := shapeFor("w", tma, 4097, 4097, 4097, 132, 1024)
+	_, err := shapeFor(variant("w", tma), 4097, 4097, 4097, 132, 1024)
 	require.Error(t, err)
 	assert.True(t, isSkip(err))
 	assert.Contains(t, err.Error(), "multiples of 8")
-	_, err = shapeFor("w", tma, 4097, 4096, 4096, 132, 1024) // M is free
+	_, err = shapeFor(variant("w", tma), 4097, 4096, 4096, 132, 1024) // M is free
 	assert.NoError(t, err)
 
 	slow := map[string]int64{ParamBM: 32, ParamBN: 32, ParamBX: 32, ParamBY: 32, ParamMaxGFLOP: 150}
-	_, err = shapeFor("naive", slow, 8192, 8192, 8192, 132, 1024)
+	_, err = shapeFor(variant("naive", slow), 8192, 8192, 8192, 132, 1024)
 	assert.True(t, isSkip(err))
 	assert.Contains(t, err.Error(), "too slow")
-	_, err = shapeFor("naive", slow, 4096, 4096, 4096, 132, 1024)
+	_, err = shapeFor(variant("naive", slow), 4096, 4096, 4096, 132, 1024)
 	assert.NoError(t, err)
 
-	_, err = shapeFor("big", map[string]int64{ParamThreads: 2048}, 16, 16, 16, 132, 1024)
+	_, err = shapeFor(variant("big", map[string]int64{ParamThreads: 2048}), 16, 16, 16, 132, 1024)
 	assert.Error(t, err)
 	assert.False(t, isSkip(err), "a bad block size is an error of the manifest, not a refusal")
 
-	ls, err := shapeFor("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}, 8192, 8192, 8192, 132, 1024)
+	ls, err := shapeFor(variant("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}), 8192, 8192, 8192, 132, 1024)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(132), ls.Grid.X, "one block per SM")
-	ls, err = shapeFor("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}, 128, 256, 64, 132, 1024)
+	ls, err = shapeFor(variant("p", map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1}), 128, 256, 64, 132, 1024)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(1), ls.Grid.X, "no more blocks than tiles")
 
 	// Clusters: a persistent grid of whole clusters, at most one block per SM; a split-K grid has
 	// split_k blocks per tile of C.
 	pc := map[string]int64{ParamBM: 128, ParamBN: 256, ParamThreads: 384, ParamPersistent: 1, ParamCluster: 2}
-	ls, err = shapeFor("c", pc, 8192, 8192, 8192, 133, 1024)
+	ls, err = shapeFor(variant("c", pc), 8192, 8192, 8192, 133, 1024)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(132), ls.Grid.X, "66 whole clusters of 2 on 133 SMs")
-	ls, err = shapeFor("c", pc, 128, 256, 64, 132, 1024)
+	ls, err = shapeFor(variant("c", pc), 128, 256, 64, 132, 1024)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2), ls.Grid.X, "one tile still takes a whole cluster")
 	sk := map[string]int64{ParamBM: 64, ParamBN: 128, ParamThreads: 160, ParamSplitK: 4, ParamCluster: 4}
-	ls, err = shapeFor("s", sk, 16, 8192, 8192, 132, 1024)
+	ls, err = shapeFor(variant("s", sk), 16, 8192, 8192, 132, 1024)
 	require.NoError(t, err)
 	assert.Equal(t, gpu.D2(64*4, 1), ls.Grid)
-	_, err = shapeFor("s", map[string]int64{ParamCluster: 17}, 16, 16, 16, 132, 1024)
+	_, err = shapeFor(variant("s", map[string]int64{ParamCluster: 17}), 16, 16, 16, 132, 1024)
 	assert.ErrorContains(t, err, "cluster")
 
 }
@@ -423,7 +423,7 @@ func TestLaunchCTensorMap(t *testing.T) {
 		{"tall box", base(map[string]int64{ParamTMA: 1, ParamCBF16: 1, ParamTMAC: 1, ParamCBoxM: 512}), "rows must be 1..256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ls, err := shapeFor("v", tc.params, 4096, 4096, 4096, 132, 1024)
+			ls, err := shapeFor(variant("v", tc.params), 4096, 4096, 4096, 132, 1024)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.False(t, isSkip(err), "a manifest error, not a refusal")
@@ -507,7 +507,6 @@ func TestShapeAndWork(t *testing.T) {
 	assert.Equal(t, 2*2*4096*4096.0+4*4096*4096.0, w.Bytes, "bf16 A and B, fp32 C written only")
 	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096}, 2)
 	assert.Equal(t, 2*2*4096*4096.0+2*2*4096*4096.0, w.Bytes, "bf16 A and B, bf16 C read and written")
-	assert.InDelta(t, 4096.0/6, ArithmeticIntensity(lab.FP32, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}), 1e-9)
 }
 
 func TestFillUniform(t *testing.T) {
@@ -530,33 +529,18 @@ func TestFillUniform(t *testing.T) {
 	assert.Greater(t, hi, float32(0.99))
 }
 
-// Both chapters carry the same sections and the same cells in the same order; every cell points
-// at something that exists, every kernel file has its source cell, and every suite has its
-// results table.
+// Both chapters are in step and every cell points at something that exists (labtest.NotesCells);
+// every kernel file has its source cell, and every suite has a results table of all its variants.
 func TestNotesCellsPointAtRealThings(t *testing.T) {
-	cells := labtest.NotesInStep(t)
-	m := labtest.Manifest(t)
-	sources := map[string]bool{}
-	results := map[string]bool{}
+	cells, m := labtest.NotesCells(t)
+	sources, full := map[string]bool{}, map[string]bool{}
 	for _, c := range cells {
 		switch c.Kind {
-		case "kl-results", "kl-plot":
-			s := m.Suite(c.Body["suite"])
-			require.NotNil(t, s, "cell %s names suite %q", c.Kind, c.Body["suite"])
-			if c.Kind == "kl-plot" {
-				assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.Body["kind"])
-			}
-			if vs := c.Body["variants"]; vs != "" {
-				require.True(t, strings.HasPrefix(vs, "[") && strings.HasSuffix(vs, "]"), "variants %q is a list", vs)
-				for _, v := range strings.Split(strings.Trim(vs, "[]"), ",") {
-					assert.NotNil(t, s.Variant(strings.TrimSpace(v)), "suite %s has variant %q", s.Name, v)
-				}
-			} else if c.Kind == "kl-results" {
-				results[s.Name] = true
-			}
+		case "kl-plot":
+			assert.Contains(t, []string{"speedup", "throughput", "roofline"}, c.Body["kind"])
+		case "kl-results":
+			full[c.Body["suite"]] = full[c.Body["suite"]] || c.Body["variants"] == ""
 		case "kl-source":
-			_, err := os.Stat(filepath.Join(m.Dir, c.Body["file"]))
-			require.NoError(t, err, "cell kl-source names %q", c.Body["file"])
 			sources[c.Body["file"]] = true
 		case "kl-ceilings":
 			assert.Empty(t, c.Body, "kl-ceilings finds lab 01's ceilings by itself")
@@ -566,7 +550,7 @@ func TestNotesCellsPointAtRealThings(t *testing.T) {
 		}
 	}
 	for _, s := range m.Suites {
-		assert.True(t, results[s.Name], "suite %s has a full kl-results cell", s.Name)
+		assert.True(t, full[s.Name], "suite %s has a full kl-results cell", s.Name)
 		for _, v := range s.Variants {
 			if v.File != "" {
 				assert.True(t, sources[v.File], "kernel file %s has a kl-source cell", v.File)
@@ -585,12 +569,12 @@ func TestTranspose(t *testing.T) {
 func TestBiasReLU(t *testing.T) {
 	ref := []float64{-1, 0.5, 2, -3} // 2×2
 	scale := []float64{1, 1, 1, 1}
-	BiasReLU(ref, scale, []float32{0.25, -1}, 2)
+	BiasReLU(ref, scale, []float32{0.25, -1}, nil, 2)
 	assert.Equal(t, []float64{0, 0, 2.25, 0}, ref)
 	assert.Equal(t, []float64{1.25, 2, 1.25, 2}, scale)
 
 	sref, sscale := []float64{-1, 2}, []float64{1, 1}
-	BiasReLUSamples(sref, sscale, []float32{0.25, -1}, [][2]int{{0, 0}, {1, 0}})
+	BiasReLU(sref, sscale, []float32{0.25, -1}, []int{0*2 + 0, 1*2 + 0}, 2) // elements (0, 0) and (1, 0)
 	assert.Equal(t, []float64{0, 2.25}, sref)
 	assert.Equal(t, []float64{1.25, 1.25}, sscale)
 }
@@ -598,10 +582,20 @@ func TestBiasReLU(t *testing.T) {
 // A suite prepares a column-major A, a transposed B or a bias only when one of its variants takes it.
 func TestSuiteLayouts(t *testing.T) {
 	m := labtest.Manifest(t)
-	assert.Equal(t, Layout{}, suiteLayouts(m.Suite("fp32")))
-	assert.Equal(t, Layout{AColMajor: true, BTransposed: true, BiasReLU: true}, suiteLayouts(m.Suite("fp32_exercises")))
+	need, bf16Out := suiteNeeds(m.Suite("fp32"))
+	assert.Equal(t, Layout{}, need)
+	assert.False(t, bf16Out)
+	need, bf16Out = suiteNeeds(m.Suite("fp32_exercises"))
+	assert.Equal(t, Layout{AColMajor: true, BTransposed: true, BiasReLU: true}, need)
+	assert.False(t, bf16Out, "an fp32 suite has no bf16 C")
+	_, bf16Out = suiteNeeds(m.Suite("bf16"))
+	assert.True(t, bf16Out, "cuBLASLt writes a bf16 C")
 	assert.Equal(t, Layout{AColMajor: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex1_smem_tiling").Params))
 	assert.Equal(t, Layout{BTransposed: true, BiasReLU: true}, LayoutOf(m.Suite("fp32_exercises").Variant("ex2_linear").Params))
+}
+
+func variant(name string, params map[string]int64) *lab.Variant {
+	return &lab.Variant{Name: name, Params: params}
 }
 
 // isSkip reports whether err is a refusal (lab.Skip) rather than a failure.

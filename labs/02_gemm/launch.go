@@ -71,15 +71,10 @@ type launchShape struct {
 	Cluster     int    // blocks per cluster (the grid's x is a multiple of it)
 }
 
-// shapeFor computes the launch of a kernel variant (params from lab.yaml) on an M×N×K problem,
+// shapeFor computes the launch of kernel variant v (params from lab.yaml) on an M×N×K problem,
 // or refuses it. sms is the device's multiprocessor count, maxThreads its block-size limit.
-func shapeFor(name string, params map[string]int64, m, n, k, sms, maxThreads int) (launchShape, error) {
-	get := func(key string, def int64) int64 {
-		if v, ok := params[key]; ok {
-			return v
-		}
-		return def
-	}
+func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error) {
+	name, get := v.Name, v.Int
 	var ls launchShape
 	ls.BM, ls.BN, ls.BK = int(get(ParamBM, 32)), int(get(ParamBN, 32)), int(get(ParamBK, 64))
 	if ls.BM < 1 || ls.BN < 1 || ls.BK < 1 {

@@ -2,6 +2,7 @@ package grouped
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,7 +28,7 @@ func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, erro
 			err = setInt(p.Params, name, v)
 		case "tokens":
 			err = parseTokens(p.Params, v)
-		case "param":
+		case lab.ParamFlag:
 			for _, kv := range strings.Split(v, ",") {
 				k, val, ok := strings.Cut(kv, "=")
 				if !ok {
@@ -49,19 +50,12 @@ func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, erro
 			return p, fmt.Errorf("a MoE problem needs --experts, --tokens, --n and --k (missing --%s)", need)
 		}
 	}
-	if _, err := GroupsOf(p); err != nil { // the same validation as the built-in problems
-		return p, err
-	}
-	return p, nil
+	_, err := GroupsOf(p) // the same validation as the built-in problems
+	return p, err
 }
 
 func suiteHasMoE(s *lab.Suite) bool {
-	for _, q := range s.Problems.All() {
-		if _, ok := q.Params[ParamExperts]; ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.Problems.All(), func(q lab.Problem) bool { return q.Params[ParamExperts] > 0 })
 }
 
 func setInt(params map[string]int64, key, v string) error {

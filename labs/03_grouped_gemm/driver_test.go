@@ -67,6 +67,16 @@ func newEnv(t *testing.T, dev gpu.Device, kernels map[string]gpu.Kernel) *lab.En
 	return lab.NewEnv(dev, s, 11, kernels, nil)
 }
 
+// variantOnEmulator is a variant of the lab's suite with its kernel built for the emulator, and
+// an Env that holds it.
+func variantOnEmulator(t *testing.T, suite, variant string) (*lab.Env, *lab.Suite, *lab.Variant) {
+	t.Helper()
+	dev := emuDevice(t)
+	s := labtest.Manifest(t).Suite(suite)
+	v := s.Variant(variant)
+	return newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)}), s, v
+}
+
 func problemNamed(t *testing.T, s *lab.Suite, name string) lab.Problem {
 	t.Helper()
 	for _, set := range [][]lab.Problem{s.Problems.Emu, s.Problems.Grade, s.Problems.GPU} {
@@ -82,11 +92,8 @@ func problemNamed(t *testing.T, s *lab.Suite, name string) lab.Problem {
 
 // The check sees the poison, a stray write outside the groups and one wrong element.
 func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
-	dev := emuDevice(t)
-	m := labtest.Manifest(t)
-	s := m.Suite("fp32")
-	v := s.Variant("persistent")
-	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
+	env, s, v := variantOnEmulator(t, "fp32", "persistent")
+	dev := env.Device
 	for _, name := range []string{"edge groups", "8 experts, Zipf, 3 empty"} {
 		c, err := lab.NewTrial(env, Lab{}, s, v, problemNamed(t, s, name))
 		require.NoError(t, err)
@@ -110,7 +117,7 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 		// A write into the first canary: a tile that strayed outside its group.
 		canary := gc.lay.Canaries[0][0]
 		one := float32(1)
-		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*canary), unsafe.Pointer(&one), 4, nil))
+		require.NoError(t, dev.CopyHtoD(gc.c+gpu.Ptr(4*canary), unsafe.Pointer(&one), 4, nil))
 		rep, err = c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: a write outside the groups passed", name)
@@ -128,7 +135,7 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 		require.NoError(t, err)
 		at := gc.lay.C[last] + int64(gc.shapes[last].M*gc.shapes[last].N) - 1
 		bad := out[at] + 0.5
-		require.NoError(t, dev.CopyHtoD(gc.cBase()+gpu.Ptr(4*at), unsafe.Pointer(&bad), 4, nil))
+		require.NoError(t, dev.CopyHtoD(gc.c+gpu.Ptr(4*at), unsafe.Pointer(&bad), 4, nil))
 		rep, err = c.Check()
 		require.NoError(t, err)
 		assert.False(t, rep.OK, "%s: a wrong element passed", name)
@@ -143,11 +150,7 @@ func TestCheckCatchesUnwrittenStrayAndWrong(t *testing.T) {
 
 // The bf16 check: the MoE-form WMMA kernel, the poison, and the work count.
 func TestBF16MoEOnEmulator(t *testing.T) {
-	dev := emuDevice(t)
-	m := labtest.Manifest(t)
-	s := m.Suite("bf16_moe")
-	v := s.Variant("wmma_moe")
-	env := newEnv(t, dev, map[string]gpu.Kernel{v.Name: buildKernel(t, dev, v.File, v.Entry)})
+	env, s, v := variantOnEmulator(t, "bf16_moe", "wmma_moe")
 	c, err := lab.NewTrial(env, Lab{}, s, v, problemNamed(t, s, "sizes 0, 1, 17, 129"))
 	require.NoError(t, err)
 	defer c.Release()
@@ -267,22 +270,8 @@ func TestExerciseStubFailsReferencePasses(t *testing.T) {
 
 // ---- the reference check without a device ----
 
-func naiveProduct(p *Product) []float32 {
-	out := make([]float32, p.M*p.N)
-	for i := 0; i < p.M; i++ {
-		for j := 0; j < p.N; j++ {
-			var s float32
-			for k := 0; k < p.K; k++ {
-				s += p.A[i*p.K+k] * p.B[k*p.N+j]
-			}
-			out[i*p.N+j] = s
-		}
-	}
-	return out
-}
-
-func randomProduct(seed uint64, m, n, k int) *Product {
-	p := &Product{M: m, N: n, K: k, Alpha: 1, A: make([]float32, m*k), B: make([]float32, k*n)}
+func randomProduct(seed uint64, m, n, k int) *matref.Product {
+	p := &matref.Product{M: m, N: n, K: k, Alpha: 1, A: make([]float32, m*k), B: make([]float32, k*n)}
 	matref.FillHash(p.A, seed)
 	matref.FillHash(p.B, seed+1)
 	return p
@@ -292,7 +281,7 @@ func TestGroupCheck(t *testing.T) {
 	small := randomProduct(1, 37, 29, 61)
 	big := randomProduct(2, 256, 520, 600) // 8e7 multiply-adds: Freivalds
 	require.Greater(t, int64(big.M)*int64(big.N)*int64(big.K), int64(FullCheckLimit))
-	outS, outB := naiveProduct(small), naiveProduct(big)
+	outS, outB := labtest.NaiveProduct(small), labtest.NaiveProduct(big)
 
 	run := func(mutate func(s, b []float32)) (ok bool, rel float64, note string) {
 		s := append([]float32(nil), outS...)

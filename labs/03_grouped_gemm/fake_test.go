@@ -21,6 +21,7 @@ import (
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/fake"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // fakeGPU is the fake device with a BLAS and a tensor-map encoder.
@@ -379,8 +380,8 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				data, err := c.Case.(lab.Recorder).Record(v)
 				require.NoError(t, err, name)
 				if v.Int(ParamTimeline, 0) != 0 {
-					require.Contains(t, data, TimelineKey, name)
-					tl := data[TimelineKey].(Timeline)
+					require.Contains(t, data, results.TimelineKey, name)
+					tl := data[results.TimelineKey].(results.Timeline)
 					assert.Zero(t, tl.Missing, "%s: every tile recorded", name)
 					assert.NotEmpty(t, tl.Tiles, name)
 				} else {
@@ -428,7 +429,7 @@ func TestBLASBuckets(t *testing.T) {
 	require.Len(t, gc.blasGroups, 2)
 	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGroups[0])
 	assert.Equal(t, 1, gc.blasGroups[1].Count)
-	assert.Equal(t, 4, gc.dPtrA.Len(), "one pointer per non-empty group")
+	assert.Equal(t, 3*4, gc.dPtrs.Len(), "one A, B and C pointer per non-empty group")
 }
 
 var _ gpu.GroupedBLAS = (*fakeBLAS)(nil)

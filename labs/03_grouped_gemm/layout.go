@@ -1,8 +1,8 @@
 package grouped
 
 import (
-	"encoding/binary"
-	"sort"
+	"cmp"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
@@ -37,59 +37,40 @@ const (
 
 // NewLayout lays out the groups for inputs of inBytes and outputs of outBytes per element.
 func NewLayout(shapes []Shape, inBytes, outBytes int) Layout {
-	l := Layout{Shapes: shapes, MoE: SharedNK(shapes)}
 	n := len(shapes)
-	l.A, l.B, l.C = make([]int64, n), make([]int64, n), make([]int64, n)
-	if l.MoE {
-		l.Offsets = make([]int32, n+1)
-		var rows int64
-		for i, s := range shapes {
-			l.Offsets[i] = int32(rows)
-			l.A[i] = rows * int64(s.K)
-			l.C[i] = rows * int64(s.N)
-			l.B[i] = int64(i) * int64(s.K) * int64(s.N)
-			rows += int64(s.M)
+	l := Layout{Shapes: shapes, MoE: SharedNK(shapes), A: make([]int64, n), B: make([]int64, n), C: make([]int64, n)}
+	// A MoE layer's matrices lie back to back; other groups' are aligned, with a gap after each C.
+	align, gap := func(x int64, elem int) int64 { return x }, int64(0)
+	if !l.MoE {
+		align = func(x int64, elem int) int64 {
+			a := int64(alignBytes / elem)
+			return (x + a - 1) / a * a
 		}
-		l.Offsets[n] = int32(rows)
-		l.ALen = rows * int64(shapes[0].K)
-		l.BLen = int64(n) * int64(shapes[0].K) * int64(shapes[0].N)
-		end := rows * int64(shapes[0].N)
-		tail := int64(canaryBytes / outBytes)
-		l.CLen = end + tail
-		l.Canaries = [][2]int64{{end, end + tail}}
-		return l
-	}
-	align := func(x int64, elem int) int64 {
-		a := int64(alignBytes / elem)
-		return (x + a - 1) / a * a
+		gap = int64(gapBytes / outBytes)
 	}
 	var a, b, c int64
 	for i, s := range shapes {
 		l.A[i], l.B[i], l.C[i] = align(a, inBytes), align(b, inBytes), align(c, outBytes)
 		a = l.A[i] + int64(s.M)*int64(s.K)
 		b = l.B[i] + int64(s.K)*int64(s.N)
-		c = l.C[i] + int64(s.M)*int64(s.N)
-		c += int64(gapBytes / outBytes) // at least this much belongs to no group
+		c = l.C[i] + int64(s.M)*int64(s.N) + gap // at least gap belongs to no group
 	}
-	l.ALen, l.BLen = a, b
-	l.CLen = align(c, outBytes) + int64(canaryBytes/outBytes)
-	// The canaries are everything of C outside the groups.
-	type span struct{ lo, hi int64 }
-	spans := make([]span, 0, n)
-	for i, s := range shapes {
-		spans = append(spans, span{l.C[i], l.C[i] + int64(s.M)*int64(s.N)})
-	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
-	pos := int64(0)
-	for _, sp := range spans {
-		if sp.lo > pos {
-			l.Canaries = append(l.Canaries, [2]int64{pos, sp.lo})
+	l.ALen, l.BLen, l.CLen = a, b, align(c, outBytes)+int64(canaryBytes/outBytes)
+	if l.MoE {
+		l.Offsets = []int32{0}
+		for i, s := range shapes {
+			l.Offsets = append(l.Offsets, l.Offsets[i]+int32(s.M))
 		}
-		pos = max(pos, sp.hi)
 	}
-	if pos < l.CLen {
-		l.Canaries = append(l.Canaries, [2]int64{pos, l.CLen})
+	// The canaries are everything of C outside the groups (which lie in order).
+	pos := int64(0)
+	for i, s := range shapes {
+		if l.C[i] > pos {
+			l.Canaries = append(l.Canaries, [2]int64{pos, l.C[i]})
+		}
+		pos = l.C[i] + int64(s.M)*int64(s.N)
 	}
+	l.Canaries = append(l.Canaries, [2]int64{pos, l.CLen})
 	return l
 }
 
@@ -106,22 +87,15 @@ func (l Layout) Rows() int {
 const GroupDescBytes = 48
 
 // EncodeGroups writes the kl_group array of the groups in the given order, with the arenas at
-// bases aBase, bBase, cBase (device addresses) and elements of inBytes and outBytes.
+// bases aBase, bBase, cBase (device addresses) and elements of inBytes and outBytes: per group
+// the three pointers, then the six int32 M, N, K, lda, ldb, ldc, two to a little-endian word.
 func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, inBytes, outBytes int) []uint64 {
+	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
 	out := make([]uint64, 0, len(order)*GroupDescBytes/8)
-	le := binary.LittleEndian
-	var buf [GroupDescBytes]byte
 	for _, g := range order {
 		s := l.Shapes[g]
-		le.PutUint64(buf[0:], aBase+uint64(l.A[g])*uint64(inBytes))
-		le.PutUint64(buf[8:], bBase+uint64(l.B[g])*uint64(inBytes))
-		le.PutUint64(buf[16:], cBase+uint64(l.C[g])*uint64(outBytes))
-		for i, v := range []int{s.M, s.N, s.K, s.K, s.N, s.N} { // M, N, K, lda, ldb, ldc
-			le.PutUint32(buf[24+4*i:], uint32(int32(v)))
-		}
-		for i := 0; i < GroupDescBytes; i += 8 {
-			out = append(out, le.Uint64(buf[i:]))
-		}
+		out = append(out, aBase+uint64(l.A[g])*uint64(inBytes), bBase+uint64(l.B[g])*uint64(inBytes),
+			cBase+uint64(l.C[g])*uint64(outBytes), pair(s.M, s.N), pair(s.K, s.K), pair(s.N, s.N))
 	}
 	return out
 }
@@ -140,23 +114,15 @@ func NaturalOrder(n int) []int {
 // processing time first", which lets the short tiles fill the tail.
 func LongestFirst(shapes []Shape) []int {
 	o := NaturalOrder(len(shapes))
-	sort.SliceStable(o, func(a, b int) bool {
-		sa, sb := shapes[o[a]], shapes[o[b]]
-		if sa.K != sb.K {
-			return sa.K > sb.K
-		}
-		return int64(sa.M)*int64(sa.N) > int64(sb.M)*int64(sb.N)
+	slices.SortStableFunc(o, func(a, b int) int {
+		sa, sb := shapes[a], shapes[b]
+		return cmp.Or(cmp.Compare(sb.K, sa.K), cmp.Compare(int64(sb.M)*int64(sb.N), int64(sa.M)*int64(sa.N)))
 	})
 	return o
 }
 
-// Tiles is the number of bm×bn tiles of a group.
-func Tiles(s Shape, bm, bn int) int {
-	if s.Empty() {
-		return 0
-	}
-	return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn)
-}
+// Tiles is the number of bm×bn tiles of a group (none for an empty one).
+func Tiles(s Shape, bm, bn int) int { return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn) }
 
 // TotalTiles is the number of tiles of all groups.
 func TotalTiles(shapes []Shape, bm, bn int) int {

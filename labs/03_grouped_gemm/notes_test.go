@@ -100,7 +100,7 @@ func TestNotesRender(t *testing.T) {
 				e := results.Entry{Suite: s.Name, Variant: v.Name, Problem: p.Name, Params: p.Params, Status: results.StatusOK,
 					Emulated: true, RunAt: f.Time}
 				if strings.HasSuffix(v.Name, "_tl") {
-					e.Data = map[string]any{TimelineKey: map[string]any{"sms": 4.0, "launches": 1.0,
+					e.Data = map[string]any{results.TimelineKey: map[string]any{"sms": 4.0, "launches": 1.0,
 						"tiles": []any{[]any{0.0, 0.0, 1000.0, 0.0}, []any{1.0, 0.0, 1500.0, 1.0}}}}
 				}
 				f.Entries = append(f.Entries, e)

@@ -14,7 +14,6 @@ func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, e
 	for i, g := range shapes {
 		groups[i] = [3]int{g.M, g.N, g.K}
 	}
-	prec := lab.PrecisionOf(s)
-	c := groupedCase{shapes: shapes, prec: prec}
-	return map[string]any{"groups": groups, "shared_nk": SharedNK(shapes), "data": prec.String()}, c.Work(), nil
+	c := groupedCase{shapes: shapes, prec: lab.PrecisionOf(s)}
+	return map[string]any{"groups": groups, "shared_nk": SharedNK(shapes), "data": c.prec.String()}, c.Work(), nil
 }

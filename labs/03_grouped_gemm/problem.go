@@ -63,6 +63,7 @@ func GroupsOf(p lab.Problem) ([]Shape, error) {
 	var shapes []Shape
 	_, explicit := p.Params[ParamGroups]
 	_, moe := p.Params[ParamExperts]
+	n, k := p.Int("n", -1), p.Int("k", -1)
 	switch {
 	case explicit && moe:
 		return nil, fmt.Errorf("problem %q: give either g (explicit groups) or experts (a MoE layer), not both", p.Name)
@@ -72,22 +73,19 @@ func GroupsOf(p lab.Problem) ([]Shape, error) {
 			return nil, fmt.Errorf("problem %q: g=%d groups, must be 1..%d", p.Name, g, MaxGroups)
 		}
 		for i := 0; i < g; i++ {
-			key := func(k string) string { return fmt.Sprintf("%s%d", k, i) }
-			m, ok := p.Params[key("m")]
+			mi, ni, ki := fmt.Sprintf("m%d", i), fmt.Sprintf("n%d", i), fmt.Sprintf("k%d", i)
+			m, ok := p.Params[mi]
 			if !ok {
-				return nil, fmt.Errorf("problem %q: group %d has no %s (rows)", p.Name, i, key("m"))
+				return nil, fmt.Errorf("problem %q: group %d has no %s (rows)", p.Name, i, mi)
 			}
-			n := p.Int(key("n"), p.Int("n", -1))
-			k := p.Int(key("k"), p.Int("k", -1))
-			if n < 0 || k < 0 {
-				return nil, fmt.Errorf("problem %q: group %d needs %s or n, and %s or k", p.Name, i, key("n"), key("k"))
+			s := Shape{M: int(m), N: int(p.Int(ni, n)), K: int(p.Int(ki, k))}
+			if s.N < 0 || s.K < 0 {
+				return nil, fmt.Errorf("problem %q: group %d needs %s or n, and %s or k", p.Name, i, ni, ki)
 			}
-			shapes = append(shapes, Shape{M: int(m), N: int(n), K: int(k)})
+			shapes = append(shapes, s)
 		}
 	case moe:
-		e := int(p.Int(ParamExperts, 0))
-		t := p.Int(ParamTokens, -1)
-		n, k := p.Int("n", -1), p.Int("k", -1)
+		e, t := int(p.Int(ParamExperts, 0)), p.Int(ParamTokens, -1)
 		if e < 1 || e > MaxGroups {
 			return nil, fmt.Errorf("problem %q: experts=%d, must be 1..%d", p.Name, e, MaxGroups)
 		}
@@ -134,9 +132,8 @@ func ExpertRows(e, t, dist int, skew float64, empty int, seed uint64) ([]int, er
 		if skew < 0 || skew > 10 {
 			return nil, fmt.Errorf("skew=%g: the Zipf exponent must be 0..10", skew)
 		}
-		rank := r.Perm(e)
-		for i := range weights {
-			weights[i] = math.Pow(float64(rank[i]+1), -skew)
+		for i, rank := range r.Perm(e) {
+			weights[i] = math.Pow(float64(rank+1), -skew)
 		}
 	default:
 		return nil, fmt.Errorf("dist=%d: 0 (uniform) or 1 (Zipf)", dist)
@@ -152,29 +149,23 @@ func ExpertRows(e, t, dist int, skew float64, empty int, seed uint64) ([]int, er
 	if t == 0 {
 		return rows, nil
 	}
-	type rem struct {
-		i int
-		f float64
-	}
-	rems := make([]rem, 0, e)
+	// Each expert's share rounded down; the rows left go to the largest remainders (uniform: all
+	// remainders are equal, so to the first experts).
+	frac := make([]float64, e)
+	var takers []int // the experts with a share, by decreasing remainder
 	given := 0
 	for i, w := range weights {
 		exact := float64(t) * w / sum
 		rows[i] = int(math.Floor(exact))
+		frac[i] = exact - float64(rows[i])
 		given += rows[i]
 		if w > 0 {
-			rems = append(rems, rem{i, exact - float64(rows[i])})
+			takers = append(takers, i)
 		}
 	}
-	// Uniform: the remainder goes to the first experts; otherwise to the largest fractions.
-	sort.SliceStable(rems, func(a, b int) bool {
-		if dist == DistUniform {
-			return rems[a].i < rems[b].i
-		}
-		return rems[a].f > rems[b].f
-	})
+	sort.SliceStable(takers, func(a, b int) bool { return frac[takers[a]] > frac[takers[b]] })
 	for j := 0; given < t; j++ {
-		rows[rems[j%len(rems)].i]++
+		rows[takers[j%len(takers)]]++
 		given++
 	}
 	return rows, nil

@@ -8,9 +8,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// Product is the CPU view of one group (see matref); a plain product sets Alpha 1.
-type Product = matref.Product
-
 // ---- checking all groups ----
 
 // Check limits: a group of up to FullCheckLimit multiply-adds is compared element by element with
@@ -25,24 +22,25 @@ const (
 // groupCheck accumulates the comparison of several groups into one report.
 type groupCheck struct {
 	*matref.Tally
-	freivalds int // groups checked with Freivalds' method
-	full      int // groups checked element by element
-	worst     string
-	worstRel  float64
+	freivalds int     // groups checked with Freivalds' method
+	full      int     // groups checked element by element
+	worst     string  // the group of the largest relative error
+	worstRel  float64 // and that error
+	firstNaN  string  // the first group with NaN or Inf outputs
 }
 
 func newGroupCheck(tol float64) *groupCheck { return &groupCheck{Tally: matref.NewTally(tol)} }
 
 // group checks one group's output out (M×N, row-major, contiguous) against p; base is the index
 // of its first element in the C arena (for the mismatch list), label names it in messages.
-func (gc *groupCheck) group(p *Product, out []float32, base int, label string, seed uint64) {
+func (gc *groupCheck) group(p *matref.Product, out []float32, base int, label string, seed uint64) {
 	gc.R.Checked += len(out)
 	// NaN or Inf anywhere: never written (the poison), or computed from garbage.
 	nans := 0
 	for i, v := range out {
 		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
 			if nans == 0 && gc.R.Unwritten == 0 {
-				gc.worst = label
+				gc.firstNaN = label
 			}
 			nans++
 			gc.Mismatch(base+i, f, math.NaN())
@@ -76,12 +74,24 @@ func (gc *groupCheck) group(p *Product, out []float32, base int, label string, s
 	gc.Num, gc.Den = num0+gc.Num, den0+gc.Den
 }
 
-// canaries checks that the C arena outside every group still holds the poison bytes.
-func (gc *groupCheck) canaries(written int, where string) {
+// canaries checks that the C arena outside every group (the spans) still holds the poison bits.
+func (gc *groupCheck) canaries(out []float32, spans [][2]int64, poison uint32) {
+	written, first := 0, int64(0)
+	for _, r := range spans {
+		for i := r[0]; i < r[1]; i++ {
+			if math.Float32bits(out[i]) != poison {
+				if written == 0 {
+					first = i
+					gc.Mismatch(int(i), float64(out[i]), math.NaN())
+				}
+				written++
+			}
+		}
+	}
 	if written > 0 {
 		gc.Bad += written
-		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at %s): "+
-			"a tile of an empty group, or rows or columns past the end of a group", written, where))
+		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at C arena element %d): "+
+			"a tile of an empty group, or rows or columns past the end of a group", written, first))
 	}
 }
 
@@ -101,7 +111,7 @@ func (gc *groupCheck) report() check.Report {
 	r.Method += "; the output outside the groups must keep its NaN poison"
 	if r.Unwritten > 0 {
 		r.RelErr = math.Inf(1)
-		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.worst), r.Note)
+		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.firstNaN), r.Note)
 	} else {
 		r.RelErr = check.RelErr(gc.Num, gc.Den)
 		if gc.Bad > 0 && r.Note == "" {
@@ -115,11 +125,8 @@ func (gc *groupCheck) report() check.Report {
 }
 
 func joinNote(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

@@ -142,15 +142,11 @@ func TestEmulatorGrade(t *testing.T) {
 }
 
 // timelineOf decodes an entry's timeline (a map after the JSON round trip from the worker).
-func timelineOf(t *testing.T, e results.Entry) grouped.Timeline {
+func timelineOf(t *testing.T, e results.Entry) results.Timeline {
 	t.Helper()
-	raw, ok := e.Data[grouped.TimelineKey]
+	tl, ok := results.TimelineOf(&e)
 	require.True(t, ok, "%s %s has a timeline", e.Variant, e.Problem)
-	b, err := json.Marshal(raw)
-	require.NoError(t, err)
-	var tl grouped.Timeline
-	require.NoError(t, json.Unmarshal(b, &tl))
-	return tl
+	return *tl
 }
 
 // TestEmulatorGrading grades the exercise with the real grader on the emulator: the reference

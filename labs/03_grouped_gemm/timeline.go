@@ -2,6 +2,7 @@ package grouped
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -12,49 +13,24 @@ import (
 // The SM timeline. Variants with timeline: 1 are built with -DKL_TIMELINE: each tile leaves four
 // numbers in a device buffer (grouped_sched.cuh): the SM that ran it, its group, and the global
 // timer in nanoseconds when its block started and finished it. After the timed runs the engine
-// calls Record (lab.Recorder), which reads the records of the last Run and returns them for the
-// results file:
-//
-//	"timeline": {
-//	  "sms": 132,          the device's SMs (the figure's rows; the emulator's workers)
-//	  "launches": 4,       kernel launches in one Run (the loop: one per non-empty group)
-//	  "tiles": [[sm, start, end, group], ...]   in ns from the first start, ordered by start
-//	  "missing": 0         tiles that left no record (a kernel that skipped work: never, if correct)
-//	}
-//
-// internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
-
-var _ lab.Recorder = (*groupedCase)(nil)
-
-// TimelineKey is the key of the timeline in an entry's data.
-const TimelineKey = results.TimelineKey
+// calls Record (lab.Recorder), which returns the records of the last Run as a results.Timeline:
+// its launches are one per non-empty group for the loop, one otherwise, and a tile that left no
+// record is missing (a kernel that skipped work: never, if correct). internal/site draws it as a
+// Gantt chart per SM (kl-plot kind: timeline).
 
 // timelineBuffer returns the records' buffer for the variant's tile size, allocating and clearing
 // it on first use.
 func (c *groupedCase) timelineBuffer(ls launchShape) (gpu.Ptr, error) {
 	n := TotalTiles(c.shapes, ls.BM, ls.BN)
-	launches := 1
-	if ls.Loop {
-		launches = 0
-		for _, s := range c.shapes {
-			if !s.Empty() {
-				launches++
-			}
-		}
-	}
 	if c.tl != nil && c.tlN == n {
-		c.tlL = launches
 		return c.tl.DevicePtr(), nil
 	}
 	var err error // a timeline of another size: a new buffer (the engine frees both with the case)
 	if c.tl, err = lab.Alloc[uint64](c.env, fmt.Sprintf("the timeline (%d tiles)", n), 4*n); err != nil {
 		return 0, err
 	}
-	c.tlN, c.tlL = n, launches
-	if err := c.tl.FillBytes(0, c.env.Stream); err != nil {
-		return 0, err
-	}
-	return c.tl.DevicePtr(), nil
+	c.tlN = n
+	return c.tl.DevicePtr(), c.tl.FillBytes(0, c.env.Stream)
 }
 
 // Record returns the timeline of the last Run for a timeline variant, nothing for the others.
@@ -72,35 +48,27 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 		// built with -DKL_TIMELINE (the image of the timed build was loaded in its place?).
 		return nil, fmt.Errorf("none of the %d tiles left a timeline record: variant %s runs a kernel built without -DKL_TIMELINE", tl.Missing, v.Name)
 	}
-	return map[string]any{TimelineKey: tl}, nil
+	return map[string]any{results.TimelineKey: tl}, nil
 }
 
-// Timeline is the recorded schedule of one Run (the type the results' readers share).
-type Timeline = results.Timeline
-
-// BuildTimeline turns the raw records (four words per tile) into a Timeline with times relative
-// to the earliest start.
-func BuildTimeline(recs []uint64, sms, launches int) Timeline {
-	t := Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
-	var first uint64
+// BuildTimeline turns the raw records (four words per tile) into the recorded schedule of one Run
+// (results.Timeline, the type the results' readers share), with times relative to the earliest start.
+func BuildTimeline(recs []uint64, sms, launches int) results.Timeline {
+	t := results.Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
+	first := int64(math.MaxInt64)
 	for i := 0; i+3 < len(recs); i += 4 {
-		if recs[i+2] == 0 && recs[i+3] == 0 {
+		sm, group, start, end := int64(recs[i]), int64(recs[i+1]), int64(recs[i+2]), int64(recs[i+3])
+		if start == 0 && end == 0 {
 			t.Missing++
 			continue
 		}
-		if first == 0 || recs[i+2] < first {
-			first = recs[i+2]
-		}
+		first = min(first, start)
+		t.SMs = max(t.SMs, int(sm)+1)
+		t.Tiles = append(t.Tiles, [4]int64{sm, start, end, group})
 	}
-	for i := 0; i+3 < len(recs); i += 4 {
-		if recs[i+2] == 0 && recs[i+3] == 0 {
-			continue
-		}
-		sm := int64(recs[i])
-		if int(sm) >= t.SMs {
-			t.SMs = int(sm) + 1
-		}
-		t.Tiles = append(t.Tiles, [4]int64{sm, int64(recs[i+2] - first), int64(recs[i+3] - first), int64(recs[i+1])})
+	for i := range t.Tiles {
+		t.Tiles[i][1] -= first
+		t.Tiles[i][2] -= first
 	}
 	sort.SliceStable(t.Tiles, func(a, b int) bool { return t.Tiles[a][1] < t.Tiles[b][1] })
 	return t

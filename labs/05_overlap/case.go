@@ -2,8 +2,9 @@ package overlap
 
 // What the two suites' cases share: the shape and this rank's place in the world, the host
 // inputs drawn alike on every rank, the memory precondition, the events and signals, the Run
-// that puts a schedule between two device barriers, and the check of a block of rows of C. A
-// suite's case supplies the rest through schedules.
+// that puts a schedule between two device barriers, the launches of the tile GEMM, of the helper
+// copies and of cuBLAS, and the check of a block of rows of C. A suite's case supplies the rest
+// through schedules.
 
 import (
 	"fmt"
@@ -32,10 +33,9 @@ func newCore(env *lab.Env, sh Shape, elems int64) (core, error) {
 	if err := lab.NeedMemory(env, 4*elems); err != nil {
 		return c, lab.Skip("%v", err)
 	}
-	c.hostA = make([]float32, sh.M*sh.K)
-	fillUniform(c.hostA, env.RNG.Uint64())
-	c.hostB = make([]float32, sh.K*sh.N)
-	fillUniform(c.hostB, env.RNG.Uint64())
+	c.hostA, c.hostB = make([]float32, sh.M*sh.K), make([]float32, sh.K*sh.N)
+	matref.FillUniform(c.hostA, env.RNG.Uint64())
+	matref.FillUniform(c.hostB, env.RNG.Uint64())
 	return c, nil
 }
 
@@ -114,23 +114,55 @@ func (c *core) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, err
 	return c.env.RankCommunicator()
 }
 
+// launchTiles launches the tile GEMM of the variant (one 64×64 tile of out per block): out
+// (rows × N) = a (rows × k) · b (k × N), all row-major.
+func (c *core) launchTiles(v *lab.Variant, a, b, out gpu.Ptr, rows, k int, s gpu.Stream) error {
+	kern, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	cfg := gpu.LaunchConfig{Grid: gpu.D2(lab.CeilDiv(c.sh.N, TileN), lab.CeilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
+	return gpu.Launch(kern, cfg, a, b, out, int32(rows), int32(c.sh.N), int32(k))
+}
+
+// copyLaunch is helper entry's kernel and its launch over work elements on stream s: the
+// variant's threads per block (256) and blocks per SM (2) at most.
+func (c *core) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream) (gpu.Kernel, gpu.LaunchConfig, error) {
+	k, err := c.env.KernelByEntry(entry)
+	threads := param(v, ParamThreads, 256)
+	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
+	return k, gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}, err
+}
+
+// order makes the work queued on stream to from now on wait for the work queued on stream from
+// so far: an event recorded on one, waited for on the other, with no host in between.
+func order(ev gpu.Event, from, to gpu.Stream) error {
+	if err := ev.Record(from); err != nil {
+		return err
+	}
+	return to.WaitEvent(ev)
+}
+
+// sgemm is the library baseline's row-major product through cuBLAS on the compute stream: c
+// (M × N) = a (M × k) · b (k × N) (gpu.RowMajorGemm).
+func (c *core) sgemm(k int, a, b, out gpu.Ptr) error {
+	blas, err := c.env.BLAS()
+	if err != nil {
+		return err
+	}
+	return blas.Sgemm(c.env.Stream, gpu.RowMajorGemm(c.sh.M, c.sh.N, k, a, b, out, gpu.F32, gpu.F32))
+}
+
 // checkRows compares the block of C in buffer out (rows from row0 on, all N columns) with the
-// float64 product of those rows of A and B: every element while rows·N·K ≤ 2^30, else Freivalds'
-// check plus sampled exact elements (as lab 02 does). what names the block in the method.
+// float64 product of those rows of A and B (matref.CheckProduct, as lab 02's C). what names the
+// block in the method.
 func (c *core) checkRows(outs *lab.Outputs, out *gpu.Buffer[float32], row0, rows int, what string) (check.Report, error) {
 	got, err := outs.Float32(out)
 	if err != nil {
 		return check.Report{}, err
 	}
 	p := &matref.Product{M: rows, N: c.sh.N, K: c.sh.K, Alpha: 1, A: c.hostA[row0*c.sh.K : (row0+rows)*c.sh.K], B: c.hostB}
-	var rep check.Report
-	if float64(rows)*float64(c.sh.N)*float64(c.sh.K) <= fullCheckLimit {
-		ref, scale := p.Reference()
-		rep = matref.CheckFull(got, ref, scale, outs.Tolerance())
-	} else {
-		seed := c.env.RNG.Uint64()
-		rep = matref.Freivalds(p, got, 2, matref.SampleEntries(rows, c.sh.N, 64, seed), seed, outs.Tolerance())
-	}
+	rep := matref.CheckProduct(p, got, c.env.RNG.Uint64(), outs.Tolerance())
 	rep.Method = what + ": " + rep.Method
 	return rep, nil
 }

@@ -13,7 +13,6 @@ package overlap
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -66,10 +65,6 @@ const (
 	GemmThread = 256
 )
 
-// fullCheckLimit is the largest M·N·K whose every element is checked against a float64 product
-// computed on the CPU; above it, Freivalds' check and sampled elements (as lab 02 does).
-const fullCheckLimit = 1 << 30
-
 // stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
 // rows read before they arrived carries this payload (a NaN operand's payload propagates), so the
 // grader tells "read rows that were not there yet" from "left C unwritten".
@@ -83,21 +78,10 @@ func init() { lab.RegisterDriver(LabDir, Lab{}) }
 var _ lab.Driver = Lab{}
 
 // Shape is one problem: C (M×N) = A_full (M×K) · B (K×N).
-type Shape struct{ M, N, K int }
+type Shape = lab.MNK
 
-// ShapeOf reads m, n and k of a problem.
-func ShapeOf(p lab.Problem) (Shape, error) {
-	s := Shape{M: int(p.Int("m", 0)), N: int(p.Int("n", 0)), K: int(p.Int("k", 0))}
-	if s.M < 1 || s.N < 1 || s.K < 1 {
-		return s, fmt.Errorf("problem %q: m, n and k must be at least 1 (got %d×%d×%d)", p.Name, s.M, s.N, s.K)
-	}
-	for _, e := range [][2]int{{s.M, s.K}, {s.K, s.N}, {s.M, s.N}} {
-		if int64(e[0])*int64(e[1]) >= 1<<31 {
-			return s, fmt.Errorf("problem %q: a %d×%d matrix has 2^31 elements or more, beyond the kernels' 32-bit tile indices", p.Name, e[0], e[1])
-		}
-	}
-	return s, nil
-}
+// ShapeOf reads m, n and k of a problem (all three required, lab.MNKOf).
+func ShapeOf(p lab.Problem) (Shape, error) { return lab.MNKOf(p, false) }
 
 // RowsOf is how many rows of A rank s of n holds: M/n, the first M%n ranks one more (the same
 // split as ov_rows_of in overlap_gemm.cuh).
@@ -117,7 +101,7 @@ func Row0Of(s, m, n int) int { return s*(m/n) + min(s, m%n) }
 func Tiles(sh Shape, n int) int {
 	t := 0
 	for s := range n {
-		t += ceilDiv(RowsOf(s, sh.M, n), TileM) * ceilDiv(sh.N, TileN)
+		t += lab.CeilDiv(RowsOf(s, sh.M, n), TileM) * lab.CeilDiv(sh.N, TileN)
 	}
 	return t
 }
@@ -149,8 +133,7 @@ func PersistentGrid(resident, producers, tiles int) (int, error) {
 	return max(producers+1, min(resident, producers+tiles)), nil
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
+// param is a launch parameter of v, def when v does not set it or sets it to 0 or less.
 func param(v *lab.Variant, key string, def int) int {
 	if x, ok := v.Params[key]; ok && x > 0 {
 		return int(x)
@@ -158,17 +141,8 @@ func param(v *lab.Variant, key string, def int) int {
 	return def
 }
 
-// fillUniform fills x with values in [-1, 1) from seed.
-func fillUniform(x []float32, seed uint64) {
-	r := rand.New(rand.NewPCG(seed, seed^0x6f7665726c6170)) // "overlap"
-	for i := range x {
-		x[i] = r.Float32()*2 - 1
-	}
-}
-
-// Prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
-// its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
-// peers write them) and C.
+// Prepare prepares the suite's case, once every rank has at least one row (and, in gemm_rs, one
+// column of A).
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
@@ -201,6 +175,9 @@ type agCase struct {
 	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
 }
 
+// prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
+// its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
+// peers write them) and C.
 func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	w := env.World()
 	rows, lo := RowsOf(w.Rank, sh.M, w.Size), Row0Of(w.Rank, sh.M, w.Size)
@@ -208,11 +185,8 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &agCase{core: cr}
-	if c.a, err = lab.AllocShared[float32](env, "A (this rank's rows)", rows*sh.K); err != nil {
-		return nil, err
-	}
-	if err := c.a.Mine.CopyFromHost(c.hostA[lo*sh.K:(lo+rows)*sh.K], nil); err != nil {
+	c := &agCase{core: cr, residentBlocks: map[string]int{}}
+	if c.a, err = lab.UploadShared(env, "A (this rank's rows)", c.hostA[lo*sh.K:(lo+rows)*sh.K]); err != nil {
 		return nil, err
 	}
 	if c.dB, err = lab.Upload(env, "B", c.hostB); err != nil {
@@ -220,7 +194,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	}
 	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
 	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
-	if c.dAFull, err = lab.SharedScratch[float32](env, "A_full", sh.M*sh.K, stagedPoison()); err != nil {
+	if c.dAFull, err = lab.SharedScratch[float32](env, "A_full", sh.M*sh.K, lab.Poison32(stagedNaN)); err != nil {
 		return nil, err
 	}
 	if c.dC, err = lab.Output[float32](env, "C", sh.M*sh.N, lab.PoisonNaN32); err != nil {
@@ -241,8 +215,6 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	return c, env.Stream.Synchronize()
 }
 
-func stagedPoison() lab.Poison { return lab.Poison32(stagedNaN) }
-
 // Run runs the variant's schedule between two device barriers (core.run).
 func (c *agCase) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
 
@@ -254,29 +226,20 @@ func (c *agCase) fused(v *lab.Variant) bool {
 // launchGather copies `count` source blocks, from rank `first` on round the ring, into this
 // rank's A_full, on stream s.
 func (c *agCase) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
-	k, err := c.env.KernelByEntry(EntryGather)
-	if err != nil {
-		return err
-	}
 	work := 0
 	for j := range count {
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
-	threads := param(v, ParamThreads, 256)
-	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}
+	k, cfg, err := c.copyLaunch(v, EntryGather, work, s)
+	if err != nil {
+		return err
+	}
 	return gpu.Launch(k, cfg, c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count))
 }
 
 // launchGemm computes rows [row0, row0+rows) of C from a (rows × K, at address a).
 func (c *agCase) launchGemm(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	cfg := gpu.LaunchConfig{Grid: gpu.D2(ceilDiv(c.sh.N, TileN), ceilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
-	cp := c.dC.DevicePtr() + gpu.Ptr(4*row0*c.sh.N)
-	return gpu.Launch(k, cfg, a, c.dB, cp, int32(rows), int32(c.sh.N), int32(c.sh.K))
+	return c.launchTiles(v, a, c.dB.DevicePtr(), c.dC.DevicePtr()+gpu.Ptr(4*row0*c.sh.N), rows, c.sh.K, s)
 }
 
 // runSequential: the all-gather of every block into A_full, then one GEMM over A_full.
@@ -303,10 +266,7 @@ func (c *agCase) runChunked(v *lab.Variant) error {
 		return err
 	}
 	// The copies start after the device barrier, like everything on the compute stream.
-	if err := c.events[0].Record(compute); err != nil {
-		return err
-	}
-	if err := side.WaitEvent(c.events[0]); err != nil {
+	if err := order(c.events[0], compute, side); err != nil {
 		return err
 	}
 	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), c.row0(), c.rows(), compute); err != nil {
@@ -318,10 +278,7 @@ func (c *agCase) runChunked(v *lab.Variant) error {
 		if err := c.launchGather(v, s, 1, side); err != nil {
 			return fmt.Errorf("copy of rank %d's rows: %w", s, err)
 		}
-		if err := c.events[j].Record(side); err != nil {
-			return err
-		}
-		if err := compute.WaitEvent(c.events[j]); err != nil {
+		if err := order(c.events[j], side, compute); err != nil {
 			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
 		}
 		row0 := Row0Of(s, c.sh.M, c.n)
@@ -342,33 +299,23 @@ func (c *agCase) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	if n, ok := c.residentBlocks[v.Key()]; ok {
 		return n, nil
 	}
-	n, err := askResident(c.env, v, k)
-	if err == nil {
-		if c.residentBlocks == nil {
-			c.residentBlocks = map[string]int{}
-		}
-		c.residentBlocks[v.Key()] = n
-	}
-	return n, err
-}
-
-func askResident(env *lab.Env, v *lab.Variant, k gpu.Kernel) (int, error) {
-	sms := max(env.Device.Info().SMs, 1)
-	if env.Device.Info().Emulated {
-		return sms, nil
-	}
-	perSM := param(v, ParamBlocksPerSM, 1)
-	fits, ok, err := gpu.MaxActiveBlocksPerSM(k, GemmThread, 0)
-	if err != nil {
-		return 0, err
-	}
-	if ok {
-		if fits < 1 {
+	info := c.env.Device.Info()
+	n := max(info.SMs, 1)
+	if !info.Emulated {
+		perSM := param(v, ParamBlocksPerSM, 1)
+		fits, ok, err := gpu.MaxActiveBlocksPerSM(k, GemmThread, 0)
+		switch {
+		case err != nil:
+			return 0, err
+		case ok && fits < 1:
 			return 0, fmt.Errorf("kernel %s does not fit on an SM with %d threads per block", k.Name(), GemmThread)
+		case ok:
+			perSM = min(perSM, fits)
 		}
-		perSM = min(perSM, fits)
+		n *= perSM
 	}
-	return sms * perSM, nil
+	c.residentBlocks[v.Key()] = n
+	return n, nil
 }
 
 // runFused launches a persistent fused kernel: the pull form reads its peers' rows through the
@@ -415,18 +362,7 @@ func (c *agCase) runLibrary(v *lab.Variant) error {
 	if err := comm.AllGather(c.a.Mine.DevicePtr(), c.dAFull.Mine.DevicePtr(), c.sh.M/c.n*c.sh.K, gpu.F32, c.env.Stream); err != nil {
 		return err
 	}
-	return sgemm(c.env, c.sh.M, c.sh.N, c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
-}
-
-// sgemm is row-major C (m×n) = A (m×k) · B (k×n) through cuBLAS: column-major Cᵀ = Bᵀ·Aᵀ, the
-// operands swapped and m ↔ n (see lab 02).
-func sgemm(env *lab.Env, m, n, k int, a, b, c gpu.Ptr) error {
-	blas, err := env.BLAS()
-	if err != nil {
-		return err
-	}
-	g := gpu.GemmDesc{M: n, N: m, K: k, Alpha: 1, Beta: 0, A: b, LDA: n, B: a, LDB: k, C: c, LDC: n, InType: gpu.F32, OutType: gpu.F32}
-	return blas.Sgemm(env.Stream, g)
+	return c.sgemm(c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
 }
 
 // Check compares this rank's C with the float64 product A_full·B (the engine reports the worst rank's).

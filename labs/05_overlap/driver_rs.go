@@ -34,13 +34,12 @@ func Col0Of(s, k, n int) int { return Row0Of(s, k, n) }
 
 // RSWorkOf is one run of gemm_rs: the ranks' partial products together are one M×N×K product,
 // 2·M·N·K FLOPs (each rank does 2·M·N·K_r), so the TFLOP/s is that of the layer on all n devices.
-func RSWorkOf(sh Shape) lab.Work {
-	return lab.Work{FLOPs: 2 * float64(sh.M) * float64(sh.N) * float64(sh.K)}
-}
+func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
 
 // rsCase is one prepared gemm_rs problem on this rank.
 type rsCase struct {
 	core
+	kr int // K_r, this rank's columns of A (ColsOf)
 
 	dA   *gpu.Buffer[float32] // A_r (M × K_r)
 	dB   *gpu.Buffer[float32] // B_r (K_r × N)
@@ -59,7 +58,7 @@ func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &rsCase{core: cr}
+	c := &rsCase{core: cr, kr: kr}
 	ar := make([]float32, sh.M*kr)
 	for i := range sh.M {
 		copy(ar[i*kr:(i+1)*kr], c.hostA[i*sh.K+k0:i*sh.K+k0+kr])
@@ -93,28 +92,18 @@ func (c *rsCase) fused(v *lab.Variant) bool { return v.Entry == EntryGemmRSFused
 
 // launchGemm computes rows [row0, row0+rows) of this rank's partial product.
 func (c *rsCase) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
-	k, err := c.env.Kernel(v)
-	if err != nil {
-		return err
-	}
-	kr := ColsOf(c.rank, c.sh.K, c.n)
-	cfg := gpu.LaunchConfig{Grid: gpu.D2(ceilDiv(c.sh.N, TileN), ceilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
-	a := c.dA.DevicePtr() + gpu.Ptr(4*row0*kr)
-	p := c.dP.Mine.DevicePtr() + gpu.Ptr(4*row0*c.sh.N)
-	return gpu.Launch(k, cfg, a, c.dB, p, int32(rows), int32(c.sh.N), int32(kr))
+	a := c.dA.DevicePtr() + gpu.Ptr(4*row0*c.kr)
+	return c.launchTiles(v, a, c.dB.DevicePtr(), c.dP.Mine.DevicePtr()+gpu.Ptr(4*row0*c.sh.N), rows, c.kr, s)
 }
 
 // launchReduce sums this rank's rows of every rank's partial product into its rows of C (a pull
 // through the table of partial products).
 func (c *rsCase) launchReduce(v *lab.Variant, s gpu.Stream) error {
-	k, err := c.env.KernelByEntry(EntryReduceRows)
+	rows := c.rows()
+	k, cfg, err := c.copyLaunch(v, EntryReduceRows, rows*c.sh.N, s)
 	if err != nil {
 		return err
 	}
-	rows := c.rows()
-	threads := param(v, ParamThreads, 256)
-	grid := gpu.GridFor(rows*c.sh.N, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}
 	return gpu.Launch(k, cfg, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(rows))
 }
 
@@ -150,20 +139,14 @@ func (c *rsCase) runChunked(v *lab.Variant) error {
 		if d != c.rank {
 			continue
 		}
-		if err := c.events[0].Record(st); err != nil {
-			return err
-		}
-		if err := side.WaitEvent(c.events[0]); err != nil {
+		if err := order(c.events[0], st, side); err != nil {
 			return err
 		}
 		if err := c.launchReduce(v, side); err != nil {
 			return fmt.Errorf("reduction of its rows: %w", err)
 		}
-		if err := c.events[1].Record(side); err != nil {
-			return err
-		}
 	}
-	return st.WaitEvent(c.events[1]) // the final barrier after the reduction too
+	return order(c.events[1], side, st) // the final barrier after the reduction too
 }
 
 // runFused: this rank's rows of C zeroed, a device barrier (every rank's are), then the fused
@@ -181,8 +164,7 @@ func (c *rsCase) runFused(v *lab.Variant) error {
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
-	return gpu.Launch(k, cfg, c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n),
-		int32(c.sh.M), int32(c.sh.N), int32(ColsOf(c.rank, c.sh.K, c.n)))
+	return gpu.Launch(k, cfg, c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))
 }
 
 // runLibrary: cuBLAS SGEMM into the partial product, then ncclReduceScatter of the partial
@@ -192,8 +174,7 @@ func (c *rsCase) runLibrary(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	kr := ColsOf(c.rank, c.sh.K, c.n)
-	if err := sgemm(c.env, c.sh.M, c.sh.N, kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
+	if err := c.sgemm(c.kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
 		return err
 	}
 	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, gpu.F32, c.env.Stream)

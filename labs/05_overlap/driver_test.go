@@ -60,7 +60,7 @@ func TestWorkCountsEveryRank(t *testing.T) {
 func TestShapeOf(t *testing.T) {
 	s, err := ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 100, "n": 70, "k": 50}})
 	require.NoError(t, err)
-	assert.Equal(t, Shape{100, 70, 50}, s)
+	assert.Equal(t, Shape{M: 100, N: 70, K: 50}, s)
 	_, err = ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 100, "n": 70}})
 	assert.Error(t, err)
 	_, err = ShapeOf(lab.Problem{Name: "x", Params: map[string]int64{"m": 1 << 20, "n": 1 << 12, "k": 8}})
@@ -73,29 +73,33 @@ func TestManifest(t *testing.T) {
 	assert.Equal(t, "05", m.ID)
 	assert.True(t, m.HasRanks(), "one process per rank")
 	assert.Equal(t, 2, m.DefaultRanks(true, 0), "two ranks on the emulator")
-	s := m.Suite("ag_gemm")
-	require.NotNil(t, s)
 	require.NotNil(t, m.CustomFlag("shape"))
 	assert.Equal(t, []string{"m", "n", "k"}, m.CustomFlag("shape").Sets, "labrun 05 --shape MxNxK")
-	assert.Equal(t, VarSequential, s.Baseline)
+	// Both suites: the sequential baseline, the library's baseline, problems in every set.
+	for _, name := range []string{SuiteAGGemm, SuiteGemmRS} {
+		s := m.Suite(name)
+		require.NotNil(t, s, name)
+		assert.Equal(t, VarSequential, s.Baseline, name)
+		lib := s.Variant(LibNCCLCublas)
+		require.NotNil(t, lib, name)
+		assert.Equal(t, LibNCCLCublas, lib.Library, name)
+		assert.ElementsMatch(t, []string{"gpu", "nccl", "cublas"}, lib.Needs, name)
+		assert.NotEmpty(t, lib.EmuSkip, name)
+		for _, set := range []string{"gpu", "emu", "grade"} {
+			ps, err := s.ProblemsFor(set)
+			require.NoError(t, err, "%s %s", name, set)
+			require.NotEmpty(t, ps, "%s %s", name, set)
+			for _, p := range ps {
+				_, err := ShapeOf(p)
+				assert.NoError(t, err, "%s %s %s", name, set, p.Name)
+			}
+		}
+	}
+	s := m.Suite(SuiteAGGemm)
 	for _, name := range []string{VarSequential, VarChunked, VarFusedPull, VarFusedSignal} {
 		v := s.Variant(name)
 		require.NotNil(t, v, name)
 		assert.True(t, v.IsKernel(), name)
-	}
-	lib := s.Variant(LibNCCLCublas)
-	require.NotNil(t, lib)
-	assert.Equal(t, LibNCCLCublas, lib.Library)
-	assert.ElementsMatch(t, []string{"gpu", "nccl", "cublas"}, lib.Needs)
-	assert.NotEmpty(t, lib.EmuSkip)
-	for _, set := range []string{"gpu", "emu", "grade"} {
-		ps, err := s.ProblemsFor(set)
-		require.NoError(t, err, set)
-		require.NotEmpty(t, ps, set)
-		for _, p := range ps {
-			_, err := ShapeOf(p)
-			assert.NoError(t, err, "%s %s", set, p.Name)
-		}
 	}
 	// The exercise is the push form, which no kernel of the chapter takes; kernel 04 sets its bar.
 	ex := s.Variant(VarEx1Push)
@@ -110,23 +114,13 @@ func TestManifest(t *testing.T) {
 	require.Len(t, m.Grading.Exercises, 1)
 	assert.Equal(t, ex, m.Grading.Exercises[0].V)
 	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Ref.Name)
+	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Reference)
 
 	rs := m.Suite(SuiteGemmRS)
-	require.NotNil(t, rs)
-	assert.Equal(t, VarSequential, rs.Baseline)
 	for name, entry := range map[string]string{VarSequential: EntryGemmRows, VarChunked: EntryGemmRows, VarFused: EntryGemmRSFused} {
 		v := rs.Variant(name)
 		require.NotNil(t, v, name)
 		assert.Equal(t, entry, v.Entry, name)
-	}
-	lib = rs.Variant(LibNCCLCublas)
-	require.NotNil(t, lib)
-	assert.ElementsMatch(t, []string{"gpu", "nccl", "cublas"}, lib.Needs)
-	assert.NotEmpty(t, lib.EmuSkip)
-	for _, set := range []string{"gpu", "emu", "grade"} {
-		ps, err := rs.ProblemsFor(set)
-		require.NoError(t, err, set)
-		require.NotEmpty(t, ps, set)
 	}
 
 	var entries []string
@@ -135,9 +129,6 @@ func TestManifest(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows}, entries)
 
-	require.NotNil(t, m.Grading)
-	require.Len(t, m.Grading.Exercises, 1)
-	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Reference)
 }
 
 func TestColumnSplitOfGemmRS(t *testing.T) {

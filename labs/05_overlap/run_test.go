@@ -11,18 +11,11 @@ import (
 
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
-	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 	overlap "github.com/kernel-labs/kernellabs/labs/05_overlap"
 )
 
 func TestMain(m *testing.M) { labtest.Main(m) }
-
-func runOnEmulator(t *testing.T, set string, devices int) *lab.Outcome {
-	return labtest.RunOnEmulator(t, overlap.LabDir, set, devices)
-}
-
-func checkAllOK(t *testing.T, out *lab.Outcome, set string) { labtest.CheckAllOK(t, out, set) }
 
 // Two, three and four rank processes started by labrun. At three ranks 100, 129 and 130 rows
 // split unevenly, the 3-row problem has one row per rank, and the fused_signal consumers wait on
@@ -35,8 +28,7 @@ func TestEmulatorRanks(t *testing.T) {
 		set   string
 	}{{2, "emu"}, {2, "grade"}, {3, "emu"}, {3, "grade"}, {4, "emu"}} {
 		t.Run(fmt.Sprintf("%d ranks, %s", tc.ranks, tc.set), func(t *testing.T) {
-			out := runOnEmulator(t, tc.set, tc.ranks)
-			checkAllOK(t, out, tc.set)
+			labtest.CheckAllOK(t, labtest.RunOnEmulator(t, overlap.LabDir, tc.set, tc.ranks), tc.set)
 		})
 	}
 }
@@ -50,7 +42,7 @@ func TestEmulatorStartedByLaunchers(t *testing.T) {
 	}{{labtest.Torchrun, 2}, {labtest.OpenMPI, 3}} {
 		t.Run(tc.launcher, func(t *testing.T) {
 			es := labtest.RunAsRanks(t, overlap.LabDir, "emu", tc.ranks, tc.launcher)
-			checkAllOK(t, labtest.OutcomeOf(t, overlap.LabDir, es), "emu")
+			labtest.CheckAllOK(t, labtest.OutcomeOf(t, overlap.LabDir, es), "emu")
 		})
 	}
 }

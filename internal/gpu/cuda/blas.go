@@ -11,49 +11,28 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
-// CublasEnv names an environment variable that, when set, is the cuBLAS library to load before
-// the usual names are tried.
-const CublasEnv = "KERNELLABS_CUBLAS"
+// CublasEnv and CublasLtEnv name environment variables that, when set, are the cuBLAS and the
+// cuBLASLt library to load before the usual names are tried.
+const (
+	CublasEnv   = "KERNELLABS_CUBLAS"
+	CublasLtEnv = "KERNELLABS_CUBLASLT"
+)
 
-// cublasNames are the sonames tried, newest first.
-var cublasNames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"}
-
-// cublasCandidates lists what to dlopen: the override, the sonames (found through the loader's
-// search path), then the sonames inside the usual toolkit directories, which are often not on
-// that path.
-func cublasCandidates() []string { return libraryCandidates(CublasEnv, cublasNames) }
-
-var cublasLoad struct {
-	sync.Mutex
-	done bool
-}
-
-// loadCublas loads cuBLAS once per process.
-func loadCublas() error {
-	cublasLoad.Lock()
-	defer cublasLoad.Unlock()
-	if cublasLoad.done {
-		return nil
-	}
-	failures, ok := openFirst(cublasCandidates(), func(path *C.char, err **C.char) C.int { return C.kl_cublas_load(path, err) })
-	if ok {
-		cublasLoad.done = true
-		return nil
-	}
-	detail := "no libcublas.so.13, libcublas.so.12 or libcublas.so was found"
-	if len(failures) > 0 {
-		detail = strings.Join(failures, "; ")
-	}
-	return fmt.Errorf("cublas: %w: %s; install cuBLAS (the CUDA toolkit's libcublas) or set %s to its path",
-		gpu.ErrLibraryMissing, detail, CublasEnv)
-}
+// The cuBLAS libraries, newest soname first: cuBLAS, and cuBLASLt for LtMatmul.
+var (
+	cublasLib = toolkitLibrary("cublas", CublasEnv, "cuBLAS (the CUDA toolkit's libcublas)",
+		[]string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+		func(path *C.char, err **C.char) C.int { return C.kl_cublas_load(path, err) })
+	cublasLtLib = toolkitLibrary("cublasLt", CublasLtEnv, "cuBLAS (the CUDA toolkit's libcublasLt)",
+		[]string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+		func(path *C.char, err **C.char) C.int { return C.kl_cublaslt_load(path, err) })
+)
 
 // cublas is one cuBLAS handle, created in the device's primary context.
 type cublas struct {
@@ -68,7 +47,7 @@ var _ gpu.BLAS = (*cublas)(nil)
 // BLAS opens cuBLAS on the device: a new handle, with default math (no TF32) and host pointer
 // mode. Close it before closing the device.
 func (d *device) BLAS() (gpu.BLAS, error) {
-	if err := loadCublas(); err != nil {
+	if err := cublasLib.load(); err != nil {
 		return nil, err
 	}
 	var h C.cublasHandle_t
@@ -98,22 +77,15 @@ func (b *cublas) Close() error {
 
 // Sgemm is the FP32 product (cublasSgemm_v2), in cuBLAS's column-major convention.
 func (b *cublas) Sgemm(s gpu.Stream, g gpu.GemmDesc) error {
-	dims, err := gemmDims(g)
+	c, err := b.startGemm("cublas sgemm", s, g, false)
 	if err != nil {
-		return fmt.Errorf("cublas sgemm: %w", err)
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	if err := b.lockOpen("cublas sgemm"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
 	var failed *C.char
-	st := C.kl_cublas_sgemm(b.d.ctx, b.h, cs, op(g.TransA), op(g.TransB), dims[0], dims[1], dims[2],
-		C.float(g.Alpha), C.CUdeviceptr(g.A), dims[3], C.CUdeviceptr(g.B), dims[4],
-		C.float(g.Beta), C.CUdeviceptr(g.C), dims[5], &failed)
+	st := C.kl_cublas_sgemm(b.d.ctx, b.h, c.cs, op(g.TransA), op(g.TransB), c.dims[0], c.dims[1], c.dims[2],
+		C.float(g.Alpha), C.CUdeviceptr(g.A), c.dims[3], C.CUdeviceptr(g.B), c.dims[4],
+		C.float(g.Beta), C.CUdeviceptr(g.C), c.dims[5], &failed)
 	if st != 0 {
 		return fmt.Errorf("cublas sgemm %s: %w", describeGemm(g), blasError(failed, st))
 	}
@@ -123,26 +95,15 @@ func (b *cublas) Sgemm(s gpu.Stream, g gpu.GemmDesc) error {
 // GemmEx is the mixed-precision product (cublasGemmEx): InType inputs, OutType output, FP32
 // accumulation (CUBLAS_COMPUTE_32F), the default algorithm.
 func (b *cublas) GemmEx(s gpu.Stream, g gpu.GemmDesc) error {
-	dims, err := gemmDims(g)
+	c, err := b.startGemm("cublas gemmEx", s, g, true)
 	if err != nil {
-		return fmt.Errorf("cublas gemmEx: %w", err)
-	}
-	in, out, err := dataTypes("cublas gemmEx", g.InType, g.OutType)
-	if err != nil {
-		return err
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	if err := b.lockOpen("cublas gemmEx"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
 	var failed *C.char
-	st := C.kl_cublas_gemm_ex(b.d.ctx, b.h, cs, op(g.TransA), op(g.TransB), dims[0], dims[1], dims[2],
-		C.float(g.Alpha), C.CUdeviceptr(g.A), in, dims[3], C.CUdeviceptr(g.B), in, dims[4],
-		C.float(g.Beta), C.CUdeviceptr(g.C), out, dims[5], &failed)
+	st := C.kl_cublas_gemm_ex(b.d.ctx, b.h, c.cs, op(g.TransA), op(g.TransB), c.dims[0], c.dims[1], c.dims[2],
+		C.float(g.Alpha), C.CUdeviceptr(g.A), c.in, c.dims[3], C.CUdeviceptr(g.B), c.in, c.dims[4],
+		C.float(g.Beta), C.CUdeviceptr(g.C), c.out, c.dims[5], &failed)
 	if st != 0 {
 		return fmt.Errorf("cublas gemmEx %s, %s inputs, %s output: %w",
 			describeGemm(g), g.InType, g.OutType, blasError(failed, st))
@@ -178,7 +139,6 @@ func cudaDataType(t gpu.DataType) (C.int, error) {
 	return 0, fmt.Errorf("type %v has no cuBLAS equivalent", t)
 }
 
-// gemmDims checks that the sizes fit cuBLAS's 32-bit ints: m, n, k, lda, ldb, ldc.
 // dataTypes maps a typed product's input and output element types; what names the call in errors.
 func dataTypes(what string, inType, outType gpu.DataType) (in, out C.int, err error) {
 	if in, err = cudaDataType(inType); err != nil {
@@ -201,6 +161,35 @@ func (b *cublas) lockOpen(what string) error {
 	return nil
 }
 
+// gemmCall is what one product's cuBLAS call takes besides the descriptor: the checked sizes
+// (m, n, k, lda, ldb, ldc), the element types of a typed product and the stream.
+type gemmCall struct {
+	dims    [6]C.int
+	in, out C.int
+	cs      C.CUstream
+}
+
+// startGemm checks one product (its sizes, and its element types when typed) and its stream,
+// then takes the handle's lock, which the caller releases (b.mu.Unlock); what names the call in
+// errors.
+func (b *cublas) startGemm(what string, s gpu.Stream, g gpu.GemmDesc, typed bool) (gemmCall, error) {
+	var c gemmCall
+	var err error
+	if c.dims, err = gemmDims(g); err != nil {
+		return c, fmt.Errorf("%s: %w", what, err)
+	}
+	if typed {
+		if c.in, c.out, err = dataTypes(what, g.InType, g.OutType); err != nil {
+			return c, err
+		}
+	}
+	if c.cs, err = streamOf(s); err != nil {
+		return c, err
+	}
+	return c, b.lockOpen(what)
+}
+
+// gemmDims checks that the sizes fit cuBLAS's 32-bit ints: m, n, k, lda, ldb, ldc.
 func gemmDims(g gpu.GemmDesc) ([6]C.int, error) {
 	var out [6]C.int
 	for i, v := range []int{g.M, g.N, g.K, g.LDA, g.LDB, g.LDC} {
@@ -309,25 +298,4 @@ func (b *cublas) GemmGroupedBatched(s gpu.Stream, groups []gpu.GemmGroup, A, B, 
 		return fmt.Errorf("cublas grouped gemm, %d groups, %s inputs, %s output: %w", n, inType, outType, blasError(failed, st))
 	}
 	return nil
-}
-
-// openFirst loads the first of candidates that load (a shim's loader of one vendor library)
-// accepts. failures lists the candidates that exist but failed, with why; a missing file is not a
-// failure worth reporting.
-func openFirst(candidates []string, load func(path *C.char, err **C.char) C.int) (failures []string, ok bool) {
-	for _, path := range candidates {
-		cpath := C.CString(path)
-		var cerr *C.char
-		rc := load(cpath, &cerr)
-		C.free(unsafe.Pointer(cpath))
-		if rc == 0 {
-			return nil, true
-		}
-		msg := C.GoString(cerr)
-		C.kl_free_err(cerr)
-		if rc == -2 || !strings.Contains(msg, "No such file") && !strings.Contains(msg, "cannot open") {
-			failures = append(failures, fmt.Sprintf("%s: %s", path, msg))
-		}
-	}
-	return failures, false
 }

@@ -10,73 +10,13 @@ import "C"
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
-// CublasLtEnv names an environment variable that, when set, is the cuBLASLt library to load
-// before the usual names are tried.
-const CublasLtEnv = "KERNELLABS_CUBLASLT"
-
-// cublasLtNames are the sonames tried, newest first.
-var cublasLtNames = []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}
-
 // LtWorkspaceBytes is the workspace offered to cuBLASLt's heuristic: 32 MiB, what NVIDIA
 // recommends for Hopper (cublasSetWorkspace) and what PyTorch gives cuBLASLt there.
 const LtWorkspaceBytes = 32 << 20
-
-var cublasLtLoad struct {
-	sync.Mutex
-	done bool
-}
-
-// loadCublasLt loads cuBLASLt once per process, trying the override, the sonames and the usual
-// toolkit directories like loadCublas.
-func loadCublasLt() error {
-	cublasLtLoad.Lock()
-	defer cublasLtLoad.Unlock()
-	if cublasLtLoad.done {
-		return nil
-	}
-	failures, ok := openFirst(libraryCandidates(CublasLtEnv, cublasLtNames), func(path *C.char, err **C.char) C.int { return C.kl_cublaslt_load(path, err) })
-	if ok {
-		cublasLtLoad.done = true
-		return nil
-	}
-	detail := "no libcublasLt.so.13, libcublasLt.so.12 or libcublasLt.so was found"
-	if len(failures) > 0 {
-		detail = strings.Join(failures, "; ")
-	}
-	return fmt.Errorf("cublasLt: %w: %s; install cuBLAS (the CUDA toolkit's libcublasLt) or set %s to its path",
-		gpu.ErrLibraryMissing, detail, CublasLtEnv)
-}
-
-// libraryCandidates lists what to dlopen: the override in env, the sonames (found through the
-// loader's search path), then the sonames inside the usual toolkit directories.
-func libraryCandidates(env string, names []string) []string {
-	var out []string
-	if p := os.Getenv(env); p != "" {
-		out = append(out, p)
-	}
-	out = append(out, names...)
-	var dirs []string
-	for _, e := range []string{"CUDA_HOME", "CUDA_PATH"} {
-		if root := os.Getenv(e); root != "" {
-			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
-		}
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib")
-	for _, dir := range dirs {
-		for _, n := range names {
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	return out
-}
 
 // ltKey is what a plan depends on: a cuBLASLt plan is made once per shape, layout and types.
 type ltKey struct {
@@ -99,18 +39,8 @@ var _ gpu.LtBLAS = (*cublas)(nil)
 // the shape (asked once per shape: the heuristic costs host time that a timed loop should not
 // pay, and PyTorch caches the same choice) and a workspace of LtWorkspaceBytes.
 func (b *cublas) LtMatmul(s gpu.Stream, g gpu.GemmDesc) error {
-	if _, err := gemmDims(g); err != nil {
-		return fmt.Errorf("cublasLt matmul: %w", err)
-	}
-	in, out, err := dataTypes("cublasLt matmul", g.InType, g.OutType)
+	c, err := b.startGemm("cublasLt matmul", s, g, true)
 	if err != nil {
-		return err
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	if err := b.lockOpen("cublasLt matmul"); err != nil {
 		return err
 	}
 	defer b.mu.Unlock()
@@ -122,7 +52,7 @@ func (b *cublas) LtMatmul(s gpu.Stream, g gpu.GemmDesc) error {
 	var failed *C.char
 	if !ok {
 		st := C.kl_cublaslt_plan(b.d.ctx, b.lt.h, op(g.TransA), op(g.TransB), C.uint64_t(g.M), C.uint64_t(g.N),
-			C.uint64_t(g.K), C.int64_t(g.LDA), C.int64_t(g.LDB), C.int64_t(g.LDC), in, out,
+			C.uint64_t(g.K), C.int64_t(g.LDA), C.int64_t(g.LDB), C.int64_t(g.LDC), c.in, c.out,
 			C.size_t(LtWorkspaceBytes), &plan, &failed)
 		if st != 0 {
 			return fmt.Errorf("cublasLt matmul %s, %s inputs, %s output: %w", describeGemm(g), g.InType, g.OutType,
@@ -130,7 +60,7 @@ func (b *cublas) LtMatmul(s gpu.Stream, g gpu.GemmDesc) error {
 		}
 		b.lt.plans[key] = plan
 	}
-	st := C.kl_cublaslt_matmul(b.d.ctx, b.lt.h, plan, cs, C.float(g.Alpha), C.CUdeviceptr(g.A), C.CUdeviceptr(g.B),
+	st := C.kl_cublaslt_matmul(b.d.ctx, b.lt.h, plan, c.cs, C.float(g.Alpha), C.CUdeviceptr(g.A), C.CUdeviceptr(g.B),
 		C.float(g.Beta), C.CUdeviceptr(g.C), C.CUdeviceptr(b.lt.workspace), &failed)
 	if st != 0 {
 		return fmt.Errorf("cublasLt matmul %s, %s inputs, %s output: %w", describeGemm(g), g.InType, g.OutType,
@@ -144,7 +74,7 @@ func (b *cublas) openLt() error {
 	if b.lt != nil {
 		return nil
 	}
-	if err := loadCublasLt(); err != nil {
+	if err := cublasLtLib.load(); err != nil {
 		return err
 	}
 	var h C.cublasLtHandle_t

@@ -159,10 +159,8 @@ func describe(index int, d C.CUdevice) (gpu.DeviceInfo, error) {
 	info.Name = C.GoString(&name[0])
 
 	// The identity and the limits every lab needs: failing to read one is an error.
-	for _, a := range []struct {
-		attr int
-		dst  *int
-	}{
+	device := func(attr int) (int, error) { return deviceAttribute(d, attr) }
+	if err := readAttrs(device, false, []intAttr{
 		{attrComputeCapabilityMajor, &info.ComputeMajor},
 		{attrComputeCapabilityMinor, &info.ComputeMinor},
 		{attrMultiprocessorCount, &info.SMs},
@@ -170,26 +168,15 @@ func describe(index int, d C.CUdevice) (gpu.DeviceInfo, error) {
 		{attrMaxThreadsPerBlock, &info.MaxThreadsPerBlock},
 		{attrMaxSharedMemoryPerBlock, &info.MaxSharedPerBlock},
 		{attrMaxSharedMemoryPerBlockOptin, &info.MaxSharedOptin},
-	} {
-		v, err := deviceAttribute(d, a.attr)
-		if err != nil {
-			return info, err
-		}
-		*a.dst = v
+	}); err != nil {
+		return info, err
 	}
 	// Figures a driver may stop reporting (CUDA 13 deprecates the clock rates): 0 when absent.
-	for _, a := range []struct {
-		attr int
-		dst  *int
-	}{
+	_ = readAttrs(device, true, []intAttr{
 		{attrClockRate, &info.SMClockKHz},
 		{attrMemoryClockRate, &info.MemClockKHz},
 		{attrGlobalMemoryBusWidth, &info.MemBusWidthBits},
-	} {
-		if v, err := deviceAttribute(d, a.attr); err == nil {
-			*a.dst = v
-		}
-	}
+	})
 	if l2, err := deviceAttribute(d, attrL2CacheSize); err == nil {
 		info.L2Bytes = int64(l2)
 	}
@@ -215,6 +202,28 @@ func describe(index int, d C.CUdevice) (gpu.DeviceInfo, error) {
 		info.PCIBusID = C.GoString(&bus[0])
 	}
 	return info, nil
+}
+
+// intAttr is an attribute the driver reports as an int, and where it goes.
+type intAttr struct {
+	attr int
+	dst  *int
+}
+
+// readAttrs reads each of attrs with read into its place. The first failure is the error unless
+// the attributes are optional; then one that cannot be read is left as it is.
+func readAttrs(read func(attr int) (int, error), optional bool, attrs []intAttr) error {
+	for _, a := range attrs {
+		v, err := read(a.attr)
+		if err != nil {
+			if optional {
+				continue
+			}
+			return err
+		}
+		*a.dst = v
+	}
+	return nil
 }
 
 func deviceAttribute(d C.CUdevice, attr int) (int, error) {

@@ -72,8 +72,8 @@ func doctor() ([]backends.Check, bool) {
 		name, fix string
 		sonames   []string
 	}{
-		{"cuBLAS", "install the CUDA toolkit's cuBLAS (libcublas); labs 01–03 use it as the baseline", cublasNames},
-		{"cuBLASLt", "comes with cuBLAS (libcublasLt, or set " + CublasLtEnv + " to its path); lab 02's bf16 suites use it as the baseline", cublasLtNames},
+		{"cuBLAS", "install the CUDA toolkit's cuBLAS (libcublas); labs 01–03 use it as the baseline", cublasLib.sonames},
+		{"cuBLASLt", "comes with cuBLAS (libcublasLt, or set " + CublasLtEnv + " to its path); lab 02's bf16 suites use it as the baseline", cublasLtLib.sonames},
 		{"NCCL", "install NCCL (libnccl2); labs 04–05 use it as the baseline", NCCLNames},
 	} {
 		if name, err := dl.Probe(lib.sonames...); err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/cuda"
+	"github.com/kernel-labs/kernellabs/internal/gpu/gputest"
 )
 
 //go:embed testdata/kernels.cu
@@ -509,41 +510,6 @@ func openBLAS(t *testing.T, d gpu.Device) gpu.BLAS {
 	return b
 }
 
-// matmulRef is the row-major product of m×k a and k×n b in float64.
-func matmulRef(a, b []float64, m, n, k int) []float64 {
-	c := make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			aip := a[i*k+p]
-			row := b[p*n : p*n+n]
-			out := c[i*n : i*n+n]
-			for j := range row {
-				out[j] += aip * row[j]
-			}
-		}
-	}
-	return c
-}
-
-// relErr is ‖got − want‖ / ‖want‖; NaN in got makes it NaN (an unwritten element).
-func relErr(got []float32, want []float64) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - want[i]
-		num += d * d
-		den += want[i] * want[i]
-	}
-	return math.Sqrt(num / den)
-}
-
-func widen(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
-	}
-	return out
-}
-
 // rowMajor describes the row-major product C = A·B (A m×k, B k×n) to cuBLAS: column-major
 // Cᵀ = Bᵀ·Aᵀ, so A and B swap, and so do m and n.
 func rowMajor(m, n, k int, a, b, c gpu.Ptr) gpu.GemmDesc {
@@ -566,18 +532,14 @@ func TestSgemm(t *testing.T) {
 	require.NoError(t, blas.Sgemm(s, rowMajor(gemmM, gemmN, gemmK, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())))
 	got := make([]float32, gemmM*gemmN)
 	require.NoError(t, dc.CopyToHost(got, s))
-	e := relErr(got, matmulRef(widen(a), widen(b), gemmM, gemmN, gemmK))
+	e := gputest.RelErr(got, gputest.MatmulRef(a, b, gemmM, gemmN, gemmK))
 	t.Logf("sgemm relative error %.3g", e)
 	assert.Less(t, e, 1e-5)
 
 	// cuBLAS's own argument check comes back as a CallError from "cublas".
 	bad := rowMajor(gemmM, gemmN, gemmK, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())
 	bad.LDA = 1
-	err := blas.Sgemm(s, bad)
-	require.Error(t, err)
-	var ce *gpu.CallError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, "cublas", ce.Backend)
+	ce := requireBLASError(t, blas.Sgemm(s, bad))
 	assert.Equal(t, "cublasSgemm_v2", ce.Call)
 	assert.Equal(t, "CUBLAS_STATUS_INVALID_VALUE", ce.Name)
 }
@@ -620,7 +582,7 @@ func TestGemmExBF16(t *testing.T) {
 	for i, v := range b16 {
 		b[i] = bf16ToFloat(v)
 	}
-	e := relErr(got, matmulRef(a, b, gemmM, gemmN, gemmK))
+	e := gputest.RelErr(got, gputest.MatmulRef(a, b, gemmM, gemmN, gemmK))
 	t.Logf("gemmEx bf16→f32 relative error %.3g", e)
 	assert.Less(t, e, 1e-2)
 }
@@ -657,7 +619,7 @@ func TestLtMatmulBF16(t *testing.T) {
 	g := rowMajor(m, n, k, da.DevicePtr(), db.DevicePtr(), dc.DevicePtr())
 	g.Alpha, g.Beta = 1.25, -0.5
 	g.InType, g.OutType = gpu.BF16, gpu.BF16
-	ab := matmulRef(wide(a16), wide(b16), m, n, k)
+	ab := gputest.MatmulRef(wide(a16), wide(b16), m, n, k)
 	want := make([]float64, m*n)
 	c0 := wide(c16)
 	for i := range want {
@@ -672,7 +634,7 @@ func TestLtMatmulBF16(t *testing.T) {
 		for i, v := range got16 {
 			got[i] = float32(bf16ToFloat(v))
 		}
-		e := relErr(got, want)
+		e := gputest.RelErr(got, want)
 		t.Logf("cublasLt bf16→bf16 relative error %.3g (call %d)", e, round+1)
 		// bf16 output: each element is rounded to 8 bits of mantissa, about 2^-9 relative.
 		assert.Less(t, e, 1e-2)
@@ -681,12 +643,19 @@ func TestLtMatmulBF16(t *testing.T) {
 
 	bad := g
 	bad.LDA = 1
-	err := lt.LtMatmul(nil, bad)
+	ce := requireBLASError(t, lt.LtMatmul(nil, bad))
+	assert.Contains(t, ce.Call, "cublasLt")
+}
+
+// requireBLASError requires err to be a CallError from cuBLAS and returns it, for the caller to
+// check which call failed.
+func requireBLASError(t *testing.T, err error) *gpu.CallError {
+	t.Helper()
 	require.Error(t, err)
 	var ce *gpu.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "cublas", ce.Backend)
-	assert.Contains(t, ce.Call, "cublasLt")
+	return ce
 }
 
 // ---- several devices ----
@@ -812,7 +781,7 @@ func TestGemmGroupedBatched(t *testing.T) {
 			got[j] = float32(bf16ToFloat(h))
 		}
 		// Rounding C to bf16 costs up to 2^-9 per element: 5e-3 of the norm, not the 1e-5 of fp32.
-		e := relErr(got, matmulRef(p.a, p.b, p.m, p.n, p.k))
+		e := gputest.RelErr(got, gputest.MatmulRef(p.a, p.b, p.m, p.n, p.k))
 		assert.Less(t, e, 5e-3, "problem %d (%d×%d×%d)", i, p.m, p.n, p.k)
 	}
 }

@@ -16,9 +16,7 @@ import (
 func TestGraphCaptureReplaysTwoKernels(t *testing.T) {
 	d := openDevice(t, 0)
 	k := loadKernel(t, d, "saxpy")
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
+	s := newStream(t, d)
 	capt, ok := s.(gpu.GraphCapturer)
 	require.True(t, ok, "CUDA streams capture graphs")
 
@@ -28,12 +26,7 @@ func TestGraphCaptureReplaysTwoKernels(t *testing.T) {
 	for i := range x {
 		x[i], y0[i] = float32(r.IntN(201)-100), float32(r.IntN(2001)-1000)
 	}
-	dx, err := gpu.Upload(d, x)
-	require.NoError(t, err)
-	defer dx.Free()
-	dy, err := gpu.Upload(d, y0)
-	require.NoError(t, err)
-	defer dy.Free()
+	dx, dy := upload(t, d, x), upload(t, d, y0)
 
 	cfg := gpu.LaunchConfig{Grid: gpu.D1((n + 255) / 256), Block: gpu.D1(256), Stream: s}
 	g, err := capt.CaptureGraph(func() error {
@@ -54,16 +47,11 @@ func TestGraphCaptureReplaysTwoKernels(t *testing.T) {
 		require.NoError(t, g.Launch(s))
 	}
 	require.NoError(t, dy.CopyToHost(got, s))
-	bad := 0
-	for i := range got {
-		if want := y0[i] + replays*5*x[i]; got[i] != want {
-			if bad < 3 {
-				t.Errorf("y[%d] = %v, want %v", i, got[i], want)
-			}
-			bad++
-		}
+	want := make([]float32, n)
+	for i := range want {
+		want[i] = y0[i] + replays*5*x[i]
 	}
-	assert.Zero(t, bad)
+	assert.Zero(t, countDiffs(t, "y", got, want))
 	require.NoError(t, g.Destroy())
 	assert.ErrorContains(t, g.Launch(s), "destroyed graph")
 }
@@ -71,15 +59,11 @@ func TestGraphCaptureReplaysTwoKernels(t *testing.T) {
 func TestGraphCaptureFailures(t *testing.T) {
 	d := openDevice(t, 0)
 	k := loadKernel(t, d, "saxpy")
-	s, err := d.NewStream()
-	require.NoError(t, err)
-	defer s.Close()
+	s := newStream(t, d)
 	capt := s.(gpu.GraphCapturer)
-	buf, err := gpu.Alloc[float32](d, 256)
-	require.NoError(t, err)
-	defer buf.Free()
+	buf := allocBuf[float32](t, d, 256)
 
-	_, err = capt.CaptureGraph(func() error { return fmt.Errorf("the driver's own failure") })
+	_, err := capt.CaptureGraph(func() error { return fmt.Errorf("the driver's own failure") })
 	assert.ErrorContains(t, err, "the driver's own failure")
 
 	// A synchronous copy from Go memory cannot be captured.

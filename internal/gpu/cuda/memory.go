@@ -125,44 +125,47 @@ func streamOf(s gpu.Stream) (C.CUstream, error) {
 // CopyHtoD copies host memory to the device: asynchronously on s when src is page-locked
 // (MallocHost), synchronously otherwise (see the package comment).
 func (d *device) CopyHtoD(dst gpu.Ptr, src unsafe.Pointer, bytes int64, s gpu.Stream) error {
-	if bytes <= 0 {
-		return nil
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	if pinned.contains(src, bytes) {
-		return check("cuMemcpyHtoDAsync_v2", C.kl_memcpy_htod(d.ctx, C.CUdeviceptr(dst), src, C.size_t(bytes), cs, 1))
-	}
-	return check("cuMemcpyHtoD_v2", C.kl_memcpy_htod(d.ctx, C.CUdeviceptr(dst), src, C.size_t(bytes), cs, 0))
+	return hostCopy("cuMemcpyHtoD", src, bytes, s, func(cs C.CUstream, async C.int) C.CUresult {
+		return C.kl_memcpy_htod(d.ctx, C.CUdeviceptr(dst), src, C.size_t(bytes), cs, async)
+	})
 }
 
-// CopyDtoH copies device memory to the host: asynchronously on s when dst is page-locked
-// (MallocHost), synchronously otherwise (see the package comment).
+// CopyDtoH copies device memory to the host, asynchronously when dst is page-locked like
+// CopyHtoD.
 func (d *device) CopyDtoH(dst unsafe.Pointer, src gpu.Ptr, bytes int64, s gpu.Stream) error {
-	if bytes <= 0 {
+	return hostCopy("cuMemcpyDtoH", dst, bytes, s, func(cs C.CUstream, async C.int) C.CUresult {
+		return C.kl_memcpy_dtoh(d.ctx, dst, C.CUdeviceptr(src), C.size_t(bytes), cs, async)
+	})
+}
+
+// hostCopy runs one copy of bytes between host memory and the device: run with async 1 on s
+// when host is page-locked, with async 0 otherwise; name is the driver call without its suffix.
+func hostCopy(name string, host unsafe.Pointer, bytes int64, s gpu.Stream, run func(cs C.CUstream, async C.int) C.CUresult) error {
+	return streamOp(bytes, s, func(cs C.CUstream) (string, C.CUresult) {
+		if pinned.contains(host, bytes) {
+			return name + "Async_v2", run(cs, 1)
+		}
+		return name + "_v2", run(cs, 0)
+	})
+}
+
+// streamOp runs one copy or fill of n bytes or elements on s, nothing to do being no error: run
+// makes the driver call on the CUDA stream and returns the call's name and result.
+func streamOp(n int64, s gpu.Stream, run func(cs C.CUstream) (string, C.CUresult)) error {
+	if n <= 0 {
 		return nil
 	}
 	cs, err := streamOf(s)
 	if err != nil {
 		return err
 	}
-	if pinned.contains(dst, bytes) {
-		return check("cuMemcpyDtoHAsync_v2", C.kl_memcpy_dtoh(d.ctx, dst, C.CUdeviceptr(src), C.size_t(bytes), cs, 1))
-	}
-	return check("cuMemcpyDtoH_v2", C.kl_memcpy_dtoh(d.ctx, dst, C.CUdeviceptr(src), C.size_t(bytes), cs, 0))
+	return check(run(cs))
 }
 
 func (d *device) CopyDtoD(dst, src gpu.Ptr, bytes int64, s gpu.Stream) error {
-	if bytes <= 0 {
-		return nil
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	return check("cuMemcpyDtoDAsync_v2", C.kl_memcpy_dtod(d.ctx, C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(bytes), cs))
+	return streamOp(bytes, s, func(cs C.CUstream) (string, C.CUresult) {
+		return "cuMemcpyDtoDAsync_v2", C.kl_memcpy_dtod(d.ctx, C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(bytes), cs)
+	})
 }
 
 // CopyPeer copies src on d to dst on dstDev, ordered on s (a stream of d). It works with or
@@ -175,32 +178,19 @@ func (d *device) CopyPeer(dst gpu.Ptr, dstDev gpu.Device, src gpu.Ptr, bytes int
 	if err != nil {
 		return err
 	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	return check("cuMemcpyPeerAsync", C.kl_memcpy_peer(d.ctx, C.CUdeviceptr(dst), p.ctx,
-		C.CUdeviceptr(src), d.ctx, C.size_t(bytes), cs))
+	return streamOp(bytes, s, func(cs C.CUstream) (string, C.CUresult) {
+		return "cuMemcpyPeerAsync", C.kl_memcpy_peer(d.ctx, C.CUdeviceptr(dst), p.ctx, C.CUdeviceptr(src), d.ctx, C.size_t(bytes), cs)
+	})
 }
 
 func (d *device) MemsetD8(dst gpu.Ptr, value uint8, count int64, s gpu.Stream) error {
-	if count <= 0 {
-		return nil
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	return check("cuMemsetD8Async", C.kl_memset_d8(d.ctx, C.CUdeviceptr(dst), C.uchar(value), C.size_t(count), cs))
+	return streamOp(count, s, func(cs C.CUstream) (string, C.CUresult) {
+		return "cuMemsetD8Async", C.kl_memset_d8(d.ctx, C.CUdeviceptr(dst), C.uchar(value), C.size_t(count), cs)
+	})
 }
 
 func (d *device) MemsetD32(dst gpu.Ptr, value uint32, count int64, s gpu.Stream) error {
-	if count <= 0 {
-		return nil
-	}
-	cs, err := streamOf(s)
-	if err != nil {
-		return err
-	}
-	return check("cuMemsetD32Async", C.kl_memset_d32(d.ctx, C.CUdeviceptr(dst), C.uint(value), C.size_t(count), cs))
+	return streamOp(count, s, func(cs C.CUstream) (string, C.CUresult) {
+		return "cuMemsetD32Async", C.kl_memset_d32(d.ctx, C.CUdeviceptr(dst), C.uint(value), C.size_t(count), cs)
+	})
 }

@@ -118,23 +118,21 @@ func (k *kernel) readParams() ([]gpu.Param, error) {
 // Attrs reads the compiled kernel's resource use.
 func (k *kernel) Attrs() (gpu.KernelAttrs, error) {
 	var a gpu.KernelAttrs
-	for _, f := range []struct {
-		attr int
-		dst  *int
-	}{
+	function := func(attr int) (int, error) {
+		var v C.int
+		if err := check("cuFuncGetAttribute", C.kl_func_get_attribute(k.d.ctx, &v, C.int(attr), k.f)); err != nil {
+			return 0, fmt.Errorf("kernel %s: %w", k.name, err)
+		}
+		return int(v), nil
+	}
+	err := readAttrs(function, false, []intAttr{
 		{funcAttrNumRegs, &a.NumRegs},
 		{funcAttrSharedSizeBytes, &a.StaticSharedBytes},
 		{funcAttrLocalSizeBytes, &a.LocalBytes},
 		{funcAttrMaxThreadsPerBlock, &a.MaxThreadsPerBlock},
 		{funcAttrMaxDynamicSharedBytes, &a.MaxDynamicShared},
-	} {
-		var v C.int
-		if err := check("cuFuncGetAttribute", C.kl_func_get_attribute(k.d.ctx, &v, C.int(f.attr), k.f)); err != nil {
-			return a, fmt.Errorf("kernel %s: %w", k.name, err)
-		}
-		*f.dst = int(v)
-	}
-	return a, nil
+	})
+	return a, err
 }
 
 // MaxActiveBlocksPerSM is how many blocks of the kernel fit on one SM at once

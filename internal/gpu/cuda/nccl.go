@@ -10,10 +10,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
@@ -22,57 +18,14 @@ import (
 // usual names are tried.
 const NCCLEnv = "KERNELLABS_NCCL"
 
-// ncclNames are the sonames tried.
-var ncclNames = []string{"libnccl.so.2", "libnccl.so"}
-
-// ncclCandidates lists what to dlopen: the override, the sonames through the loader's search
-// path, then the usual toolkit and distribution directories.
-func ncclCandidates() []string {
-	var out []string
-	if p := os.Getenv(NCCLEnv); p != "" {
-		out = append(out, p)
-	}
-	out = append(out, ncclNames...)
-	var dirs []string
-	for _, env := range []string{"CUDA_HOME", "CUDA_PATH", "NCCL_HOME"} {
-		if root := os.Getenv(env); root != "" {
-			dirs = append(dirs, filepath.Join(root, "lib64"), filepath.Join(root, "lib"))
-		}
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/local/nccl/lib")
-	for _, dir := range dirs {
-		for _, n := range ncclNames {
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	return out
-}
-
-var ncclLoad struct {
-	sync.Mutex
-	done bool
-	err  error
-}
-
-// loadNCCL loads NCCL once per process; a missing library is an error wrapping
-// gpu.ErrLibraryMissing.
-func loadNCCL(candidates []string) error {
-	ncclLoad.Lock()
-	defer ncclLoad.Unlock()
-	if ncclLoad.done {
-		return nil
-	}
-	failures, ok := openFirst(candidates, func(path *C.char, err **C.char) C.int { return C.kl_nccl_load(path, err) })
-	if ok {
-		ncclLoad.done = true
-		return nil
-	}
-	detail := "no libnccl.so.2 was found"
-	if len(failures) > 0 {
-		detail = strings.Join(failures, "; ")
-	}
-	return fmt.Errorf("nccl: %w: %s; install NCCL (e.g. the libnccl2 package, or pip's nvidia-nccl-cu12) or set %s to its path",
-		gpu.ErrLibraryMissing, detail, NCCLEnv)
+// ncclLib is NCCL: besides the toolkit, NCCL_HOME and the distribution's and NVIDIA's own
+// install directories.
+var ncclLib = &vendorLibrary{
+	name: "nccl", env: NCCLEnv, install: "NCCL (e.g. the libnccl2 package, or pip's nvidia-nccl-cu12)",
+	sonames: NCCLNames,
+	roots:   []string{"CUDA_HOME", "CUDA_PATH", "NCCL_HOME"},
+	dirs:    []string{"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/local/nccl/lib"},
+	open:    func(path *C.char, err **C.char) C.int { return C.kl_nccl_load(path, err) },
 }
 
 // ncclResultNames are the names of ncclResult_t (nccl.h).
@@ -95,18 +48,18 @@ func ncclError(call string, r C.ncclResult_t) error {
 	return gpu.NewCallError("nccl", call, code, name, msg, code == 1)
 }
 
-// ncclDataType maps gpu.DataType to ncclDataType_t (nccl.h: ncclFloat16 = 6, ncclFloat32 = 7,
-// ncclFloat64 = 8, ncclBfloat16 = 9).
+// ncclTypes are the element types NCCL takes: their ncclDataType_t (nccl.h: ncclFloat16 = 6,
+// ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9) and the size of one element.
+var ncclTypes = map[gpu.DataType]struct {
+	code  C.int
+	bytes int
+}{gpu.F16: {6, 2}, gpu.F32: {7, 4}, gpu.F64: {8, 8}, gpu.BF16: {9, 2}}
+
+// ncclDataType maps gpu.DataType to ncclDataType_t.
 func ncclDataType(t gpu.DataType) (C.int, error) {
-	switch t {
-	case gpu.F16:
-		return 6, nil
-	case gpu.F32:
-		return 7, nil
-	case gpu.F64:
-		return 8, nil
-	case gpu.BF16:
-		return 9, nil
+	nt, ok := ncclTypes[t]
+	if !ok {
+		return 0, fmt.Errorf("nccl: no NCCL type for %v", t)
 	}
-	return 0, fmt.Errorf("nccl: no NCCL type for %v", t)
+	return nt.code, nil
 }

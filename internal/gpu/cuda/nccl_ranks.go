@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -52,20 +51,16 @@ var ErrRanksShareGPU = gpu.ErrRanksShareGPU
 const ncclInProgress = 7
 
 func ncclTimeout() (time.Duration, error) {
-	v := os.Getenv(NCCLTimeoutEnv)
-	if v == "" {
-		return DefaultNCCLTimeout, nil
-	}
-	t, err := time.ParseDuration(v)
-	if err != nil || t <= 0 {
-		return 0, fmt.Errorf("nccl: %s=%q is not a positive duration (write it as 90s or 5m)", NCCLTimeoutEnv, v)
+	t, err := gpu.DurationEnv(NCCLTimeoutEnv, DefaultNCCLTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("nccl: %w", err)
 	}
 	return t, nil
 }
 
 // loadNCCLRanks loads NCCL and checks that it can make communicators of processes.
 func loadNCCLRanks() error {
-	if err := loadNCCL(ncclCandidates()); err != nil {
+	if err := ncclLib.load(); err != nil {
 		return err
 	}
 	if s := C.kl_nccl_missing_rank_symbol(); s != nil {
@@ -357,19 +352,6 @@ func (c *rankComm) ReduceScatter(send, recv gpu.Ptr, count int, t gpu.DataType, 
 	return c.collective(2, "ncclReduceScatter", send, recv, count, t, s)
 }
 
-// elemBytes is the size of one element of t.
-func elemBytes(t gpu.DataType) (int, error) {
-	switch t {
-	case gpu.F16, gpu.BF16:
-		return 2, nil
-	case gpu.F32:
-		return 4, nil
-	case gpu.F64:
-		return 8, nil
-	}
-	return 0, fmt.Errorf("nccl: no NCCL type for %v", t)
-}
-
 // AllToAllV exchanges blocks of varying sizes with every rank (grouped ncclSend/ncclRecv).
 func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv gpu.Ptr, recvCounts, recvOffsets []int, t gpu.DataType, s gpu.Stream) error {
 	const op = "AllToAllV"
@@ -395,10 +377,7 @@ func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv g
 	if err != nil {
 		return err
 	}
-	es, err := elemBytes(t)
-	if err != nil {
-		return err
-	}
+	es := ncclTypes[t].bytes
 	cs, err := c.streamFor(op, s)
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 
 // No GPU needed: a library that is not there is ErrLibraryMissing, with what to do next.
 func TestNCCLMissingLibrary(t *testing.T) {
-	err := loadNCCL([]string{"/nonexistent/kernellabs/libnccl.so.2"})
+	err := ncclLib.loadFrom([]string{"/nonexistent/kernellabs/libnccl.so.2"})
 	if err == nil {
 		t.Skip("NCCL is already loaded in this process")
 	}
@@ -24,7 +24,7 @@ func TestNCCLMissingLibrary(t *testing.T) {
 
 func TestNCCLCandidatesPutTheOverrideFirst(t *testing.T) {
 	t.Setenv(NCCLEnv, "/opt/x/libnccl.so.2")
-	c := ncclCandidates()
+	c := ncclLib.candidates()
 	require.NotEmpty(t, c)
 	assert.Equal(t, "/opt/x/libnccl.so.2", c[0])
 	assert.Contains(t, c, "libnccl.so.2")
@@ -32,13 +32,10 @@ func TestNCCLCandidatesPutTheOverrideFirst(t *testing.T) {
 
 func TestNCCLDataTypes(t *testing.T) {
 	// nccl.h: ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9.
-	for typ, want := range map[gpu.DataType]int{gpu.F16: 6, gpu.F32: 7, gpu.F64: 8, gpu.BF16: 9} {
-		got, err := ncclDataType(typ)
-		require.NoError(t, err)
-		assert.Equal(t, want, int(got), "%v", typ)
+	assertTypeCodes(t, ncclDataType, map[gpu.DataType]int{gpu.F16: 6, gpu.F32: 7, gpu.F64: 8, gpu.BF16: 9})
+	for typ, want := range map[gpu.DataType]int{gpu.F16: 2, gpu.F32: 4, gpu.F64: 8, gpu.BF16: 2} {
+		assert.Equal(t, want, ncclTypes[typ].bytes, "%v", typ)
 	}
-	_, err := ncclDataType(gpu.DataType(42))
-	assert.Error(t, err)
 }
 
 func TestNCCLErrorNamesTheCall(t *testing.T) {

@@ -60,12 +60,19 @@ func TestUUIDString(t *testing.T) {
 }
 
 func TestCudaDataType(t *testing.T) {
-	for dt, want := range map[gpu.DataType]int{gpu.F32: 0, gpu.F64: 1, gpu.F16: 2, gpu.BF16: 14} {
-		got, err := cudaDataType(dt)
+	assertTypeCodes(t, cudaDataType, map[gpu.DataType]int{gpu.F32: 0, gpu.F64: 1, gpu.F16: 2, gpu.BF16: 14})
+}
+
+// assertTypeCodes checks a library's code for each element type it takes, and that it refuses
+// a type it does not know.
+func assertTypeCodes[Code ~int32](t *testing.T, code func(gpu.DataType) (Code, error), want map[gpu.DataType]int) {
+	t.Helper()
+	for typ, w := range want {
+		got, err := code(typ)
 		require.NoError(t, err)
-		assert.Equal(t, want, int(got), "%v", dt)
+		assert.Equal(t, w, int(got), "%v", typ)
 	}
-	_, err := cudaDataType(gpu.DataType(42))
+	_, err := code(gpu.DataType(42))
 	assert.Error(t, err)
 }
 
@@ -82,7 +89,7 @@ func TestGemmDims(t *testing.T) {
 func TestCublasCandidates(t *testing.T) {
 	t.Setenv(CublasEnv, "/opt/x/libcublas.so.13")
 	t.Setenv("CUDA_HOME", "/opt/cuda")
-	c := cublasCandidates()
+	c := cublasLib.candidates()
 	require.NotEmpty(t, c)
 	assert.Equal(t, "/opt/x/libcublas.so.13", c[0], "the override comes first")
 	assert.Equal(t, "libcublas.so.13", c[1], "then the newest soname")

@@ -460,50 +460,48 @@ func (d *device) checkRange(call, what string, p gpu.Ptr, n int64, dev *device) 
 	return nil
 }
 
-func (d *device) CopyHtoD(dst gpu.Ptr, src unsafe.Pointer, bytes int64, s gpu.Stream) error {
+// span is one range a memory operation touches: its end (destination, source) and, where it
+// must be on one, the device.
+type span struct {
+	what string
+	p    gpu.Ptr
+	dev  *device
+}
+
+// memOp checks the ranges of bytes that an operation touches and queues work on s; wait runs it
+// before returning, for a copy to or from host memory that Go owns (as a copy from pageable
+// memory is). Nothing to do is no error.
+func (d *device) memOp(call string, bytes int64, s gpu.Stream, wait bool, work func(), ranges ...span) error {
 	if bytes == 0 {
 		return nil
 	}
-	if err := d.checkRange("CopyHtoD", "destination", dst, bytes, nil); err != nil {
-		return err
+	for _, r := range ranges {
+		if err := d.checkRange(call, r.what, r.p, bytes, r.dev); err != nil {
+			return err
+		}
 	}
 	st, err := d.stream(s)
 	if err != nil {
 		return err
 	}
-	// Host memory is Go's: copy before returning (as a copy from pageable memory is).
-	return st.run(func() error { cCopyIn(dst, src, bytes); return nil })
+	job := func() error { work(); return nil }
+	if wait {
+		return st.run(job)
+	}
+	return st.enqueue(job, false)
+}
+
+func (d *device) CopyHtoD(dst gpu.Ptr, src unsafe.Pointer, bytes int64, s gpu.Stream) error {
+	return d.memOp("CopyHtoD", bytes, s, true, func() { cCopyIn(dst, src, bytes) }, span{"destination", dst, nil})
 }
 
 func (d *device) CopyDtoH(dst unsafe.Pointer, src gpu.Ptr, bytes int64, s gpu.Stream) error {
-	if bytes == 0 {
-		return nil
-	}
-	if err := d.checkRange("CopyDtoH", "source", src, bytes, nil); err != nil {
-		return err
-	}
-	st, err := d.stream(s)
-	if err != nil {
-		return err
-	}
-	return st.run(func() error { cCopyOut(dst, src, bytes); return nil })
+	return d.memOp("CopyDtoH", bytes, s, true, func() { cCopyOut(dst, src, bytes) }, span{"source", src, nil})
 }
 
 func (d *device) CopyDtoD(dst, src gpu.Ptr, bytes int64, s gpu.Stream) error {
-	if bytes == 0 {
-		return nil
-	}
-	if err := d.checkRange("CopyDtoD", "destination", dst, bytes, nil); err != nil {
-		return err
-	}
-	if err := d.checkRange("CopyDtoD", "source", src, bytes, nil); err != nil {
-		return err
-	}
-	st, err := d.stream(s)
-	if err != nil {
-		return err
-	}
-	return st.enqueue(func() error { cCopy(dst, src, bytes); return nil }, false)
+	return d.memOp("CopyDtoD", bytes, s, false, func() { cCopy(dst, src, bytes) },
+		span{"destination", dst, nil}, span{"source", src, nil})
 }
 
 func (d *device) CopyPeer(dst gpu.Ptr, dstDev gpu.Device, src gpu.Ptr, bytes int64, s gpu.Stream) error {
@@ -514,45 +512,16 @@ func (d *device) CopyPeer(dst gpu.Ptr, dstDev gpu.Device, src gpu.Ptr, bytes int
 	if !ok || pd.b != d.b {
 		return callErr("CopyPeer", "EMU_INVALID_VALUE", "the destination device is not an emulated device")
 	}
-	if err := d.checkRange("CopyPeer", "source", src, bytes, d); err != nil {
-		return err
-	}
-	if err := d.checkRange("CopyPeer", "destination", dst, bytes, pd); err != nil {
-		return err
-	}
-	st, err := d.stream(s)
-	if err != nil {
-		return err
-	}
-	return st.enqueue(func() error { cCopy(dst, src, bytes); return nil }, false)
+	return d.memOp("CopyPeer", bytes, s, false, func() { cCopy(dst, src, bytes) },
+		span{"source", src, d}, span{"destination", dst, pd})
 }
 
 func (d *device) MemsetD8(dst gpu.Ptr, value uint8, count int64, s gpu.Stream) error {
-	if count == 0 {
-		return nil
-	}
-	if err := d.checkRange("MemsetD8", "destination", dst, count, nil); err != nil {
-		return err
-	}
-	st, err := d.stream(s)
-	if err != nil {
-		return err
-	}
-	return st.enqueue(func() error { cSet8(dst, value, count); return nil }, false)
+	return d.memOp("MemsetD8", count, s, false, func() { cSet8(dst, value, count) }, span{"destination", dst, nil})
 }
 
 func (d *device) MemsetD32(dst gpu.Ptr, value uint32, count int64, s gpu.Stream) error {
-	if count == 0 {
-		return nil
-	}
-	if err := d.checkRange("MemsetD32", "destination", dst, count*4, nil); err != nil {
-		return err
-	}
-	st, err := d.stream(s)
-	if err != nil {
-		return err
-	}
-	return st.enqueue(func() error { cSet32(dst, value, count); return nil }, false)
+	return d.memOp("MemsetD32", count*4, s, false, func() { cSet32(dst, value, count) }, span{"destination", dst, nil})
 }
 
 func (d *device) LoadModule(path string) (gpu.Module, error) {

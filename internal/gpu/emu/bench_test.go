@@ -14,6 +14,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc"
+	"github.com/kernel-labs/kernellabs/internal/gpu/gputest"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkSGEMMTiled512(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	got := download(b, dc)
-	require.Less(b, relErr(got, matmulRef(a, bb, n, n, n)), 1e-5)
+	require.Less(b, gputest.RelErr(got, gputest.MatmulRef(a, bb, n, n, n)), 1e-5)
 }
 
 // BenchmarkBuildKernels builds every test kernel file into an empty cache (the runtime

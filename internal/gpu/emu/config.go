@@ -50,6 +50,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
 
 // DeviceName is the name every emulated device reports.
@@ -187,15 +189,7 @@ func TimeLimit() (time.Duration, error) {
 	if d > 0 {
 		return d, nil
 	}
-	v := os.Getenv(EnvTimeLimit)
-	if v == "" {
-		return DefaultTimeLimit, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive Go duration such as 30s or 2m", EnvTimeLimit, v)
-	}
-	return d, nil
+	return gpu.DurationEnv(EnvTimeLimit, DefaultTimeLimit)
 }
 
 // DeviceMemory is the memory of each emulated device in bytes.

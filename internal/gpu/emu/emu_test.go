@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/gputest"
 )
 
 func TestEveryTestKernelBuilds(t *testing.T) {
@@ -51,7 +52,7 @@ func TestTiledSGEMMWithBarriers(t *testing.T) {
 	cfg := gpu.LaunchConfig{Grid: gpu.D2((n+15)/16, (m+15)/16), Block: gpu.D2(16, 16)}
 	require.NoError(t, launchSync(d, k, cfg, da, db, dc, int32(m), int32(n), int32(kk)))
 	got := download(t, dc)
-	assert.Less(t, relErr(got, matmulRef(a, b, m, n, kk)), 1e-6)
+	assert.Less(t, gputest.RelErr(got, gputest.MatmulRef(a, b, m, n, kk)), 1e-6)
 }
 
 // A missing __syncthreads is a race on a GPU; on the emulator the fast thread overwrites the
@@ -66,7 +67,7 @@ func TestMissingSyncthreadsGivesWrongAnswer(t *testing.T) {
 	dc := alloc[float32](t, d, n*n)
 	cfg := gpu.LaunchConfig{Grid: gpu.D2(n/16, n/16), Block: gpu.D2(16, 16)}
 	require.NoError(t, launchSync(d, k, cfg, da, db, dc, int32(n), int32(n), int32(n)))
-	assert.Greater(t, relErr(download(t, dc), matmulRef(a, b, n, n, n)), 1e-2, "the race must show")
+	assert.Greater(t, gputest.RelErr(download(t, dc), gputest.MatmulRef(a, b, n, n, n)), 1e-2, "the race must show")
 }
 
 func TestDynamicSharedMemory(t *testing.T) {
@@ -393,7 +394,7 @@ func TestWMMAMatchesCPUReference(t *testing.T) {
 	kf := kernelOf(t, d, "wmma.cu", "wmma_gemm_f16")
 	cfg := gpu.LaunchConfig{Grid: gpu.D2(n/16, m/16), Block: gpu.D1(32)}
 	require.NoError(t, launchSync(d, kf, cfg, upload(t, d, ah), upload(t, d, bh), c, int32(m), int32(n), int32(k)))
-	assert.Less(t, relErr(download(t, c), matmulRef(ar, br, m, n, k)), 1e-6, "half inputs")
+	assert.Less(t, gputest.RelErr(download(t, c), gputest.MatmulRef(ar, br, m, n, k)), 1e-6, "half inputs")
 
 	// bf16 inputs, B given column-major (as Bᵀ row-major), C = 2·A·B − 1·C.
 	abf, btbf := make([]uint16, m*k), make([]uint16, n*k)
@@ -414,11 +415,11 @@ func TestWMMAMatchesCPUReference(t *testing.T) {
 	kb := kernelOf(t, d, "wmma.cu", "wmma_gemm_bf16")
 	require.NoError(t, launchSync(d, kb, cfg, upload(t, d, abf), upload(t, d, btbf), dc, int32(m), int32(n), int32(k),
 		float32(2), float32(-1)))
-	ref := matmulRef(ar2, br2, m, n, k)
+	ref := gputest.MatmulRef(ar2, br2, m, n, k)
 	for i := range ref {
 		ref[i] = 2*ref[i] - float64(c0[i])
 	}
-	assert.Less(t, relErr(download(t, dc), ref), 1e-6, "bf16 inputs")
+	assert.Less(t, gputest.RelErr(download(t, dc), ref), 1e-6, "bf16 inputs")
 }
 
 func TestPrintf(t *testing.T) {

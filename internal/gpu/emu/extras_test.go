@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/gputest"
 )
 
 func TestMatchReduceAndBarrierPredicates(t *testing.T) {
@@ -129,7 +130,7 @@ func TestWMMAOtherShapesAndTypes(t *testing.T) {
 	}
 	ch := alloc[uint16](t, d, 32*8)
 	require.NoError(t, launchSync(d, kernelOf(t, d, "extras.cu", "wmma_m32n8k16"), one, upload(t, d, ah), upload(t, d, bh), ch))
-	ref := matmulRef(ar, br, 32, 8, 16)
+	ref := gputest.MatmulRef(ar, br, 32, 8, 16)
 	for i, h := range download(t, ch) {
 		assert.InDelta(t, ref[i], float64(f16ToF32(h)), math.Abs(ref[i])/1024+1e-7, "element %d", i)
 	}
@@ -160,7 +161,7 @@ func TestWMMAOtherShapesAndTypes(t *testing.T) {
 	for i := range at {
 		atr[i], btr[i] = tf32RNA(at[i]), tf32RNA(bt[i])
 	}
-	rt := matmulRef(atr, btr, 16, 16, 8)
+	rt := gputest.MatmulRef(atr, btr, 16, 16, 8)
 	gt := download(t, ct)
 	colMajorRef := make([]float64, 256)
 	for i := 0; i < 16; i++ {
@@ -168,7 +169,7 @@ func TestWMMAOtherShapesAndTypes(t *testing.T) {
 			colMajorRef[j*16+i] = rt[i*16+j]
 		}
 	}
-	assert.Less(t, relErr(gt, colMajorRef), 1e-6)
+	assert.Less(t, gputest.RelErr(gt, colMajorRef), 1e-6)
 
 	err := launchSync(d, kernelOf(t, d, "extras.cu", "wmma_bad_ldm"), one, upload(t, d, ah))
 	requireEmuError(t, err, "EMU_MISUSE", "ldm 12 is not a multiple of 16 bytes")

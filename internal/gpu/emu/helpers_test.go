@@ -4,7 +4,6 @@ package emu
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -154,31 +153,6 @@ func randFloats(rng *rand.Rand, n int) []float32 {
 		v[i] = rng.Float32()*2 - 1
 	}
 	return v
-}
-
-// matmulRef is C = A·B in float64.
-func matmulRef(a, b []float32, m, n, k int) []float64 {
-	c := make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			av := float64(a[i*k+p])
-			for j := 0; j < n; j++ {
-				c[i*n+j] += av * float64(b[p*n+j])
-			}
-		}
-	}
-	return c
-}
-
-// relErr is ‖got − want‖ / ‖want‖.
-func relErr(got []float32, want []float64) float64 {
-	var num, den float64
-	for i := range want {
-		d := float64(got[i]) - want[i]
-		num += d * d
-		den += want[i] * want[i]
-	}
-	return math.Sqrt(num / den)
 }
 
 // launchSync launches and waits, returning the first error of either.

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kernel-labs/kernellabs/internal/frame"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/sandbox"
 )
@@ -97,26 +98,15 @@ func writeFrame(w io.Writer, m *lmsg) error {
 	if err != nil {
 		return err
 	}
-	var hdr [4]byte
-	binary.LittleEndian.PutUint32(hdr[:], uint32(len(b)))
-	_, err = w.Write(append(hdr[:], b...))
-	return err
+	return frame.Write(w, b)
 }
 
 // maxFrame bounds a message (a launch's printf output is at most 4 MiB, base64 in JSON).
 const maxFrame = 16 << 20
 
 func readFrame(r io.Reader) (*lmsg, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return nil, fmt.Errorf("a message of %d bytes is over the limit", n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := frame.Read(r, maxFrame)
+	if err != nil {
 		return nil, err
 	}
 	var m lmsg

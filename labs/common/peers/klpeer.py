@@ -12,10 +12,20 @@ Timing follows the engine (internal/bench): CUDA events around each repetition, 
 first (at least warmup_min_ms), then repetitions until min_reps and the time budget (or
 max_reps), with L2 flushed before each when the suite asks (a 2×L2 buffer rewritten), as
 internal/lab/worker.go does for the lab's variants.
+
+In a lab of ranks (lab.yaml ranks:) every rank's worker starts the script, with its place in the
+request ("ranks": rank, size, local_rank, init_method, timeout_s, batch_target_ms, max_batch) and
+in torchrun's variables; main joins the ranks' torch.distributed group (NCCL) before run(peer),
+peer.rank, peer.world and peer.dist say where it is, and peer.time times as the engine times a
+collective (internal/lab/ranks_time.go): after a barrier, batches of K back-to-back calls between
+two CUDA events, K chosen from a first call so that a batch lasts about batch_target_ms, and every
+batch's time the slowest rank's, rank 0 deciding for every rank when to stop.
 """
 
+import datetime
 import json
 import math
+import os
 import sys
 import time
 import traceback
@@ -47,9 +57,15 @@ def read_request(stream=None):
 class Peer:
     """One problem for one peer: the request, the device, a seeded generator, the check's result."""
 
-    def __init__(self, req, torch):
+    def __init__(self, req, torch, dist=None):
         self.req = req
         self.torch = torch
+        self.dist = dist  # torch.distributed, joined, in a lab of ranks; else None
+        ranks = req.get("ranks") or {}
+        self.rank = int(ranks.get("rank", 0))
+        self.world = int(ranks.get("size", 1))
+        self.batch = None  # runs per timed batch (a lab of ranks)
+        self.others_wrong = False  # a lab of ranks: this rank's check passed, another's did not
         self.params = req["params"]
         self.tolerance = float(req["tolerance"])
         self.device = torch.device("cuda", int(req["device"]))
@@ -84,18 +100,34 @@ class Peer:
             method += "; %d elements not finite" % unwritten
         self.report = {"ok": bool(ok), "method": method, "checked": int(n), "rel_err": rel,
                        "max_abs_err": maxabs, "tolerance": tol}
+        if self.dist is not None:
+            # Every rank goes on to time() only if every rank's check passed: a rank that alone
+            # went on would wait in a collective the others never join.
+            t = torch.tensor([0.0 if ok else 1.0], dtype=torch.float64, device=self.device)
+            self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+            self.others_wrong = ok and t.item() > 0
+            return ok and not self.others_wrong
         return ok
 
-    def time(self, fn):
-        """Times fn() with CUDA events as the engine does; needs a passing check first."""
+    def _flush_buffer(self):
+        """The buffer rewritten to flush L2 (2×L2), or None when the suite does not flush."""
+        torch = self.torch
+        if not self.req.get("flush_l2"):
+            return None
+        l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (50 << 20)
+        return torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=self.device)
+
+    def time(self, fn, poison=None):
+        """Times fn() with CUDA events as the engine does; needs a passing check first. In a lab
+        of ranks, poison() (when given) refills the outputs before every batch, outside the
+        events, so that a check after time() sees the last batch's work and nothing older."""
         if self.report is None or not self.report["ok"]:
             raise RuntimeError("time() before a passing check(): correct first")
+        if self.dist is not None:
+            return self._time_ranks(fn, poison)
         torch = self.torch
         b = self.req["bench"]
-        flush = None
-        if self.req.get("flush_l2"):
-            l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (50 << 20)
-            flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=self.device)
+        flush = self._flush_buffer()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         flips = [0]
@@ -127,9 +159,95 @@ class Peer:
             samples.append(ms)
         self.samples = samples
 
+    def _time_ranks(self, fn, poison):
+        """The engine's timing of a collective (internal/lab/ranks_time.go), in torch: every step
+        between batches is an all-reduce (max) of this rank's last batch time and rank 0's
+        decision whether another batch follows, read back on the host, so it is also the host
+        barrier before the next batch."""
+        torch, dist = self.torch, self.dist
+        b, rk = self.req["bench"], self.req["ranks"]
+        flush = self._flush_buffer()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        flips = [0]
+
+        def step(ms, more):
+            t = torch.tensor([ms, 1.0 if (self.rank == 0 and more) else 0.0], dtype=torch.float64, device=self.device)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            slowest, nxt = t.tolist()
+            return slowest, nxt > 0
+
+        def batch(k):
+            if poison is not None:
+                poison()
+            if flush is not None:
+                flips[0] = (flips[0] + 1) % 256
+                flush.fill_(flips[0])
+            start.record()
+            for _ in range(k):
+                fn()
+            end.record()
+            end.synchronize()
+            ms = start.elapsed_time(end)
+            if not (ms > 0) or math.isinf(ms):
+                raise RuntimeError("the CUDA event timer gave %r ms" % ms)
+            return ms / k
+
+        step(0.0, True)  # a barrier, then a first batch of one call, whose slowest time sets K
+        t1, _ = step(batch(1), True)
+        k = int(math.ceil(float(rk["batch_target_ms"]) / t1)) if t1 > 0 else 1
+        k = min(max(k, 1), max(int(rk["max_batch"]), 1))
+        began, i = time.monotonic(), 0
+        while True:  # warm-up batches
+            more = (i < b["warmup"] or (time.monotonic() - began) * 1e3 < b["warmup_min_ms"]) and i < 1000
+            _, nxt = step(0.0, more)
+            if not nxt:
+                break
+            batch(k)
+            i += 1
+        samples, ms = [], 0.0
+        began, i = time.monotonic(), 0
+        while True:  # timed batches until rank 0's budget is spent
+            more = i < max(b["max_reps"], 1) and (i < max(b["min_reps"], 1) or (time.monotonic() - began) * 1e3 < b["budget_ms"])
+            slowest, nxt = step(ms, more)
+            if i > 0:
+                samples.append(slowest)
+            if not nxt:
+                break
+            ms = batch(k)
+            i += 1
+        self.samples, self.batch = samples, k
+
+
+def join_ranks(req, torch):
+    """Joins this rank's torch.distributed group (NCCL) in a lab of ranks; None in a lab of one
+    process. The device is bound first, as NCCL needs."""
+    rk = req.get("ranks")
+    if not rk:
+        return None
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_nccl_available():
+        raise Skip("this torch has no torch.distributed with NCCL: a peer of ranks needs it")
+    device = torch.device("cuda", int(req["device"]))
+    torch.cuda.set_device(device)
+    kw = dict(backend="nccl", init_method=rk["init_method"], rank=int(rk["rank"]), world_size=int(rk["size"]),
+              timeout=datetime.timedelta(seconds=float(rk["timeout_s"])))
+    try:
+        dist.init_process_group(device_id=device, **kw)
+    except TypeError:  # torch before 2.3 takes no device_id
+        dist.init_process_group(**kw)
+    return dist
+
 
 def versions(torch):
     v = {"torch": torch.__version__, "cuda": torch.version.cuda}
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_initialized() and hasattr(torch.cuda, "nccl"):
+        try:
+            nv = torch.cuda.nccl.version()  # a tuple (2, 21, 5); an int (2708) in old torch
+            v["nccl"] = ".".join(str(x) for x in nv) if isinstance(nv, tuple) else str(nv)
+        except Exception:
+            pass
     tr = sys.modules.get("triton")
     if tr is not None:
         v["triton"] = tr.__version__
@@ -155,23 +273,43 @@ def main(run, needs=("torch",), stdin=None, out=None):
     if torch is None or not torch.cuda.is_available():
         emit({"status": "skipped", "error": "torch sees no CUDA device"}, out)
         return _REPLY
+    dist = None
     try:
-        peer = Peer(req, torch)
+        dist = join_ranks(req, torch)
+        peer = Peer(req, torch, dist)
         run(peer)
     except Skip as e:
-        emit({"status": "skipped", "error": str(e)}, out)
-        return _REPLY
+        return _end(dist, {"status": "skipped", "error": str(e)}, out, clean=False)
     except Exception as e:
-        emit({"status": "failed", "error": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()[-1500:])}, out)
-        return _REPLY
+        return _end(dist, {"status": "failed", "error": "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()[-1500:])}, out, clean=False)
     reply = {"versions": versions(torch)}
     if peer.report is None:
         reply.update(status="failed", error="the peer never checked its output (peer.check)")
     elif not peer.report["ok"]:
         reply.update(status="wrong", check=peer.report)
+    elif peer.others_wrong:
+        reply.update(status="failed", error="another rank's check failed (its entry says which): not timed", check=peer.report)
     elif not peer.samples:
         reply.update(status="failed", error="the peer never timed itself (peer.time)", check=peer.report)
     else:
         reply.update(status="ok", check=peer.report, samples_ms=peer.samples)
+        if peer.batch:
+            reply["batch"] = peer.batch
+    return _end(dist, reply, out, clean=True)
+
+
+def _end(dist, reply, out, clean):
+    """Prints the reply. A peer of ranks leaves its group: cleanly when every rank got through
+    run() alike (clean); after an error it exits at once instead, since the other ranks may wait in
+    a collective that this one will never join (their group's timeout ends them)."""
+    if dist is not None and clean:
+        try:
+            dist.destroy_process_group()
+        except Exception:
+            pass
     emit(reply, out)
+    if dist is not None and not clean:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return _REPLY

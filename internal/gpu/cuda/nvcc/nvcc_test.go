@@ -18,12 +18,7 @@ import (
 
 // The test binary stands in for labrun when a submission's compiler is started in the sandbox
 // ("labrun __sandbox POLICY -- PROGRAM").
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.WrapperCommand {
-		os.Exit(sandbox.WrapperMain(os.Args[2:]))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(sandbox.StandIn(m.Run)) }
 
 // course is the repository's root and the shared headers' folder (labs/common), for builds that
 // include them; the stand-in nvcc preprocesses with the emulator's host compiler.

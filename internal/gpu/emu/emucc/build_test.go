@@ -98,18 +98,34 @@ func emuRepo(t *testing.T) (root string, includes []string) {
 	return root, []string{filepath.Join(root, "labs", "common")} // emu/ is found from labs/common
 }
 
-func TestBuildCompileErrorsAreFileLine(t *testing.T) {
+// buildNew writes body as the kernel file name in a new folder and builds it with the course's
+// shared headers, caching in that folder; it returns the file and what the build returns.
+func buildNew(t *testing.T, name, body string) (src, log string, err error) {
+	t.Helper()
 	_, inc := emuRepo(t)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "broken.cu")
-	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n\nextern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n"), 0o644))
-	_, log, err := buildAt(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	src = filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(src, []byte(body), 0o644))
+	_, log, err = buildAt(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	return src, log, err
+}
+
+// requireErrorAt requires err to be a compile error whose first error is at file:line, and
+// returns that diagnostic.
+func requireErrorAt(t *testing.T, err error, file string, line int) toolchain.Diagnostic {
+	t.Helper()
 	var ce *toolchain.CompileError
 	require.True(t, errors.As(err, &ce), "%v", err)
 	first, ok := ce.First()
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, src, first.File)
-	assert.Equal(t, 4, first.Line)
+	assert.Equal(t, file, first.File)
+	assert.Equal(t, line, first.Line)
+	return first
+}
+
+func TestBuildCompileErrorsAreFileLine(t *testing.T) {
+	src, log, err := buildNew(t, "broken.cu", "#include \"kl.cuh\"\n\nextern \"C\" __global__ void k(float* x) {\n    x[0] = undefined_name;\n}\n")
+	first := requireErrorAt(t, err, src, 4)
 	assert.Contains(t, first.Message, "undefined_name")
 	assert.Contains(t, err.Error(), src+":4: error:")
 	assert.Contains(t, log, "undefined_name")
@@ -117,13 +133,9 @@ func TestBuildCompileErrorsAreFileLine(t *testing.T) {
 
 // Like nvcc, the emulator compiles a kernel file that includes nothing.
 func TestBuildWithoutIncludes(t *testing.T) {
-	_, inc := emuRepo(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "bare.cu")
-	require.NoError(t, os.WriteFile(src, []byte("extern \"C\" __global__ void bare(float* x) { x[threadIdx.x] = 1; }\n"), 0o644))
-	_, _, err := buildAt(context.Background(), src, inc, filepath.Join(dir, "cache"))
+	src, _, err := buildNew(t, "bare.cu", "extern \"C\" __global__ void bare(float* x) { x[threadIdx.x] = 1; }\n")
 	require.NoError(t, err)
-	gens, _ := filepath.Glob(filepath.Join(dir, "cache", "bare-*.gen.cc"))
+	gens, _ := filepath.Glob(filepath.Join(filepath.Dir(src), "cache", "bare-*.gen.cc"))
 	require.Len(t, gens, 1)
 	gen, _ := os.ReadFile(gens[0])
 	assert.Contains(t, string(gen), "KL_EMU_ENTRY(bare, ")

@@ -17,12 +17,7 @@ import (
 
 // The test binary stands in for labrun when a submission's compiler is started in the sandbox
 // ("labrun __sandbox POLICY -- PROGRAM").
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.WrapperCommand {
-		os.Exit(sandbox.WrapperMain(os.Args[2:]))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(sandbox.StandIn(m.Run)) }
 
 // A submission built hermetically cannot read the course tree: includes the scan cannot see (a
 // macro-built path that climbs from labs/common to a lab's exercises) fail the dependency audit.
@@ -88,12 +83,7 @@ func TestSubmissionDeviceCheck(t *testing.T) {
 	src := filepath.Join(dir, "host_only.cu")
 	require.NoError(t, os.WriteFile(src, []byte("#include \"kl.cuh\"\n#include <vector>\n\nextern \"C\" __global__ void k(float* x) {\n    std::vector<float> v(4);\n    x[threadIdx.x] = v[0];\n}\n"), 0o644))
 	_, err := build(context.Background(), toolchain.Request{Source: src, IncludeDirs: inc, Submission: sub}, filepath.Join(dir, "cache"))
-	var ce *toolchain.CompileError
-	require.True(t, errors.As(err, &ce), "%v", err)
-	first, ok := ce.First()
-	require.True(t, ok, "%v", err)
-	assert.Equal(t, src, first.File)
-	assert.Equal(t, 5, first.Line)
+	requireErrorAt(t, err, src, 5)
 	assert.Contains(t, err.Error(), "device-code check")
 
 	// Without the check, the host compiler accepts it.
