@@ -120,17 +120,11 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	}
 	// An empty buffer of an uneven all-to-all still gets one element, so that every rank has a
 	// pointer to hand out; the kernels never touch it.
-	if c.in, err = lab.AllocShared[T](env, "input", max(c.inCount, 1)); err != nil {
-		return nil, err
-	}
-	if err := c.in.Mine.CopyFromHost(append(mine, make([]T, max(0, 1-c.inCount))...), nil); err != nil {
+	if c.in, err = lab.UploadShared(env, "input", append(mine, make([]T, max(0, 1-c.inCount))...)); err != nil {
 		return nil, err
 	}
 	if op == AllToAllV {
-		if c.sizeRows, err = lab.AllocShared[int32](env, "block sizes", c.n); err != nil {
-			return nil, err
-		}
-		if err := c.sizeRows.Mine.CopyFromHost(c.blocks.Row(c.rank), nil); err != nil {
+		if c.sizeRows, err = lab.UploadShared(env, "block sizes", c.blocks.Row(c.rank)); err != nil {
 			return nil, err
 		}
 	}
