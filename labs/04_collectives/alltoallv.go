@@ -164,11 +164,12 @@ func ReferenceV(ins [][]float32, b Blocks, r int) []float64 {
 }
 
 // WorkOfV counts the bytes of an uneven all-to-all as nccl-tests counts all_to_all's (n·S per
-// rank, then the bus factor (n−1)/n), S being the mean block: the total sent over n ranks.
-func WorkOfV(b Blocks) lab.Work {
+// rank, then the bus factor (n−1)/n), S being the mean block: the total sent over n ranks, of
+// elements of size bytes.
+func WorkOfV(b Blocks, size int) lab.Work {
 	n := len(b)
 	if n == 0 {
 		return lab.Work{}
 	}
-	return lab.Work{Bytes: 4 * float64(b.Total()) / float64(n) * BusFactor(AllToAllV, n)}
+	return lab.Work{Bytes: float64(size) * float64(b.Total()) / float64(n) * BusFactor(AllToAllV, n)}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // What each collective is, apart from any device: its sizes, its reference, its byte count.
@@ -37,11 +38,12 @@ func (o Op) String() string {
 	return "allreduce"
 }
 
-// OpOf says which collective a suite measures, by the start of its name: allgather...,
-// reduce_scatter..., all_to_allv..., all_to_all...; the others are allreduces.
+// OpOf says which collective a suite measures, by the start of its name after any "bf16_" (the
+// suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter..., all_to_allv...,
+// all_to_all...; the others are allreduces.
 func OpOf(s *lab.Suite) Op {
 	for _, o := range []Op{AllGather, ReduceScatter, AllToAllV, AllToAll} { // all_to_allv before its prefix
-		if strings.HasPrefix(s.Name, o.String()) {
+		if strings.HasPrefix(strings.TrimPrefix(s.Name, "bf16_"), o.String()) {
 			return o
 		}
 	}
@@ -49,7 +51,7 @@ func OpOf(s *lab.Suite) Op {
 }
 
 // Counts are the per-rank element counts of a collective's input and output for n ranks and the
-// problem's count (bytes/4): for allreduce count in and out; for all-gather count in, n·count
+// problem's count (bytes per element): for allreduce count in and out; for all-gather count in, n·count
 // out; for reduce-scatter and all-to-all count is one block (nccl-tests' count): n blocks in,
 // one block (reduce-scatter) or n blocks (all-to-all) out.
 func Counts(op Op, n, count int) (in, out int) {
@@ -64,18 +66,19 @@ func Counts(op Op, n, count int) (in, out int) {
 	return count, count
 }
 
-// CountOf reads a problem's per-rank size in bytes and returns the element count (fp32).
-func CountOf(p lab.Problem) (int, error) {
-	b := p.Int("bytes", 0)
+// CountOf reads a problem's per-rank size in bytes and returns the element count in precision
+// prec (4 bytes an fp32 element, 2 a bf16 one).
+func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
+	b, e := p.Int("bytes", 0), int64(prec.Bytes())
 	switch {
-	case b < 4:
-		return 0, fmt.Errorf("problem %q: bytes must be at least 4 (one fp32 element), got %d", p.Name, b)
-	case b%4 != 0:
-		return 0, fmt.Errorf("problem %q: bytes = %d is not a whole number of fp32 elements (a multiple of 4)", p.Name, b)
-	case b/4 > math.MaxInt32:
-		return 0, fmt.Errorf("problem %q: %d elements is beyond the kernels' 32-bit counts", p.Name, b/4)
+	case b < e:
+		return 0, fmt.Errorf("problem %q: bytes must be at least %d (one %s element), got %d", p.Name, e, prec, b)
+	case b%e != 0:
+		return 0, fmt.Errorf("problem %q: bytes = %d is not a whole number of %s elements (a multiple of %d)", p.Name, b, prec, e)
+	case b/e > math.MaxInt32:
+		return 0, fmt.Errorf("problem %q: %d elements is beyond the kernels' 32-bit counts", p.Name, b/e)
 	}
-	return int(b / 4), nil
+	return int(b / e), nil
 }
 
 // BusFactor is nccl-tests' ratio busbw / algbw for n ranks: 2(n−1)/n for allreduce, (n−1)/n for
@@ -92,10 +95,10 @@ func BusFactor(op Op, n int) float64 {
 }
 
 // AlgBytes are the bytes that nccl-tests divides by the time for algbw: the per-rank buffer S
-// for allreduce; n blocks of S = 4·count for the others (received by all-gather, sent by
-// reduce-scatter, sent and received by all-to-all).
-func AlgBytes(op Op, n, count int) float64 {
-	s := 4 * float64(count)
+// for allreduce; n blocks of S = size·count for the others (received by all-gather, sent by
+// reduce-scatter, sent and received by all-to-all), size being the bytes of an element.
+func AlgBytes(op Op, n, count, size int) float64 {
+	s := float64(size) * float64(count)
 	if op == AllReduce {
 		return s
 	}
@@ -105,8 +108,8 @@ func AlgBytes(op Op, n, count int) float64 {
 // WorkOf is the work of one collective: Bytes = AlgBytes · BusFactor, so that the engine's GB/s
 // (Bytes / time) is the bus bandwidth. No FLOPs: the (n−1)·count additions per rank are never
 // what limits a collective, and a TFLOP/s figure would only distract.
-func WorkOf(op Op, n, count int) lab.Work {
-	return lab.Work{Bytes: AlgBytes(op, n, count) * BusFactor(op, n)}
+func WorkOf(op Op, n, count, size int) lab.Work {
+	return lab.Work{Bytes: AlgBytes(op, n, count, size) * BusFactor(op, n)}
 }
 
 // Reference computes what rank `rank` must hold, from every rank's input: the float64
@@ -153,8 +156,12 @@ func Reference(op Op, ins [][]float32, rank int) []float64 {
 // SameForAllRanks says whether every rank's reference is the same (allreduce, all-gather).
 func SameForAllRanks(op Op) bool { return op == AllReduce || op == AllGather }
 
-// fillInputs fills x with values uniform in ±[2^-10, 1): random signs, never zero.
-func fillInputs(x []float32, seed uint64) {
+// elem is how a case's data lies in device memory: fp32, or bf16 bit patterns.
+type elem interface{ float32 | uint16 }
+
+// fillInputs fills x with values uniform in ±[2^-10, 1): random signs, never zero; rounded to bf16
+// in place for bf16 data (T uint16). It returns them as the device holds them.
+func fillInputs[T elem](x []float32, seed uint64) []T {
 	r := rand.New(rand.NewPCG(seed, seed^0xda942042e4dd58b5))
 	for i := range x {
 		v := float32(r.Float64()*(1-1.0/1024) + 1.0/1024)
@@ -163,10 +170,18 @@ func fillInputs(x []float32, seed uint64) {
 		}
 		x[i] = v
 	}
+	if dev, ok := any(x).([]T); ok {
+		return dev
+	}
+	return any(matref.RoundBF16(x)).([]T)
 }
 
-// Grid is the launch of a kernel variant over `work` elements on a device with sms SMs.
+// Grid is the launch of a kernel variant over `work` elements on a device with sms SMs: one
+// thread for every vec of them (ParamVec).
 func Grid(params map[string]int64, work, sms int) (grid, threads int) {
+	if v := int(params[ParamVec]); v > 1 {
+		work = (work + v - 1) / v
+	}
 	threads = 256
 	if t, ok := params[ParamThreads]; ok && t > 0 {
 		threads = int(t)
@@ -196,4 +211,19 @@ func RingStep(n, r, t int) (chunk int, reduce bool) {
 	}
 	s := t - (n - 1)
 	return ((r-s)%n + n) % n, false
+}
+
+// PartialSums is ‖Σ_r |x_r|‖₂ / ‖Σ_r x_r‖₂ over the elements of a sum (ref, from element lo of
+// the inputs): the most a partial sum can exceed the whole, in norm. A variant that rounds each
+// partial sum to bf16 (the ring; NCCL, which adds bf16 pairs at every hop) errs by up to 2^-8 of it.
+func PartialSums(ins [][]float32, ref []float64, lo int) float64 {
+	var abs, sum float64
+	for i, s := range ref {
+		a := 0.0
+		for _, x := range ins {
+			a += math.Abs(float64(x[lo+i]))
+		}
+		abs, sum = abs+a*a, sum+s*s
+	}
+	return math.Sqrt(abs / max(sum, math.SmallestNonzeroFloat64))
 }

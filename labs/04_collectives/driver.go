@@ -5,7 +5,8 @@
 // Like a collective of nccl-tests, the driver supplies only what differs: each rank's buffers
 // and inputs, the reference (a float64 sum or concatenation of every rank's inputs, which every
 // rank draws from the same seeds), one call per variant, and the byte count that makes the
-// engine's GB/s the bus bandwidth. The engine starts the ranks, keeps them in step, poisons and
+// engine's GB/s the bus bandwidth. Suites named bf16_... move bf16 data (lab.PrecisionOf), the
+// others fp32, through the same case. The engine starts the ranks, keeps them in step, poisons and
 // checks every rank's output, times back-to-back runs and frees everything.
 package collectives
 
@@ -43,7 +44,8 @@ const (
 
 // Launch parameters a kernel variant may set (lab.yaml params:): threads per block (256) and
 // blocks per SM (2), the grid being min(blocks the elements need, SMs × blocks_per_sm) with the
-// kernels looping over what is left (grid-stride); shared_out: 1 for kernels that write their
+// kernels looping over what is left (grid-stride); vec: 8 for kernels whose threads move 8 elements
+// at once (16 bytes of bf16); shared_out: 1 for kernels that write their
 // peers' outputs (a push), whose outputs every rank must map; fused_barrier: 1 for kernels that
 // synchronise the ranks themselves (kl_rank_barrier_start/end, taking the signals after their
 // buffers), which the engine's barrier kernel otherwise brackets.
@@ -52,6 +54,7 @@ const (
 	ParamBlocksPerSM  = "blocks_per_sm"
 	ParamSharedOut    = "shared_out"
 	ParamFusedBarrier = "fused_barrier"
+	ParamVec          = "vec"
 )
 
 // Lab is the driver of lab 04.
@@ -62,70 +65,80 @@ func init() { lab.RegisterDriver(LabDir, Lab{}) }
 var _ lab.Driver = Lab{}
 
 // collCase is one prepared problem on this rank.
-type collCase struct {
+type collCase[T elem] struct {
 	env         *lab.Env
 	op          Op
+	prec        lab.Precision
 	rank, n     int
 	count       int
-	ins         [][]float32 // every rank's input (each rank draws them all), for the reference
+	ins         [][]float32 // every rank's input (each rank draws them all; bf16 values in bf16 suites), for the reference
 	blocks      Blocks      // the uneven all-to-all's block sizes (the same on every rank)
-	in          *lab.Shared[float32]
+	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
-	out         *gpu.Buffer[float32] // this rank's output
-	outs        *lab.Shared[float32] // every rank's output, for kernels that push (shared_out)
-	sig         *gpu.Buffer[uint64]  // the device barrier's signals
-	inCount, oc int                  // this rank's input and output lengths
-	sym         symmetric            // NCCL's symmetric window of the input, made on first use
+	out         *gpu.Buffer[T]      // this rank's output
+	outs        *lab.Shared[T]      // every rank's output, for kernels that push (shared_out)
+	sig         *gpu.Buffer[uint64] // the device barrier's signals
+	inCount, oc int                 // this rank's input and output lengths
+	sym         symmetric           // NCCL's symmetric window of the input, made on first use
 }
 
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
 // the shared input and its output, and the signals of the device barrier.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	count, err := CountOf(p)
+	if lab.PrecisionOf(s) == lab.BF16 {
+		return prepare[uint16](env, s, p)
+	}
+	return prepare[float32](env, s, p)
+}
+
+func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	prec := lab.PrecisionOf(s)
+	count, err := CountOf(p, prec)
 	if err != nil {
 		return nil, err
 	}
 	w := env.World()
 	op := OpOf(s)
-	c := &collCase{env: env, op: op, rank: w.Rank, n: w.Size, count: count}
+	c := &collCase[T]{env: env, op: op, prec: prec, rank: w.Rank, n: w.Size, count: count}
 	if op == AllToAllV {
 		if c.blocks, err = BlockSizes(p, c.n, count, env.RNG); err != nil {
 			return nil, err
 		}
 	}
+	var mine []T
 	for r := range c.n {
 		in, _ := c.sizesOf(r)
 		x := make([]float32, in)
-		fillInputs(x, env.RNG.Uint64())
+		if dev := fillInputs[T](x, env.RNG.Uint64()); r == c.rank {
+			mine = dev
+		}
 		c.ins = append(c.ins, x)
 	}
 	c.inCount, c.oc = c.sizesOf(c.rank)
-	if err := lab.NeedMemory(env, 4*int64(c.inCount+c.oc)); err != nil {
+	if err := lab.NeedMemory(env, int64(prec.Bytes())*int64(c.inCount+c.oc)); err != nil {
 		return nil, err
 	}
 	// An empty buffer of an uneven all-to-all still gets one element, so that every rank has a
 	// pointer to hand out; the kernels never touch it.
-	if c.in, err = lab.AllocShared[float32](env, "input", max(c.inCount, 1)); err != nil {
-		return nil, err
-	}
-	if err := c.in.Mine.CopyFromHost(append(c.ins[c.rank], make([]float32, max(0, 1-c.inCount))...), nil); err != nil {
+	if c.in, err = lab.UploadShared(env, "input", append(mine, make([]T, max(0, 1-c.inCount))...)); err != nil {
 		return nil, err
 	}
 	if op == AllToAllV {
-		if c.sizeRows, err = lab.AllocShared[int32](env, "block sizes", c.n); err != nil {
-			return nil, err
-		}
-		if err := c.sizeRows.Mine.CopyFromHost(c.blocks.Row(c.rank), nil); err != nil {
+		if c.sizeRows, err = lab.UploadShared(env, "block sizes", c.blocks.Row(c.rank)); err != nil {
 			return nil, err
 		}
 	}
-	// The output: shared when a variant of the suite pushes into its peers' (shared_out).
+	// The output, NaN-poisoned: shared when a variant of the suite pushes into its peers' (shared_out).
+	poison := lab.PoisonNaN32
+	if prec == lab.BF16 {
+		poison = lab.PoisonNaN // 0xFFFF, a bf16 NaN
+	}
 	if slices.ContainsFunc(s.Variants, func(v *lab.Variant) bool { return v.Params[ParamSharedOut] != 0 }) {
-		if c.outs, err = lab.SharedOutput[float32](env, "output", max(c.oc, 1), lab.PoisonNaN32); err != nil {
+		if c.outs, err = lab.SharedOutput[T](env, "output", max(c.oc, 1), poison); err != nil {
 			return nil, err
 		}
 		c.out = c.outs.Mine
-	} else if c.out, err = lab.Output[float32](env, "output", max(c.oc, 1), lab.PoisonNaN32); err != nil {
+	} else if c.out, err = lab.Output[T](env, "output", max(c.oc, 1), poison); err != nil {
 		return nil, err
 	}
 	c.sig, err = env.Signals()
@@ -133,7 +146,7 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 }
 
 // sizesOf are rank r's input and output lengths.
-func (c *collCase) sizesOf(r int) (in, out int) {
+func (c *collCase[T]) sizesOf(r int) (in, out int) {
 	if c.op == AllToAllV {
 		return c.blocks.Sent(r), c.blocks.Received(r)
 	}
@@ -142,7 +155,7 @@ func (c *collCase) sizesOf(r int) (in, out int) {
 
 // Run is one collective on this rank's stream, with no host in between: NCCL's call, or the
 // kernel between two device barriers (inside it, for kernels that fuse them).
-func (c *collCase) Run(v *lab.Variant) error {
+func (c *collCase[T]) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runLibrary(v)
 	}
@@ -165,7 +178,7 @@ func (c *collCase) Run(v *lab.Variant) error {
 	return c.env.DeviceBarrier(st)
 }
 
-func (c *collCase) launch(v *lab.Variant, st gpu.Stream) error {
+func (c *collCase[T]) launch(v *lab.Variant, st gpu.Stream) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
 		return err
@@ -212,7 +225,7 @@ func (c *collCase) launch(v *lab.Variant, st gpu.Stream) error {
 // step, a device barrier after each: step t+1 starts on no rank before every rank has finished
 // step t, so a rank reads its left neighbour's chunk after it was written (read after write) and
 // overwrites its own chunk after its right neighbour has read it (write after read).
-func (c *collCase) runRing(k gpu.Kernel, v *lab.Variant, st gpu.Stream) error {
+func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant, st gpu.Stream) error {
 	if c.outs == nil {
 		return fmt.Errorf("variant %s: the ring reads its neighbour's output (set %s: 1 on a variant of the suite in lab.yaml)", v.Name, ParamSharedOut)
 	}
@@ -245,7 +258,7 @@ func (c *collCase) runRing(k gpu.Kernel, v *lab.Variant, st gpu.Stream) error {
 	return nil
 }
 
-func (c *collCase) runLibrary(v *lab.Variant) error {
+func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.env.RankCommunicator()
 	if err != nil {
 		return err
@@ -253,26 +266,32 @@ func (c *collCase) runLibrary(v *lab.Variant) error {
 	send, recv, st := c.in.Mine.DevicePtr(), c.out.DevicePtr(), c.env.Stream
 	switch {
 	case v.Library == LibAllReduce && c.op == AllReduce:
-		return comm.AllReduce(send, recv, c.count, gpu.F32, st)
+		return comm.AllReduce(send, recv, c.count, c.prec.DataType(), st)
 	case v.Library == LibAllGather && c.op == AllGather:
-		return comm.AllGather(send, recv, c.count, gpu.F32, st)
+		return comm.AllGather(send, recv, c.count, c.prec.DataType(), st)
 	case v.Library == LibReduceScatter && c.op == ReduceScatter:
-		return comm.ReduceScatter(send, recv, c.count, gpu.F32, st)
+		return comm.ReduceScatter(send, recv, c.count, c.prec.DataType(), st)
 	case v.Library == LibAllToAll && (c.op == AllToAll || c.op == AllToAllV):
 		b := c.blocks
 		if b == nil {
 			b = EqualBlocks(c.n, c.count)
 		}
 		sc, so, rc, ro := b.PerPeer(c.rank)
-		return comm.AllToAllV(send, sc, so, recv, rc, ro, gpu.F32, st)
+		return comm.AllToAllV(send, sc, so, recv, rc, ro, c.prec.DataType(), st)
 	}
 	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s and %s)",
 		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll)
 }
 
 // Check compares this rank's output with the reference (the engine reports the worst rank's).
-func (c *collCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	got, err := out.Float32(c.out)
+func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	var got []float32
+	var err error
+	if b, ok := any(c.out).(*gpu.Buffer[uint16]); ok {
+		got, err = out.BF16(b)
+	} else {
+		got, err = out.Float32(any(c.out).(*gpu.Buffer[float32]))
+	}
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -282,7 +301,13 @@ func (c *collCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error)
 	} else {
 		ref = Reference(c.op, c.ins, c.rank)
 	}
-	rep := check.Against(got[:c.oc], ref, out.Tolerance()) // an empty output has one unwritten element
+	// lab.yaml's bf16 tolerance is one rounding of the sum; the ring and NCCL round n−2 partial sums too.
+	tol := out.Tolerance()
+	if c.prec == lab.BF16 && c.n > 2 && (c.op == AllReduce || c.op == ReduceScatter) && (v.Library != "" || v.Entry == EntryRing) {
+		lo := map[Op]int{ReduceScatter: c.rank * c.count}[c.op] // where this rank's elements start in the inputs
+		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
+	}
+	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
 	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWord(c.op), c.n)
 	return rep, nil
 }
@@ -302,9 +327,9 @@ func refWord(op Op) string {
 }
 
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).
-func (c *collCase) Work() lab.Work {
+func (c *collCase[T]) Work() lab.Work {
 	if c.op == AllToAllV {
-		return WorkOfV(c.blocks)
+		return WorkOfV(c.blocks, c.prec.Bytes())
 	}
-	return WorkOf(c.op, c.n, c.count)
+	return WorkOf(c.op, c.n, c.count, c.prec.Bytes())
 }

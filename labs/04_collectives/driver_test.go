@@ -1,8 +1,10 @@
 package collectives
 
 import (
+	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,18 +32,18 @@ func TestBusFactorsAreNCCLTests(t *testing.T) {
 func TestWorkIsBusBytes(t *testing.T) {
 	// 64 MiB per rank on 8 ranks: allreduce algbw counts S, busbw 2·7/8 of it.
 	s := 64 << 20
-	w := WorkOf(AllReduce, 8, s/4)
+	w := WorkOf(AllReduce, 8, s/4, 4)
 	assert.InDelta(t, float64(s)*1.75, w.Bytes, 1)
 	assert.Zero(t, w.FLOPs)
 	// All-gather: algbw counts the n·S received, busbw (n−1)/n of it = (n−1)·S.
-	w = WorkOf(AllGather, 8, s/4)
+	w = WorkOf(AllGather, 8, s/4, 4)
 	assert.InDelta(t, float64(s)*7, w.Bytes, 1)
-	assert.InDelta(t, 8*float64(s), AlgBytes(AllGather, 8, s/4), 1)
+	assert.InDelta(t, 8*float64(s), AlgBytes(AllGather, 8, s/4, 4), 1)
 	// Reduce-scatter and all-to-all: S is one block (nccl-tests' count); algbw counts the n·S
 	// sent, busbw (n−1)/n of it.
 	for _, op := range []Op{ReduceScatter, AllToAll} {
-		assert.InDelta(t, 8*float64(s), AlgBytes(op, 8, s/4), 1, "%v", op)
-		assert.InDelta(t, float64(s)*7, WorkOf(op, 8, s/4).Bytes, 1, "%v", op)
+		assert.InDelta(t, 8*float64(s), AlgBytes(op, 8, s/4, 4), 1, "%v", op)
+		assert.InDelta(t, float64(s)*7, WorkOf(op, 8, s/4, 4).Bytes, 1, "%v", op)
 	}
 }
 
@@ -59,15 +61,30 @@ func TestCounts(t *testing.T) {
 
 func TestCountOf(t *testing.T) {
 	p := func(b int64) lab.Problem { return lab.Problem{Name: "x", Params: map[string]int64{"bytes": b}} }
-	n, err := CountOf(p(4004))
+	n, err := CountOf(p(4004), lab.FP32)
 	require.NoError(t, err)
 	assert.Equal(t, 1001, n)
-	_, err = CountOf(p(6))
+	_, err = CountOf(p(6), lab.FP32)
 	assert.ErrorContains(t, err, "multiple of 4")
-	_, err = CountOf(p(0))
+	_, err = CountOf(p(0), lab.FP32)
 	assert.ErrorContains(t, err, "at least 4")
-	_, err = CountOf(lab.Problem{Name: "none"})
+	_, err = CountOf(lab.Problem{Name: "none"}, lab.FP32)
 	assert.ErrorContains(t, err, "at least 4")
+	// bf16: two bytes an element, so 2002 bytes are 1001 elements and an odd size is refused.
+	n, err = CountOf(p(2002), lab.BF16)
+	require.NoError(t, err)
+	assert.Equal(t, 1001, n)
+	_, err = CountOf(p(3), lab.BF16)
+	assert.ErrorContains(t, err, "not a whole number of bf16 elements (a multiple of 2)")
+	_, err = CountOf(p(1), lab.BF16)
+	assert.ErrorContains(t, err, "at least 2 (one bf16 element)")
+}
+
+// The same bytes per rank give the same busbw bytes in either precision: twice the bf16 elements.
+func TestWorkOfBF16(t *testing.T) {
+	for _, op := range []Op{AllReduce, AllGather, ReduceScatter, AllToAll} {
+		assert.InDelta(t, WorkOf(op, 4, 1<<20, 4).Bytes, WorkOf(op, 4, 2<<20, 2).Bytes, 1e-6, "%v", op)
+	}
 }
 
 func TestReference(t *testing.T) {
@@ -157,7 +174,7 @@ func TestRingScheduleSimulated(t *testing.T) {
 
 func TestInputsAreNeverZero(t *testing.T) {
 	x := make([]float32, 1<<14)
-	fillInputs(x, 7)
+	fillInputs[float32](x, 7)
 	neg := 0
 	for _, v := range x {
 		require.NotZero(t, v)
@@ -168,8 +185,29 @@ func TestInputsAreNeverZero(t *testing.T) {
 	}
 	assert.InDelta(t, len(x)/2, neg, float64(len(x))/10, "both signs")
 	y := make([]float32, len(x))
-	fillInputs(y, 8)
+	fillInputs[float32](y, 8)
 	assert.NotEqual(t, x[:8], y[:8], "another seed, other inputs")
+
+	// bf16: the same draws rounded to bf16, x holding the values of the returned bit patterns
+	// (what the reference sums), still never zero and below 1.
+	z := make([]float32, len(x))
+	bits := fillInputs[uint16](z, 7)
+	require.Len(t, bits, len(z))
+	for i, v := range z {
+		require.Equal(t, math.Float32bits(v)>>16, uint32(bits[i]), "element %d is its bf16 pattern", i)
+		require.Zero(t, math.Float32bits(v)&0xFFFF, "element %d is a bf16 value", i)
+		require.NotZero(t, v)
+		require.LessOrEqual(t, math.Abs(float64(v-x[i])), math.Abs(float64(x[i]))/256, "element %d: rounded to nearest", i)
+	}
+}
+
+// PartialSums: with inputs of one sign a partial sum never exceeds the whole (1); cancellation
+// makes it larger; the offset selects a reduce-scatter block.
+func TestPartialSums(t *testing.T) {
+	ins := [][]float32{{1, 2, 0.5, -0.5}, {1, 2, -0.5, 0.25}}
+	assert.InDelta(t, 1, PartialSums(ins, Reference(AllReduce, ins, 0)[:2], 0), 1e-12)
+	// Block 1: sums 0 and -0.25 with |x| sums 1 and 0.75: ‖(1, 0.75)‖ / ‖(0, 0.25)‖ = 5.
+	assert.InDelta(t, 5, PartialSums(ins, Reference(ReduceScatter, ins, 1), 2), 1e-12)
 }
 
 func TestGrid(t *testing.T) {
@@ -181,6 +219,9 @@ func TestGrid(t *testing.T) {
 	assert.Equal(t, 256, th)
 	g, _ = Grid(nil, 0, 0)
 	assert.Equal(t, 1, g, "an empty chunk still launches one block")
+	// vec: 8 elements a thread, so 8·512 + 1 elements need two blocks, not nine.
+	g, _ = Grid(map[string]int64{"threads": 512, "vec": 8}, 8*512+1, 132)
+	assert.Equal(t, 2, g)
 }
 
 func TestManifest(t *testing.T) {
@@ -205,16 +246,16 @@ func TestManifest(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, ps, "%s/%s", s.Name, set)
 			for _, p := range ps {
-				_, err := CountOf(p)
+				_, err := CountOf(p, lab.PrecisionOf(s))
 				assert.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
 			}
 		}
-		assert.Equal(t, s.Name, OpOf(s).String())
+		assert.Equal(t, strings.TrimPrefix(s.Name, "bf16_"), OpOf(s).String())
 	}
 	grade := m.Suite("allreduce").Problems.Grade
 	counts := map[int]bool{}
 	for _, p := range grade {
-		c, _ := CountOf(p)
+		c, _ := CountOf(p, lab.FP32)
 		counts[c] = true
 	}
 	assert.True(t, counts[1], "the grade set has a one-element problem")
@@ -261,7 +302,7 @@ func TestBlocks(t *testing.T) {
 	for r := range 2 {
 		assert.Equal(t, Reference(AllToAll, ins2, r), ReferenceV(ins2, eq, r))
 	}
-	assert.InDelta(t, WorkOf(AllToAll, 2, 2).Bytes, WorkOfV(eq).Bytes, 1e-9)
+	assert.InDelta(t, WorkOf(AllToAll, 2, 2, 4).Bytes, WorkOfV(eq, 4).Bytes, 1e-9)
 }
 
 func TestBlockSizes(t *testing.T) {

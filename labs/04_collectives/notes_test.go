@@ -29,7 +29,7 @@ func TestNotesHaveTheSameSectionsAndCells(t *testing.T) {
 			_, err := os.Stat(filepath.Clean(f))
 			assert.NoError(t, err, c)
 		case strings.HasPrefix(c, "kl-results|"), strings.HasPrefix(c, "kl-plot|"):
-			s := regexp.MustCompile(`suite: ([a-z_]+)`).FindStringSubmatch(c)
+			s := regexp.MustCompile(`suite: ([a-z0-9_]+)`).FindStringSubmatch(c)
 			require.NotNil(t, s, c)
 			suite := m.Suite(s[1])
 			require.NotNil(t, suite, c)

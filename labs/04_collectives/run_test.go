@@ -93,7 +93,8 @@ func TestEmulatorRanks(t *testing.T) {
 					assert.EqualValues(t, tc.ranks, e.Data["ranks"], "%s/%s ran on every rank", e.Variant, e.Problem)
 				}
 			}
-			for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all", "all_to_allv"} {
+			for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all", "all_to_allv",
+				"bf16_allreduce", "bf16_allgather", "bf16_reduce_scatter", "bf16_all_to_all"} {
 				assert.True(t, suites[s], "suite %s ran", s)
 			}
 		})

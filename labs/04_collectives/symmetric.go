@@ -31,17 +31,17 @@ type symmetric struct {
 // (every rank gets there at the same point: the ranks run the same variants in the same order)
 // and fills it with this rank's input. It has one LSA barrier per block of the largest grid the
 // variant can launch on this device.
-func (c *collCase) window(v *lab.Variant) (gpu.SymmetricWindow, int, error) {
+func (c *collCase[T]) window(v *lab.Variant) (gpu.SymmetricWindow, int, error) {
 	if c.sym.win != nil || c.sym.err != nil {
 		return c.sym.win, c.sym.barriers, c.sym.err
 	}
 	barriers, _ := Grid(v.Params, math.MaxInt32, c.env.Device.Info().SMs)
-	w, err := lab.SymmetricWindow(c.env, "input", 4*int64(c.inCount), barriers)
+	w, err := lab.SymmetricWindow(c.env, "input", int64(c.prec.Bytes())*int64(c.inCount), barriers)
 	if err == nil {
 		err = c.lsaCoversWorld(w)
 	}
 	if err == nil {
-		err = c.env.Device.CopyDtoD(w.Local(), c.in.Mine.DevicePtr(), 4*int64(c.inCount), c.env.Stream)
+		err = c.env.Device.CopyDtoD(w.Local(), c.in.Mine.DevicePtr(), int64(c.prec.Bytes())*int64(c.inCount), c.env.Stream)
 	}
 	if err != nil {
 		c.sym.err = err
@@ -53,7 +53,7 @@ func (c *collCase) window(v *lab.Variant) (gpu.SymmetricWindow, int, error) {
 
 // lsaCoversWorld skips where NCCL's LSA team (the ranks this one reaches by load and store) is
 // not every rank: ranks on other nodes need the network, which LSA pointers do not cross.
-func (c *collCase) lsaCoversWorld(w gpu.SymmetricWindow) error {
+func (c *collCase[T]) lsaCoversWorld(w gpu.SymmetricWindow) error {
 	if n := w.LSARanks(); n != c.n {
 		return lab.Skip("NCCL's load/store team (LSA) of rank %d has %d of the %d ranks: the others are on other nodes, "+
 			"which LSA pointers do not reach (NCCL 2.28.7's GPU-initiated networking, GIN, would carry these kernels across nodes)", c.rank, n, c.n)
@@ -62,7 +62,7 @@ func (c *collCase) lsaCoversWorld(w gpu.SymmetricWindow) error {
 }
 
 // runSymmetric is one run of a kernel on NCCL's device API: one launch, its LSA barriers inside.
-func (c *collCase) runSymmetric(v *lab.Variant) error {
+func (c *collCase[T]) runSymmetric(v *lab.Variant) error {
 	w, barriers, err := c.window(v)
 	if err != nil {
 		return err
