@@ -29,7 +29,8 @@ func cmdProfile(fs *flags, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "write the recorded profiles as one JSON document to stdout")
 	fs.intro = `Usage: labrun profile NN [flags]
 
-Runs the chosen variants of lab NN in labrun's own process under Nsight Compute (ncu, from PATH
+Runs the chosen variants of lab NN in labrun's own process (a lab of ranks as a world of one
+rank) under Nsight Compute (ncu, from PATH
 or NCU=/path/to/ncu, with --clock-control none: the GPU keeps its clocks), collects a metric set
 for the kind of kernel (throughput as % of peak for SM, DRAM and L2; achieved occupancy and what
 limits it; registers and shared memory; warp stall reasons; shared-memory bank conflicts; L2 hit

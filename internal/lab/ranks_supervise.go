@@ -52,8 +52,9 @@ func (r *runner) ranksFor(gpus int) (int, error) {
 		}
 		return 0, nil
 	}
-	if r.o.InProcess {
-		return 0, &UsageError{fmt.Sprintf("--in-process: lab %s runs one process per rank, which one process cannot hold; run it without --in-process", r.man.Name)}
+	if r.o.InProcess && r.o.Ranks != 1 {
+		// One rank is a world that labrun's own process can hold (profilers see it there).
+		return 0, &UsageError{fmt.Sprintf("--in-process: lab %s runs one process per rank, and one process holds a world of one rank only: add --ranks 1, or run it without --in-process", r.man.Name)}
 	}
 	if r.o.Ranks > maxRanks {
 		return 0, &UsageError{fmt.Sprintf("--ranks %d: at most %d ranks", r.o.Ranks, maxRanks)}

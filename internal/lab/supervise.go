@@ -52,8 +52,8 @@ func (r *runner) supervise(ctx context.Context, jobs []Job, images map[string]st
 			spec.Untrusted = append(spec.Untrusted, path)
 		}
 		run := r.runWorker
-		if spec.Ranks > 0 {
-			run = r.runRanks // one process per rank (ranks_supervise.go)
+		if spec.Ranks > 0 && !r.o.InProcess {
+			run = r.runRanks // one process per rank (ranks_supervise.go); in-process: a world of one
 		}
 		res := run(ctx, spec, timeout, len(jobs), next)
 		for i, e := range res.entries {

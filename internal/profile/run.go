@@ -262,6 +262,11 @@ func (o Options) profileOne(ctx context.Context, man *lab.Manifest, j Job, dir s
 			"--suite", j.Suite.Name,
 			"--variant", j.Variant.Name, "--problem", j.Problem, "--quick", "--no-save", "--no-site",
 			"--seed", fmt.Sprint(o.Seed)}}
+	if man.HasRanks() {
+		// A lab of ranks runs in-process as a world of one rank: ncu does not follow the rank
+		// processes labrun starts (Go execs them without the libc calls its injection hooks).
+		iv.Target = append(iv.Target, "--ranks", "1")
+	}
 	jctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(jctx, o.NCU, iv.Args()...)

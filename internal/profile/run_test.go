@@ -93,6 +93,7 @@ func TestRunRecordsAndMerges(t *testing.T) {
 	assert.Contains(t, string(args), "--in-process")
 	assert.Contains(t, string(args), "--suite fp32 ")
 	assert.Contains(t, string(args), "--clock-control none")
+	assert.NotContains(t, string(args), "--ranks", "a lab of one process")
 
 	// A second profile of another variant keeps the first; profiling smem again replaces it.
 	_, err = Run(context.Background(), opts(root, bin, "vectorized"))
@@ -103,6 +104,22 @@ func TestRunRecordsAndMerges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, f.Profiles, 4)
 	assert.Equal(t, "vectorized", f.Profiles[0].Variant)
+}
+
+// A lab of ranks is profiled in-process as a world of one rank: ncu does not see the rank
+// processes labrun starts.
+func TestRunLabOfRanksAsOneRank(t *testing.T) {
+	root, bin := course(t)
+	fakeLog(t, "ncu_two_kernels.log")
+	o := opts(root, bin, "fused_signal")
+	o.Lab, o.Suites = "05", nil
+	_, err := Run(context.Background(), o)
+	require.NoError(t, err)
+	args, err := os.ReadFile(filepath.Join(bin, "args"))
+	require.NoError(t, err)
+	assert.Contains(t, string(args), "--in-process")
+	assert.Contains(t, string(args), "--ranks 1")
+	assert.Contains(t, string(args), "--variant fused_signal ")
 }
 
 func TestRunErrorsKeepWhatWasRecorded(t *testing.T) {

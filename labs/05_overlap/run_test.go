@@ -6,11 +6,16 @@ package overlap_test
 // g++ or Boost.Context is missing, or with -short.
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/cuda"
 	_ "github.com/kernel-labs/kernellabs/internal/gpu/emu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 	overlap "github.com/kernel-labs/kernellabs/labs/05_overlap"
 )
@@ -31,6 +36,20 @@ func TestEmulatorRanks(t *testing.T) {
 			labtest.CheckAllOK(t, labtest.RunOnEmulator(t, overlap.LabDir, tc.set, tc.ranks), tc.set)
 		})
 	}
+}
+
+// A world of one rank in labrun's own process (--in-process --ranks 1, as labrun profile runs a
+// lab of ranks under ncu); more ranks than one process can hold are refused.
+func TestEmulatorInProcessWorldOfOne(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	out := labtest.RunOnEmulatorWith(t, root, overlap.LabDir, "emu", 1, func(o *lab.Options) { o.InProcess = true })
+	labtest.CheckAllOK(t, out, "emu")
+	_, err = lab.Run(context.Background(), lab.Options{Root: root, Lab: overlap.LabDir, Backend: "emu", Set: "emu", NoSave: true,
+		InProcess: true, Ranks: 2})
+	var usage *lab.UsageError
+	require.ErrorAs(t, err, &usage)
+	assert.Contains(t, err.Error(), "add --ranks 1")
 }
 
 // The ranks as a launcher starts them: separate labrun processes that read their rank from
