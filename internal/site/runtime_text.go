@@ -29,6 +29,8 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`inline PTX for Hopper \(([^)]*)\) runs on sm_90a GPUs only`), "面向 Hopper 的内联 PTX（$1）只能在 sm_90a GPU 上运行"},
 	{regexp.MustCompile(`NCCL and cuBLAS run on NVIDIA GPUs only`), "NCCL 和 cuBLAS 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`NCCL runs on NVIDIA GPUs only`), "NCCL 只在 NVIDIA GPU 上运行"},
+	{regexp.MustCompile(`NCCL's device API \(nccl_device\.h\) has no emulator form`), "NCCL 的设备端 API（nccl_device.h）在模拟器上没有对应形式"},
+	{regexp.MustCompile(`^(\S+) \(kernel (\d+)\) takes blocks of equal size; this problem's differ$`), "$1（核函数 $2）只接受大小相同的块；这个问题的块大小各不相同"},
 	{regexp.MustCompile(`a kernel on NCCL's device API \(nccl_device\.h\), which has no emulator form`),
 		"基于 NCCL 设备端 API（nccl_device.h）的核函数，模拟器上没有对应形式"},
 	{regexp.MustCompile(`cuBLAS is GPU-only`), "cuBLAS 只在 GPU 上运行"},
