@@ -85,7 +85,7 @@ type collCase[T elem] struct {
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
 // the shared input and its output, and the signals of the device barrier.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	if s.Name == "moe_dispatch" || s.Name == "moe_combine" {
+	if IsMoE(s) {
 		return prepareMoE(env, s, p) // moe.go
 	}
 	if lab.PrecisionOf(s) == lab.BF16 {

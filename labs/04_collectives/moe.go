@@ -31,6 +31,9 @@ const (
 	moeMetaWords  = 3    // per received row: source rank, source token, slot
 )
 
+// IsMoE says whether a suite is one of the MoE suites (moe.go), which have their own case.
+func IsMoE(s *lab.Suite) bool { return s.Name == "moe_dispatch" || s.Name == "moe_combine" }
+
 // moeRow is one received row: token `token` of rank src, its slot `slot` of k.
 type moeRow struct{ src, token, slot int }
 
@@ -98,6 +101,33 @@ func (m *moeRouting) rowsOf(d int) []moeRow {
 	return rows
 }
 
+// perRank is ⌈experts / n⌉: expert e lives on rank e / perRank.
+func (m *moeRouting) perRank() int { return (m.experts + m.n - 1) / m.n }
+
+// sendList is kernel 15's list of rank src: its (token, slot) pairs as t·k + j, by expert, then token.
+func (m *moeRouting) sendList(src int) []int32 {
+	var l []int32
+	for e := range m.experts {
+		for i, ex := range m.topk[src] {
+			if int(ex) == e {
+				l = append(l, int32(i))
+			}
+		}
+	}
+	return l
+}
+
+// rowsBetween is the number of rows rank src sends to rank dst (its pairs routed to dst's experts).
+func (m *moeRouting) rowsBetween(src, dst int) int {
+	r := 0
+	for _, e := range m.topk[src] {
+		if int(e)/m.perRank() == dst {
+			r++
+		}
+	}
+	return r
+}
+
 // expertOut is the expert's output for row r: bf16(scale_e · x), as the combine's input.
 func (m *moeRouting) expertOut(r moeRow) []float32 {
 	e := m.topk[r.src][r.token*m.k+r.slot]
@@ -126,6 +156,7 @@ type moeCase struct {
 	stage     *lab.Shared[uint16] // combine: k rows per token, which peers push into
 	out       *gpu.Buffer[uint16]
 	sig       *gpu.Buffer[uint64]
+	nccl      *moeNCCL  // the NCCL baseline's buffers, made on its first run
 	ref       []float64 // combine: this rank's tokens
 	absSum    float64   // combine: the largest Σ_j |w_j·y_j| of a token element (the tolerance)
 	totalRows int       // all ranks' received rows
@@ -214,7 +245,7 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 // 17 (the push), a device barrier, kernel 18 (the weighted sum); a device barrier before and after.
 func (c *moeCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
-		return lab.Skip("%s: the NCCL baseline of the MoE suites (all-to-allv plus the local permutation) is not written yet", v.Name)
+		return c.runNCCL(v)
 	}
 	if ok, why := c.env.AllReachable(); !ok {
 		return lab.Skip("%s", why)
@@ -312,4 +343,145 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 // the time is the metric (µs per call).
 func (c *moeCase) Work() lab.Work {
 	return lab.Work{Bytes: 2 * float64(c.totalRows) * float64(c.m.hidden)}
+}
+
+// The NCCL baseline (variant nccl_alltoallv): NCCL's all-to-allv, grouped ncclSend/ncclRecv, moves
+// contiguous blocks per peer, so the rows are permuted into blocks before it and back after it
+// (kernels 19 and 20), as a MoE layer on NCCL does. The per-peer sizes of the calls come from the
+// host's copy of the routing: a layer would exchange the counts first and copy them to the host, a
+// synchronisation this baseline does not pay. On the device it still exchanges the counts (an
+// all-to-all of them) and the (token, slot) pairs, from which kernel 20 lays out the rows and
+// writes the metadata. int32 words travel as fp32 ones: NCCL only copies them.
+type moeNCCL struct {
+	sendRows, recvRows *gpu.Buffer[uint16]
+	pairs, counts      *gpu.Buffer[int32] // dispatch: received pairs and counts; combine: this rank's list and the layout's counts
+	to, from           []int              // rows this rank sends to / receives from each rank
+}
+
+func (c *moeCase) runNCCL(v *lab.Variant) error {
+	comm, err := c.env.RankCommunicator()
+	if err != nil {
+		return err
+	}
+	m, st := c.m, c.env.Stream
+	T, H, K, R, P := m.tokens[c.rank], m.hidden, m.k, len(c.rows), m.perRank()
+	if c.nccl == nil {
+		if c.nccl, err = c.ncclBuffers(); err != nil {
+			return err
+		}
+	}
+	b := c.nccl
+	rows, err := c.env.KernelByEntry("moe_rows_by_pair")
+	if err != nil {
+		return fmt.Errorf("%w (list kernels/19_nccl_moe_rows.cu under helpers: in lab.yaml)", err)
+	}
+	perm, err := c.env.KernelByEntry("moe_permute")
+	if err != nil {
+		return fmt.Errorf("%w (list kernels/20_nccl_moe_permute.cu under helpers: in lab.yaml)", err)
+	}
+	sms := c.env.Device.Info().SMs
+	cfg := func(work int) gpu.LaunchConfig {
+		grid, threads := Grid(v.Params, work, sms)
+		return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
+	}
+	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(K), int32(H)
+	blocks := func(sizes []int, scale int) (counts, offsets []int) {
+		o := 0
+		for _, s := range sizes {
+			counts, offsets = append(counts, s*scale), append(offsets, o*scale)
+			o += s
+		}
+		return counts, offsets
+	}
+	if !c.combine {
+		count, err := c.env.KernelByEntry("moe_count")
+		if err != nil {
+			return err
+		}
+		one := cfg(0)
+		one.Grid = gpu.D1(1)
+		if err := gpu.Launch(count, one, c.topk, int32(T*K), E, c.counts.Mine, c.sendlist.Mine); err != nil {
+			return err
+		}
+		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns lj.
+		var sc, so, rc, ro []int
+		for j := range m.n {
+			lj := max(0, min(m.experts, (j+1)*P)-j*P)
+			sc, so = append(sc, lj), append(so, j*P)
+			rc, ro = append(rc, max(0, min(m.experts, (c.rank+1)*P)-c.rank*P)), append(ro, j*P)
+		}
+		if err := comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
+			return err
+		}
+		if err := gpu.Launch(rows, cfg(T*K*H), c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*K), k, h, int32(0)); err != nil {
+			return err
+		}
+		sc, so = blocks(b.to, 1)
+		rc, ro = blocks(b.from, 1)
+		if err := comm.AllToAllV(c.sendlist.Mine.DevicePtr(), sc, so, b.pairs.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
+			return err
+		}
+		sc, so = blocks(b.to, H)
+		rc, ro = blocks(b.from, H)
+		if err := comm.AllToAllV(b.sendRows.DevicePtr(), sc, so, b.recvRows.DevicePtr(), rc, ro, gpu.BF16, st); err != nil {
+			return err
+		}
+		return gpu.Launch(perm, cfg(R*H), b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1))
+	}
+	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
+	if err := gpu.Launch(perm, cfg(R*H), c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)); err != nil {
+		return err
+	}
+	sc, so := blocks(b.from, H)
+	rc, ro := blocks(b.to, H)
+	if err := comm.AllToAllV(b.recvRows.DevicePtr(), sc, so, b.sendRows.DevicePtr(), rc, ro, gpu.BF16, st); err != nil {
+		return err
+	}
+	if err := gpu.Launch(rows, cfg(T*K*H), b.sendRows, c.stage.Mine, b.pairs, int32(T*K), k, h, int32(1)); err != nil {
+		return err
+	}
+	reduce, err := c.env.KernelByEntry("moe_combine_reduce")
+	if err != nil {
+		return err
+	}
+	return gpu.Launch(reduce, cfg(T*H), c.stage.Mine, c.weights, c.out, int32(T), k, h)
+}
+
+// ncclBuffers allocates the baseline's staging: T·k rows out (dispatch) or back (combine), R rows in
+// NCCL's order; for combine also this rank's send list and the layout's counts, which the dispatch
+// left (the host's copies of them).
+func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
+	m := c.m
+	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
+	b := &moeNCCL{}
+	for j := range m.n {
+		b.to, b.from = append(b.to, m.rowsBetween(c.rank, j)), append(b.from, m.rowsBetween(j, c.rank))
+	}
+	var err error
+	if b.sendRows, err = lab.Alloc[uint16](c.env, "NCCL send rows", max(1, T*m.k)*H); err != nil {
+		return nil, err
+	}
+	if b.recvRows, err = lab.Alloc[uint16](c.env, "NCCL received rows", max(1, R)*H); err != nil {
+		return nil, err
+	}
+	if !c.combine {
+		if b.pairs, err = lab.Alloc[int32](c.env, "NCCL received pairs", max(1, R)); err != nil {
+			return nil, err
+		}
+		b.counts, err = lab.Alloc[int32](c.env, "NCCL received counts", m.n*P)
+		return b, err
+	}
+	counts := make([]int32, m.n*P)
+	for src := range m.n {
+		for _, e := range m.topk[src] {
+			if int(e)/P == c.rank {
+				counts[src*P+int(e)-c.rank*P]++
+			}
+		}
+	}
+	if b.counts, err = lab.Upload(c.env, "layout counts", counts); err != nil {
+		return nil, err
+	}
+	b.pairs, err = lab.Upload(c.env, "send list", append(m.sendList(c.rank), 0))
+	return b, err
 }
