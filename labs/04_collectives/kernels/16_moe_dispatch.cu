@@ -1,15 +1,16 @@
 // 16 — MoE dispatch by pull: every rank gathers the rows routed to its experts from every rank.
 //
 // After kernel 15 and a device barrier, rank r owns experts e0 … e0+L−1 (L = ⌈experts / nranks⌉,
-// e0 = r·L; the last ranks own fewer where nranks does not divide the experts). Its receive buffer is packed by local expert, then by source rank, then in the
-// source's token order: segment (le, src) holds counts_src[e0+le] rows. Every block reads the
-// n·L counts from the peers' tables (peer memory), and takes the prefix sums in shared memory:
-// where each segment starts in the receive buffer, and where its list starts in the source's
-// sendlist. Then a grid-stride loop over rows × 16-byte vectors: a row finds its segment by a
-// binary search over the prefix sums, its (token, slot) in the source's sendlist, and copies the
-// token's hidden state from the source's x (peer memory) into the receive buffer. The first
-// vector's thread also writes the row's metadata (source rank, source token, slot): what the
-// combine needs to send the expert's output back to the right token's right slot.
+// e0 = r·L; the last ranks own fewer where nranks does not divide the experts). Its receive buffer
+// is packed by local expert, then by source rank, then in the source's token order: segment
+// (le, src) holds counts_src[e0+le] rows. Every block reads the n·L counts from the peers' tables
+// (peer memory) and takes the prefix sums in shared memory: where each segment starts in the
+// receive buffer, and where its list starts in the source's sendlist. Then a grid-stride loop
+// over rows × 16-byte vectors: a row finds its segment by a binary search over the prefix sums,
+// its (token, slot) in the source's sendlist, and copies the token's hidden state from the
+// source's x (peer memory) into the receive buffer. The first vector's thread also writes the
+// row's metadata (source rank, source token, slot): what the combine needs to send the expert's
+// output back to the right token's right slot.
 #include "kl.cuh"
 #include "bf16x8.cuh"
 
