@@ -85,6 +85,9 @@ type collCase[T elem] struct {
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
 // the shared input and its output, and the signals of the device barrier.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	if IsMoE(s) {
+		return prepareMoE(env, s, p) // moe.go
+	}
 	if lab.PrecisionOf(s) == lab.BF16 {
 		return prepare[uint16](env, s, p)
 	}

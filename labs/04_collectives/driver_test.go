@@ -230,6 +230,10 @@ func TestManifest(t *testing.T) {
 	assert.True(t, m.HasRanks(), "one process per rank")
 	assert.Equal(t, 2, m.DefaultRanks(true, 0), "two ranks on the emulator")
 	for _, s := range m.Suites {
+		if IsMoE(s) {
+			checkMoESuite(t, s)
+			continue
+		}
 		assert.Equal(t, "gbps", s.Metric)
 		base := s.Variant(s.Baseline)
 		require.NotNil(t, base, s.Name)
@@ -390,4 +394,34 @@ func TestNCCLDeviceVariants(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[Op]string{AllReduce: EntryNCCLOneShot, AllGather: EntryNCCLAllGather}, ops)
+}
+
+// The MoE suites: a time per call against NCCL's all-to-allv (skipped on the emulator), and problems
+// whose routing every world size of the tests can draw.
+func checkMoESuite(t *testing.T, s *lab.Suite) {
+	assert.Equal(t, "us", s.Metric, s.Name)
+	base := s.Variant(s.Baseline)
+	require.NotNil(t, base, s.Name)
+	assert.Equal(t, LibAllToAll, base.Library, s.Name)
+	assert.NotEmpty(t, base.EmuSkip, s.Name)
+	for _, set := range []string{"gpu", "emu", "grade"} {
+		ps, err := s.ProblemsFor(set)
+		require.NoError(t, err)
+		require.NotEmpty(t, ps, "%s/%s", s.Name, set)
+		for _, p := range ps {
+			for n := 1; n <= 8; n++ {
+				m, err := drawRouting(p, n, rand.New(rand.NewPCG(1, uint64(n))))
+				require.NoError(t, err, "%s/%s %s", s.Name, set, p.Name)
+				rows := 0
+				for d := range n {
+					rows += len(m.rowsOf(d))
+				}
+				total := 0
+				for _, tk := range m.tokens {
+					total += tk * m.k
+				}
+				assert.Equal(t, total, rows, "%s %s at %d ranks: every (token, slot) is received once", s.Name, p.Name, n)
+			}
+		}
+	}
 }

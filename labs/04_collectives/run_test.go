@@ -94,7 +94,7 @@ func TestEmulatorRanks(t *testing.T) {
 				}
 			}
 			for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all", "all_to_allv",
-				"bf16_allreduce", "bf16_allgather", "bf16_reduce_scatter", "bf16_all_to_all"} {
+				"bf16_allreduce", "bf16_allgather", "bf16_reduce_scatter", "bf16_all_to_all", "moe_dispatch", "moe_combine"} {
 				assert.True(t, suites[s], "suite %s ran", s)
 			}
 		})

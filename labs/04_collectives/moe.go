@@ -1,0 +1,487 @@
+package collectives
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/kernel-labs/kernellabs/internal/check"
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
+)
+
+// MoE dispatch and combine (suites moe_dispatch and moe_combine, kernels 15–18), with the
+// semantics of the distributed inference challenge's all2all problem: every rank has a random
+// number of tokens (1 … max_tokens), each routed to topk distinct experts, bf16 hidden states of
+// `hidden` elements and fp32 routing weights. Expert e lives on rank e / ⌈experts / n⌉.
+//
+// Dispatch: every rank receives, for each of its experts, the rows routed to it from every rank,
+// packed by local expert, then by source rank, then in the source's token order, with each row's
+// metadata (source rank, source token, slot). Combine: every rank sends its experts' outputs (here
+// the dispatched row times a per-expert scale, computed on the host) back to the tokens' home
+// ranks, which sum the k of them with the routing weights (fp32, rounded to bf16 once).
+const (
+	ParamExperts   = "experts"
+	ParamTopK      = "topk"
+	ParamHidden    = "hidden"
+	ParamMaxTokens = "max_tokens"
+
+	moeMaxExperts = 1024 // kernels 15 and 16's shared tables (MOE_MAX_EXPERTS)
+	moeMetaWords  = 3    // per received row: source rank, source token, slot
+)
+
+// IsMoE says whether a suite is one of the MoE suites (moe.go), which have their own case.
+func IsMoE(s *lab.Suite) bool { return s.Name == "moe_dispatch" || s.Name == "moe_combine" }
+
+// moeRow is one received row: token `token` of rank src, its slot `slot` of k.
+type moeRow struct{ src, token, slot int }
+
+// moeRouting is a problem's data, drawn the same on every rank (the same seeds).
+type moeRouting struct {
+	n, experts, k, hidden int
+	tokens                []int       // per rank
+	topk                  [][]int32   // per rank, tokens·k experts
+	weights               [][]float32 // per rank, tokens·k
+	x                     [][]float32 // per rank, tokens·hidden bf16 values
+	xBits                 [][]uint16
+	scale                 []float32 // per expert: the expert's output is bf16(scale·row)
+}
+
+func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
+	m := &moeRouting{n: n, experts: int(p.Int(ParamExperts, 0)), k: int(p.Int(ParamTopK, 0)), hidden: int(p.Int(ParamHidden, 0))}
+	maxTok := int(p.Int(ParamMaxTokens, 0))
+	switch {
+	case m.experts < 1 || m.experts > moeMaxExperts:
+		return nil, fmt.Errorf("problem %q: %s = %d must be 1 to %d", p.Name, ParamExperts, m.experts, moeMaxExperts)
+	case m.k < 1 || m.k > m.experts:
+		return nil, fmt.Errorf("problem %q: %s = %d must be 1 to %s (%d): a token's experts are distinct", p.Name, ParamTopK, m.k, ParamExperts, m.experts)
+	case m.hidden < 1 || maxTok < 1:
+		return nil, fmt.Errorf("problem %q: %s and %s must be at least 1 (got %d and %d)", p.Name, ParamHidden, ParamMaxTokens, m.hidden, maxTok)
+	case int64(n)*int64(maxTok)*int64(m.k)*int64(m.hidden) > math.MaxInt32:
+		return nil, fmt.Errorf("problem %q: %d ranks of %d tokens × %d slots × %d elements is beyond the kernels' 32-bit row counts", p.Name, n, maxTok, m.k, m.hidden)
+	}
+	for e := 0; e < m.experts; e++ {
+		m.scale = append(m.scale, float32(0.5+rng.Float64()))
+	}
+	for range n {
+		t := 1 + rng.IntN(maxTok)
+		m.tokens = append(m.tokens, t)
+		idx, w := make([]int32, t*m.k), make([]float32, t*m.k)
+		for i := range t {
+			var sum float64
+			for j, e := range rng.Perm(m.experts)[:m.k] { // k distinct experts
+				idx[i*m.k+j], w[i*m.k+j] = int32(e), float32(0.05+rng.Float64())
+				sum += float64(w[i*m.k+j])
+			}
+			for j := range m.k { // weights that sum to 1, as a softmax over the top k gives
+				w[i*m.k+j] = float32(float64(w[i*m.k+j]) / sum)
+			}
+		}
+		x := make([]float32, t*m.hidden)
+		m.xBits = append(m.xBits, fillInputs[uint16](x, rng.Uint64()))
+		m.topk, m.weights, m.x = append(m.topk, idx), append(m.weights, w), append(m.x, x)
+	}
+	return m, nil
+}
+
+// rowsOf lists what rank d receives, in the receive buffer's order.
+func (m *moeRouting) rowsOf(d int) []moeRow {
+	per := (m.experts + m.n - 1) / m.n
+	var rows []moeRow
+	for e := d * per; e < min(m.experts, (d+1)*per); e++ {
+		for src := range m.n {
+			for i, ex := range m.topk[src] {
+				if int(ex) == e {
+					rows = append(rows, moeRow{src, i / m.k, i % m.k})
+				}
+			}
+		}
+	}
+	return rows
+}
+
+// perRank is ⌈experts / n⌉: expert e lives on rank e / perRank.
+func (m *moeRouting) perRank() int { return (m.experts + m.n - 1) / m.n }
+
+// sendList is kernel 15's list of rank src: its (token, slot) pairs as t·k + j, by expert, then token.
+func (m *moeRouting) sendList(src int) []int32 {
+	var l []int32
+	for e := range m.experts {
+		for i, ex := range m.topk[src] {
+			if int(ex) == e {
+				l = append(l, int32(i))
+			}
+		}
+	}
+	return l
+}
+
+// rowsBetween is the number of rows rank src sends to rank dst (its pairs routed to dst's experts).
+func (m *moeRouting) rowsBetween(src, dst int) int {
+	r := 0
+	for _, e := range m.topk[src] {
+		if int(e)/m.perRank() == dst {
+			r++
+		}
+	}
+	return r
+}
+
+// expertOut is the expert's output for row r: bf16(scale_e · x), as the combine's input.
+func (m *moeRouting) expertOut(r moeRow) []float32 {
+	e := m.topk[r.src][r.token*m.k+r.slot]
+	y := make([]float32, m.hidden)
+	for c, v := range m.x[r.src][r.token*m.hidden : (r.token+1)*m.hidden] {
+		y[c] = m.scale[e] * v
+	}
+	matref.RoundBF16(y)
+	return y
+}
+
+// moeCase is one prepared problem on this rank.
+type moeCase struct {
+	env       *lab.Env
+	combine   bool
+	m         *moeRouting
+	rank      int
+	rows      []moeRow
+	x         *lab.Shared[uint16] // dispatch: this rank's tokens, which peers pull
+	topk      *gpu.Buffer[int32]
+	counts    *lab.Shared[int32] // dispatch: counts and list starts per expert (kernel 15)
+	sendlist  *lab.Shared[int32]
+	recv      *gpu.Buffer[uint16] // dispatch's outputs; combine's inputs (the expert outputs)
+	meta      *gpu.Buffer[int32]
+	weights   *gpu.Buffer[float32]
+	stage     *lab.Shared[uint16] // combine: k rows per token, which peers push into
+	out       *gpu.Buffer[uint16]
+	sig       *gpu.Buffer[uint64]
+	nccl      *moeNCCL  // the NCCL baseline's buffers, made on its first run
+	ref       []float64 // combine: this rank's tokens
+	absSum    float64   // combine: the largest Σ_j |w_j·y_j| of a token element (the tolerance)
+	totalRows int       // all ranks' received rows
+}
+
+func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	w := env.World()
+	m, err := drawRouting(p, w.Size, env.RNG)
+	if err != nil {
+		return nil, err
+	}
+	c := &moeCase{env: env, combine: s.Name == "moe_combine", m: m, rank: w.Rank, rows: m.rowsOf(w.Rank)}
+	for d := range w.Size {
+		c.totalRows += len(m.rowsOf(d))
+	}
+	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
+	if err := lab.NeedMemory(env, 2*int64(R+T*k+T)*int64(H)); err != nil {
+		return nil, err
+	}
+	meta := make([]int32, 0, max(1, R)*moeMetaWords)
+	for _, r := range c.rows {
+		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
+	}
+	if !c.combine {
+		if c.x, err = lab.UploadShared(env, "tokens", m.xBits[c.rank]); err != nil {
+			return nil, err
+		}
+		if c.topk, err = lab.Upload(env, "routing (top-k experts)", m.topk[c.rank]); err != nil {
+			return nil, err
+		}
+		if c.counts, err = lab.SharedScratch[int32](env, "counts", 2*m.experts, lab.PoisonBytes(0xFF)); err != nil {
+			return nil, err
+		}
+		if c.sendlist, err = lab.SharedScratch[int32](env, "send list", T*k, lab.PoisonBytes(0xFF)); err != nil {
+			return nil, err
+		}
+		if c.recv, err = lab.Output[uint16](env, "received rows", max(1, R)*H, lab.PoisonNaN); err != nil {
+			return nil, err
+		}
+		if c.meta, err = lab.Output[int32](env, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF)); err != nil {
+			return nil, err
+		}
+		c.sig, err = env.Signals()
+		return c, err
+	}
+	// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
+	// dispatch suite checks), and the reference is the weighted sum of their outputs.
+	ys := make([]float32, 0, max(1, R)*H)
+	for _, r := range c.rows {
+		ys = append(ys, m.expertOut(r)...)
+	}
+	if c.recv, err = lab.Upload(env, "expert outputs", append(matref.RoundBF16(ys), make([]uint16, max(0, 1-R)*H)...)); err != nil {
+		return nil, err
+	}
+	if c.meta, err = lab.Upload(env, "metadata", append(meta, make([]int32, max(0, 1-R)*moeMetaWords)...)); err != nil {
+		return nil, err
+	}
+	if c.weights, err = lab.Upload(env, "routing weights", m.weights[c.rank]); err != nil {
+		return nil, err
+	}
+	if c.stage, err = lab.SharedScratch[uint16](env, "staging (k rows per token)", T*k*H, lab.PoisonNaN); err != nil {
+		return nil, err
+	}
+	if c.out, err = lab.Output[uint16](env, "combined tokens", T*H, lab.PoisonNaN); err != nil {
+		return nil, err
+	}
+	c.ref = make([]float64, T*H)
+	abs := make([]float64, T*H)
+	for t := range T {
+		for j := range k {
+			g := float64(m.weights[c.rank][t*k+j])
+			for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
+				c.ref[t*H+i] += g * float64(y)
+				abs[t*H+i] += math.Abs(g * float64(y))
+			}
+		}
+	}
+	for _, a := range abs {
+		c.absSum = max(c.absSum, a)
+	}
+	c.sig, err = env.Signals()
+	return c, err
+}
+
+// Run: dispatch is kernel 15 (counts), a device barrier, kernel 16 (the pull); combine is kernel
+// 17 (the push), a device barrier, kernel 18 (the weighted sum); a device barrier before and after.
+func (c *moeCase) Run(v *lab.Variant) error {
+	if v.Library != "" {
+		return c.runNCCL(v)
+	}
+	if ok, why := c.env.AllReachable(); !ok {
+		return lab.Skip("%s", why)
+	}
+	st, m := c.env.Stream, c.m
+	k, err := c.env.Kernel(v) // kernel 16 (dispatch) or 17 (combine)
+	if err != nil {
+		return err
+	}
+	helper := map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]
+	h, err := c.env.KernelByEntry(helper) // kernel 15 (before 16) or 18 (after 17)
+	if err != nil {
+		return fmt.Errorf("%w (list its file under helpers: in lab.yaml)", err)
+	}
+	sms, rank, n := c.env.Device.Info().SMs, int32(c.rank), int32(m.n)
+	T, H, K, R := m.tokens[c.rank], m.hidden, int32(m.k), len(c.rows)
+	cfg := func(work int) gpu.LaunchConfig {
+		grid, threads := Grid(v.Params, work, sms)
+		return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
+	}
+	if err := c.env.DeviceBarrier(st); err != nil {
+		return err
+	}
+	if !c.combine {
+		one := cfg(0)
+		one.Grid = gpu.D1(1)
+		if err := gpu.Launch(h, one, c.topk, int32(T*m.k), int32(m.experts), c.counts.Mine, c.sendlist.Mine); err != nil {
+			return err
+		}
+		if err := c.env.DeviceBarrier(st); err != nil {
+			return err
+		}
+		if err := gpu.Launch(k, cfg(R*H), c.x.Table, c.counts.Table, c.sendlist.Table, c.recv, c.meta, rank, n,
+			int32(m.experts), K, int32(H)); err != nil {
+			return err
+		}
+	} else {
+		if err := gpu.Launch(k, cfg(R*H), c.recv, c.meta, int32(R), c.stage.Table, K, int32(H)); err != nil {
+			return err
+		}
+		if err := c.env.DeviceBarrier(st); err != nil {
+			return err
+		}
+		if err := gpu.Launch(h, cfg(T*H), c.stage.Mine, c.weights, c.out, int32(T), K, int32(H)); err != nil {
+			return err
+		}
+	}
+	return c.env.DeviceBarrier(st)
+}
+
+// Check: dispatch's rows and metadata exactly (a copy); combine's tokens against the float64
+// weighted sum within one bf16 rounding plus the fp32 accumulation of k terms (lab.yaml).
+func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	H, R := c.m.hidden, len(c.rows)
+	if c.combine {
+		got, err := out.BF16(c.out)
+		if err != nil {
+			return check.Report{}, err
+		}
+		refMax := 0.0
+		for _, r := range c.ref {
+			refMax = max(refMax, math.Abs(r))
+		}
+		tol := out.Tolerance() + float64(c.m.k)*0x1p-23*c.absSum/max(refMax, math.SmallestNonzeroFloat64)
+		rep := check.Against(got, c.ref, tol)
+		rep.Method = fmt.Sprintf("every rank's tokens against a float64 sum of their %d expert outputs times the routing weights", c.m.k)
+		return rep, nil
+	}
+	rows, err := out.BF16(c.recv)
+	if err != nil {
+		return check.Report{}, err
+	}
+	meta, err := lab.Raw(out, c.meta)
+	if err != nil {
+		return check.Report{}, err
+	}
+	// The rows, then their metadata, as one vector of exact values.
+	got := append(rows[:R*H:R*H], make([]float32, 0, R*moeMetaWords)...)
+	ref := make([]float64, 0, R*(H+moeMetaWords))
+	for _, r := range c.rows {
+		for _, x := range c.m.x[r.src][r.token*H : (r.token+1)*H] {
+			ref = append(ref, float64(x))
+		}
+	}
+	for i, r := range c.rows {
+		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
+		ref = append(ref, float64(r.src), float64(r.token), float64(r.slot))
+	}
+	rep := check.Against(got, ref, out.Tolerance())
+	rep.Method = "every rank's received rows, then their (source rank, token, slot), exactly against the host's routing"
+	return rep, nil
+}
+
+// Work: the bytes of hidden state that change hands (every rank's received rows), of all ranks;
+// the time is the metric (µs per call).
+func (c *moeCase) Work() lab.Work {
+	return lab.Work{Bytes: 2 * float64(c.totalRows) * float64(c.m.hidden)}
+}
+
+// The NCCL baseline (variant nccl_alltoallv): NCCL's all-to-allv, grouped ncclSend/ncclRecv, moves
+// contiguous blocks per peer, so the rows are permuted into blocks before it and back after it
+// (kernels 19 and 20), as a MoE layer on NCCL does. The per-peer sizes of the calls come from the
+// host's copy of the routing: a layer would exchange the counts first and copy them to the host, a
+// synchronisation this baseline does not pay. On the device it still exchanges the counts (an
+// all-to-all of them) and the (token, slot) pairs, from which kernel 20 lays out the rows and
+// writes the metadata. int32 words travel as fp32 ones: NCCL only copies them.
+type moeNCCL struct {
+	sendRows, recvRows *gpu.Buffer[uint16]
+	pairs, counts      *gpu.Buffer[int32] // dispatch: received pairs and counts; combine: this rank's list and the layout's counts
+	to, from           []int              // rows this rank sends to / receives from each rank
+}
+
+func (c *moeCase) runNCCL(v *lab.Variant) error {
+	comm, err := c.env.RankCommunicator()
+	if err != nil {
+		return err
+	}
+	m, st := c.m, c.env.Stream
+	T, H, K, R, P := m.tokens[c.rank], m.hidden, m.k, len(c.rows), m.perRank()
+	if c.nccl == nil {
+		if c.nccl, err = c.ncclBuffers(); err != nil {
+			return err
+		}
+	}
+	b := c.nccl
+	rows, err := c.env.KernelByEntry("moe_rows_by_pair")
+	if err != nil {
+		return fmt.Errorf("%w (list kernels/19_nccl_moe_rows.cu under helpers: in lab.yaml)", err)
+	}
+	perm, err := c.env.KernelByEntry("moe_permute")
+	if err != nil {
+		return fmt.Errorf("%w (list kernels/20_nccl_moe_permute.cu under helpers: in lab.yaml)", err)
+	}
+	sms := c.env.Device.Info().SMs
+	cfg := func(work int) gpu.LaunchConfig {
+		grid, threads := Grid(v.Params, work, sms)
+		return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
+	}
+	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(K), int32(H)
+	blocks := func(sizes []int, scale int) (counts, offsets []int) {
+		o := 0
+		for _, s := range sizes {
+			counts, offsets = append(counts, s*scale), append(offsets, o*scale)
+			o += s
+		}
+		return counts, offsets
+	}
+	if !c.combine {
+		count, err := c.env.KernelByEntry("moe_count")
+		if err != nil {
+			return err
+		}
+		one := cfg(0)
+		one.Grid = gpu.D1(1)
+		if err := gpu.Launch(count, one, c.topk, int32(T*K), E, c.counts.Mine, c.sendlist.Mine); err != nil {
+			return err
+		}
+		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns lj.
+		var sc, so, rc, ro []int
+		for j := range m.n {
+			lj := max(0, min(m.experts, (j+1)*P)-j*P)
+			sc, so = append(sc, lj), append(so, j*P)
+			rc, ro = append(rc, max(0, min(m.experts, (c.rank+1)*P)-c.rank*P)), append(ro, j*P)
+		}
+		if err := comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
+			return err
+		}
+		if err := gpu.Launch(rows, cfg(T*K*H), c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*K), k, h, int32(0)); err != nil {
+			return err
+		}
+		sc, so = blocks(b.to, 1)
+		rc, ro = blocks(b.from, 1)
+		if err := comm.AllToAllV(c.sendlist.Mine.DevicePtr(), sc, so, b.pairs.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
+			return err
+		}
+		sc, so = blocks(b.to, H)
+		rc, ro = blocks(b.from, H)
+		if err := comm.AllToAllV(b.sendRows.DevicePtr(), sc, so, b.recvRows.DevicePtr(), rc, ro, gpu.BF16, st); err != nil {
+			return err
+		}
+		return gpu.Launch(perm, cfg(R*H), b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1))
+	}
+	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
+	if err := gpu.Launch(perm, cfg(R*H), c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)); err != nil {
+		return err
+	}
+	sc, so := blocks(b.from, H)
+	rc, ro := blocks(b.to, H)
+	if err := comm.AllToAllV(b.recvRows.DevicePtr(), sc, so, b.sendRows.DevicePtr(), rc, ro, gpu.BF16, st); err != nil {
+		return err
+	}
+	if err := gpu.Launch(rows, cfg(T*K*H), b.sendRows, c.stage.Mine, b.pairs, int32(T*K), k, h, int32(1)); err != nil {
+		return err
+	}
+	reduce, err := c.env.KernelByEntry("moe_combine_reduce")
+	if err != nil {
+		return err
+	}
+	return gpu.Launch(reduce, cfg(T*H), c.stage.Mine, c.weights, c.out, int32(T), k, h)
+}
+
+// ncclBuffers allocates the baseline's staging: T·k rows out (dispatch) or back (combine), R rows in
+// NCCL's order; for combine also this rank's send list and the layout's counts, which the dispatch
+// left (the host's copies of them).
+func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
+	m := c.m
+	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
+	b := &moeNCCL{}
+	for j := range m.n {
+		b.to, b.from = append(b.to, m.rowsBetween(c.rank, j)), append(b.from, m.rowsBetween(j, c.rank))
+	}
+	var err error
+	if b.sendRows, err = lab.Alloc[uint16](c.env, "NCCL send rows", max(1, T*m.k)*H); err != nil {
+		return nil, err
+	}
+	if b.recvRows, err = lab.Alloc[uint16](c.env, "NCCL received rows", max(1, R)*H); err != nil {
+		return nil, err
+	}
+	if !c.combine {
+		if b.pairs, err = lab.Alloc[int32](c.env, "NCCL received pairs", max(1, R)); err != nil {
+			return nil, err
+		}
+		b.counts, err = lab.Alloc[int32](c.env, "NCCL received counts", m.n*P)
+		return b, err
+	}
+	counts := make([]int32, m.n*P)
+	for src := range m.n {
+		for _, e := range m.topk[src] {
+			if int(e)/P == c.rank {
+				counts[src*P+int(e)-c.rank*P]++
+			}
+		}
+	}
+	if b.counts, err = lab.Upload(c.env, "layout counts", counts); err != nil {
+		return nil, err
+	}
+	b.pairs, err = lab.Upload(c.env, "send list", append(m.sendList(c.rank), 0))
+	return b, err
+}
