@@ -125,20 +125,11 @@ func Reference(op Op, ins [][]float32, rank int) []float64 {
 	case AllGather:
 		ref := make([]float64, 0, n*in)
 		for _, x := range ins {
-			for _, v := range x {
-				ref = append(ref, float64(v))
-			}
+			ref = appendWide(ref, x)
 		}
 		return ref
 	case AllToAll:
-		count := in / n
-		ref := make([]float64, 0, in)
-		for _, x := range ins {
-			for _, v := range x[rank*count : (rank+1)*count] {
-				ref = append(ref, float64(v))
-			}
-		}
-		return ref
+		return ReferenceV(ins, EqualBlocks(n, in/n), rank)
 	}
 	lo, hi := 0, in
 	if op == ReduceScatter {
@@ -182,15 +173,28 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	if v := int(params[ParamVec]); v > 1 {
 		work = (work + v - 1) / v
 	}
-	threads = 256
-	if t, ok := params[ParamThreads]; ok && t > 0 {
+	threads, per := 256, 2
+	if t := params[ParamThreads]; t > 0 {
 		threads = int(t)
 	}
-	per := 2
-	if b, ok := params[ParamBlocksPerSM]; ok && b > 0 {
+	if b := params[ParamBlocksPerSM]; b > 0 {
 		per = int(b)
 	}
 	return gpu.GridFor(work, threads, sms, per), threads
+}
+
+// launchOf is the launch of variant v over work elements (Grid) on env's stream.
+func launchOf(env *lab.Env, v *lab.Variant, work int) gpu.LaunchConfig {
+	grid, threads := Grid(v.Params, work, env.Device.Info().SMs)
+	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: env.Stream}
+}
+
+// appendWide appends x, widened to float64, to ref.
+func appendWide(ref []float64, x []float32) []float64 {
+	for _, v := range x {
+		ref = append(ref, float64(v))
+	}
+	return ref
 }
 
 // RingChunk is the element range [begin, end) of chunk c when count elements are cut into n
