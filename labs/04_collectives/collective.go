@@ -144,9 +144,6 @@ func Reference(op Op, ins [][]float32, rank int) []float64 {
 	return ref
 }
 
-// SameForAllRanks says whether every rank's reference is the same (allreduce, all-gather).
-func SameForAllRanks(op Op) bool { return op == AllReduce || op == AllGather }
-
 // elem is how a case's data lies in device memory: fp32, or bf16 bit patterns.
 type elem interface{ float32 | uint16 }
 
@@ -187,6 +184,17 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 func launchOf(env *lab.Env, v *lab.Variant, work int) gpu.LaunchConfig {
 	grid, threads := Grid(v.Params, work, env.Device.Info().SMs)
 	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: env.Stream}
+}
+
+// inOrder runs steps (launches, barriers, library calls on a stream) one after another, up to the
+// first that fails.
+func inOrder(steps ...func() error) error {
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendWide appends x, widened to float64, to ref.

@@ -174,13 +174,8 @@ func (c *collCase[T]) Run(v *lab.Variant) error {
 	if v.Params[ParamFusedBarrier] != 0 {
 		return c.launch(v)
 	}
-	if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
-		return err
-	}
-	if err := c.launch(v); err != nil {
-		return err
-	}
-	return c.env.DeviceBarrier(c.env.Stream)
+	barrier := func() error { return c.env.DeviceBarrier(c.env.Stream) }
+	return inOrder(barrier, func() error { return c.launch(v) }, barrier)
 }
 
 func (c *collCase[T]) launch(v *lab.Variant) error {

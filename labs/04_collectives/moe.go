@@ -154,10 +154,9 @@ type moeCase struct {
 	weights  *gpu.Buffer[float32]
 	stage    *lab.Shared[uint16] // combine: k rows per token, which peers push into
 	out      *gpu.Buffer[uint16]
-	sig      *gpu.Buffer[uint64]
 	nccl     *moeNCCL  // the NCCL baseline's buffers, made on its first run
 	ref      []float64 // combine: this rank's tokens
-	absSum   float64   // combine: the largest Σ_j |w_j·y_j| of a token element (the tolerance)
+	sumTol   float64   // combine: what the fp32 sum of k terms adds to the tolerance (see Check)
 	blocks   Blocks    // the rows each rank sends to each
 }
 
@@ -195,7 +194,7 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		if c.meta, err = lab.Output[int32](env, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF)); err != nil {
 			return nil, err
 		}
-		c.sig, err = env.Signals()
+		_, err = env.Signals() // the device barrier's, zeroed before any run
 		return c, err
 	}
 	// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
@@ -230,10 +229,13 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 			}
 		}
 	}
-	for _, a := range abs {
-		c.absSum = max(c.absSum, a)
+	absMax, refMax := 0.0, 0.0
+	for i, a := range abs {
+		absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
 	}
-	c.sig, err = env.Signals()
+	// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
+	c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
+	_, err = env.Signals() // the device barrier's, zeroed before any run
 	return c, err
 }
 
@@ -254,35 +256,13 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	st, m := c.env.Stream, c.m
-	K, H, R := int32(m.k), int32(m.hidden), len(c.rows)
-	cfg := launchOf(c.env, v, R*m.hidden)
-	if err := c.env.DeviceBarrier(st); err != nil {
-		return err
-	}
+	m, R := c.m, len(c.rows)
 	if !c.combine {
-		if err := c.count(h[0], v); err != nil {
-			return err
-		}
-		if err := c.env.DeviceBarrier(st); err != nil {
-			return err
-		}
-		if err := gpu.Launch(k, cfg, c.x.Table, c.counts.Table, c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n),
-			int32(m.experts), K, H); err != nil {
-			return err
-		}
-	} else {
-		if err := gpu.Launch(k, cfg, c.recv, c.meta, int32(R), c.stage.Table, K, H); err != nil {
-			return err
-		}
-		if err := c.env.DeviceBarrier(st); err != nil {
-			return err
-		}
-		if err := c.reduce(h[0], v); err != nil {
-			return err
-		}
+		return inOrder(c.barrier, c.count(h[0], v), c.barrier, c.launch(k, v, R*m.hidden, c.x.Table, c.counts.Table,
+			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), c.barrier)
 	}
-	return c.env.DeviceBarrier(st)
+	return inOrder(c.barrier, c.launch(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
+		c.barrier, c.reduce(h[0], v), c.barrier)
 }
 
 // moeHelpers are the files of the helper kernels the MoE cases launch by entry.
@@ -313,17 +293,23 @@ func (c *moeCase) ownHelper() string {
 	return "moe_count"
 }
 
-// count launches kernel 15 (one block): this rank's counts and list starts per expert, its send list.
-func (c *moeCase) count(k gpu.Kernel, v *lab.Variant) error {
-	one := launchOf(c.env, v, 0)
-	one.Grid = gpu.D1(1)
-	return gpu.Launch(k, one, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
+// barrier is a device barrier of the ranks on this rank's stream.
+func (c *moeCase) barrier() error { return c.env.DeviceBarrier(c.env.Stream) }
+
+// launch is the step that launches k over work elements (launchOf) with args.
+func (c *moeCase) launch(k gpu.Kernel, v *lab.Variant, work int, args ...any) func() error {
+	return func() error { return gpu.Launch(k, launchOf(c.env, v, work), args...) }
 }
 
-// reduce launches kernel 18: every token's weighted sum of its k staged rows.
-func (c *moeCase) reduce(k gpu.Kernel, v *lab.Variant) error {
+// count is kernel 15 on one block: this rank's counts and list starts per expert, its send list.
+func (c *moeCase) count(k gpu.Kernel, v *lab.Variant) func() error {
+	return c.launch(k, v, 1, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
+}
+
+// reduce is kernel 18: every token's weighted sum of its k staged rows.
+func (c *moeCase) reduce(k gpu.Kernel, v *lab.Variant) func() error {
 	T, H := c.m.tokens[c.rank], c.m.hidden
-	return gpu.Launch(k, launchOf(c.env, v, T*H), c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
+	return c.launch(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
 }
 
 // Check: dispatch's rows and metadata exactly (a copy); combine's tokens against the float64
@@ -335,11 +321,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		if err != nil {
 			return check.Report{}, err
 		}
-		refMax := 0.0
-		for _, r := range c.ref {
-			refMax = max(refMax, math.Abs(r))
-		}
-		tol := out.Tolerance() + float64(c.m.k)*0x1p-23*c.absSum/max(refMax, math.SmallestNonzeroFloat64)
+		tol := out.Tolerance() + c.sumTol
 		rep := check.Against(got, c.ref, tol)
 		rep.Method = fmt.Sprintf("every rank's tokens against a float64 sum of their %d expert outputs times the routing weights", c.m.k)
 		return rep, nil
@@ -356,9 +338,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 	got := append(rows[:R*H:R*H], make([]float32, 0, R*moeMetaWords)...)
 	ref := make([]float64, 0, R*(H+moeMetaWords))
 	for _, r := range c.rows {
-		for _, x := range c.m.x[r.src][r.token*H : (r.token+1)*H] {
-			ref = append(ref, float64(x))
-		}
+		ref = appendWide(ref, c.m.x[r.src][r.token*H:(r.token+1)*H])
 	}
 	for i, r := range c.rows {
 		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
@@ -405,10 +385,11 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 	b, m, st := c.nccl, c.m, c.env.Stream
 	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
 	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
+	// NCCL's all-to-allv of this rank's blocks (of unit elements), or back to their senders.
+	exchange := func(unit int, back bool, send, recv gpu.Ptr, t gpu.DataType) func() error {
+		return func() error { return c.blocks.AllToAllV(comm, c.rank, unit, back, send, recv, t, st) }
+	}
 	if !c.combine {
-		if err := c.count(ks[2], v); err != nil {
-			return err
-		}
 		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns lj.
 		var sc, so, rc, ro []int
 		for j := range m.n {
@@ -416,31 +397,20 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 			sc, so = append(sc, lj), append(so, j*P)
 			rc, ro = append(rc, max(0, min(m.experts, (c.rank+1)*P)-c.rank*P)), append(ro, j*P)
 		}
-		if err := comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
-			return err
+		counts := func() error {
+			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
 		}
-		if err := gpu.Launch(rows, launchOf(c.env, v, T*m.k*H), c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)); err != nil {
-			return err
-		}
-		if err := c.blocks.AllToAllV(comm, c.rank, 1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32, st); err != nil {
-			return err
-		}
-		if err := c.blocks.AllToAllV(comm, c.rank, H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16, st); err != nil {
-			return err
-		}
-		return gpu.Launch(perm, launchOf(c.env, v, R*H), b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1))
+		return inOrder(c.count(ks[2], v), counts,
+			c.launch(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
+			exchange(1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32),
+			exchange(H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16),
+			c.launch(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
 	}
 	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
-	if err := gpu.Launch(perm, launchOf(c.env, v, R*H), c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)); err != nil {
-		return err
-	}
-	if err := c.blocks.AllToAllV(comm, c.rank, H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16, st); err != nil {
-		return err
-	}
-	if err := gpu.Launch(rows, launchOf(c.env, v, T*m.k*H), b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)); err != nil {
-		return err
-	}
-	return c.reduce(ks[2], v)
+	return inOrder(c.launch(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
+		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
+		c.launch(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
+		c.reduce(ks[2], v))
 }
 
 // ncclBuffers allocates the baseline's staging: T·k rows out (dispatch) or back (combine), R rows in
