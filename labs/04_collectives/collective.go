@@ -24,19 +24,10 @@ const (
 	AllToAllV // all-to-all with blocks of different sizes (alltoallv.go)
 )
 
-func (o Op) String() string {
-	switch o {
-	case AllGather:
-		return "allgather"
-	case ReduceScatter:
-		return "reduce_scatter"
-	case AllToAll:
-		return "all_to_all"
-	case AllToAllV:
-		return "all_to_allv"
-	}
-	return "allreduce"
-}
+// opNames are the collectives' names, as the suites' names start.
+var opNames = [...]string{AllReduce: "allreduce", AllGather: "allgather", ReduceScatter: "reduce_scatter", AllToAll: "all_to_all", AllToAllV: "all_to_allv"}
+
+func (o Op) String() string { return opNames[o] }
 
 // OpOf says which collective a suite measures, by the start of its name after any "bf16_" (the
 // suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter..., all_to_allv...,

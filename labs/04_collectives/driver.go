@@ -295,22 +295,14 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
 	}
 	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
-	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWord(c.op), c.n)
+	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWords[c.op], c.n)
 	return rep, nil
 }
 
-func refWord(op Op) string {
-	switch op {
-	case AllGather:
-		return "concatenation"
-	case ReduceScatter:
-		return "sum (its block)"
-	case AllToAll:
-		return "gather (its block of each)"
-	case AllToAllV:
-		return "gather (its block of each, of the sizes in the table)"
-	}
-	return "sum"
+// refWords say what each collective's reference is, in its report's method.
+var refWords = map[Op]string{
+	AllReduce: "sum", AllGather: "concatenation", ReduceScatter: "sum (its block)", AllToAll: "gather (its block of each)",
+	AllToAllV: "gather (its block of each, of the sizes in the table)",
 }
 
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).
