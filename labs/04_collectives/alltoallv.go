@@ -3,7 +3,9 @@ package collectives
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
@@ -63,10 +65,7 @@ func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (Blocks, error) {
 func EqualBlocks(n, count int) Blocks {
 	b := make(Blocks, n)
 	for s := range b {
-		b[s] = make([]int, n)
-		for d := range b[s] {
-			b[s][d] = count
-		}
+		b[s] = slices.Repeat([]int{count}, n)
 	}
 	return b
 }
@@ -82,6 +81,20 @@ func (b Blocks) PerPeer(r int) (sendCounts, sendOffsets, recvCounts, recvOffsets
 		recvCounts[j], recvOffsets[j] = b[j][r], b.RecvOffset(r, j)
 	}
 	return
+}
+
+// AllToAllV is rank r's side of the exchange through the library's all-to-allv (grouped
+// ncclSend/ncclRecv), each size counting unit elements (a row of them, say); back sends the
+// received blocks back to their senders, into the places they were sent from.
+func (b Blocks) AllToAllV(comm gpu.RankCommunicator, r, unit int, back bool, send, recv gpu.Ptr, t gpu.DataType, st gpu.Stream) error {
+	sc, so, rc, ro := b.PerPeer(r)
+	if back {
+		sc, so, rc, ro = rc, ro, sc, so
+	}
+	for j := range sc {
+		sc[j], so[j], rc[j], ro[j] = unit*sc[j], unit*so[j], unit*rc[j], unit*ro[j]
+	}
+	return comm.AllToAllV(send, sc, so, recv, rc, ro, t, st)
 }
 
 // Sent is the number of elements rank r sends (its send buffer).
@@ -156,9 +169,7 @@ func ReferenceV(ins [][]float32, b Blocks, r int) []float64 {
 	ref := make([]float64, 0, b.Received(r))
 	for s, x := range ins {
 		o := b.SendOffset(s, r)
-		for _, v := range x[o : o+b[s][r]] {
-			ref = append(ref, float64(v))
-		}
+		ref = appendWide(ref, x[o:o+b[s][r]])
 	}
 	return ref
 }

@@ -24,19 +24,10 @@ const (
 	AllToAllV // all-to-all with blocks of different sizes (alltoallv.go)
 )
 
-func (o Op) String() string {
-	switch o {
-	case AllGather:
-		return "allgather"
-	case ReduceScatter:
-		return "reduce_scatter"
-	case AllToAll:
-		return "all_to_all"
-	case AllToAllV:
-		return "all_to_allv"
-	}
-	return "allreduce"
-}
+// opNames are the collectives' names, as the suites' names start.
+var opNames = [...]string{AllReduce: "allreduce", AllGather: "allgather", ReduceScatter: "reduce_scatter", AllToAll: "all_to_all", AllToAllV: "all_to_allv"}
+
+func (o Op) String() string { return opNames[o] }
 
 // OpOf says which collective a suite measures, by the start of its name after any "bf16_" (the
 // suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter..., all_to_allv...,
@@ -125,20 +116,11 @@ func Reference(op Op, ins [][]float32, rank int) []float64 {
 	case AllGather:
 		ref := make([]float64, 0, n*in)
 		for _, x := range ins {
-			for _, v := range x {
-				ref = append(ref, float64(v))
-			}
+			ref = appendWide(ref, x)
 		}
 		return ref
 	case AllToAll:
-		count := in / n
-		ref := make([]float64, 0, in)
-		for _, x := range ins {
-			for _, v := range x[rank*count : (rank+1)*count] {
-				ref = append(ref, float64(v))
-			}
-		}
-		return ref
+		return ReferenceV(ins, EqualBlocks(n, in/n), rank)
 	}
 	lo, hi := 0, in
 	if op == ReduceScatter {
@@ -152,9 +134,6 @@ func Reference(op Op, ins [][]float32, rank int) []float64 {
 	}
 	return ref
 }
-
-// SameForAllRanks says whether every rank's reference is the same (allreduce, all-gather).
-func SameForAllRanks(op Op) bool { return op == AllReduce || op == AllGather }
 
 // elem is how a case's data lies in device memory: fp32, or bf16 bit patterns.
 type elem interface{ float32 | uint16 }
@@ -182,15 +161,39 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	if v := int(params[ParamVec]); v > 1 {
 		work = (work + v - 1) / v
 	}
-	threads = 256
-	if t, ok := params[ParamThreads]; ok && t > 0 {
+	threads, per := 256, 2
+	if t := params[ParamThreads]; t > 0 {
 		threads = int(t)
 	}
-	per := 2
-	if b, ok := params[ParamBlocksPerSM]; ok && b > 0 {
+	if b := params[ParamBlocksPerSM]; b > 0 {
 		per = int(b)
 	}
 	return gpu.GridFor(work, threads, sms, per), threads
+}
+
+// launchOf is the launch of variant v over work elements (Grid) on env's stream.
+func launchOf(env *lab.Env, v *lab.Variant, work int) gpu.LaunchConfig {
+	grid, threads := Grid(v.Params, work, env.Device.Info().SMs)
+	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: env.Stream}
+}
+
+// inOrder runs steps (launches, barriers, library calls on a stream) one after another, up to the
+// first that fails.
+func inOrder(steps ...func() error) error {
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendWide appends x, widened to float64, to ref.
+func appendWide(ref []float64, x []float32) []float64 {
+	for _, v := range x {
+		ref = append(ref, float64(v))
+	}
+	return ref
 }
 
 // RingChunk is the element range [begin, end) of chunk c when count elements are cut into n

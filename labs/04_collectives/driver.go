@@ -72,7 +72,7 @@ type collCase[T elem] struct {
 	rank, n     int
 	count       int
 	ins         [][]float32 // every rank's input (each rank draws them all; bf16 values in bf16 suites), for the reference
-	blocks      Blocks      // the uneven all-to-all's block sizes (the same on every rank)
+	blocks      Blocks      // an all-to-all's block sizes (the same on every rank), equal for all_to_all
 	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
 	out         *gpu.Buffer[T]      // this rank's output
@@ -103,7 +103,10 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	w := env.World()
 	op := OpOf(s)
 	c := &collCase[T]{env: env, op: op, prec: prec, rank: w.Rank, n: w.Size, count: count}
-	if op == AllToAllV {
+	switch op {
+	case AllToAll:
+		c.blocks = EqualBlocks(c.n, count)
+	case AllToAllV:
 		if c.blocks, err = BlockSizes(p, c.n, count, env.RNG); err != nil {
 			return nil, err
 		}
@@ -150,7 +153,7 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 
 // sizesOf are rank r's input and output lengths.
 func (c *collCase[T]) sizesOf(r int) (in, out int) {
-	if c.op == AllToAllV {
+	if c.blocks != nil {
 		return c.blocks.Sent(r), c.blocks.Received(r)
 	}
 	return Counts(c.op, c.n, c.count)
@@ -168,38 +171,26 @@ func (c *collCase[T]) Run(v *lab.Variant) error {
 	if ok, why := c.env.AllReachable(); !ok {
 		return lab.Skip("%s", why)
 	}
-	st := c.env.Stream
 	if v.Params[ParamFusedBarrier] != 0 {
-		return c.launch(v, st)
+		return c.launch(v)
 	}
-	if err := c.env.DeviceBarrier(st); err != nil {
-		return err
-	}
-	if err := c.launch(v, st); err != nil {
-		return err
-	}
-	return c.env.DeviceBarrier(st)
+	barrier := func() error { return c.env.DeviceBarrier(c.env.Stream) }
+	return inOrder(barrier, func() error { return c.launch(v) }, barrier)
 }
 
-func (c *collCase[T]) launch(v *lab.Variant, st gpu.Stream) error {
+func (c *collCase[T]) launch(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
 		return err
 	}
 	if v.Entry == EntryRing {
-		return c.runRing(k, v, st)
+		return c.runRing(k, v)
 	}
-	work := c.count
-	switch {
-	case c.op == AllGather || c.op == AllToAll:
-		work = c.n * c.count
-	case c.op == AllToAllV:
-		work = c.oc
-	case v.Entry == "allreduce_two_shot":
-		work = (c.count + c.n - 1) / c.n
+	work := c.oc // a thread per output element, but for the two-shot's share of the sum
+	if v.Entry == "allreduce_two_shot" {
+		work = lab.CeilDiv(c.count, c.n)
 	}
-	grid, threads := Grid(v.Params, work, c.env.Device.Info().SMs)
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
+	cfg := launchOf(c.env, v, work)
 	n, cnt, rank := int32(c.n), int32(c.count), int32(c.rank)
 	switch v.Entry {
 	case "allreduce_one_shot":
@@ -228,7 +219,7 @@ func (c *collCase[T]) launch(v *lab.Variant, st gpu.Stream) error {
 // step, a device barrier after each: step t+1 starts on no rank before every rank has finished
 // step t, so a rank reads its left neighbour's chunk after it was written (read after write) and
 // overwrites its own chunk after its right neighbour has read it (write after read).
-func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant, st gpu.Stream) error {
+func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	if c.outs == nil {
 		return fmt.Errorf("variant %s: the ring reads its neighbour's output (set %s: 1 on a variant of the suite in lab.yaml)", v.Name, ParamSharedOut)
 	}
@@ -238,7 +229,7 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant, st gpu.Stream) error
 	left := (c.rank + c.n - 1) % c.n
 	for t := range 2 * (c.n - 1) {
 		if t > 0 {
-			if err := c.env.DeviceBarrier(st); err != nil {
+			if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
 				return err
 			}
 		}
@@ -252,9 +243,7 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant, st gpu.Stream) error
 		if reduce {
 			mine = c.in.Mine.DevicePtr()
 		}
-		grid, threads := Grid(v.Params, end-begin, c.env.Device.Info().SMs)
-		cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
-		if err := gpu.Launch(k, cfg, src, mine, c.out, int32(begin), int32(end)); err != nil {
+		if err := gpu.Launch(k, launchOf(c.env, v, end-begin), src, mine, c.out, int32(begin), int32(end)); err != nil {
 			return fmt.Errorf("step %d: %w", t, err)
 		}
 	}
@@ -274,13 +263,8 @@ func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 		return comm.AllGather(send, recv, c.count, c.prec.DataType(), st)
 	case v.Library == LibReduceScatter && c.op == ReduceScatter:
 		return comm.ReduceScatter(send, recv, c.count, c.prec.DataType(), st)
-	case v.Library == LibAllToAll && (c.op == AllToAll || c.op == AllToAllV):
-		b := c.blocks
-		if b == nil {
-			b = EqualBlocks(c.n, c.count)
-		}
-		sc, so, rc, ro := b.PerPeer(c.rank)
-		return comm.AllToAllV(send, sc, so, recv, rc, ro, c.prec.DataType(), st)
+	case v.Library == LibAllToAll && c.blocks != nil:
+		return c.blocks.AllToAllV(comm, c.rank, 1, false, send, recv, c.prec.DataType(), st)
 	}
 	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s and %s)",
 		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll)
@@ -311,22 +295,14 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
 	}
 	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
-	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWord(c.op), c.n)
+	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWords[c.op], c.n)
 	return rep, nil
 }
 
-func refWord(op Op) string {
-	switch op {
-	case AllGather:
-		return "concatenation"
-	case ReduceScatter:
-		return "sum (its block)"
-	case AllToAll:
-		return "gather (its block of each)"
-	case AllToAllV:
-		return "gather (its block of each, of the sizes in the table)"
-	}
-	return "sum"
+// refWords say what each collective's reference is, in its report's method.
+var refWords = map[Op]string{
+	AllReduce: "sum", AllGather: "concatenation", ReduceScatter: "sum (its block)", AllToAll: "gather (its block of each)",
+	AllToAllV: "gather (its block of each, of the sizes in the table)",
 }
 
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).

@@ -87,9 +87,8 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 
 // rowsOf lists what rank d receives, in the receive buffer's order.
 func (m *moeRouting) rowsOf(d int) []moeRow {
-	per := (m.experts + m.n - 1) / m.n
 	var rows []moeRow
-	for e := d * per; e < min(m.experts, (d+1)*per); e++ {
+	for e := d * m.perRank(); e < min(m.experts, (d+1)*m.perRank()); e++ {
 		for src := range m.n {
 			for i, ex := range m.topk[src] {
 				if int(ex) == e {
@@ -117,15 +116,15 @@ func (m *moeRouting) sendList(src int) []int32 {
 	return l
 }
 
-// rowsBetween is the number of rows rank src sends to rank dst (its pairs routed to dst's experts).
-func (m *moeRouting) rowsBetween(src, dst int) int {
-	r := 0
-	for _, e := range m.topk[src] {
-		if int(e)/m.perRank() == dst {
-			r++
+// rowBlocks are the rows each rank sends to each: [src][dst], src's pairs routed to dst's experts.
+func (m *moeRouting) rowBlocks() Blocks {
+	b := EqualBlocks(m.n, 0)
+	for src, idx := range m.topk {
+		for _, e := range idx {
+			b[src][int(e)/m.perRank()]++
 		}
 	}
-	return r
+	return b
 }
 
 // expertOut is the expert's output for row r: bf16(scale_e · x), as the combine's input.
@@ -141,25 +140,24 @@ func (m *moeRouting) expertOut(r moeRow) []float32 {
 
 // moeCase is one prepared problem on this rank.
 type moeCase struct {
-	env       *lab.Env
-	combine   bool
-	m         *moeRouting
-	rank      int
-	rows      []moeRow
-	x         *lab.Shared[uint16] // dispatch: this rank's tokens, which peers pull
-	topk      *gpu.Buffer[int32]
-	counts    *lab.Shared[int32] // dispatch: counts and list starts per expert (kernel 15)
-	sendlist  *lab.Shared[int32]
-	recv      *gpu.Buffer[uint16] // dispatch's outputs; combine's inputs (the expert outputs)
-	meta      *gpu.Buffer[int32]
-	weights   *gpu.Buffer[float32]
-	stage     *lab.Shared[uint16] // combine: k rows per token, which peers push into
-	out       *gpu.Buffer[uint16]
-	sig       *gpu.Buffer[uint64]
-	nccl      *moeNCCL  // the NCCL baseline's buffers, made on its first run
-	ref       []float64 // combine: this rank's tokens
-	absSum    float64   // combine: the largest Σ_j |w_j·y_j| of a token element (the tolerance)
-	totalRows int       // all ranks' received rows
+	env      *lab.Env
+	combine  bool
+	m        *moeRouting
+	rank     int
+	rows     []moeRow
+	x        *lab.Shared[uint16] // dispatch: this rank's tokens, which peers pull
+	topk     *gpu.Buffer[int32]
+	counts   *lab.Shared[int32] // dispatch: counts and list starts per expert (kernel 15)
+	sendlist *lab.Shared[int32]
+	recv     *gpu.Buffer[uint16] // dispatch's outputs; combine's inputs (the expert outputs)
+	meta     *gpu.Buffer[int32]
+	weights  *gpu.Buffer[float32]
+	stage    *lab.Shared[uint16] // combine: k rows per token, which peers push into
+	out      *gpu.Buffer[uint16]
+	nccl     *moeNCCL  // the NCCL baseline's buffers, made on its first run
+	ref      []float64 // combine: this rank's tokens
+	sumTol   float64   // combine: what the fp32 sum of k terms adds to the tolerance (see Check)
+	blocks   Blocks    // the rows each rank sends to each
 }
 
 func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
@@ -168,10 +166,7 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &moeCase{env: env, combine: s.Name == "moe_combine", m: m, rank: w.Rank, rows: m.rowsOf(w.Rank)}
-	for d := range w.Size {
-		c.totalRows += len(m.rowsOf(d))
-	}
+	c := &moeCase{env: env, combine: s.Name == "moe_combine", m: m, rank: w.Rank, rows: m.rowsOf(w.Rank), blocks: m.rowBlocks()}
 	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
 	if err := lab.NeedMemory(env, 2*int64(R+T*k+T)*int64(H)); err != nil {
 		return nil, err
@@ -199,7 +194,7 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		if c.meta, err = lab.Output[int32](env, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF)); err != nil {
 			return nil, err
 		}
-		c.sig, err = env.Signals()
+		_, err = env.Signals() // the device barrier's, zeroed before any run
 		return c, err
 	}
 	// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
@@ -234,10 +229,13 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 			}
 		}
 	}
-	for _, a := range abs {
-		c.absSum = max(c.absSum, a)
+	absMax, refMax := 0.0, 0.0
+	for i, a := range abs {
+		absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
 	}
-	c.sig, err = env.Signals()
+	// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
+	c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
+	_, err = env.Signals() // the device barrier's, zeroed before any run
 	return c, err
 }
 
@@ -250,50 +248,68 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if ok, why := c.env.AllReachable(); !ok {
 		return lab.Skip("%s", why)
 	}
-	st, m := c.env.Stream, c.m
 	k, err := c.env.Kernel(v) // kernel 16 (dispatch) or 17 (combine)
 	if err != nil {
 		return err
 	}
-	helper := map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]
-	h, err := c.env.KernelByEntry(helper) // kernel 15 (before 16) or 18 (after 17)
+	h, err := c.helpers(c.ownHelper()) // kernel 15 (before 16) or 18 (after 17)
 	if err != nil {
-		return fmt.Errorf("%w (list its file under helpers: in lab.yaml)", err)
-	}
-	sms, rank, n := c.env.Device.Info().SMs, int32(c.rank), int32(m.n)
-	T, H, K, R := m.tokens[c.rank], m.hidden, int32(m.k), len(c.rows)
-	cfg := func(work int) gpu.LaunchConfig {
-		grid, threads := Grid(v.Params, work, sms)
-		return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
-	}
-	if err := c.env.DeviceBarrier(st); err != nil {
 		return err
 	}
+	m, R := c.m, len(c.rows)
 	if !c.combine {
-		one := cfg(0)
-		one.Grid = gpu.D1(1)
-		if err := gpu.Launch(h, one, c.topk, int32(T*m.k), int32(m.experts), c.counts.Mine, c.sendlist.Mine); err != nil {
-			return err
-		}
-		if err := c.env.DeviceBarrier(st); err != nil {
-			return err
-		}
-		if err := gpu.Launch(k, cfg(R*H), c.x.Table, c.counts.Table, c.sendlist.Table, c.recv, c.meta, rank, n,
-			int32(m.experts), K, int32(H)); err != nil {
-			return err
-		}
-	} else {
-		if err := gpu.Launch(k, cfg(R*H), c.recv, c.meta, int32(R), c.stage.Table, K, int32(H)); err != nil {
-			return err
-		}
-		if err := c.env.DeviceBarrier(st); err != nil {
-			return err
-		}
-		if err := gpu.Launch(h, cfg(T*H), c.stage.Mine, c.weights, c.out, int32(T), K, int32(H)); err != nil {
-			return err
-		}
+		return inOrder(c.barrier, c.count(h[0], v), c.barrier, c.launch(k, v, R*m.hidden, c.x.Table, c.counts.Table,
+			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), c.barrier)
 	}
-	return c.env.DeviceBarrier(st)
+	return inOrder(c.barrier, c.launch(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
+		c.barrier, c.reduce(h[0], v), c.barrier)
+}
+
+// moeHelpers are the files of the helper kernels the MoE cases launch by entry.
+var moeHelpers = map[string]string{
+	"moe_count": "kernels/15_moe_count.cu", "moe_combine_reduce": "kernels/18_moe_combine_reduce.cu",
+	"moe_rows_by_pair": "kernels/19_nccl_moe_rows.cu", "moe_permute": "kernels/20_nccl_moe_permute.cu",
+}
+
+// helpers are the loaded helper kernels of entries, in their order.
+func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
+	var ks []gpu.Kernel
+	for _, e := range entries {
+		k, err := c.env.KernelByEntry(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w (list %s under helpers: in lab.yaml)", err, moeHelpers[e])
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// ownHelper is the entry of the helper kernel that dispatch (kernel 15) or combine (18) launches
+// around the variant's kernel, and the NCCL baseline too.
+func (c *moeCase) ownHelper() string {
+	if c.combine {
+		return "moe_combine_reduce"
+	}
+	return "moe_count"
+}
+
+// barrier is a device barrier of the ranks on this rank's stream.
+func (c *moeCase) barrier() error { return c.env.DeviceBarrier(c.env.Stream) }
+
+// launch is the step that launches k over work elements (launchOf) with args.
+func (c *moeCase) launch(k gpu.Kernel, v *lab.Variant, work int, args ...any) func() error {
+	return func() error { return gpu.Launch(k, launchOf(c.env, v, work), args...) }
+}
+
+// count is kernel 15 on one block: this rank's counts and list starts per expert, its send list.
+func (c *moeCase) count(k gpu.Kernel, v *lab.Variant) func() error {
+	return c.launch(k, v, 1, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
+}
+
+// reduce is kernel 18: every token's weighted sum of its k staged rows.
+func (c *moeCase) reduce(k gpu.Kernel, v *lab.Variant) func() error {
+	T, H := c.m.tokens[c.rank], c.m.hidden
+	return c.launch(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
 }
 
 // Check: dispatch's rows and metadata exactly (a copy); combine's tokens against the float64
@@ -305,11 +321,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		if err != nil {
 			return check.Report{}, err
 		}
-		refMax := 0.0
-		for _, r := range c.ref {
-			refMax = max(refMax, math.Abs(r))
-		}
-		tol := out.Tolerance() + float64(c.m.k)*0x1p-23*c.absSum/max(refMax, math.SmallestNonzeroFloat64)
+		tol := out.Tolerance() + c.sumTol
 		rep := check.Against(got, c.ref, tol)
 		rep.Method = fmt.Sprintf("every rank's tokens against a float64 sum of their %d expert outputs times the routing weights", c.m.k)
 		return rep, nil
@@ -326,9 +338,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 	got := append(rows[:R*H:R*H], make([]float32, 0, R*moeMetaWords)...)
 	ref := make([]float64, 0, R*(H+moeMetaWords))
 	for _, r := range c.rows {
-		for _, x := range c.m.x[r.src][r.token*H : (r.token+1)*H] {
-			ref = append(ref, float64(x))
-		}
+		ref = appendWide(ref, c.m.x[r.src][r.token*H:(r.token+1)*H])
 	}
 	for i, r := range c.rows {
 		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
@@ -342,7 +352,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 // Work: the bytes of hidden state that change hands (every rank's received rows), of all ranks;
 // the time is the metric (µs per call).
 func (c *moeCase) Work() lab.Work {
-	return lab.Work{Bytes: 2 * float64(c.totalRows) * float64(c.m.hidden)}
+	return lab.Work{Bytes: 2 * float64(c.blocks.Total()) * float64(c.m.hidden)}
 }
 
 // The NCCL baseline (variant nccl_alltoallv): NCCL's all-to-allv, grouped ncclSend/ncclRecv, moves
@@ -355,7 +365,6 @@ func (c *moeCase) Work() lab.Work {
 type moeNCCL struct {
 	sendRows, recvRows *gpu.Buffer[uint16]
 	pairs, counts      *gpu.Buffer[int32] // dispatch: received pairs and counts; combine: this rank's list and the layout's counts
-	to, from           []int              // rows this rank sends to / receives from each rank
 }
 
 func (c *moeCase) runNCCL(v *lab.Variant) error {
@@ -363,46 +372,24 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	m, st := c.m, c.env.Stream
-	T, H, K, R, P := m.tokens[c.rank], m.hidden, m.k, len(c.rows), m.perRank()
+	ks, err := c.helpers("moe_rows_by_pair", "moe_permute", c.ownHelper()) // kernels 19, 20, and 15 or 18
+	if err != nil {
+		return err
+	}
+	rows, perm := ks[0], ks[1]
 	if c.nccl == nil {
 		if c.nccl, err = c.ncclBuffers(); err != nil {
 			return err
 		}
 	}
-	b := c.nccl
-	rows, err := c.env.KernelByEntry("moe_rows_by_pair")
-	if err != nil {
-		return fmt.Errorf("%w (list kernels/19_nccl_moe_rows.cu under helpers: in lab.yaml)", err)
-	}
-	perm, err := c.env.KernelByEntry("moe_permute")
-	if err != nil {
-		return fmt.Errorf("%w (list kernels/20_nccl_moe_permute.cu under helpers: in lab.yaml)", err)
-	}
-	sms := c.env.Device.Info().SMs
-	cfg := func(work int) gpu.LaunchConfig {
-		grid, threads := Grid(v.Params, work, sms)
-		return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: st}
-	}
-	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(K), int32(H)
-	blocks := func(sizes []int, scale int) (counts, offsets []int) {
-		o := 0
-		for _, s := range sizes {
-			counts, offsets = append(counts, s*scale), append(offsets, o*scale)
-			o += s
-		}
-		return counts, offsets
+	b, m, st := c.nccl, c.m, c.env.Stream
+	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
+	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
+	// NCCL's all-to-allv of this rank's blocks (of unit elements), or back to their senders.
+	exchange := func(unit int, back bool, send, recv gpu.Ptr, t gpu.DataType) func() error {
+		return func() error { return c.blocks.AllToAllV(comm, c.rank, unit, back, send, recv, t, st) }
 	}
 	if !c.combine {
-		count, err := c.env.KernelByEntry("moe_count")
-		if err != nil {
-			return err
-		}
-		one := cfg(0)
-		one.Grid = gpu.D1(1)
-		if err := gpu.Launch(count, one, c.topk, int32(T*K), E, c.counts.Mine, c.sendlist.Mine); err != nil {
-			return err
-		}
 		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns lj.
 		var sc, so, rc, ro []int
 		for j := range m.n {
@@ -410,41 +397,20 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 			sc, so = append(sc, lj), append(so, j*P)
 			rc, ro = append(rc, max(0, min(m.experts, (c.rank+1)*P)-c.rank*P)), append(ro, j*P)
 		}
-		if err := comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
-			return err
+		counts := func() error {
+			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
 		}
-		if err := gpu.Launch(rows, cfg(T*K*H), c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*K), k, h, int32(0)); err != nil {
-			return err
-		}
-		sc, so = blocks(b.to, 1)
-		rc, ro = blocks(b.from, 1)
-		if err := comm.AllToAllV(c.sendlist.Mine.DevicePtr(), sc, so, b.pairs.DevicePtr(), rc, ro, gpu.F32, st); err != nil {
-			return err
-		}
-		sc, so = blocks(b.to, H)
-		rc, ro = blocks(b.from, H)
-		if err := comm.AllToAllV(b.sendRows.DevicePtr(), sc, so, b.recvRows.DevicePtr(), rc, ro, gpu.BF16, st); err != nil {
-			return err
-		}
-		return gpu.Launch(perm, cfg(R*H), b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1))
+		return inOrder(c.count(ks[2], v), counts,
+			c.launch(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
+			exchange(1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32),
+			exchange(H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16),
+			c.launch(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
 	}
 	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
-	if err := gpu.Launch(perm, cfg(R*H), c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)); err != nil {
-		return err
-	}
-	sc, so := blocks(b.from, H)
-	rc, ro := blocks(b.to, H)
-	if err := comm.AllToAllV(b.recvRows.DevicePtr(), sc, so, b.sendRows.DevicePtr(), rc, ro, gpu.BF16, st); err != nil {
-		return err
-	}
-	if err := gpu.Launch(rows, cfg(T*K*H), b.sendRows, c.stage.Mine, b.pairs, int32(T*K), k, h, int32(1)); err != nil {
-		return err
-	}
-	reduce, err := c.env.KernelByEntry("moe_combine_reduce")
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(reduce, cfg(T*H), c.stage.Mine, c.weights, c.out, int32(T), k, h)
+	return inOrder(c.launch(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
+		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
+		c.launch(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
+		c.reduce(ks[2], v))
 }
 
 // ncclBuffers allocates the baseline's staging: T·k rows out (dispatch) or back (combine), R rows in
@@ -454,9 +420,6 @@ func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
 	m := c.m
 	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
 	b := &moeNCCL{}
-	for j := range m.n {
-		b.to, b.from = append(b.to, m.rowsBetween(c.rank, j)), append(b.from, m.rowsBetween(j, c.rank))
-	}
 	var err error
 	if b.sendRows, err = lab.Alloc[uint16](c.env, "NCCL send rows", max(1, T*m.k)*H); err != nil {
 		return nil, err

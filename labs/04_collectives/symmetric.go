@@ -71,15 +71,10 @@ func (c *collCase[T]) runSymmetric(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	work := c.count
-	if c.op == AllGather {
-		work = c.n * c.count
-	}
 	// A block waits at the barrier of its index on every rank: the grid never exceeds the
 	// barriers (the kernels loop over what is left), and it is the same on every rank.
-	grid, threads := Grid(v.Params, work, c.env.Device.Info().SMs)
-	grid = min(grid, barriers)
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: c.env.Stream}
+	cfg := launchOf(c.env, v, c.oc)
+	cfg.Grid = gpu.D1(min(int(cfg.Grid.X), barriers))
 	switch {
 	case v.Entry == EntryNCCLOneShot && c.op == AllReduce, v.Entry == EntryNCCLAllGather && c.op == AllGather:
 		return gpu.Launch(k, cfg, w.DevComm(), w.Window(), c.out, int32(c.count))
