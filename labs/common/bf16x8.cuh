@@ -26,6 +26,16 @@ __device__ __forceinline__ void kl_bf16x8_store(kl_bf16* p, long long e, uint4 v
     *reinterpret_cast<uint4*>(p + e) = v;
 }
 
+// kl_bf16_copy: dst[e …] = src[e …], w elements: one 16-byte vector (w = KL_BF16X8) or one
+// element (w = 1, where the rows or blocks do not start on a vector).
+__device__ __forceinline__ void kl_bf16_copy(kl_bf16* dst, const kl_bf16* src, long long e, int w) {
+    if (w == KL_BF16X8) {
+        kl_bf16x8_store(dst, e, kl_bf16x8_load(src, e));
+    } else {
+        dst[e] = src[e];
+    }
+}
+
 // kl_bf16x8_add: acc[j] += element j of v, in fp32 (the widening is exact).
 __device__ __forceinline__ void kl_bf16x8_add(float (&acc)[KL_BF16X8], uint4 v) {
     const unsigned w[4] = {v.x, v.y, v.z, v.w};

@@ -17,10 +17,6 @@ extern "C" __global__ void allgather_pull(const kl_bf16* const* ins, kl_bf16* ou
         const long long i = (t - b * per) * w;
         int src = rank + 1 + b; // starting with the neighbour, as kernel 03
         while (src >= nranks) src -= nranks;
-        if (w == KL_BF16X8) {
-            kl_bf16x8_store(out, (long long)src * count + i, kl_bf16x8_load(ins[src], i));
-        } else {
-            out[(long long)src * count + i] = ins[src][i];
-        }
+        kl_bf16_copy(out + (long long)src * count, ins[src], i, w);
     }
 }

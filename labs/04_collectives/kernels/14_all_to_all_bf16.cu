@@ -17,10 +17,6 @@ extern "C" __global__ void all_to_all_pull(const kl_bf16* const* ins, kl_bf16* o
         const long long i = (t - b * per) * w;
         int src = rank + 1 + b;
         while (src >= nranks) src -= nranks;
-        if (w == KL_BF16X8) {
-            kl_bf16x8_store(out, (long long)src * count + i, kl_bf16x8_load(ins[src], mine + i));
-        } else {
-            out[(long long)src * count + i] = ins[src][mine + i];
-        }
+        kl_bf16_copy(out + (long long)src * count, ins[src] + mine, i, w);
     }
 }

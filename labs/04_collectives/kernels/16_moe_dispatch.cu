@@ -48,11 +48,7 @@ extern "C" __global__ void moe_dispatch(const kl_bf16* const* xs, const int* con
         const int token = pair / k;
         const kl_bf16* x = xs[src] + (long long)token * hidden;
         kl_bf16* y = recv + (long long)row * hidden;
-        if (w == KL_BF16X8) {
-            kl_bf16x8_store(y, c, kl_bf16x8_load(x, c));
-        } else {
-            y[c] = x[c];
-        }
+        kl_bf16_copy(y, x, c, w);
         if (c == 0) {
             meta[3 * row] = src;
             meta[3 * row + 1] = token;

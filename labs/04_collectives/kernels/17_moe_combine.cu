@@ -20,10 +20,6 @@ extern "C" __global__ void moe_combine_push(const kl_bf16* expert_out, const int
         const int src = meta[3 * row], token = meta[3 * row + 1], slot = meta[3 * row + 2];
         const kl_bf16* x = expert_out + (long long)row * hidden;
         kl_bf16* y = stages[src] + ((long long)token * k + slot) * hidden;
-        if (w == KL_BF16X8) {
-            kl_bf16x8_store(y, c, kl_bf16x8_load(x, c));
-        } else {
-            y[c] = x[c];
-        }
+        kl_bf16_copy(y, x, c, w);
     }
 }

@@ -16,10 +16,6 @@ extern "C" __global__ void moe_rows_by_pair(const kl_bf16* src, kl_bf16* dst, co
         const int row = (int)(t / per);
         const long long c = (t - row * per) * w;
         const long long from = scatter ? row : pairs[row] / k, to = scatter ? pairs[row] : row;
-        if (w == KL_BF16X8) {
-            kl_bf16x8_store(dst + to * hidden, c, kl_bf16x8_load(src + from * hidden, c));
-        } else {
-            dst[to * hidden + c] = src[from * hidden + c];
-        }
+        kl_bf16_copy(dst + to * hidden, src + from * hidden, c, w);
     }
 }

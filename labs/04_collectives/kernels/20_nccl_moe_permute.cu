@@ -47,11 +47,7 @@ extern "C" __global__ void moe_permute(const kl_bf16* src, kl_bf16* dst, const i
         }
         const long long nrow = s_nccl[lo] + row - s_lay[lo];
         const long long from = to_layout ? nrow : row, to = to_layout ? row : nrow;
-        if (w == KL_BF16X8) {
-            kl_bf16x8_store(dst + to * hidden, c, kl_bf16x8_load(src + from * hidden, c));
-        } else {
-            dst[to * hidden + c] = src[from * hidden + c];
-        }
+        kl_bf16_copy(dst + to * hidden, src + from * hidden, c, w);
         if (to_layout && c == 0) {
             const int pair = pairs[nrow], token = pair / k;
             meta[3 * row] = lo % nranks;
