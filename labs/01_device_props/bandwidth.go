@@ -58,6 +58,10 @@ func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why
 	return h, env.Stream.Synchronize()
 }
 
+// Work counts every pass, of both suites. (Ops stays 0: the rate is bytes over the time of the
+// whole Run.)
+func (h hashedSource) Work() lab.Work { return lab.Work{Bytes: float64(h.bytes * h.passes)} }
+
 // copyCase is one problem of hbm_bandwidth: copy n floats from src to dst, `passes` times in a
 // row within one Run.
 //
@@ -150,9 +154,6 @@ func (c *copyCase) Check(_ *lab.Variant, out *lab.Outputs) (check.Report, error)
 	}
 	return rep, nil
 }
-
-// Work counts every pass. (Ops stays 0: the rate is bytes over the time of the whole Run.)
-func (c *copyCase) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes * c.passes)} }
 
 // l2Case is one problem of l2_bandwidth: read a buffer of `bytes` `passes` times (kernels/
 // 04_l2_read.cu). The variant's passes_per_launch says how the passes are split into launches:
@@ -289,5 +290,3 @@ func (c *l2Case) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) 
 	}
 	return rep, nil
 }
-
-func (c *l2Case) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes * c.passes)} }
