@@ -18,7 +18,6 @@ const (
 	VariantLaunchSync = "empty_launch_sync"
 	VariantH2DPinned  = "h2d_pinned"
 	VariantD2HPinned  = "d2h_pinned"
-	VariantCublasBF16 = "cublas_bf16"
 )
 
 const (
