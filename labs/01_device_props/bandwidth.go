@@ -18,16 +18,18 @@ import (
 // passes one Run makes over them (copyCase says why there are several), and a source of floats
 // filled on the device with the hash of seed.
 type hashedSource struct {
-	env    *lab.Env
-	bytes  int64
-	passes int64
-	seed   uint64
-	src    *gpu.Buffer[float32]
+	env           *lab.Env
+	bytes, passes int64
+	seed          uint64
+	src           *gpu.Buffer[float32]
 }
 
 // newHashedSource reads the problem's bytes, a positive multiple of unit (why says of what), and
 // fills a source of one float per bytesPerFloat. A Run makes run_bytes / bytes passes (runBytes
 // by default), at least one; emuPasses on an emulated device, whose timings mean nothing.
+//
+// Element i of the source is HashFloat(seed, i), written by the helper kernel fill_f32 (lab.yaml
+// helpers:): gigabytes of input are generated faster on the device than uploaded.
 func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why string, runBytes, emuPasses int64) (hashedSource, error) {
 	h := hashedSource{env: env, bytes: p.Int("bytes", 0)}
 	if h.bytes < unit || h.bytes%unit != 0 {
@@ -44,8 +46,21 @@ func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why
 	if h.src, err = lab.Alloc[float32](env, "src", int(h.bytes/bytesPerFloat)); err != nil {
 		return h, err
 	}
-	return h, fillHash(env, h.src, h.seed)
+	k, err := env.KernelByEntry(FillEntry)
+	if err != nil {
+		return h, fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
+	}
+	const block = 256
+	grid := gpu.GridFor(h.src.Len(), block, smCount(env), 8)
+	if err := gpu.Launch(k, cfg(env, grid, block), h.src, int64(h.src.Len()), h.seed); err != nil {
+		return h, fmt.Errorf("filling the input on the device: %w", err)
+	}
+	return h, env.Stream.Synchronize()
 }
+
+// Work counts every pass, of both suites. (Ops stays 0: the rate is bytes over the time of the
+// whole Run.)
+func (h hashedSource) Work() lab.Work { return lab.Work{Bytes: float64(h.bytes * h.passes)} }
 
 // copyCase is one problem of hbm_bandwidth: copy n floats from src to dst, `passes` times in a
 // row within one Run.
@@ -60,7 +75,6 @@ func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why
 // this suite measures L2, above it HBM. Both the library copy and the kernels run the same passes.
 type copyCase struct {
 	hashedSource
-	n   int // floats copied
 	dst *gpu.Buffer[float32]
 }
 
@@ -73,9 +87,8 @@ func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &copyCase{hashedSource: src, n: src.src.Len()}
-	c.dst, err = lab.Output[float32](env, "dst", c.n, lab.PoisonNaN32)
-	return c, err
+	dst, err := lab.Output[float32](env, "dst", src.src.Len(), lab.PoisonNaN32)
+	return &copyCase{hashedSource: src, dst: dst}, err
 }
 
 func (c *copyCase) Run(v *lab.Variant) error {
@@ -92,16 +105,16 @@ func (c *copyCase) Run(v *lab.Variant) error {
 		// with any grid: launch blocks_per_sm blocks on every SM (a full SM's worth of threads by
 		// default), but no more than the data needs. blocks_per_sm = 0 asks for a flat grid
 		// instead, as many blocks as the data needs, for kernels without a loop (copy_f4_flat).
-		perThread := int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1))
-		grid := lab.CeilDiv(c.n, block*perThread)
+		n, perThread := c.src.Len(), int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1))
+		grid := lab.CeilDiv(n, block*perThread)
 		if bps := v.Int("blocks_per_sm", 8); bps > 0 {
 			grid = min(grid, smCount(c.env)*int(bps))
 		}
 		if grid > math.MaxInt32 {
-			return fmt.Errorf("variant %s: %d floats need a grid of %d blocks, more than a launch allows", v.Name, c.n, grid)
+			return fmt.Errorf("variant %s: %d floats need a grid of %d blocks, more than a launch allows", v.Name, n, grid)
 		}
 		lc := cfg(c.env, grid, block)
-		pass = func() error { return gpu.Launch(k, lc, c.src, c.dst, int64(c.n)) }
+		pass = func() error { return gpu.Launch(k, lc, c.src, c.dst, int64(n)) }
 	}
 	for range c.passes {
 		if err := pass(); err != nil {
@@ -141,9 +154,6 @@ func (c *copyCase) Check(_ *lab.Variant, out *lab.Outputs) (check.Report, error)
 	}
 	return rep, nil
 }
-
-// Work counts every pass. (Ops stays 0: the rate is bytes over the time of the whole Run.)
-func (c *copyCase) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes * c.passes)} }
 
 // l2Case is one problem of l2_bandwidth: read a buffer of `bytes` `passes` times (kernels/
 // 04_l2_read.cu). The variant's passes_per_launch says how the passes are split into launches:
@@ -245,11 +255,7 @@ func (c *l2Case) threadSum(tid int) uint32 {
 	for p := c.lastFirst; p < c.lastFirst+c.lastCount; p++ {
 		off := (p * 37 * c.block) % c.n4
 		for i := int64(tid); i < c.n4; i += c.threads {
-			j := i + off
-			if j >= c.n4 {
-				j -= c.n4
-			}
-			acc += c.word(j)
+			acc += c.word((i + off) % c.n4) // i + off < 2·n4: the kernel's wrap-around
 		}
 	}
 	return acc
@@ -284,5 +290,3 @@ func (c *l2Case) Check(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) 
 	}
 	return rep, nil
 }
-
-func (c *l2Case) Work() lab.Work { return lab.Work{Bytes: float64(c.bytes * c.passes)} }

@@ -18,7 +18,6 @@ const (
 	VariantLaunchSync = "empty_launch_sync"
 	VariantH2DPinned  = "h2d_pinned"
 	VariantD2HPinned  = "d2h_pinned"
-	VariantCublasBF16 = "cublas_bf16"
 )
 
 const (
@@ -26,7 +25,6 @@ const (
 	fallbackL2Bytes   = 4 << 20 // when the device does not report its L2 size
 	sourceNoPeak      = "no published peak"
 	sourceNoneForThis = "no datasheet entry for this device and no figure from its clocks"
-	sourceClocks      = "theoretical from clocks: "
 )
 
 // datasheet is a product's published figures and how to recognise it by its CUDA device name.
@@ -35,8 +33,8 @@ type datasheet struct {
 	match func(name string) bool
 }
 
-// datasheets are the products with published figures, matched on the CUDA device name. Order
-// matters: the first match wins.
+// datasheets are the products with published figures, matched on the CUDA device name (peaks
+// takes the first match).
 var datasheets = []datasheet{
 	{results.Datasheet{
 		// Source: NVIDIA H200 Tensor Core GPU datasheet (2024), "H200 SXM" column: FP32 67 TFLOPS;
@@ -59,16 +57,6 @@ var datasheets = []datasheet{
 	},
 }
 
-// LookupDatasheet finds the published figures for a CUDA device name ("NVIDIA H200").
-func LookupDatasheet(deviceName string) (results.Datasheet, bool) {
-	for _, d := range datasheets {
-		if d.match(deviceName) {
-			return d.Datasheet, true
-		}
-	}
-	return results.Datasheet{}, false
-}
-
 // fp32LanesPerSM is the number of FP32 FMA units per SM by compute capability (CUDA C
 // Programming Guide, "Arithmetic Instructions" throughput table: 32-bit floating-point
 // multiply-add results per clock cycle per multiprocessor).
@@ -89,35 +77,6 @@ var bf16FLOPsPerClockPerSM = map[[2]int]int{
 	{9, 0}: 4096,
 }
 
-// MemoryGBpsFromClocks is the theoretical memory bandwidth from the memory clock and bus width:
-// two transfers per clock (double data rate) × bus width in bytes.
-func MemoryGBpsFromClocks(info gpu.DeviceInfo) (float64, bool) {
-	if info.MemClockKHz <= 0 || info.MemBusWidthBits <= 0 {
-		return 0, false
-	}
-	return 2 * float64(info.MemClockKHz) * 1e3 * float64(info.MemBusWidthBits) / 8 / 1e9, true
-}
-
-// FP32TFLOPsFromClocks is SMs × FP32 lanes per SM × 2 FLOPs per FMA × the (boost) SM clock.
-func FP32TFLOPsFromClocks(info gpu.DeviceInfo) (float64, bool) {
-	return tflopsFromClocks(info, fp32LanesPerSM, 2)
-}
-
-// BF16TFLOPsFromClocks is SMs × dense BF16 FLOPs per clock per SM × the SM clock. Datasheets often
-// quote tensor rates at a lower clock than the boost clock, so this can exceed them.
-func BF16TFLOPsFromClocks(info gpu.DeviceInfo) (float64, bool) {
-	return tflopsFromClocks(info, bf16FLOPsPerClockPerSM, 1)
-}
-
-// tflopsFromClocks is SMs × perSM[compute capability] × flopsEach × the SM clock.
-func tflopsFromClocks(info gpu.DeviceInfo, perSM map[[2]int]int, flopsEach float64) (float64, bool) {
-	per, ok := perSM[[2]int{info.ComputeMajor, info.ComputeMinor}]
-	if !ok || info.SMs <= 0 || info.SMClockKHz <= 0 {
-		return 0, false
-	}
-	return float64(info.SMs) * float64(per) * flopsEach * float64(info.SMClockKHz) * 1e3 / 1e12, true
-}
-
 // Derive derives the device's measured ceilings from the finished entries
 // (results.DeviceCeilings: later labs, the site and the notes read them by their keys).
 func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
@@ -132,12 +91,12 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 	if info.Emulated {
 		out.Note = "emulated device: these figures are not performance figures"
 	}
-	peakFor := func(dsVal float64, fromClocks *float64, clocksHow string) (*float64, string) {
+	peakFor := func(dsVal float64, clocks *float64, clocksHow string) (*float64, string) {
 		if dsVal > 0 {
 			return ptr(dsVal), "datasheet: " + ds.Source
 		}
-		if fromClocks != nil {
-			return fromClocks, sourceClocks + clocksHow
+		if clocks != nil {
+			return clocks, "theoretical from clocks: " + clocksHow
 		}
 		return nil, sourceNoneForThis
 	}
@@ -192,17 +151,17 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 	return out
 }
 
-// rate picks the figure a ceiling is made of, in its unit; higher is better unless lowerIsBetter.
+// rate picks the figure a ceiling is made of, in its unit; higher is better, unless sign is -1.
 type rate struct {
-	unit          string
-	of            func(lab.EntryView) float64
-	lowerIsBetter bool
+	unit string
+	of   func(lab.EntryView) float64
+	sign float64
 }
 
 var (
-	rateGBps    = rate{unit: "GB/s", of: func(e lab.EntryView) float64 { return e.GBps }}
-	rateTFLOPs  = rate{unit: "TFLOP/s", of: func(e lab.EntryView) float64 { return e.TFLOPs }}
-	ratePerOpUs = rate{unit: "us", of: func(e lab.EntryView) float64 { return e.PerOpUs }, lowerIsBetter: true}
+	rateGBps    = rate{"GB/s", func(e lab.EntryView) float64 { return e.GBps }, 1}
+	rateTFLOPs  = rate{"TFLOP/s", func(e lab.EntryView) float64 { return e.TFLOPs }, 1}
+	ratePerOpUs = rate{"us", func(e lab.EntryView) float64 { return e.PerOpUs }, -1}
 )
 
 // best is the ceiling measured by the best successful entry of a suite (of one variant when
@@ -210,14 +169,9 @@ var (
 func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.EntryView) bool) results.Ceiling {
 	c := results.Ceiling{Unit: r.unit}
 	for _, e := range entries {
-		if !e.OK || e.Suite != suite || (variant != "" && e.Variant != variant) || (keep != nil && !keep(e)) {
-			continue
-		}
 		v := r.of(e)
-		if v <= 0 {
-			continue
-		}
-		if c.Measured == nil || (r.lowerIsBetter && v < *c.Measured) || (!r.lowerIsBetter && v > *c.Measured) {
+		if e.OK && e.Suite == suite && (variant == "" || e.Variant == variant) && (keep == nil || keep(e)) && v > 0 &&
+			(c.Measured == nil || v*r.sign > *c.Measured*r.sign) {
 			c.Measured, c.Variant, c.Problem = ptr(v), e.Variant, e.Problem
 		}
 	}
@@ -267,22 +221,34 @@ func (Lab) RecordDevice(env *lab.Env) (map[string]any, error) {
 	return results.ExtraOf(p)
 }
 
-// peaks lists every peak figure Derive may compare with (the property page shows them all).
+// peaks lists every peak figure Derive may compare with (the property page shows them all): the
+// product's datasheet (the first that matches the CUDA device name) and the theoretical figures
+// from the clocks, where they are known.
 func peaks(info gpu.DeviceInfo) results.Peaks {
 	var p results.Peaks
-	if ds, ok := LookupDatasheet(info.Name); ok {
-		p.Datasheet = &ds
+	for _, d := range datasheets {
+		if d.match(info.Name) {
+			p.Datasheet = &d.Datasheet
+			break
+		}
 	}
-	p.HBMGBpsFromClocks = optional(MemoryGBpsFromClocks(info))
-	p.FP32TFLOPsFromClocks = optional(FP32TFLOPsFromClocks(info))
-	p.BF16TFLOPsFromClocks = optional(BF16TFLOPsFromClocks(info))
+	// Memory: two transfers per clock (double data rate) × bus width in bytes.
+	if info.MemClockKHz > 0 && info.MemBusWidthBits > 0 {
+		p.HBMGBpsFromClocks = ptr(2 * float64(info.MemClockKHz) * 1e3 * float64(info.MemBusWidthBits) / 8 / 1e9)
+	}
+	// FP32: 2 FLOPs per FMA on every lane at the (boost) SM clock. Datasheets often quote tensor
+	// rates at a lower clock than the boost clock, so the BF16 figure can exceed them.
+	p.FP32TFLOPsFromClocks = fromClocks(info, fp32LanesPerSM, 2)
+	p.BF16TFLOPsFromClocks = fromClocks(info, bf16FLOPsPerClockPerSM, 1)
 	return p
 }
 
-// optional is a figure that may be unknown.
-func optional(v float64, ok bool) *float64 {
-	if !ok {
+// fromClocks is SMs × perSM[compute capability] × flopsEach × the SM clock in TFLOP/s, or nil where
+// one of them is not known.
+func fromClocks(info gpu.DeviceInfo, perSM map[[2]int]int, flopsEach float64) *float64 {
+	per, ok := perSM[[2]int{info.ComputeMajor, info.ComputeMinor}]
+	if !ok || info.SMs <= 0 || info.SMClockKHz <= 0 {
 		return nil
 	}
-	return &v
+	return ptr(float64(info.SMs) * float64(per) * flopsEach * float64(info.SMClockKHz) * 1e3 / 1e12)
 }

@@ -150,7 +150,7 @@ func TestSummarizeReadsSizesFromProblemNames(t *testing.T) {
 	assert.Equal(t, 3000.0, *Ceilings(h200, []lab.EntryView{e}).HBM.Measured)
 }
 
-func TestLookupDatasheet(t *testing.T) {
+func TestDatasheetLookup(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		product string
@@ -164,11 +164,14 @@ func TestLookupDatasheet(t *testing.T) {
 		{"NVIDIA A100-SXM4-80GB", ""},
 		{"CPU emulator", ""},
 	} {
-		ds, ok := LookupDatasheet(tc.name)
-		assert.Equal(t, tc.product != "", ok, tc.name)
-		assert.Equal(t, tc.product, ds.Product, tc.name)
+		ds := peaks(gpu.DeviceInfo{Name: tc.name}).Datasheet
+		assert.Equal(t, tc.product != "", ds != nil, tc.name)
+		if ds != nil {
+			assert.Equal(t, tc.product, ds.Product, tc.name)
+		}
 	}
-	ds, _ := LookupDatasheet("NVIDIA H200")
+	ds := peaks(h200).Datasheet
+	require.NotNil(t, ds)
 	assert.Equal(t, 4800.0, ds.HBMGBps)
 	assert.Equal(t, 67.0, ds.FP32TFLOPs)
 	assert.Equal(t, 989.0, ds.BF16TFLOPs)
@@ -178,12 +181,14 @@ func TestLookupDatasheet(t *testing.T) {
 
 func TestPeaksFromClocksOfTheH200(t *testing.T) {
 	// The clock-derived FP32 figure agrees with the datasheet's 67 TFLOP/s.
-	v, ok := FP32TFLOPsFromClocks(h200)
-	require.True(t, ok)
-	assert.InDelta(t, 66.9, v, 0.1)
-	v, ok = MemoryGBpsFromClocks(h200)
-	require.True(t, ok)
-	assert.InDelta(t, 4815, v, 1) // 2 × 3201 MHz × 752 B ≈ the datasheet's 4.8 TB/s
-	_, ok = FP32TFLOPsFromClocks(gpu.DeviceInfo{ComputeMajor: 1, SMs: 1, SMClockKHz: 1})
-	assert.False(t, ok, "unknown architectures have no lane count")
+	p := peaks(h200)
+	require.NotNil(t, p.FP32TFLOPsFromClocks)
+	assert.InDelta(t, 66.9, *p.FP32TFLOPsFromClocks, 0.1)
+	require.NotNil(t, p.HBMGBpsFromClocks)
+	assert.InDelta(t, 4815, *p.HBMGBpsFromClocks, 1) // 2 × 3201 MHz × 752 B ≈ the datasheet's 4.8 TB/s
+	require.NotNil(t, p.BF16TFLOPsFromClocks)
+	assert.InDelta(t, 1070.5, *p.BF16TFLOPsFromClocks, 0.1) // 132 × 4096 × 1.98 GHz
+	assert.Nil(t, peaks(gpu.DeviceInfo{ComputeMajor: 1, SMs: 1, SMClockKHz: 1}).FP32TFLOPsFromClocks,
+		"unknown architectures have no lane count")
+	assert.Nil(t, peaks(gpu.DeviceInfo{MemClockKHz: 1}).HBMGBpsFromClocks, "no bus width, no memory figure")
 }

@@ -10,6 +10,7 @@
 package devprops
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -51,10 +52,8 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var (
-	_ lab.DeviceRecorder = Lab{}
-	_ lab.Deriver        = Lab{}
-)
+var _ lab.DeviceRecorder = Lab{}
+var _ lab.Deriver = Lab{}
 
 // prepares are the suites' Prepare functions.
 var prepares = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
@@ -79,11 +78,7 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 
 // blockSize reads the variant's block size and checks it against the device.
 func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
-	b := v.Int("block", def)
-	limit := int64(env.Device.Info().MaxThreadsPerBlock)
-	if limit <= 0 {
-		limit = 1024
-	}
+	b, limit := v.Int("block", def), cmp.Or(int64(max(env.Device.Info().MaxThreadsPerBlock, 0)), 1024) // 1024 if unknown
 	if b < 1 || b > limit {
 		return 0, fmt.Errorf("variant %s: block %d is outside 1..%d (params.block in lab.yaml)", v.Name, b, limit)
 	}
@@ -108,22 +103,6 @@ func cfg(env *lab.Env, grid, block int) gpu.LaunchConfig {
 	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(block), Stream: env.Stream}
 }
 
-// fillHash writes element i = HashFloat(seed, i) for i in [0, n) of buf, with the helper kernel
-// fill_f32 (lab.yaml helpers:): gigabytes of input are generated faster on the device than
-// uploaded.
-func fillHash(env *lab.Env, buf *gpu.Buffer[float32], seed uint64) error {
-	k, err := env.KernelByEntry(FillEntry)
-	if err != nil {
-		return fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
-	}
-	const block = 256
-	grid := gpu.GridFor(buf.Len(), block, smCount(env), 8)
-	if err := gpu.Launch(k, cfg(env, grid, block), buf, int64(buf.Len()), seed); err != nil {
-		return fmt.Errorf("filling the input on the device: %w", err)
-	}
-	return env.Stream.Synchronize()
-}
-
 // threadSamples is how many threads a check recomputes on the CPU, at most.
 const threadSamples = 96
 
@@ -134,17 +113,13 @@ const threadSamples = 96
 // (the caller checks them all some other way too).
 func checkThreads[T check.Number](out []T, block int, seed uint64, want func(tid int) T) check.Report {
 	n, seen := len(out), map[int]bool{}
-	add := func(t int) {
+	for _, t := range []int{0, 1, block - 1, block, n - block, n - 1} {
 		if t >= 0 && t < n {
 			seen[t] = true
 		}
 	}
-	for _, t := range []int{0, 1, block - 1, block, n - block, n - 1} {
-		add(t)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0xF3A))
-	for len(seen) < min(n, threadSamples) {
-		add(rng.IntN(n))
+	for rng := rand.New(rand.NewPCG(seed, 0xF3A)); len(seen) < min(n, threadSamples); {
+		seen[rng.IntN(n)] = true
 	}
 	tids := slices.Sorted(maps.Keys(seen))
 	got, ref := make([]T, len(tids)), make([]T, len(tids))

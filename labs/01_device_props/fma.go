@@ -13,12 +13,10 @@ import (
 // fused multiply-adds (split over the variant's chains). The problem fixes the total work, so the
 // variants (1, 4 or 8 chains per thread) are compared on equal terms.
 type fmaCase struct {
-	env          *lab.Env
-	threadsPerSM int64
-	threads      int64 // threads_per_sm on every SM
-	fmas         int64 // per thread
-	seed         uint64
-	out          *gpu.Buffer[float32]
+	env                         *lab.Env
+	threadsPerSM, threads, fmas int64 // threads: threads_per_sm on every SM; fmas: per thread
+	seed                        uint64
+	out                         *gpu.Buffer[float32]
 }
 
 func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {

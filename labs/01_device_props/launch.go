@@ -16,11 +16,10 @@ import (
 // Launch k writes token into flags[k]; the check finds every slot written, which proves that
 // every launch ran with its own arguments.
 type launchCase struct {
-	env      *lab.Env
-	launches int64
-	blocks   int64
-	token    uint32
-	flags    *gpu.Buffer[uint32]
+	env              *lab.Env
+	launches, blocks int64
+	token            uint32
+	flags            *gpu.Buffer[uint32]
 }
 
 // flagPoison is the byte the flags are poisoned with, flagSentinel a flag that holds it; the

@@ -16,6 +16,9 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/labtest"
 )
 
+// VariantCublasBF16 is the tensor suite's one variant (Derive takes the best of the suite).
+const VariantCublasBF16 = "cublas_bf16"
+
 func TestManifestLoads(t *testing.T) {
 	m := labtest.Manifest(t)
 	assert.Equal(t, "01", m.ID)

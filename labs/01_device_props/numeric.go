@@ -30,35 +30,18 @@ func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed
 //
 // float32(math.FMA(x, y, z)) is not quite that: it rounds to float64 first and then to float32,
 // and the two roundings disagree when the float64 result lands exactly halfway between two
-// float32 values while the exact result does not. FMA32 computes the float64 rounding error
-// exactly (TwoSum; the product of two float32 values is exact in float64) and breaks such ties
-// in the direction of the error.
+// float32 values while the exact result does not. Rounding to odd in float64 first avoids that
+// (Boldo and Melquiond): an inexact sum is replaced by its odd float64 neighbour, never a
+// float32 halfway point, and float64 carries more than the 2 extra bits that needs.
 func FMA32(x, y, z float32) float32 {
-	p := float64(x) * float64(y) // exact: 24-bit × 24-bit mantissas fit in 53 bits
-	c := float64(z)
+	p, c := float64(x)*float64(y), float64(z) // the product is exact: 24-bit × 24-bit mantissas fit in 53 bits
 	s := p + c
-	if math.IsInf(s, 0) || math.IsNaN(s) {
-		return float32(s)
-	}
 	bv := s - p
-	e := (p - (s - bv)) + (c - bv) // s + e == p + c exactly
-	r := float32(s)
-	if e == 0 || float64(r) == s || math.IsInf(float64(r), 0) {
-		return r // s is exact, or representable (then e is far below half a float32 ulp)
+	e := (p - (s - bv)) + (c - bv) // TwoSum: s + e == p + c exactly
+	if e != 0 && !math.IsInf(s, 0) && math.Float64bits(s)&1 == 0 {
+		s = math.Nextafter(s, math.Copysign(math.Inf(1), e)) // the odd neighbour on the side of the exact sum
 	}
-	var other float32 // the float32 neighbour of r on the other side of s
-	if float64(r) < s {
-		other = math.Nextafter32(r, float32(math.Inf(1)))
-	} else {
-		other = math.Nextafter32(r, float32(math.Inf(-1)))
-	}
-	if s != (float64(r)+float64(other))/2 {
-		return r // not a tie: rounding s gives the correctly rounded result
-	}
-	if (e > 0) == (other > r) {
-		return other
-	}
-	return r
+	return float32(s)
 }
 
 // ---- the FMA-chain reference (kernels/02_fma.cu) ----

@@ -20,7 +20,7 @@ type tensorCase struct {
 	env       *lab.Env
 	blas      gpu.BLAS
 	m, n, k   int
-	a, b      *gpu.Buffer[uint16]
+	a, b      gpu.Ptr // bf16
 	c         *gpu.Buffer[float32]
 	freivalds *matref.RowFreivalds
 	samples   []matref.ExactSample
@@ -43,15 +43,15 @@ func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 		return nil, fmt.Errorf("this suite needs the vendor BLAS: %w", err)
 	}
 	c := &tensorCase{env: env, blas: blas, m: m, n: n, k: k}
-	// A and B are uniform in [-1, 1), rounded to bf16 in place: the host keeps exactly the values
-	// the device multiplies.
+	// A and B are uniform in [-1, 1), rounded to bf16 in place by lab.UploadAs: the host keeps
+	// exactly the values the device multiplies.
 	a, b := make([]float32, m*k), make([]float32, k*n)
 	matref.FillUniform(a, env.RNG.Uint64())
 	matref.FillUniform(b, env.RNG.Uint64())
-	if c.a, err = lab.Upload(env, "A", matref.RoundBF16(a)); err != nil {
+	if c.a, err = lab.UploadAs(env, "A", lab.BF16, a); err != nil {
 		return nil, err
 	}
-	if c.b, err = lab.Upload(env, "B", matref.RoundBF16(b)); err != nil {
+	if c.b, err = lab.UploadAs(env, "B", lab.BF16, b); err != nil {
 		return nil, err
 	}
 	if c.c, err = lab.Output[float32](env, "C", m*n, lab.PoisonNaN32); err != nil {
@@ -69,7 +69,7 @@ func (c *tensorCase) Run(v *lab.Variant) error {
 	if v.Library != LibCublasGemmEx {
 		return fmt.Errorf("variant %s: %s only knows the library call %q", v.Name, SuiteTensor, LibCublasGemmEx)
 	}
-	d := gpu.RowMajorGemm(c.m, c.n, c.k, c.a.DevicePtr(), c.b.DevicePtr(), c.c.DevicePtr(), gpu.BF16, gpu.F32)
+	d := gpu.RowMajorGemm(c.m, c.n, c.k, c.a, c.b, c.c.DevicePtr(), gpu.BF16, gpu.F32)
 	return c.blas.GemmEx(c.env.Stream, d)
 }
 
