@@ -63,6 +63,8 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`^best pinned host-to-device copy$`), "最快的主机到设备拷贝（锁页内存）"},
 	{regexp.MustCompile(`^best read of a buffer ≤ the L2 size \((.*)\), every pass in one launch \(bytes read\)$`),
 		"读取不超过 L2 大小（$1）的缓冲区时最快的结果，每一遍都在一次启动内完成（按读取的字节数计）"},
+	{regexp.MustCompile(`^best read of a buffer ≤ (.*) \(the device reports no L2 size\), every pass in one launch \(bytes read\)$`),
+		"读取不超过 $1 的缓冲区时最快的结果（设备没有报告 L2 大小），每一遍都在一次启动内完成（按读取的字节数计）"},
 	{regexp.MustCompile(`^launch, run and wait for completion, per launch \(lower is better\)$`), "启动、运行并等待完成，按每次启动计（越低越好）"},
 	{regexp.MustCompile(`^time per launch, launches back to back \(lower is better\)$`), "背靠背连续启动时每次启动的时间（越低越好）"},
 	{regexp.MustCompile(`^datasheet: (.*), (\S+ \S+) column \((.*), per direction\)$`), "数据手册：$1，$2 一栏（$3，单向）"},
