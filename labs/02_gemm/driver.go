@@ -113,20 +113,6 @@ func suiteNeeds(s *lab.Suite) (need Layout, bf16Out bool) {
 	return need, bf16Out && lab.PrecisionOf(s) == lab.BF16
 }
 
-// Prepare allocates the problem p of suite s and fills it with fresh random inputs.
-func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	sh, err := ShapeOf(p)
-	if err != nil {
-		return nil, err
-	}
-	need, bf16Out := suiteNeeds(s)
-	c, err := prepare(env, lab.PrecisionOf(s), sh, bf16Out, need)
-	if err != nil {
-		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
-	}
-	return c, nil
-}
-
 // gemmCase is one prepared problem on the device (its buffers belong to the engine).
 type gemmCase struct {
 	env  *lab.Env
@@ -144,8 +130,15 @@ type gemmCase struct {
 	dBias  gpu.Ptr
 }
 
-func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layout) (*gemmCase, error) {
-	m, n, k := sh.M, sh.N, sh.K
+// Prepare allocates the problem p of suite s and fills it with fresh random inputs.
+func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	sh, err := ShapeOf(p)
+	if err != nil {
+		return nil, err
+	}
+	where := func(err error) error { return fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err) }
+	prec, m, n, k := lab.PrecisionOf(s), sh.M, sh.N, sh.K
+	need, bf16Out := suiteNeeds(s)
 	mats := func(twice bool) int64 { // one matrix, or two: A or B in a second layout, C0 beside C
 		if twice {
 			return 2
@@ -159,7 +152,7 @@ func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layo
 	bytes := int64(prec.Bytes())*(mats(need.AColMajor)*int64(m)*int64(k)+mats(need.BTransposed)*int64(k)*int64(n)) +
 		mats(!sh.Beta0)*cBytes*int64(m)*int64(n)
 	if err := lab.NeedMemory(env, bytes); err != nil {
-		return nil, err
+		return nil, where(err)
 	}
 
 	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, seed: env.RNG.Uint64()}
@@ -180,58 +173,38 @@ func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layo
 
 	// The inputs in the suite's precision: a bf16 suite's A and B are rounded in place, so the
 	// reference multiplies exactly what the device has.
-	var err error
-	if c.a, err = lab.UploadAs(env, "A", prec, c.prod.A); err != nil {
-		return nil, err
-	}
-	if c.b, err = lab.UploadAs(env, "B", prec, c.prod.B); err != nil {
-		return nil, err
-	}
+	a := lab.NewPrep(env)
+	c.a, c.b = a.UploadAs("A", prec, c.prod.A), a.UploadAs("B", prec, c.prod.B)
 	// C is poisoned with NaN when beta is 0; otherwise it is an input too, restored to the
 	// pristine C0 before every checked run.
 	poison, poison16 := lab.PoisonNaN32, lab.PoisonNaN
 	if !sh.Beta0 {
-		c0, err := lab.Upload(env, "the initial C", c.prod.C0)
-		if err != nil {
-			return nil, err
-		}
-		poison = lab.RestoreFrom(c0)
+		poison = lab.RestoreFrom(lab.PrepUpload(a, "the initial C", c.prod.C0))
 		if bf16Out {
-			c016, err := lab.Upload(env, "the initial bf16 C", c0bits)
-			if err != nil {
-				return nil, err
-			}
-			poison16 = lab.RestoreFrom(c016)
+			poison16 = lab.RestoreFrom(lab.PrepUpload(a, "the initial bf16 C", c0bits))
 		}
 	}
-	if c.dC, err = lab.Output[float32](env, "C", m*n, poison); err != nil {
-		return nil, err
-	}
+	c.dC = lab.PrepOutput[float32](a, "C", m*n, poison)
 	if bf16Out {
-		if c.dC16, err = lab.Output[uint16](env, "the bf16 C", m*n, poison16); err != nil {
-			return nil, err
-		}
+		c.dC16 = lab.PrepOutput[uint16](a, "the bf16 C", m*n, poison16)
 	}
 	if need.AColMajor {
-		if c.aT, err = lab.UploadAs(env, "A (column-major)", prec, transpose(c.prod.A, m, k)); err != nil {
-			return nil, err
-		}
+		c.aT = a.UploadAs("A (column-major)", prec, transpose(c.prod.A, m, k))
 	}
 	if need.BTransposed {
 		// The same B, stored N×K: the kernel's product is still A·B, checked against the same
 		// float64 reference.
-		if c.bT, err = lab.UploadAs(env, "B (transposed)", prec, transpose(c.prod.B, k, n)); err != nil {
-			return nil, err
-		}
+		c.bT = a.UploadAs("B (transposed)", prec, transpose(c.prod.B, k, n))
 	}
 	if need.BiasReLU {
 		// Drawn from the case's seed, not from env.RNG, so that adding the epilogue to a suite
 		// leaves the inputs of its other variants as they were.
 		c.bias = make([]float32, n)
 		matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
-		if c.dBias, err = lab.UploadAs(env, "the bias", lab.FP32, c.bias); err != nil {
-			return nil, err
-		}
+		c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
+	}
+	if a.Err != nil {
+		return nil, where(a.Err)
 	}
 	return c, nil
 }
@@ -354,19 +327,14 @@ func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig,
 // kernels/12_wgmma_tma.cu): bf16, 128-byte swizzle, A boxes of bk × bm (K innermost), B boxes of
 // 64 × bk (N innermost, 64 columns = 128 bytes, the swizzle span).
 func TensorMapDescs(a, b gpu.Ptr, m, n, k, bm, bk int) (gpu.TensorMapDesc, gpu.TensorMapDesc) {
-	da := gpu.TensorMapDesc{DataType: gpu.BF16, Global: a, Dims: []uint64{uint64(k), uint64(m)},
-		Strides: []uint64{uint64(k) * 2}, Box: []uint32{uint32(bk), uint32(bm)}, Swizzle: 128, L2Promotion: 256}
-	db := gpu.TensorMapDesc{DataType: gpu.BF16, Global: b, Dims: []uint64{uint64(n), uint64(k)},
-		Strides: []uint64{uint64(n) * 2}, Box: []uint32{64, uint32(bk)}, Swizzle: 128, L2Promotion: 256}
-	return da, db
+	return lab.BF16Tiles(a, m, k, bm, bk), lab.BF16Tiles(b, k, n, bk, 64)
 }
 
 // CTensorMapDesc is the TMA description of a bf16 C (M×N, row-major) that kernels with tmac: 1
 // store through: boxes of box[0] rows × box[1] columns, 128-byte swizzle (the layout the kernel
 // writes its staging buffer in, which spreads a warp's rows over all 32 banks).
 func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
-	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: c, Dims: []uint64{uint64(n), uint64(m)},
-		Strides: []uint64{uint64(n) * 2}, Box: []uint32{uint32(box[1]), uint32(box[0])}, Swizzle: 128, L2Promotion: 256}
+	return lab.BF16Tiles(c, m, n, box[0], box[1])
 }
 
 // runLibrary calls cuBLAS, which is column-major: the row-major C = A·B is the column-major

@@ -79,7 +79,7 @@ type collCase[T elem] struct {
 	outs        *lab.Shared[T]      // every rank's output, for kernels that push (shared_out)
 	sig         *gpu.Buffer[uint64] // the device barrier's signals
 	inCount, oc int                 // this rank's input and output lengths
-	sym         symmetric           // NCCL's symmetric window of the input, made on first use
+	sym         *symmetric          // NCCL's symmetric window of the input, made on first use
 }
 
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of

@@ -229,7 +229,7 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	h, err := c.helpers(c.ownHelper()) // kernel 15 (before 16) or 18 (after 17)
+	h, err := c.helpers() // kernel 15 (before 16) or 18 (after 17)
 	if err != nil {
 		return err
 	}
@@ -248,10 +248,11 @@ var moeHelpers = map[string]string{
 	"moe_rows_by_pair": "kernels/19_nccl_moe_rows.cu", "moe_permute": "kernels/20_nccl_moe_permute.cu",
 }
 
-// helpers are the loaded helper kernels of entries, in their order.
+// helpers are the loaded helper kernels of entries, in their order, then the one that dispatch
+// (kernel 15) or combine (18) launches around the variant's kernel, and the NCCL baseline too.
 func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	var ks []gpu.Kernel
-	for _, e := range entries {
+	for _, e := range append(entries, map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]) {
 		k, err := c.env.KernelByEntry(e)
 		if err != nil {
 			return nil, fmt.Errorf("%w (list %s under helpers: in lab.yaml)", err, moeHelpers[e])
@@ -259,15 +260,6 @@ func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 		ks = append(ks, k)
 	}
 	return ks, nil
-}
-
-// ownHelper is the entry of the helper kernel that dispatch (kernel 15) or combine (18) launches
-// around the variant's kernel, and the NCCL baseline too.
-func (c *moeCase) ownHelper() string {
-	if c.combine {
-		return "moe_combine_reduce"
-	}
-	return "moe_count"
 }
 
 // barrier is a device barrier of the ranks on this rank's stream.
@@ -349,7 +341,7 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	ks, err := c.helpers("moe_rows_by_pair", "moe_permute", c.ownHelper()) // kernels 19, 20, and 15 or 18
+	ks, err := c.helpers("moe_rows_by_pair", "moe_permute") // kernels 19, 20, and 15 or 18
 	if err != nil {
 		return err
 	}
