@@ -118,13 +118,12 @@ type gemmCase struct {
 	env  *lab.Env
 	prec lab.Precision
 	sh   Shape
-	prod Product
+	prod matref.Product
 	seed uint64 // for the check's random vectors and samples
 
 	a, b   gpu.Ptr              // the inputs, in the suite's precision
 	dC     *gpu.Buffer[float32] // the output
 	dC16   *gpu.Buffer[uint16]  // the bf16 C, for variants that write one (nil otherwise)
-	has    Layout               // what was prepared beyond the default
 	aT, bT gpu.Ptr              // A stored column-major, B stored transposed (N×K)
 	bias   []float32            // the bias of the bias + ReLU epilogue (N values)
 	dBias  gpu.Ptr
@@ -155,8 +154,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		return nil, where(err)
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, seed: env.RNG.Uint64()}
-	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
+	c := &gemmCase{env: env, prec: prec, sh: sh, seed: env.RNG.Uint64()}
+	c.prod = matref.Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
 	if sh.Beta0 {
 		c.prod.Beta = 0
 	}
@@ -209,9 +208,6 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	return c, nil
 }
 
-// Product is the CPU view of a problem (see matref).
-type Product = matref.Product
-
 // transpose returns the rows×cols row-major matrix x stored column-major (cols×rows row-major).
 func transpose(x []float32, rows, cols int) []float32 {
 	t := make([]float32, len(x))
@@ -223,15 +219,6 @@ func transpose(x []float32, rows, cols int) []float32 {
 		}
 	})
 	return t
-}
-
-// outBF16 is the bf16 C for variant v, or an error when the suite has none.
-func (c *gemmCase) outBF16(v *lab.Variant) (*gpu.Buffer[uint16], error) {
-	if c.dC16 == nil {
-		return nil, fmt.Errorf("variant %s writes a bf16 C, which suite %s (%s inputs) does not have: bf16 outputs need a bf16 suite",
-			v.Name, v.Suite.Name, c.prec)
-	}
-	return c.dC16, nil
 }
 
 // Run launches variant v once on the lab's stream.
@@ -263,11 +250,11 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	}
 	var out any = c.dC
 	if ls.CBF16 {
-		c16, err := c.outBF16(v)
-		if err != nil {
-			return err
+		if c.dC16 == nil {
+			return fmt.Errorf("variant %s writes a bf16 C, which suite %s (%s inputs) does not have: bf16 outputs need a bf16 suite",
+				v.Name, v.Suite.Name, c.prec)
 		}
-		out = c16
+		out = c.dC16
 	}
 	if !ls.TMA {
 		return gpu.Launch(k, cfg, m, n, kk, alpha, c.a, c.b, beta, out)
@@ -276,26 +263,19 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
 	}
 	da, db := TensorMapDescs(c.a, c.b, c.sh.M, c.sh.N, c.sh.K, ls.BM, ls.BK)
-	ma, err := lab.TensorMap(c.env, "A", da)
-	if err != nil {
-		return err
+	names, descs := []string{"A", "B"}, []gpu.TensorMapDesc{da, db}
+	if ls.TMAC { // tmac needs cbf16, so out is the suite's bf16 C
+		names, descs = append(names, "C"), append(descs, CTensorMapDesc(c.dC16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox))
 	}
-	mb, err := lab.TensorMap(c.env, "B", db)
-	if err != nil {
-		return err
+	args := []any{m, n, kk, alpha, beta, out}
+	for i, d := range descs {
+		tm, err := lab.TensorMap(c.env, names[i], d)
+		if err != nil {
+			return err
+		}
+		args = append(args, tm)
 	}
-	if !ls.TMAC {
-		return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, ma, mb)
-	}
-	c16, err := c.outBF16(v)
-	if err != nil {
-		return fmt.Errorf("variant %s: a tensor map of C needs the suite's bf16 C", v.Name)
-	}
-	mc, err := lab.TensorMap(c.env, "C", CTensorMapDesc(c16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox))
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, ma, mb, mc)
+	return gpu.Launch(k, cfg, args...)
 }
 
 // runLayout launches a kernel with a column-major A, a transposed B or the bias + ReLU epilogue:
@@ -305,7 +285,7 @@ func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig,
 		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
 			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
 	}
-	if (lay.AColMajor && !c.has.AColMajor) || (lay.BTransposed && !c.has.BTransposed) || (lay.BiasReLU && !c.has.BiasReLU) {
+	if (lay.AColMajor && c.aT == 0) || (lay.BTransposed && c.bT == 0) || (lay.BiasReLU && c.dBias == 0) {
 		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
 			v.Name, v.Suite.Name)
 	}
@@ -356,11 +336,8 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 		if !ok {
 			return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
 		}
-		c16, err := c.outBF16(v)
-		if err != nil {
-			return err
-		}
-		g.C, g.OutType = c16.DevicePtr(), gpu.BF16
+		// A bf16 suite with this variant has a bf16 C (suiteNeeds).
+		g.C, g.OutType = c.dC16.DevicePtr(), gpu.BF16
 		return lt.LtMatmul(c.env.Stream, g)
 	}
 	return fmt.Errorf("variant %s: library %q does not take %s inputs (lab 02 knows %s for fp32, %s and %s for bf16)",
@@ -371,17 +348,11 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 // every element up to M·N·K = 2^30, Freivalds' check and sampled elements above).
 func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	tol := o.Tolerance()
-	var out []float32
-	var err error
-	if WritesBF16(v) {
-		var c16 *gpu.Buffer[uint16]
-		if c16, err = c.outBF16(v); err == nil {
-			out, err = o.BF16(c16)
-		}
-		tol += BF16OutputRounding
-	} else {
-		out, err = o.Float32(c.dC)
+	read := func() ([]float32, error) { return o.Float32(c.dC) }
+	if WritesBF16(v) { // Run refused it where the suite has no bf16 C
+		read, tol = func() ([]float32, error) { return o.BF16(c.dC16) }, tol+BF16OutputRounding
 	}
+	out, err := read()
 	if err != nil {
 		return check.Report{}, err
 	}

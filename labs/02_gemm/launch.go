@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -70,14 +71,11 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 	} else {
 		ls.Block = gpu.D2(int(get(ParamBX, 32)), int(get(ParamBY, 1)))
 	}
-	if maxThreads <= 0 {
-		maxThreads = 1024
-	}
+	maxThreads = cmp.Or(max(maxThreads, 0), 1024)
 	if c := ls.Block.Count(); c < 1 || c > int64(maxThreads) {
 		return ls, fmt.Errorf("variant %s: block %v has %d threads, the device allows 1..%d", name, ls.Block, c, maxThreads)
 	}
-	ls.Shared = int(get(ParamSmem, 0))
-	if ls.Shared < 0 {
+	if ls.Shared = int(get(ParamSmem, 0)); ls.Shared < 0 {
 		return ls, fmt.Errorf("variant %s: negative smem %d", name, ls.Shared)
 	}
 	if limit := get(ParamMaxGFLOP, 0); limit > 0 {
@@ -87,13 +85,11 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 				name, gf, limit)
 		}
 	}
-	ls.TMA = get(ParamTMA, 0) != 0
-	if ls.TMA && (k%8 != 0 || n%8 != 0) {
+	if ls.TMA = get(ParamTMA, 0) != 0; ls.TMA && (k%8 != 0 || n%8 != 0) {
 		return ls, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
 			name, k, n)
 	}
-	ls.CBF16 = get(ParamCBF16, 0) != 0
-	ls.TMAC = get(ParamTMAC, 0) != 0
+	ls.CBF16, ls.TMAC = get(ParamCBF16, 0) != 0, get(ParamTMAC, 0) != 0
 	ls.CBox = [2]int{int(get(ParamCBoxM, 64)), int(get(ParamCBoxN, 64))}
 	if ls.TMAC {
 		switch {
@@ -126,8 +122,7 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 		ls.Grid = gpu.D1(clusters * cluster)
 		return ls, nil
 	}
-	gx := tilesN * splitK
-	gx = lab.CeilDiv(gx, cluster) * cluster
+	gx := lab.CeilDiv(tilesN*splitK, cluster) * cluster
 	if gx > 1<<31-1 || tilesM > 65535 {
 		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, gx, tilesM)
 	}
