@@ -44,13 +44,6 @@ func (p *Prep) Need(bytes int64) {
 	}
 }
 
-// Fail records err (a precondition of the case's own) unless an earlier call failed.
-func (p *Prep) Fail(err error) {
-	if p.Err == nil {
-		p.Err = err
-	}
-}
-
 // UploadAs is lab.UploadAs through p.
 func (p *Prep) UploadAs(name string, prec Precision, vals []float32) gpu.Ptr {
 	return keep(p, func() (gpu.Ptr, error) { return UploadAs(p.Env, name, prec, vals) })
@@ -72,11 +65,6 @@ func PrepUpload[T gpu.Elem](p *Prep, name string, host []T) *gpu.Buffer[T] {
 // PrepOutput is Output through p.
 func PrepOutput[T gpu.Elem](p *Prep, name string, n int, poison Poison) *gpu.Buffer[T] {
 	return keep(p, func() (*gpu.Buffer[T], error) { return Output[T](p.Env, name, n, poison) })
-}
-
-// PrepScratch is Scratch through p.
-func PrepScratch[T gpu.Elem](p *Prep, name string, n int, poison Poison) *gpu.Buffer[T] {
-	return keep(p, func() (*gpu.Buffer[T], error) { return Scratch[T](p.Env, name, n, poison) })
 }
 
 // PrepUploadShared is UploadShared through p (every rank reaches it at the same point).

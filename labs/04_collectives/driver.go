@@ -195,10 +195,10 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 	case "allgather_pull", "reduce_scatter_direct":
 		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
 	case EntryAllToAllPull:
-		if c.op == AllToAllV {
-			if !c.blocks.Equal() {
-				return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
-			}
+		if c.op == AllToAllV && !c.blocks.Equal() {
+			return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
+		}
+		if c.blocks != nil {
 			cnt = int32(c.blocks[0][0]) // the one size, drawn (or not) around the problem's mean
 		}
 		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
