@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 )
 
 // Prep keeps the first error: the calls after it allocate nothing, and Done returns no case.
