@@ -241,12 +241,19 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	cfg := gpu.LaunchConfig{Grid: ls.Grid, Block: ls.Block, SharedBytes: ls.Shared, Stream: c.env.Stream}
 	m, n, kk := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
 	alpha, beta := c.prod.Alpha, c.prod.Beta
-	if lay := LayoutOf(v.Params); lay != (Layout{}) {
-		if ls.CBF16 {
-			return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
-				v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
-		}
-		return c.runLayout(v, k, cfg, lay, ls.TMA)
+	// A column-major A, a transposed B and the bias + ReLU epilogue are for kernels that take
+	// pointers and write an fp32 C.
+	lay := LayoutOf(v.Params)
+	switch {
+	case lay != (Layout{}) && ls.CBF16:
+		return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
+			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case lay != (Layout{}) && ls.TMA:
+		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
+			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case (lay.AColMajor && c.aT == 0) || (lay.BTransposed && c.bT == 0) || (lay.BiasReLU && c.dBias == 0):
+		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
+			v.Name, v.Suite.Name)
 	}
 	var out any = c.dC
 	if ls.CBF16 {
@@ -256,8 +263,19 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		}
 		out = c.dC16
 	}
-	if !ls.TMA {
-		return gpu.Launch(k, cfg, m, n, kk, alpha, c.a, c.b, beta, out)
+	if !ls.TMA { // (M, N, K, alpha, A, B, beta, C[, bias]), A and B in the layouts the variant asks for
+		a, b := c.a, c.b
+		if lay.AColMajor {
+			a = c.aT
+		}
+		if lay.BTransposed {
+			b = c.bT
+		}
+		args := []any{m, n, kk, alpha, a, b, beta, out}
+		if lay.BiasReLU {
+			args = append(args, c.dBias)
+		}
+		return gpu.Launch(k, cfg, args...)
 	}
 	if c.prec != lab.BF16 {
 		return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
@@ -274,31 +292,6 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 			return err
 		}
 		args = append(args, tm)
-	}
-	return gpu.Launch(k, cfg, args...)
-}
-
-// runLayout launches a kernel with a column-major A, a transposed B or the bias + ReLU epilogue:
-// (M, N, K, alpha, A, B, beta, C[, bias]), A and B in the layouts the variant asks for.
-func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig, lay Layout, tma bool) error {
-	if tma {
-		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
-			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
-	}
-	if (lay.AColMajor && c.aT == 0) || (lay.BTransposed && c.bT == 0) || (lay.BiasReLU && c.dBias == 0) {
-		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
-			v.Name, v.Suite.Name)
-	}
-	a, b := c.a, c.b
-	if lay.AColMajor {
-		a = c.aT
-	}
-	if lay.BTransposed {
-		b = c.bT
-	}
-	args := []any{int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha, a, b, c.prod.Beta, c.dC}
-	if lay.BiasReLU {
-		args = append(args, c.dBias)
 	}
 	return gpu.Launch(k, cfg, args...)
 }
