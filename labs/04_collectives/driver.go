@@ -30,14 +30,12 @@ const (
 	LibAllToAll      = "nccl_alltoall" // grouped ncclSend/ncclRecv, as nccl-tests' alltoall
 )
 
-// EntryRing is the entry of the ring allreduce: one launch per step, a device barrier between
-// steps (see Run).
-const EntryRing = "allreduce_ring_step"
-
-// The entries of the kernels on NCCL's symmetric memory and device API (needs: [nccl_device]):
-// they take the device communicator and the window of the case's NCCL symmetric window
-// (symmetric.go) instead of the course's table of peer pointers.
+// Kernel entries that the driver launches in ways of their own.
 const (
+	EntryRing = "allreduce_ring_step" // the ring allreduce: one launch per step, a device barrier between steps (see Run)
+	// The kernels on NCCL's symmetric memory and device API (needs: [nccl_device]): they take the
+	// device communicator and the window of the case's NCCL symmetric window (symmetric.go)
+	// instead of the course's table of peer pointers.
 	EntryNCCLOneShot   = "allreduce_nccl_one_shot"
 	EntryNCCLAllGather = "allgather_nccl_pull"
 )
