@@ -113,39 +113,31 @@ func suiteNeeds(s *lab.Suite) (need Layout, bf16Out bool) {
 	return need, bf16Out && lab.PrecisionOf(s) == lab.BF16
 }
 
+// gemmCase is one prepared problem on the device (its buffers belong to the engine).
+type gemmCase struct {
+	env  *lab.Env
+	prec lab.Precision
+	sh   Shape
+	prod matref.Product
+	seed uint64 // for the check's random vectors and samples
+
+	a, b   gpu.Ptr              // the inputs, in the suite's precision
+	dC     *gpu.Buffer[float32] // the output
+	dC16   *gpu.Buffer[uint16]  // the bf16 C, for variants that write one (nil otherwise)
+	aT, bT gpu.Ptr              // A stored column-major, B stored transposed (N×K)
+	bias   []float32            // the bias of the bias + ReLU epilogue (N values)
+	dBias  gpu.Ptr
+}
+
 // Prepare allocates the problem p of suite s and fills it with fresh random inputs.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
 		return nil, err
 	}
+	where := func(err error) error { return fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err) }
+	prec, m, n, k := lab.PrecisionOf(s), sh.M, sh.N, sh.K
 	need, bf16Out := suiteNeeds(s)
-	c, err := prepare(env, lab.PrecisionOf(s), sh, bf16Out, need)
-	if err != nil {
-		return nil, fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err)
-	}
-	return c, nil
-}
-
-// gemmCase is one prepared problem on the device (its buffers belong to the engine).
-type gemmCase struct {
-	env  *lab.Env
-	prec lab.Precision
-	sh   Shape
-	prod Product
-	seed uint64 // for the check's random vectors and samples
-
-	a, b   gpu.Ptr              // the inputs, in the suite's precision
-	dC     *gpu.Buffer[float32] // the output
-	dC16   *gpu.Buffer[uint16]  // the bf16 C, for variants that write one (nil otherwise)
-	has    Layout               // what was prepared beyond the default
-	aT, bT gpu.Ptr              // A stored column-major, B stored transposed (N×K)
-	bias   []float32            // the bias of the bias + ReLU epilogue (N values)
-	dBias  gpu.Ptr
-}
-
-func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layout) (*gemmCase, error) {
-	m, n, k := sh.M, sh.N, sh.K
 	mats := func(twice bool) int64 { // one matrix, or two: A or B in a second layout, C0 beside C
 		if twice {
 			return 2
@@ -159,11 +151,11 @@ func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layo
 	bytes := int64(prec.Bytes())*(mats(need.AColMajor)*int64(m)*int64(k)+mats(need.BTransposed)*int64(k)*int64(n)) +
 		mats(!sh.Beta0)*cBytes*int64(m)*int64(n)
 	if err := lab.NeedMemory(env, bytes); err != nil {
-		return nil, err
+		return nil, where(err)
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, has: need, seed: env.RNG.Uint64()}
-	c.prod = Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
+	c := &gemmCase{env: env, prec: prec, sh: sh, seed: env.RNG.Uint64()}
+	c.prod = matref.Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
 	if sh.Beta0 {
 		c.prod.Beta = 0
 	}
@@ -180,64 +172,41 @@ func prepare(env *lab.Env, prec lab.Precision, sh Shape, bf16Out bool, need Layo
 
 	// The inputs in the suite's precision: a bf16 suite's A and B are rounded in place, so the
 	// reference multiplies exactly what the device has.
-	var err error
-	if c.a, err = lab.UploadAs(env, "A", prec, c.prod.A); err != nil {
-		return nil, err
-	}
-	if c.b, err = lab.UploadAs(env, "B", prec, c.prod.B); err != nil {
-		return nil, err
-	}
+	a := lab.NewPrep(env)
+	c.a, c.b = a.UploadAs("A", prec, c.prod.A), a.UploadAs("B", prec, c.prod.B)
 	// C is poisoned with NaN when beta is 0; otherwise it is an input too, restored to the
 	// pristine C0 before every checked run.
 	poison, poison16 := lab.PoisonNaN32, lab.PoisonNaN
 	if !sh.Beta0 {
-		c0, err := lab.Upload(env, "the initial C", c.prod.C0)
-		if err != nil {
-			return nil, err
-		}
-		poison = lab.RestoreFrom(c0)
+		poison = lab.RestoreFrom(lab.PrepUpload(a, "the initial C", c.prod.C0))
 		if bf16Out {
-			c016, err := lab.Upload(env, "the initial bf16 C", c0bits)
-			if err != nil {
-				return nil, err
-			}
-			poison16 = lab.RestoreFrom(c016)
+			poison16 = lab.RestoreFrom(lab.PrepUpload(a, "the initial bf16 C", c0bits))
 		}
 	}
-	if c.dC, err = lab.Output[float32](env, "C", m*n, poison); err != nil {
-		return nil, err
-	}
+	c.dC = lab.PrepOutput[float32](a, "C", m*n, poison)
 	if bf16Out {
-		if c.dC16, err = lab.Output[uint16](env, "the bf16 C", m*n, poison16); err != nil {
-			return nil, err
-		}
+		c.dC16 = lab.PrepOutput[uint16](a, "the bf16 C", m*n, poison16)
 	}
 	if need.AColMajor {
-		if c.aT, err = lab.UploadAs(env, "A (column-major)", prec, transpose(c.prod.A, m, k)); err != nil {
-			return nil, err
-		}
+		c.aT = a.UploadAs("A (column-major)", prec, transpose(c.prod.A, m, k))
 	}
 	if need.BTransposed {
 		// The same B, stored N×K: the kernel's product is still A·B, checked against the same
 		// float64 reference.
-		if c.bT, err = lab.UploadAs(env, "B (transposed)", prec, transpose(c.prod.B, k, n)); err != nil {
-			return nil, err
-		}
+		c.bT = a.UploadAs("B (transposed)", prec, transpose(c.prod.B, k, n))
 	}
 	if need.BiasReLU {
 		// Drawn from the case's seed, not from env.RNG, so that adding the epilogue to a suite
 		// leaves the inputs of its other variants as they were.
 		c.bias = make([]float32, n)
 		matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
-		if c.dBias, err = lab.UploadAs(env, "the bias", lab.FP32, c.bias); err != nil {
-			return nil, err
-		}
+		c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
+	}
+	if a.Err != nil {
+		return nil, where(a.Err)
 	}
 	return c, nil
 }
-
-// Product is the CPU view of a problem (see matref).
-type Product = matref.Product
 
 // transpose returns the rows×cols row-major matrix x stored column-major (cols×rows row-major).
 func transpose(x []float32, rows, cols int) []float32 {
@@ -250,15 +219,6 @@ func transpose(x []float32, rows, cols int) []float32 {
 		}
 	})
 	return t
-}
-
-// outBF16 is the bf16 C for variant v, or an error when the suite has none.
-func (c *gemmCase) outBF16(v *lab.Variant) (*gpu.Buffer[uint16], error) {
-	if c.dC16 == nil {
-		return nil, fmt.Errorf("variant %s writes a bf16 C, which suite %s (%s inputs) does not have: bf16 outputs need a bf16 suite",
-			v.Name, v.Suite.Name, c.prec)
-	}
-	return c.dC16, nil
 }
 
 // Run launches variant v once on the lab's stream.
@@ -281,71 +241,57 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	cfg := gpu.LaunchConfig{Grid: ls.Grid, Block: ls.Block, SharedBytes: ls.Shared, Stream: c.env.Stream}
 	m, n, kk := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
 	alpha, beta := c.prod.Alpha, c.prod.Beta
-	if lay := LayoutOf(v.Params); lay != (Layout{}) {
-		if ls.CBF16 {
-			return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
-				v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
-		}
-		return c.runLayout(v, k, cfg, lay, ls.TMA)
+	// A column-major A, a transposed B and the bias + ReLU epilogue are for kernels that take
+	// pointers and write an fp32 C.
+	lay := LayoutOf(v.Params)
+	switch {
+	case lay != (Layout{}) && ls.CBF16:
+		return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
+			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case lay != (Layout{}) && ls.TMA:
+		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
+			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case (lay.AColMajor && c.aT == 0) || (lay.BTransposed && c.bT == 0) || (lay.BiasReLU && c.dBias == 0):
+		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
+			v.Name, v.Suite.Name)
 	}
 	var out any = c.dC
 	if ls.CBF16 {
-		c16, err := c.outBF16(v)
-		if err != nil {
-			return err
+		if c.dC16 == nil {
+			return fmt.Errorf("variant %s writes a bf16 C, which suite %s (%s inputs) does not have: bf16 outputs need a bf16 suite",
+				v.Name, v.Suite.Name, c.prec)
 		}
-		out = c16
+		out = c.dC16
 	}
-	if !ls.TMA {
-		return gpu.Launch(k, cfg, m, n, kk, alpha, c.a, c.b, beta, out)
+	if !ls.TMA { // (M, N, K, alpha, A, B, beta, C[, bias]), A and B in the layouts the variant asks for
+		a, b := c.a, c.b
+		if lay.AColMajor {
+			a = c.aT
+		}
+		if lay.BTransposed {
+			b = c.bT
+		}
+		args := []any{m, n, kk, alpha, a, b, beta, out}
+		if lay.BiasReLU {
+			args = append(args, c.dBias)
+		}
+		return gpu.Launch(k, cfg, args...)
 	}
 	if c.prec != lab.BF16 {
 		return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
 	}
 	da, db := TensorMapDescs(c.a, c.b, c.sh.M, c.sh.N, c.sh.K, ls.BM, ls.BK)
-	ma, err := lab.TensorMap(c.env, "A", da)
-	if err != nil {
-		return err
+	names, descs := []string{"A", "B"}, []gpu.TensorMapDesc{da, db}
+	if ls.TMAC { // tmac needs cbf16, so out is the suite's bf16 C
+		names, descs = append(names, "C"), append(descs, CTensorMapDesc(c.dC16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox))
 	}
-	mb, err := lab.TensorMap(c.env, "B", db)
-	if err != nil {
-		return err
-	}
-	if !ls.TMAC {
-		return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, ma, mb)
-	}
-	c16, err := c.outBF16(v)
-	if err != nil {
-		return fmt.Errorf("variant %s: a tensor map of C needs the suite's bf16 C", v.Name)
-	}
-	mc, err := lab.TensorMap(c.env, "C", CTensorMapDesc(c16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox))
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(k, cfg, m, n, kk, alpha, beta, out, ma, mb, mc)
-}
-
-// runLayout launches a kernel with a column-major A, a transposed B or the bias + ReLU epilogue:
-// (M, N, K, alpha, A, B, beta, C[, bias]), A and B in the layouts the variant asks for.
-func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig, lay Layout, tma bool) error {
-	if tma {
-		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
-			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
-	}
-	if (lay.AColMajor && !c.has.AColMajor) || (lay.BTransposed && !c.has.BTransposed) || (lay.BiasReLU && !c.has.BiasReLU) {
-		return fmt.Errorf("variant %s: the case of suite %s was prepared without its layout (internal error: Prepare reads the suite's variants)",
-			v.Name, v.Suite.Name)
-	}
-	a, b := c.a, c.b
-	if lay.AColMajor {
-		a = c.aT
-	}
-	if lay.BTransposed {
-		b = c.bT
-	}
-	args := []any{int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha, a, b, c.prod.Beta, c.dC}
-	if lay.BiasReLU {
-		args = append(args, c.dBias)
+	args := []any{m, n, kk, alpha, beta, out}
+	for i, d := range descs {
+		tm, err := lab.TensorMap(c.env, names[i], d)
+		if err != nil {
+			return err
+		}
+		args = append(args, tm)
 	}
 	return gpu.Launch(k, cfg, args...)
 }
@@ -354,19 +300,14 @@ func (c *gemmCase) runLayout(v *lab.Variant, k gpu.Kernel, cfg gpu.LaunchConfig,
 // kernels/12_wgmma_tma.cu): bf16, 128-byte swizzle, A boxes of bk × bm (K innermost), B boxes of
 // 64 × bk (N innermost, 64 columns = 128 bytes, the swizzle span).
 func TensorMapDescs(a, b gpu.Ptr, m, n, k, bm, bk int) (gpu.TensorMapDesc, gpu.TensorMapDesc) {
-	da := gpu.TensorMapDesc{DataType: gpu.BF16, Global: a, Dims: []uint64{uint64(k), uint64(m)},
-		Strides: []uint64{uint64(k) * 2}, Box: []uint32{uint32(bk), uint32(bm)}, Swizzle: 128, L2Promotion: 256}
-	db := gpu.TensorMapDesc{DataType: gpu.BF16, Global: b, Dims: []uint64{uint64(n), uint64(k)},
-		Strides: []uint64{uint64(n) * 2}, Box: []uint32{64, uint32(bk)}, Swizzle: 128, L2Promotion: 256}
-	return da, db
+	return lab.BF16Tiles(a, m, k, bm, bk), lab.BF16Tiles(b, k, n, bk, 64)
 }
 
 // CTensorMapDesc is the TMA description of a bf16 C (M×N, row-major) that kernels with tmac: 1
 // store through: boxes of box[0] rows × box[1] columns, 128-byte swizzle (the layout the kernel
 // writes its staging buffer in, which spreads a warp's rows over all 32 banks).
 func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
-	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: c, Dims: []uint64{uint64(n), uint64(m)},
-		Strides: []uint64{uint64(n) * 2}, Box: []uint32{uint32(box[1]), uint32(box[0])}, Swizzle: 128, L2Promotion: 256}
+	return lab.BF16Tiles(c, m, n, box[0], box[1])
 }
 
 // runLibrary calls cuBLAS, which is column-major: the row-major C = A·B is the column-major
@@ -388,11 +329,8 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 		if !ok {
 			return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
 		}
-		c16, err := c.outBF16(v)
-		if err != nil {
-			return err
-		}
-		g.C, g.OutType = c16.DevicePtr(), gpu.BF16
+		// A bf16 suite with this variant has a bf16 C (suiteNeeds).
+		g.C, g.OutType = c.dC16.DevicePtr(), gpu.BF16
 		return lt.LtMatmul(c.env.Stream, g)
 	}
 	return fmt.Errorf("variant %s: library %q does not take %s inputs (lab 02 knows %s for fp32, %s and %s for bf16)",
@@ -403,17 +341,11 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 // every element up to M·N·K = 2^30, Freivalds' check and sampled elements above).
 func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	tol := o.Tolerance()
-	var out []float32
-	var err error
-	if WritesBF16(v) {
-		var c16 *gpu.Buffer[uint16]
-		if c16, err = c.outBF16(v); err == nil {
-			out, err = o.BF16(c16)
-		}
-		tol += BF16OutputRounding
-	} else {
-		out, err = o.Float32(c.dC)
+	read := func() ([]float32, error) { return o.Float32(c.dC) }
+	if WritesBF16(v) { // Run refused it where the suite has no bf16 C
+		read, tol = func() ([]float32, error) { return o.BF16(c.dC16) }, tol+BF16OutputRounding
 	}
+	out, err := read()
 	if err != nil {
 		return check.Report{}, err
 	}

@@ -54,13 +54,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 	BiasReLU(ref, scale, c.bias, at, n)
 	r := matref.CheckAt(out, at, ref, scale, tol)
 	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
-	nan := 0
-	for _, v := range out {
-		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-			nan++
-		}
-	}
-	if nan > 0 {
+	if nan := matref.NonFinite(out); nan > 0 {
 		r.OK = false
 		r.Unwritten = nan
 		r.Note = fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from a NaN poison)", nan, len(out))

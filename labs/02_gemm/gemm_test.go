@@ -151,8 +151,8 @@ func TestBF16Rounding(t *testing.T) {
 	}
 }
 
-func randomProduct(seed uint64, m, n, k int, beta0 bool) *Product {
-	p := &Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
+func randomProduct(seed uint64, m, n, k int, beta0 bool) *matref.Product {
+	p := &matref.Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
 	matref.FillUniform(p.A, seed)
 	matref.FillUniform(p.B, seed+1)
 	if beta0 {
@@ -165,7 +165,7 @@ func randomProduct(seed uint64, m, n, k int, beta0 bool) *Product {
 }
 
 func TestReferenceSmall(t *testing.T) {
-	p := &Product{M: 2, N: 2, K: 3, Alpha: 2, Beta: 0.5,
+	p := &matref.Product{M: 2, N: 2, K: 3, Alpha: 2, Beta: 0.5,
 		A:  []float32{1, 2, 3, 4, 5, 6},
 		B:  []float32{1, -1, 0, 2, -1, 0},
 		C0: []float32{10, 20, 30, 40}}
@@ -437,7 +437,7 @@ func TestBF16OutputTolerance(t *testing.T) {
 	assert.False(t, WritesBF16(&lab.Variant{File: "k.cu", Params: map[string]int64{ParamTMA: 1}}))
 
 	const m, n, k, tol = 64, 48, 256, 1e-3
-	p := Product{M: m, N: n, K: k, Alpha: Alpha, Beta: 0, A: make([]float32, m*k), B: make([]float32, k*n)}
+	p := matref.Product{M: m, N: n, K: k, Alpha: Alpha, Beta: 0, A: make([]float32, m*k), B: make([]float32, k*n)}
 	matref.FillUniform(p.A, 1)
 	matref.FillUniform(p.B, 2)
 	for i, v := range matref.RoundBF16(p.A) {

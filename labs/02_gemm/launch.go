@@ -1,61 +1,47 @@
 package gemm
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-// Launch parameters a variant may set in lab.yaml (params:), with their defaults:
-//
-//	bm, bn      the tile of C one block computes (32, 32): grid = (ceil(N/bn), ceil(M/bm))
-//	threads     a 1-D block of this many threads; else bx × by (32 × 1)
-//	smem        dynamic shared memory in bytes (0); above 48 KiB the driver opts the kernel in
-//	tma         1: the kernel takes two TMA tensor maps (tmA, tmB) and needs K % 8 == 0, N % 8 == 0
-//	bk          the K step of the tensor maps' boxes (64)
-//	cbf16       1: the kernel writes a bf16 C (bf16 suites only); else C is fp32
-//	tmac        1: the kernel also takes a TMA tensor map of its bf16 C (tmC, after tmA and tmB),
-//	            128-byte swizzled boxes of cbox_n × cbox_m (64 × 64), for TMA stores
-//	persistent  1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
-//	ctas_per_sm blocks per SM of a persistent grid (1)
-//	cluster     blocks per thread-block cluster along x (1): the kernel declares the same number
-//	            with __cluster_dims__, and the grid's x is made a multiple of it (a persistent grid
-//	            gets whole clusters, at most SMs × ctas_per_sm blocks)
-//	max_blocks  the most blocks of a persistent grid (0: SMs × ctas_per_sm). A device may hold fewer
-//	            clusters at once than SMs / cluster (a GPC with an odd number of free SMs leaves one
-//	            idle); blocks beyond what it holds would wait for a second round
-//	split_k     blocks that share one tile of C, each summing a slice of K (1): grid.x =
-//	            ceil(N/bn) × split_k, the blocks of a tile consecutive (with cluster = split_k, one
-//	            cluster a tile, reduced through distributed shared memory)
-//	max_gflop   refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
-//	a_col_major 1: the kernel reads A stored column-major (element (i, k) at A[k·M + i], lda = M)
-//	b_transposed 1: the kernel reads B stored as Bᵀ, N×K row-major (element (k, j) at B[j·K + k],
-//	            ldb = K): the layout of a linear layer's weight in PyTorch (nn.Linear)
-//	bias_relu   1: the kernel takes a bias vector of N floats after C and writes
-//	            C = max(0, alpha·A·B + beta·C + bias[j]) (fp32 suites)
+// Launch parameters a variant may set in lab.yaml (params:), with their defaults.
 const (
-	ParamBM          = "bm"
-	ParamBN          = "bn"
-	ParamThreads     = "threads"
-	ParamBX          = "bx"
-	ParamBY          = "by"
-	ParamSmem        = "smem"
-	ParamTMA         = "tma"
-	ParamBK          = "bk"
-	ParamPersistent  = "persistent"
-	ParamCTAsPerSM   = "ctas_per_sm"
-	ParamCluster     = "cluster"
-	ParamSplitK      = "split_k"
-	ParamMaxBlocks   = "max_blocks"
-	ParamCBF16       = "cbf16"
-	ParamTMAC        = "tmac"
-	ParamCBoxM       = "cbox_m"
-	ParamCBoxN       = "cbox_n"
-	ParamMaxGFLOP    = "max_gflop"
-	ParamAColMajor   = "a_col_major"
+	ParamBM, ParamBN = "bm", "bn"    // the tile of C one block computes (32, 32): grid = (ceil(N/bn), ceil(M/bm))
+	ParamThreads     = "threads"     // a 1-D block of this many threads; else bx × by
+	ParamBX, ParamBY = "bx", "by"    // the block's x and y when threads is not set (32 × 1)
+	ParamSmem        = "smem"        // dynamic shared memory in bytes (0); above 48 KiB the driver opts the kernel in
+	ParamTMA         = "tma"         // 1: the kernel takes two TMA tensor maps (tmA, tmB) and needs K % 8 == 0, N % 8 == 0
+	ParamBK          = "bk"          // the K step of the tensor maps' boxes (64)
+	ParamCBF16       = "cbf16"       // 1: the kernel writes a bf16 C (bf16 suites only); else C is fp32
+	ParamTMAC        = "tmac"        // 1: the kernel also takes a TMA tensor map of its bf16 C (tmC, after tmA and tmB), for TMA stores
+	ParamCBoxM       = "cbox_m"      // the rows of the C map's 128-byte swizzled boxes (64)
+	ParamCBoxN       = "cbox_n"      // their columns (64)
+	ParamPersistent  = "persistent"  // 1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
+	ParamCTAsPerSM   = "ctas_per_sm" // blocks per SM of a persistent grid (1)
+	// blocks per thread-block cluster along x (1): the kernel declares the same number with
+	// __cluster_dims__, and the grid's x is made a multiple of it (a persistent grid gets whole
+	// clusters, at most SMs × ctas_per_sm blocks)
+	ParamCluster = "cluster"
+	// the most blocks of a persistent grid (0: SMs × ctas_per_sm). A device may hold fewer clusters
+	// at once than SMs / cluster (a GPC with an odd number of free SMs leaves one idle); blocks
+	// beyond what it holds would wait for a second round
+	ParamMaxBlocks = "max_blocks"
+	// blocks that share one tile of C, each summing a slice of K (1): grid.x = ceil(N/bn) ×
+	// split_k, the blocks of a tile consecutive (with cluster = split_k, one cluster a tile,
+	// reduced through distributed shared memory)
+	ParamSplitK    = "split_k"
+	ParamMaxGFLOP  = "max_gflop"   // refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
+	ParamAColMajor = "a_col_major" // 1: the kernel reads A stored column-major (element (i, k) at A[k·M + i], lda = M)
+	// 1: the kernel reads B stored as Bᵀ, N×K row-major (element (k, j) at B[j·K + k], ldb = K):
+	// the layout of a linear layer's weight in PyTorch (nn.Linear)
 	ParamBTransposed = "b_transposed"
-	ParamBiasReLU    = "bias_relu"
+	// 1: the kernel takes a bias vector of N floats after C and writes
+	// C = max(0, alpha·A·B + beta·C + bias[j]) (fp32 suites)
+	ParamBiasReLU = "bias_relu"
 )
 
 // launchShape is how a kernel variant is launched on one problem.
@@ -85,14 +71,11 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 	} else {
 		ls.Block = gpu.D2(int(get(ParamBX, 32)), int(get(ParamBY, 1)))
 	}
-	if maxThreads <= 0 {
-		maxThreads = 1024
-	}
+	maxThreads = cmp.Or(max(maxThreads, 0), 1024)
 	if c := ls.Block.Count(); c < 1 || c > int64(maxThreads) {
 		return ls, fmt.Errorf("variant %s: block %v has %d threads, the device allows 1..%d", name, ls.Block, c, maxThreads)
 	}
-	ls.Shared = int(get(ParamSmem, 0))
-	if ls.Shared < 0 {
+	if ls.Shared = int(get(ParamSmem, 0)); ls.Shared < 0 {
 		return ls, fmt.Errorf("variant %s: negative smem %d", name, ls.Shared)
 	}
 	if limit := get(ParamMaxGFLOP, 0); limit > 0 {
@@ -102,13 +85,11 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 				name, gf, limit)
 		}
 	}
-	ls.TMA = get(ParamTMA, 0) != 0
-	if ls.TMA && (k%8 != 0 || n%8 != 0) {
+	if ls.TMA = get(ParamTMA, 0) != 0; ls.TMA && (k%8 != 0 || n%8 != 0) {
 		return ls, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
 			name, k, n)
 	}
-	ls.CBF16 = get(ParamCBF16, 0) != 0
-	ls.TMAC = get(ParamTMAC, 0) != 0
+	ls.CBF16, ls.TMAC = get(ParamCBF16, 0) != 0, get(ParamTMAC, 0) != 0
 	ls.CBox = [2]int{int(get(ParamCBoxM, 64)), int(get(ParamCBoxN, 64))}
 	if ls.TMAC {
 		switch {
@@ -141,8 +122,7 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 		ls.Grid = gpu.D1(clusters * cluster)
 		return ls, nil
 	}
-	gx := tilesN * splitK
-	gx = lab.CeilDiv(gx, cluster) * cluster
+	gx := lab.CeilDiv(tilesN*splitK, cluster) * cluster
 	if gx > 1<<31-1 || tilesM > 65535 {
 		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, gx, tilesM)
 	}

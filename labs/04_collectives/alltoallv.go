@@ -98,39 +98,24 @@ func (b Blocks) AllToAllV(comm gpu.RankCommunicator, r, unit int, back bool, sen
 }
 
 // Sent is the number of elements rank r sends (its send buffer).
-func (b Blocks) Sent(r int) int {
-	t := 0
-	for _, v := range b[r] {
-		t += v
-	}
-	return t
-}
+func (b Blocks) Sent(r int) int { return sum(b[r]) }
 
 // Received is the number of elements rank r receives (its receive buffer).
-func (b Blocks) Received(r int) int {
-	t := 0
-	for s := range b {
-		t += b[s][r]
-	}
-	return t
-}
+func (b Blocks) Received(r int) int { return sum(b.column(r)) }
 
 // SendOffset is where the block for dst starts in src's send buffer.
-func (b Blocks) SendOffset(src, dst int) int {
-	o := 0
-	for d := 0; d < dst; d++ {
-		o += b[src][d]
-	}
-	return o
-}
+func (b Blocks) SendOffset(src, dst int) int { return sum(b[src][:dst]) }
 
 // RecvOffset is where the block from src starts in dst's receive buffer.
-func (b Blocks) RecvOffset(dst, src int) int {
-	o := 0
-	for s := 0; s < src; s++ {
-		o += b[s][dst]
+func (b Blocks) RecvOffset(dst, src int) int { return sum(b.column(dst)[:src]) }
+
+// column is the sizes of the blocks rank dst receives, by source.
+func (b Blocks) column(dst int) []int {
+	col := make([]int, len(b))
+	for s := range b {
+		col[s] = b[s][dst]
 	}
-	return o
+	return col
 }
 
 // Total is the number of elements that change hands, all ranks together.
@@ -138,6 +123,13 @@ func (b Blocks) Total() int {
 	t := 0
 	for r := range b {
 		t += b.Sent(r)
+	}
+	return t
+}
+
+func sum(xs []int) (t int) {
+	for _, x := range xs {
+		t += x
 	}
 	return t
 }
@@ -166,12 +158,10 @@ func (b Blocks) Row(r int) []int32 {
 // ReferenceV is what rank r must receive: the block addressed to it in every rank's send buffer,
 // concatenated in source order.
 func ReferenceV(ins [][]float32, b Blocks, r int) []float64 {
-	ref := make([]float64, 0, b.Received(r))
-	for s, x := range ins {
+	return reference(AllToAllV, ins, func(s int, x []float32) []float32 {
 		o := b.SendOffset(s, r)
-		ref = appendWide(ref, x[o:o+b[s][r]])
-	}
-	return ref
+		return x[o : o+b[s][r]]
+	})
 }
 
 // WorkOfV counts the bytes of an uneven all-to-all as nccl-tests counts all_to_all's (n·S per

@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -24,10 +25,24 @@ const (
 	AllToAllV // all-to-all with blocks of different sizes (alltoallv.go)
 )
 
-// opNames are the collectives' names, as the suites' names start.
-var opNames = [...]string{AllReduce: "allreduce", AllGather: "allgather", ReduceScatter: "reduce_scatter", AllToAll: "all_to_all", AllToAllV: "all_to_allv"}
+// ops are the collectives as nccl-tests describes them: the per-rank input and output (one block
+// of count elements, or n of them), whether the output is a sum or a gather of the ranks'
+// inputs, the bus factor's numerator, and what the reference is (in a report's method).
+var ops = [...]struct {
+	name      string
+	inN, outN bool    // the input (output) is n blocks of count elements, else one
+	sum       bool    // the output sums the ranks' inputs elementwise, else concatenates them
+	bus       float64 // busbw / algbw = bus·(n−1)/n
+	ref       string
+}{
+	AllReduce:     {"allreduce", false, false, true, 2, "sum"},
+	AllGather:     {"allgather", false, true, false, 1, "concatenation"},
+	ReduceScatter: {"reduce_scatter", true, false, true, 1, "sum (its block)"},
+	AllToAll:      {"all_to_all", true, true, false, 1, "gather (its block of each)"},
+	AllToAllV:     {"all_to_allv", true, true, false, 1, "gather (its block of each, of the sizes in the table)"},
+}
 
-func (o Op) String() string { return opNames[o] }
+func (o Op) String() string { return ops[o].name }
 
 // OpOf says which collective a suite measures, by the start of its name after any "bf16_" (the
 // suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter..., all_to_allv...,
@@ -42,19 +57,18 @@ func OpOf(s *lab.Suite) Op {
 }
 
 // Counts are the per-rank element counts of a collective's input and output for n ranks and the
-// problem's count (bytes per element): for allreduce count in and out; for all-gather count in, n·count
-// out; for reduce-scatter and all-to-all count is one block (nccl-tests' count): n blocks in,
-// one block (reduce-scatter) or n blocks (all-to-all) out.
+// problem's count: for allreduce count in and out; for all-gather count in, n·count out; for
+// reduce-scatter and all-to-all count is one block (nccl-tests' count): n blocks in, one block
+// (reduce-scatter) or n blocks (all-to-all; all-to-allv when every block has count elements) out.
 func Counts(op Op, n, count int) (in, out int) {
-	switch op {
-	case AllGather:
-		return count, n * count
-	case ReduceScatter:
-		return n * count, count
-	case AllToAll, AllToAllV: // AllToAllV: when every block has count elements
-		return n * count, n * count
+	in, out = count, count
+	if ops[op].inN {
+		in *= n
 	}
-	return count, count
+	if ops[op].outN {
+		out *= n
+	}
+	return in, out
 }
 
 // CountOf reads a problem's per-rank size in bytes and returns the element count in precision
@@ -73,27 +87,22 @@ func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
 }
 
 // BusFactor is nccl-tests' ratio busbw / algbw for n ranks: 2(n−1)/n for allreduce, (n−1)/n for
-// all-gather, reduce-scatter and all-to-all. It turns the rate of one rank's data into the rate each link must sustain in a
-// bandwidth-optimal algorithm, so that the figure is comparable across n and with the hardware.
+// all-gather, reduce-scatter and all-to-all. It turns the rate of one rank's data into the rate
+// each link must sustain in a bandwidth-optimal algorithm, so that the figure is comparable
+// across n and with the hardware.
 func BusFactor(op Op, n int) float64 {
 	if n < 1 {
 		return 0
 	}
-	if op == AllReduce {
-		return 2 * float64(n-1) / float64(n)
-	}
-	return float64(n-1) / float64(n)
+	return ops[op].bus * float64(n-1) / float64(n)
 }
 
 // AlgBytes are the bytes that nccl-tests divides by the time for algbw: the per-rank buffer S
 // for allreduce; n blocks of S = size·count for the others (received by all-gather, sent by
 // reduce-scatter, sent and received by all-to-all), size being the bytes of an element.
 func AlgBytes(op Op, n, count, size int) float64 {
-	s := float64(size) * float64(count)
-	if op == AllReduce {
-		return s
-	}
-	return float64(n) * s
+	in, out := Counts(op, n, count)
+	return float64(size) * float64(max(in, out))
 }
 
 // WorkOf is the work of one collective: Bytes = AlgBytes · BusFactor, so that the engine's GB/s
@@ -107,28 +116,32 @@ func WorkOf(op Op, n, count, size int) lab.Work {
 // elementwise sum of the inputs (allreduce), their concatenation (all-gather), block `rank` of
 // the sum (reduce-scatter), block `rank` of every input, concatenated (all-to-all).
 func Reference(op Op, ins [][]float32, rank int) []float64 {
-	n := len(ins)
-	if n == 0 {
+	return reference(op, ins, func(_ int, x []float32) []float32 {
+		if !ops[op].inN {
+			return x
+		}
+		b := len(x) / len(ins)
+		return x[rank*b : (rank+1)*b]
+	})
+}
+
+// reference sums (or concatenates, in rank order) what a rank gets of every rank's input
+// (part(s, input of rank s)), in float64.
+func reference(op Op, ins [][]float32, part func(s int, x []float32) []float32) []float64 {
+	if len(ins) == 0 {
 		return nil
 	}
-	in := len(ins[0])
-	switch op {
-	case AllGather:
-		ref := make([]float64, 0, n*in)
-		for _, x := range ins {
-			ref = appendWide(ref, x)
+	ref := []float64{}
+	for s, x := range ins {
+		p := part(s, x)
+		if !ops[op].sum {
+			ref = appendWide(ref, p)
+			continue
 		}
-		return ref
-	case AllToAll:
-		return ReferenceV(ins, EqualBlocks(n, in/n), rank)
-	}
-	lo, hi := 0, in
-	if op == ReduceScatter {
-		lo, hi = rank*(in/n), (rank+1)*(in/n)
-	}
-	ref := make([]float64, hi-lo)
-	for _, x := range ins {
-		for i, v := range x[lo:hi] {
+		if s == 0 {
+			ref = make([]float64, len(p))
+		}
+		for i, v := range p {
 			ref[i] += float64(v)
 		}
 	}
@@ -161,14 +174,8 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	if v := int(params[ParamVec]); v > 1 {
 		work = (work + v - 1) / v
 	}
-	threads, per := 256, 2
-	if t := params[ParamThreads]; t > 0 {
-		threads = int(t)
-	}
-	if b := params[ParamBlocksPerSM]; b > 0 {
-		per = int(b)
-	}
-	return gpu.GridFor(work, threads, sms, per), threads
+	threads = int(cmp.Or(max(params[ParamThreads], 0), 256))
+	return gpu.GridFor(work, threads, sms, int(cmp.Or(max(params[ParamBlocksPerSM], 0), 2))), threads
 }
 
 // launchOf is the launch of variant v over work elements (Grid) on env's stream.

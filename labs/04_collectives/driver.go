@@ -30,14 +30,12 @@ const (
 	LibAllToAll      = "nccl_alltoall" // grouped ncclSend/ncclRecv, as nccl-tests' alltoall
 )
 
-// EntryRing is the entry of the ring allreduce: one launch per step, a device barrier between
-// steps (see Run).
-const EntryRing = "allreduce_ring_step"
-
-// The entries of the kernels on NCCL's symmetric memory and device API (needs: [nccl_device]):
-// they take the device communicator and the window of the case's NCCL symmetric window
-// (symmetric.go) instead of the course's table of peer pointers.
+// Kernel entries that the driver launches in ways of their own.
 const (
+	EntryRing = "allreduce_ring_step" // the ring allreduce: one launch per step, a device barrier between steps (see Run)
+	// The kernels on NCCL's symmetric memory and device API (needs: [nccl_device]): they take the
+	// device communicator and the window of the case's NCCL symmetric window (symmetric.go)
+	// instead of the course's table of peer pointers.
 	EntryNCCLOneShot   = "allreduce_nccl_one_shot"
 	EntryNCCLAllGather = "allgather_nccl_pull"
 )
@@ -79,7 +77,7 @@ type collCase[T elem] struct {
 	outs        *lab.Shared[T]      // every rank's output, for kernels that push (shared_out)
 	sig         *gpu.Buffer[uint64] // the device barrier's signals
 	inCount, oc int                 // this rank's input and output lengths
-	sym         symmetric           // NCCL's symmetric window of the input, made on first use
+	sym         *symmetric          // NCCL's symmetric window of the input, made on first use
 }
 
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
@@ -121,18 +119,13 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 		c.ins = append(c.ins, x)
 	}
 	c.inCount, c.oc = c.sizesOf(c.rank)
-	if err := lab.NeedMemory(env, int64(prec.Bytes())*int64(c.inCount+c.oc)); err != nil {
-		return nil, err
-	}
+	a := lab.NewPrep(env)
+	a.Need(int64(prec.Bytes()) * int64(c.inCount+c.oc))
 	// An empty buffer of an uneven all-to-all still gets one element, so that every rank has a
 	// pointer to hand out; the kernels never touch it.
-	if c.in, err = lab.UploadShared(env, "input", append(mine, make([]T, max(0, 1-c.inCount))...)); err != nil {
-		return nil, err
-	}
+	c.in = lab.PrepUploadShared(a, "input", append(mine, make([]T, max(0, 1-c.inCount))...))
 	if op == AllToAllV {
-		if c.sizeRows, err = lab.UploadShared(env, "block sizes", c.blocks.Row(c.rank)); err != nil {
-			return nil, err
-		}
+		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.blocks.Row(c.rank))
 	}
 	// The output, NaN-poisoned: shared when a variant of the suite pushes into its peers' (shared_out).
 	poison := lab.PoisonNaN32
@@ -140,15 +133,15 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 		poison = lab.PoisonNaN // 0xFFFF, a bf16 NaN
 	}
 	if slices.ContainsFunc(s.Variants, func(v *lab.Variant) bool { return v.Params[ParamSharedOut] != 0 }) {
-		if c.outs, err = lab.SharedOutput[T](env, "output", max(c.oc, 1), poison); err != nil {
-			return nil, err
-		}
-		c.out = c.outs.Mine
-	} else if c.out, err = lab.Output[T](env, "output", max(c.oc, 1), poison); err != nil {
-		return nil, err
+		c.outs = lab.PrepSharedOutput[T](a, "output", max(c.oc, 1), poison)
+	} else {
+		c.out = lab.PrepOutput[T](a, "output", max(c.oc, 1), poison)
 	}
-	c.sig, err = env.Signals()
-	return c, err
+	c.sig = a.Signals()
+	if c.outs != nil {
+		c.out = c.outs.Mine
+	}
+	return lab.Done[lab.Case](a, c)
 }
 
 // sizesOf are rank r's input and output lengths.
@@ -200,10 +193,10 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 	case "allgather_pull", "reduce_scatter_direct":
 		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
 	case EntryAllToAllPull:
-		if c.op == AllToAllV {
-			if !c.blocks.Equal() {
-				return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
-			}
+		if c.op == AllToAllV && !c.blocks.Equal() {
+			return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
+		}
+		if c.blocks != nil {
 			cnt = int32(c.blocks[0][0]) // the one size, drawn (or not) around the problem's mean
 		}
 		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
@@ -250,21 +243,27 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	return nil
 }
 
+// libCalls are the NCCL calls of the library variants (lab.yaml library:) but all-to-all's, by
+// the collective each computes.
+var libCalls = map[string]struct {
+	op   Op
+	call func(gpu.RankCommunicator, gpu.Ptr, gpu.Ptr, int, gpu.DataType, gpu.Stream) error
+}{
+	LibAllReduce: {AllReduce, gpu.RankCommunicator.AllReduce}, LibAllGather: {AllGather, gpu.RankCommunicator.AllGather},
+	LibReduceScatter: {ReduceScatter, gpu.RankCommunicator.ReduceScatter},
+}
+
 func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.env.RankCommunicator()
 	if err != nil {
 		return err
 	}
-	send, recv, st := c.in.Mine.DevicePtr(), c.out.DevicePtr(), c.env.Stream
-	switch {
-	case v.Library == LibAllReduce && c.op == AllReduce:
-		return comm.AllReduce(send, recv, c.count, c.prec.DataType(), st)
-	case v.Library == LibAllGather && c.op == AllGather:
-		return comm.AllGather(send, recv, c.count, c.prec.DataType(), st)
-	case v.Library == LibReduceScatter && c.op == ReduceScatter:
-		return comm.ReduceScatter(send, recv, c.count, c.prec.DataType(), st)
-	case v.Library == LibAllToAll && c.blocks != nil:
-		return c.blocks.AllToAllV(comm, c.rank, 1, false, send, recv, c.prec.DataType(), st)
+	send, recv, t, st := c.in.Mine.DevicePtr(), c.out.DevicePtr(), c.prec.DataType(), c.env.Stream
+	if l, ok := libCalls[v.Library]; ok && l.op == c.op {
+		return l.call(comm, send, recv, c.count, t, st)
+	}
+	if v.Library == LibAllToAll && c.blocks != nil {
+		return c.blocks.AllToAllV(comm, c.rank, 1, false, send, recv, t, st)
 	}
 	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s and %s)",
 		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll)
@@ -272,13 +271,7 @@ func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 
 // Check compares this rank's output with the reference (the engine reports the worst rank's).
 func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	var got []float32
-	var err error
-	if b, ok := any(c.out).(*gpu.Buffer[uint16]); ok {
-		got, err = out.BF16(b)
-	} else {
-		got, err = out.Float32(any(c.out).(*gpu.Buffer[float32]))
-	}
+	got, err := lab.Widened(out, c.out)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -295,14 +288,8 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
 	}
 	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
-	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", refWords[c.op], c.n)
+	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", ops[c.op].ref, c.n)
 	return rep, nil
-}
-
-// refWords say what each collective's reference is, in its report's method.
-var refWords = map[Op]string{
-	AllReduce: "sum", AllGather: "concatenation", ReduceScatter: "sum (its block)", AllToAll: "gather (its block of each)",
-	AllToAllV: "gather (its block of each, of the sizes in the table)",
 }
 
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).

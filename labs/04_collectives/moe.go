@@ -168,34 +168,21 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	}
 	c := &moeCase{env: env, combine: s.Name == "moe_combine", m: m, rank: w.Rank, rows: m.rowsOf(w.Rank), blocks: m.rowBlocks()}
 	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
-	if err := lab.NeedMemory(env, 2*int64(R+T*k+T)*int64(H)); err != nil {
-		return nil, err
-	}
+	a := lab.NewPrep(env)
+	a.Need(2 * int64(R+T*k+T) * int64(H))
 	meta := make([]int32, 0, max(1, R)*moeMetaWords)
 	for _, r := range c.rows {
 		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
 	}
 	if !c.combine {
-		if c.x, err = lab.UploadShared(env, "tokens", m.xBits[c.rank]); err != nil {
-			return nil, err
-		}
-		if c.topk, err = lab.Upload(env, "routing (top-k experts)", m.topk[c.rank]); err != nil {
-			return nil, err
-		}
-		if c.counts, err = lab.SharedScratch[int32](env, "counts", 2*m.experts, lab.PoisonBytes(0xFF)); err != nil {
-			return nil, err
-		}
-		if c.sendlist, err = lab.SharedScratch[int32](env, "send list", T*k, lab.PoisonBytes(0xFF)); err != nil {
-			return nil, err
-		}
-		if c.recv, err = lab.Output[uint16](env, "received rows", max(1, R)*H, lab.PoisonNaN); err != nil {
-			return nil, err
-		}
-		if c.meta, err = lab.Output[int32](env, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF)); err != nil {
-			return nil, err
-		}
-		_, err = env.Signals() // the device barrier's, zeroed before any run
-		return c, err
+		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.rank])
+		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.rank])
+		c.counts = lab.PrepSharedScratch[int32](a, "counts", 2*m.experts, lab.PoisonBytes(0xFF))
+		c.sendlist = lab.PrepSharedScratch[int32](a, "send list", T*k, lab.PoisonBytes(0xFF))
+		c.recv = lab.PrepOutput[uint16](a, "received rows", max(1, R)*H, lab.PoisonNaN)
+		c.meta = lab.PrepOutput[int32](a, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF))
+		a.Signals() // the device barrier's, zeroed before any run
+		return lab.Done[lab.Case](a, c)
 	}
 	// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
 	// dispatch suite checks), and the reference is the weighted sum of their outputs.
@@ -203,21 +190,11 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	for _, r := range c.rows {
 		ys = append(ys, m.expertOut(r)...)
 	}
-	if c.recv, err = lab.Upload(env, "expert outputs", append(matref.RoundBF16(ys), make([]uint16, max(0, 1-R)*H)...)); err != nil {
-		return nil, err
-	}
-	if c.meta, err = lab.Upload(env, "metadata", append(meta, make([]int32, max(0, 1-R)*moeMetaWords)...)); err != nil {
-		return nil, err
-	}
-	if c.weights, err = lab.Upload(env, "routing weights", m.weights[c.rank]); err != nil {
-		return nil, err
-	}
-	if c.stage, err = lab.SharedScratch[uint16](env, "staging (k rows per token)", T*k*H, lab.PoisonNaN); err != nil {
-		return nil, err
-	}
-	if c.out, err = lab.Output[uint16](env, "combined tokens", T*H, lab.PoisonNaN); err != nil {
-		return nil, err
-	}
+	c.recv = lab.PrepUpload(a, "expert outputs", append(matref.RoundBF16(ys), make([]uint16, max(0, 1-R)*H)...))
+	c.meta = lab.PrepUpload(a, "metadata", append(meta, make([]int32, max(0, 1-R)*moeMetaWords)...))
+	c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
+	c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
+	c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
 	c.ref = make([]float64, T*H)
 	abs := make([]float64, T*H)
 	for t := range T {
@@ -235,8 +212,8 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	}
 	// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
 	c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
-	_, err = env.Signals() // the device barrier's, zeroed before any run
-	return c, err
+	a.Signals() // the device barrier's, zeroed before any run
+	return lab.Done[lab.Case](a, c)
 }
 
 // Run: dispatch is kernel 15 (counts), a device barrier, kernel 16 (the pull); combine is kernel
@@ -252,7 +229,7 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	h, err := c.helpers(c.ownHelper()) // kernel 15 (before 16) or 18 (after 17)
+	h, err := c.helpers() // kernel 15 (before 16) or 18 (after 17)
 	if err != nil {
 		return err
 	}
@@ -271,10 +248,11 @@ var moeHelpers = map[string]string{
 	"moe_rows_by_pair": "kernels/19_nccl_moe_rows.cu", "moe_permute": "kernels/20_nccl_moe_permute.cu",
 }
 
-// helpers are the loaded helper kernels of entries, in their order.
+// helpers are the loaded helper kernels of entries, in their order, then the one that dispatch
+// (kernel 15) or combine (18) launches around the variant's kernel, and the NCCL baseline too.
 func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	var ks []gpu.Kernel
-	for _, e := range entries {
+	for _, e := range append(entries, map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]) {
 		k, err := c.env.KernelByEntry(e)
 		if err != nil {
 			return nil, fmt.Errorf("%w (list %s under helpers: in lab.yaml)", err, moeHelpers[e])
@@ -282,15 +260,6 @@ func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 		ks = append(ks, k)
 	}
 	return ks, nil
-}
-
-// ownHelper is the entry of the helper kernel that dispatch (kernel 15) or combine (18) launches
-// around the variant's kernel, and the NCCL baseline too.
-func (c *moeCase) ownHelper() string {
-	if c.combine {
-		return "moe_combine_reduce"
-	}
-	return "moe_count"
 }
 
 // barrier is a device barrier of the ranks on this rank's stream.
@@ -372,7 +341,7 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	ks, err := c.helpers("moe_rows_by_pair", "moe_permute", c.ownHelper()) // kernels 19, 20, and 15 or 18
+	ks, err := c.helpers("moe_rows_by_pair", "moe_permute") // kernels 19, 20, and 15 or 18
 	if err != nil {
 		return err
 	}
@@ -419,20 +388,13 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
 	m := c.m
 	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
-	b := &moeNCCL{}
-	var err error
-	if b.sendRows, err = lab.Alloc[uint16](c.env, "NCCL send rows", max(1, T*m.k)*H); err != nil {
-		return nil, err
-	}
-	if b.recvRows, err = lab.Alloc[uint16](c.env, "NCCL received rows", max(1, R)*H); err != nil {
-		return nil, err
-	}
+	a, b := lab.NewPrep(c.env), &moeNCCL{}
+	b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
+	b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)
 	if !c.combine {
-		if b.pairs, err = lab.Alloc[int32](c.env, "NCCL received pairs", max(1, R)); err != nil {
-			return nil, err
-		}
-		b.counts, err = lab.Alloc[int32](c.env, "NCCL received counts", m.n*P)
-		return b, err
+		b.pairs = lab.PrepAlloc[int32](a, "NCCL received pairs", max(1, R))
+		b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
+		return lab.Done(a, b)
 	}
 	counts := make([]int32, m.n*P)
 	for src := range m.n {
@@ -442,9 +404,7 @@ func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
 			}
 		}
 	}
-	if b.counts, err = lab.Upload(c.env, "layout counts", counts); err != nil {
-		return nil, err
-	}
-	b.pairs, err = lab.Upload(c.env, "send list", append(m.sendList(c.rank), 0))
-	return b, err
+	b.counts = lab.PrepUpload(a, "layout counts", counts)
+	b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
+	return lab.Done(a, b)
 }

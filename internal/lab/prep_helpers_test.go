@@ -1,0 +1,70 @@
+package lab
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Prep keeps the first error: the calls after it allocate nothing, and Done returns no case.
+func TestPrepKeepsTheFirstError(t *testing.T) {
+	be, _ := fakeBackend(t)
+	dev, err := be.Open(0)
+	require.NoError(t, err)
+	stream, err := dev.NewStream()
+	require.NoError(t, err)
+	env := NewEnv(dev, stream, 1, nil, nil)
+	env.openCase()
+	defer func() { require.NoError(t, env.closeCase()) }()
+
+	p := NewPrep(env)
+	in := PrepUpload(p, "in", []float32{1, 2, 3})
+	out := PrepOutput[float32](p, "out", 3, PoisonNaN32)
+	require.NoError(t, p.Err)
+	assert.Equal(t, 3, in.Len())
+	got, err := Done(p, out)
+	require.NoError(t, err)
+	assert.Same(t, out, got)
+
+	bufs := len(env.arena().bufs)
+	p.Need(1 << 62) // more than any device has free
+	require.ErrorContains(t, p.Err, "use a smaller problem")
+	first := p.Err
+	assert.Nil(t, PrepUpload(p, "after", []float32{1}))
+	assert.Nil(t, PrepAlloc[uint16](p, "after", 4))
+	assert.Zero(t, p.UploadAs("after", BF16, []float32{1}))
+	assert.Same(t, first, p.Err, "the first error stays")
+	assert.Len(t, env.arena().bufs, bufs, "nothing is allocated after an error")
+	none, err := Done(p, out)
+	assert.Equal(t, first, err)
+	assert.Nil(t, none)
+}
+
+// Widened reads an fp32 output as it is and a bf16 one widened.
+func TestWidened(t *testing.T) {
+	be, _ := fakeBackend(t)
+	dev, err := be.Open(0)
+	require.NoError(t, err)
+	stream, err := dev.NewStream()
+	require.NoError(t, err)
+	env := NewEnv(dev, stream, 1, nil, nil)
+	env.openCase()
+	defer func() { require.NoError(t, env.closeCase()) }()
+
+	f32, err := Output[float32](env, "f32", 2, PoisonNaN32)
+	require.NoError(t, err)
+	bf16, err := Output[uint16](env, "bf16", 2, PoisonNaN)
+	require.NoError(t, err)
+	require.NoError(t, f32.CopyFromHost([]float32{1.5, -2}, nil))
+	require.NoError(t, bf16.CopyFromHost([]uint16{0x3FC0, 0xC000}, nil)) // 1.5, -2
+	o := newOutputs(env, 0)
+	for _, read := range []func() ([]float32, error){
+		func() ([]float32, error) { return Widened(o, f32) },
+		func() ([]float32, error) { return Widened(o, bf16) },
+	} {
+		got, err := read()
+		require.NoError(t, err)
+		assert.Equal(t, []float32{1.5, -2}, got)
+	}
+}
