@@ -57,22 +57,12 @@ type launchShape struct {
 
 // shapeOf reads a kernel variant's launch parameters.
 func shapeOf(v *lab.Variant) (launchShape, error) {
-	ls := launchShape{
-		Loop:       v.Int(ParamLoop, 0) != 0,
-		Persistent: v.Int(ParamPersistent, 0) != 0,
-		MoE:        v.Int(ParamMoE, 0) != 0,
-		Gather:     v.Int(ParamGather, 0) != 0,
-		TMA:        v.Int(ParamTMA, 0) != 0,
-		Decode:     v.Int(ParamDecode, 0) != 0,
-		Dynamic:    v.Int(ParamDynamic, 0) != 0,
-		LPT:        v.Int(ParamLPT, 0) != 0,
-		Timeline:   v.Int(ParamTimeline, 0) != 0,
-		BM:         int(v.Int(ParamBM, 128)),
-		BN:         int(v.Int(ParamBN, 128)),
-		Threads:    int(v.Int(ParamThreads, 128)),
-		Smem:       int(v.Int(ParamSmem, 0)),
-		CTAsPerSM:  int(v.Int(ParamCTAsPerSM, 2)),
-		MaxSplit:   int(v.Int(ParamMaxSplit, defaultMaxSplit)),
+	ls := launchShape{BM: int(v.Int(ParamBM, 128)), BN: int(v.Int(ParamBN, 128)), Threads: int(v.Int(ParamThreads, 128)),
+		Smem: int(v.Int(ParamSmem, 0)), CTAsPerSM: int(v.Int(ParamCTAsPerSM, 2)), MaxSplit: int(v.Int(ParamMaxSplit, defaultMaxSplit))}
+	for p, flag := range map[string]*bool{ParamLoop: &ls.Loop, ParamPersistent: &ls.Persistent, ParamMoE: &ls.MoE,
+		ParamGather: &ls.Gather, ParamTMA: &ls.TMA, ParamDecode: &ls.Decode, ParamDynamic: &ls.Dynamic, ParamLPT: &ls.LPT,
+		ParamTimeline: &ls.Timeline} {
+		*flag = v.Int(p, 0) != 0 // the switches: 1 on, 0 or absent off
 	}
 	switch {
 	case ls.Loop == ls.Persistent:

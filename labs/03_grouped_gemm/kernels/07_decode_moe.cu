@@ -14,8 +14,8 @@
 //     K. Its 256 threads are 32 column threads (8 columns each: one 16-byte load per row of W) × 8
 //     K lanes, so each group of 32 threads reads 512 contiguous bytes of a row of W, and a K lane
 //     issues U rows' loads before it uses any (U = 8 for up to 4 token rows, 4 for more);
-//   * the chunk's token rows live in shared memory as fp32 (1024 values of k at a time, staged from
-//     X), and each thread keeps MR × 8 fp32 sums in registers: MR = 1, 2, 4 or 8, chosen per chunk
+//   * the chunk's token rows live in shared memory as fp32 (8192 values at a time: 1024 of k for 8
+//     rows, 8192 for one, staged from X), and each thread keeps MR × 8 fp32 sums in registers: MR = 1, 2, 4 or 8, chosen per chunk
 //     from its rows, so one row does the arithmetic of one row. The arithmetic is on the CUDA
 //     cores: up to 8 rows they keep up with the read (64 FMAs per 16 bytes of W);
 //   * the work units come from the row offsets on the device, as in kernels 04–06 (the host never
@@ -40,7 +40,7 @@
 #define DEC_CT (DEC_COLS / KL_BF16X8)          // column threads: 8 columns, one 16-byte load each
 #define DEC_KL (DEC_THREADS / DEC_CT)          // K lanes
 #define DEC_ROWS 8                             // token rows of a chunk
-#define DEC_KC 1024                            // values of k of the chunk's rows in shared memory
+#define DEC_KC 1024                            // values of k of 8 rows in shared memory (8192 of one)
 #define DEC_KMIN 256                           // the fewest rows of W a split unit streams
 #define DEC_STEP (DEC_KL * 8)                  // a split's K range is a multiple of this
 
@@ -85,7 +85,8 @@ template <int MR>
 __device__ void dec_unit(const kl_bf16* __restrict__ X, const kl_bf16* __restrict__ We, kl_bf16* __restrict__ Y,
                          float* ws, int* counter, dec_smem& sm, int T, int N, int K, int r0, int rows, int n0,
                          int k0, int k1, int s, int S) {
-    constexpr int U = MR <= 4 ? 8 : 4; // rows of W in flight per K lane
+    constexpr int U = MR <= 4 ? 8 : 4;            // rows of W in flight per K lane
+    constexpr int KC = DEC_KC * DEC_ROWS / MR;     // values of k staged at a time: fewer rows, more k
     const int t = threadIdx.x, ct = t % DEC_CT, kl = t / DEC_CT;
     const int col = n0 + ct * KL_BF16X8;
     const int valid = min(KL_BF16X8, N - col);
@@ -96,8 +97,8 @@ __device__ void dec_unit(const kl_bf16* __restrict__ X, const kl_bf16* __restric
 #pragma unroll
         for (int j = 0; j < KL_BF16X8; j++) acc[m][j] = 0.0f;
 
-    for (int kc = k0; kc < k1; kc += DEC_KC) {
-        const int kn = min(DEC_KC, k1 - kc);
+    for (int kc = k0; kc < k1; kc += KC) {
+        const int kn = min(KC, k1 - kc);
         __syncthreads(); // everyone is done with the previous rows in shared memory
         for (int i = t; i < MR * kn; i += DEC_THREADS) {
             const int m = i / kn, kk = i % kn; // k fastest: the reads of a row of X are contiguous
@@ -186,7 +187,9 @@ moe_decode_stream(const kl_bf16* __restrict__ X, const kl_bf16* __restrict__ W, 
     for (long long u = blockIdx.x; u < (long long)P * S; u += gridDim.x) {
         const int item = (int)(u / S), s = (int)(u % S);
         const int e = kl_find_group(sm.prefix, E, item);
-        const int local = item - sm.prefix[e], chunk = local / tilesN, tile = local % tilesN;
+        // The chunks of one column tile side by side: they read the same W, the later ones from L2.
+        const int chunks = (offs[e + 1] - offs[e] + DEC_ROWS - 1) / DEC_ROWS, local = item - sm.prefix[e];
+        const int chunk = local % chunks, tile = local / chunks;
         const int r0 = offs[e] + chunk * DEC_ROWS, rows = min(DEC_ROWS, offs[e + 1] - r0);
         const int k0 = min(K, s * KB), k1 = min(K, k0 + KB);
         const kl_bf16* We = W + (long long)e * K * N;
