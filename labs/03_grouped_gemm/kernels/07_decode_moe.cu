@@ -54,9 +54,21 @@ __device__ __forceinline__ uint4 dec_w8(const kl_bf16* p, bool vec, int valid) {
 }
 
 // dec_fma: acc[m][j] += x[m] · w[j] for the MR token rows (x: their values at this k, in shared
-// memory) and the 8 columns of the vector (a bf16 widens to fp32 with a shift).
+// memory, 16-byte aligned: one 16-byte load per 4 rows) and the 8 columns of the vector (a bf16
+// widens to fp32 with a shift).
 template <int MR>
 __device__ __forceinline__ void dec_fma(float (&acc)[MR][KL_BF16X8], uint4 v, const float* x) {
+    float xv[MR];
+    if (MR % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < MR / 4; q++) {
+            const float4 f = reinterpret_cast<const float4*>(x)[q];
+            xv[4 * q] = f.x, xv[4 * q + 1] = f.y, xv[4 * q + 2] = f.z, xv[4 * q + 3] = f.w;
+        }
+    } else {
+#pragma unroll
+        for (int m = 0; m < MR; m++) xv[m] = x[m];
+    }
     const unsigned u[4] = {v.x, v.y, v.z, v.w};
     float b[KL_BF16X8];
 #pragma unroll
@@ -65,18 +77,16 @@ __device__ __forceinline__ void dec_fma(float (&acc)[MR][KL_BF16X8], uint4 v, co
         b[2 * j + 1] = __uint_as_float(u[j] & 0xFFFF0000u);
     }
 #pragma unroll
-    for (int m = 0; m < MR; m++) {
-        const float xm = x[m];
+    for (int m = 0; m < MR; m++)
 #pragma unroll
-        for (int j = 0; j < KL_BF16X8; j++) acc[m][j] = fmaf(xm, b[j], acc[m][j]);
-    }
+        for (int j = 0; j < KL_BF16X8; j++) acc[m][j] = fmaf(xv[m], b[j], acc[m][j]);
 }
 
 struct dec_smem {
+    alignas(16) float x[DEC_KC * DEC_ROWS]; // x[k·MR + m]: the chunk's rows, k outermost
+    float red[DEC_KL * DEC_COLS];           // one row's sums of the K lanes, to be added up
     int prefix[KL_GROUPED_MAX_GROUPS + 1];
-    float x[DEC_KC * DEC_ROWS];    // x[k·MR + m]: the chunk's rows, k outermost
-    float red[DEC_KL * DEC_COLS];  // one row's sums of the K lanes, to be added up
-    int last;                      // this unit finished its item's split last
+    int last; // this unit finished its item's split last
 };
 
 // dec_unit computes rows r0 .. r0+rows-1 of Y (rows ≤ MR) in columns n0 .. n0+255 over k0 .. k1-1:
