@@ -46,13 +46,16 @@ func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any,
 		return nil, err
 	}
 	path := results.PathFor(root, info, "01_device_props")
-	f, err := results.Load(path)
+	f, err := results.Load(path) // a missing file is (nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("no weight-read floor: %w (labrun 01 on this device measures its HBM bandwidth)", err)
+		return nil, fmt.Errorf("no weight-read floor: %w", err)
 	}
-	hbm := results.FindCeiling(results.CeilingsIn(f.Extra), "hbm_gbps")
+	var hbm *results.Ceiling
+	if f != nil {
+		hbm = results.FindCeiling(results.CeilingsIn(f.Extra), "hbm_gbps")
+	}
 	if hbm == nil || hbm.Measured == nil || *hbm.Measured <= 0 {
-		return nil, fmt.Errorf("no weight-read floor: %s has no measured hbm_gbps (labrun 01 measures it)", path)
+		return nil, fmt.Errorf("no weight-read floor: %s has no measured hbm_gbps (labrun 01 on this device measures it)", path)
 	}
 	fl := FloorsOf(entries, *hbm.Measured)
 	if rel, err := filepath.Rel(root, path); err == nil {

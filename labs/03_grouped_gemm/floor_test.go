@@ -1,12 +1,16 @@
 package grouped_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 	grouped "github.com/kernel-labs/kernellabs/labs/03_grouped_gemm"
 )
 
@@ -33,4 +37,39 @@ func TestFloorsOf(t *testing.T) {
 	require.NotNil(t, g)
 	assert.Equal(t, 2, g.Experts, "the empty group's weights are not read")
 	assert.Equal(t, float64(2*2*128*256), g.WeightBytes)
+}
+
+// Derive divides by the HBM bandwidth that lab 01 recorded for the same device, says where it
+// read it, records nothing on the emulator, and says what to run when lab 01 has no results.
+func TestDeriveReadsLab01(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), nil, 0o644))
+	t.Setenv("LABRUN_ROOT", root)
+	gpuInfo := gpu.DeviceInfo{Name: "NVIDIA Test GPU", Backend: "cuda"}
+	entries := []lab.EntryView{{Suite: "bf16_decode", Variant: "decode_stream", Problem: "p", OK: true, PerOpUs: 10,
+		Params: map[string]int64{"experts": 4, "tokens": 1, "empty": 3, "n": 1000, "k": 1000}}}
+
+	_, err := grouped.Lab{}.Derive(gpuInfo, entries)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "labrun 01")
+
+	measured := 4000.0
+	f := &results.File{Lab: "01_device_props", Device: gpuInfo, Extra: map[string]any{
+		"hbm_gbps": results.Ceiling{Unit: "GB/s", Measured: &measured}}}
+	require.NoError(t, results.Save(results.PathFor(root, gpuInfo, "01_device_props"), f))
+	extra, err := grouped.Lab{}.Derive(gpuInfo, entries)
+	require.NoError(t, err)
+	fl, ok := extra[grouped.FloorKey].(grouped.Floors)
+	require.True(t, ok, "%T", extra[grouped.FloorKey])
+	assert.Equal(t, measured, fl.HBMGBps)
+	assert.Equal(t, "results/nvidia-test-gpu/01_device_props.json ceiling hbm_gbps", fl.Source)
+	p := fl.Suites["bf16_decode"]["p"]
+	require.NotNil(t, p)
+	assert.InDelta(t, 2e6/4000/1e3, p.Us, 1e-12, "one expert's 1000×1000 bf16 weights at 4000 GB/s")
+	assert.InDelta(t, 10/p.Us, p.OverFloor["decode_stream"], 1e-9)
+
+	extra, err = grouped.Lab{}.Derive(gpu.DeviceInfo{Name: "emu", Emulated: true}, entries)
+	assert.NoError(t, err)
+	assert.Nil(t, extra, "no floor on the emulator")
 }
