@@ -32,6 +32,9 @@ import (
 // LabDir is the lab's directory name, under which the driver registers.
 const LabDir = "03_grouped_gemm"
 
+// decodeCols is the columns of one work item of the decode kernel (DEC_COLS in kernels/07_decode_moe.cu).
+const decodeCols = 256
+
 // Library calls that variants name in lab.yaml (library: ...).
 const (
 	LibLoop    = "cublas_loop"    // one cuBLAS GEMM per non-empty group (Sgemm, or GemmEx for bf16)
@@ -57,7 +60,11 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := prepare(env, lab.PrecisionOf(s), shapes, suiteGathers(s))
+	maxSplit := 0
+	if suiteMax(s, ParamDecode) != 0 {
+		maxSplit = int(max(defaultMaxSplit, suiteMax(s, ParamMaxSplit)))
+	}
+	c, err := prepare(env, lab.PrecisionOf(s), shapes, suiteMax(s, ParamGather) != 0, maxSplit)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, GroupsLine(shapes), err)
 	}
@@ -81,10 +88,13 @@ type groupedCase struct {
 	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
 	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
 
-	dGroups    *gpu.Buffer[uint64] // kl_group arrays: natural order, then longest first
-	dOffs      *gpu.Buffer[int32]  // MoE row offsets (E+1)
-	dCounters  *gpu.Buffer[int32]  // the dynamic scheduler's two counters
-	dPtrs      *gpu.Buffer[uint64] // cuBLAS grouped: the A, B and C pointer arrays in a row
+	dGroups    *gpu.Buffer[uint64]  // kl_group arrays: natural order, then longest first
+	dOffs      *gpu.Buffer[int32]   // MoE row offsets (E+1)
+	dCounters  *gpu.Buffer[int32]   // the dynamic scheduler's two counters
+	dWS        *gpu.Buffer[float32] // decode: max_split·T·N partial sums
+	dItems     *gpu.Buffer[int32]   // decode: one counter per item (T·ceil(N/256))
+	maxSplit   int                  // decode: the splits dWS has room for
+	dPtrs      *gpu.Buffer[uint64]  // cuBLAS grouped: the A, B and C pointer arrays in a row
 	blasGroups []gpu.GemmGroup
 
 	tl  *gpu.Buffer[uint64] // the timeline records of the last timeline Run
@@ -92,21 +102,25 @@ type groupedCase struct {
 	tlL int                 // launches in the last Run
 }
 
-// suiteGathers says whether a variant of suite s takes the MoE form with the dispatch fused: its
-// cases then also hold the token matrix in token order and the routing's row list.
-func suiteGathers(s *lab.Suite) bool {
+// suiteMax is the largest value of a launch parameter over the variants of suite s (0 if none sets
+// it): every case of the suite provides for the variant that needs most. gather: the token matrix
+// in token order and the routing's row list; decode: the decode kernel's workspace.
+func suiteMax(s *lab.Suite, param string) int64 {
+	most := int64(0)
 	for _, v := range s.Variants {
-		if v.Int(ParamGather, 0) != 0 {
-			return true
-		}
+		most = max(most, v.Int(param, 0))
 	}
-	return false
+	return most
 }
 
-func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool) (*groupedCase, error) {
+func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool, maxSplit int) (*groupedCase, error) {
 	in := prec.Bytes()
 	lay := NewLayout(shapes, in, in)
-	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes))
+	wsLen, items := 0, 0 // the decode kernel's (MoE form only): split-K partials, one counter per item
+	if lay.MoE && maxSplit > 0 {
+		wsLen, items = max(maxSplit*lay.Rows()*shapes[0].N, 1), max(lay.Rows()*lab.CeilDiv(shapes[0].N, decodeCols), 1)
+	}
+	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes)) + 4*int64(wsLen+items)
 	if err := lab.NeedMemory(env, need); err != nil {
 		return nil, err
 	}
@@ -154,6 +168,15 @@ func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool) (*gr
 	}
 	if c.dCounters, err = lab.Scratch[int32](env, "the tile counters", 2, lab.PoisonBytes(0)); err != nil {
 		return nil, err
+	}
+	if wsLen > 0 { // NaN partials: a sum over a slot that no unit wrote shows in the output
+		if c.dWS, err = lab.Scratch[float32](env, "the split-K workspace", wsLen, lab.PoisonNaN); err != nil {
+			return nil, err
+		}
+		if c.dItems, err = lab.Scratch[int32](env, "the split-K counters", items, lab.PoisonBytes(0)); err != nil {
+			return nil, err
+		}
+		c.maxSplit = maxSplit
 	}
 	if err := c.prepareBLAS(); err != nil {
 		return nil, err
@@ -242,6 +265,11 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 	}
 	n, kk := int32(c.shapes[0].N), int32(c.shapes[0].K)
 	switch {
+	case ls.Decode:
+		if ls.MaxSplit > c.maxSplit {
+			return fmt.Errorf("variant %s: max_split %d, but the case has a workspace for %d", v.Name, ls.MaxSplit, c.maxSplit)
+		}
+		return gpu.Launch(k, grid, c.a, c.b, c.c, c.dOffs, G, n, kk, c.dWS, c.dItems, int32(ls.MaxSplit))
 	case ls.TMA:
 		mx, mw, err := c.tensorMaps(v, ls.BM)
 		if err != nil {

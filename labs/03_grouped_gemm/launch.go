@@ -19,6 +19,9 @@ import (
 //	             E, N, K, tl)
 //	tma          1 (with moe): the wgmma kernel (offs, E, N, K, Y, tensor map of X, of W, tl);
 //	             needs N and K multiples of 8
+//	decode       1 (with moe): the decode kernel (X, W, Y, offs, E, N, K, ws, counters, max_split):
+//	             ws holds max_split·T·N fp32 partial sums, counters one int per item (T·ceil(N/256))
+//	max_split    decode: the most units an item's K is split into (default 16)
 //	lpt          1: the groups in the metadata are ordered longest tile first (LongestFirst)
 //	bm, bn       the kernel's tile (128 × 128), for the grid of the loop and the timeline's size
 //	threads      block size (1-D)
@@ -32,6 +35,8 @@ const (
 	ParamMoE        = "moe"
 	ParamGather     = "gather"
 	ParamTMA        = "tma"
+	ParamDecode     = "decode"
+	ParamMaxSplit   = "max_split"
 	ParamDynamic    = "dynamic"
 	ParamLPT        = "lpt"
 	ParamBM         = "bm"
@@ -42,28 +47,22 @@ const (
 	ParamTimeline   = "timeline"
 )
 
+const defaultMaxSplit = 16
+
 // launchShape is how a kernel variant is launched.
 type launchShape struct {
-	Loop, Persistent, MoE, Gather, TMA, Dynamic, LPT, Timeline bool
-	BM, BN, Threads, Smem, CTAsPerSM                           int
+	Loop, Persistent, MoE, Gather, TMA, Decode, Dynamic, LPT, Timeline bool
+	BM, BN, Threads, Smem, CTAsPerSM, MaxSplit                         int
 }
 
 // shapeOf reads a kernel variant's launch parameters.
 func shapeOf(v *lab.Variant) (launchShape, error) {
-	ls := launchShape{
-		Loop:       v.Int(ParamLoop, 0) != 0,
-		Persistent: v.Int(ParamPersistent, 0) != 0,
-		MoE:        v.Int(ParamMoE, 0) != 0,
-		Gather:     v.Int(ParamGather, 0) != 0,
-		TMA:        v.Int(ParamTMA, 0) != 0,
-		Dynamic:    v.Int(ParamDynamic, 0) != 0,
-		LPT:        v.Int(ParamLPT, 0) != 0,
-		Timeline:   v.Int(ParamTimeline, 0) != 0,
-		BM:         int(v.Int(ParamBM, 128)),
-		BN:         int(v.Int(ParamBN, 128)),
-		Threads:    int(v.Int(ParamThreads, 128)),
-		Smem:       int(v.Int(ParamSmem, 0)),
-		CTAsPerSM:  int(v.Int(ParamCTAsPerSM, 2)),
+	ls := launchShape{BM: int(v.Int(ParamBM, 128)), BN: int(v.Int(ParamBN, 128)), Threads: int(v.Int(ParamThreads, 128)),
+		Smem: int(v.Int(ParamSmem, 0)), CTAsPerSM: int(v.Int(ParamCTAsPerSM, 2)), MaxSplit: int(v.Int(ParamMaxSplit, defaultMaxSplit))}
+	for p, flag := range map[string]*bool{ParamLoop: &ls.Loop, ParamPersistent: &ls.Persistent, ParamMoE: &ls.MoE,
+		ParamGather: &ls.Gather, ParamTMA: &ls.TMA, ParamDecode: &ls.Decode, ParamDynamic: &ls.Dynamic, ParamLPT: &ls.LPT,
+		ParamTimeline: &ls.Timeline} {
+		*flag = v.Int(p, 0) != 0 // the switches: 1 on, 0 or absent off
 	}
 	switch {
 	case ls.Loop == ls.Persistent:
@@ -74,9 +73,11 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		return ls, fmt.Errorf("variant %s: gather: 1 is the MoE form with pointers (add moe: 1; not with tma: 1)", v.Name)
 	case ls.TMA && !ls.MoE:
 		return ls, fmt.Errorf("variant %s: tma: 1 is the MoE-form wgmma kernel (add moe: 1)", v.Name)
+	case ls.Decode && (!ls.MoE || ls.TMA || ls.Gather):
+		return ls, fmt.Errorf("variant %s: decode: 1 is the MoE-form decode kernel (add moe: 1; not with tma or gather)", v.Name)
 	case ls.Dynamic && (ls.MoE || ls.Loop):
 		return ls, fmt.Errorf("variant %s: dynamic: 1 is a grouped-form persistent kernel", v.Name)
-	case ls.BM < 1 || ls.BN < 1 || ls.Threads < 32 || ls.Threads > 1024 || ls.Smem < 0 || ls.CTAsPerSM < 1:
+	case ls.BM < 1 || ls.BN < 1 || ls.Threads < 32 || ls.Threads > 1024 || ls.Smem < 0 || ls.CTAsPerSM < 1 || ls.MaxSplit < 1:
 		return ls, fmt.Errorf("variant %s: bad launch parameters %v", v.Name, v.Params)
 	}
 	return ls, nil

@@ -48,29 +48,23 @@ func NewLayout(shapes []Shape, inBytes, outBytes int) Layout {
 		}
 		gap = int64(gapBytes / outBytes)
 	}
-	var a, b, c int64
-	for i, s := range shapes {
-		l.A[i], l.B[i], l.C[i] = align(a, inBytes), align(b, inBytes), align(c, outBytes)
-		a = l.A[i] + int64(s.M)*int64(s.K)
-		b = l.B[i] + int64(s.K)*int64(s.N)
-		c = l.C[i] + int64(s.M)*int64(s.N) + gap // at least gap belongs to no group
-	}
-	l.ALen, l.BLen, l.CLen = a, b, align(c, outBytes)+int64(canaryBytes/outBytes)
+	var a, b, c, end int64 // end: where the previous group's C ends
 	if l.MoE {
 		l.Offsets = []int32{0}
-		for i, s := range shapes {
+	}
+	for i, s := range shapes {
+		l.A[i], l.B[i], l.C[i] = align(a, inBytes), align(b, inBytes), align(c, outBytes)
+		if l.C[i] > end { // the canaries are everything of C outside the groups (which lie in order)
+			l.Canaries = append(l.Canaries, [2]int64{end, l.C[i]})
+		}
+		a, b, end = l.A[i]+int64(s.M)*int64(s.K), l.B[i]+int64(s.K)*int64(s.N), l.C[i]+int64(s.M)*int64(s.N)
+		c = end + gap // at least gap belongs to no group
+		if l.MoE {
 			l.Offsets = append(l.Offsets, l.Offsets[i]+int32(s.M))
 		}
 	}
-	// The canaries are everything of C outside the groups (which lie in order).
-	pos := int64(0)
-	for i, s := range shapes {
-		if l.C[i] > pos {
-			l.Canaries = append(l.Canaries, [2]int64{pos, l.C[i]})
-		}
-		pos = l.C[i] + int64(s.M)*int64(s.N)
-	}
-	l.Canaries = append(l.Canaries, [2]int64{pos, l.CLen})
+	l.ALen, l.BLen, l.CLen = a, b, align(c, outBytes)+int64(canaryBytes/outBytes)
+	l.Canaries = append(l.Canaries, [2]int64{end, l.CLen})
 	return l
 }
 

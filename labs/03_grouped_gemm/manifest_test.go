@@ -84,6 +84,8 @@ func TestManifestVariants(t *testing.T) {
 				assert.Regexp(t, sig(fmt.Sprintf("const %[1]s* __restrict__ A, const %[1]s* __restrict__ B, %[1]s* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc, unsigned long long* tl, int tile_base, int group", e)), string(src), name)
 			case ls.TMA:
 				assert.Regexp(t, sig("const int* __restrict__ offs, int E, int N, int K, __nv_bfloat16* __restrict__ Y, const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW, unsigned long long* tl"), string(src), name)
+			case ls.Decode:
+				assert.Regexp(t, sig("const kl_bf16* __restrict__ X, const kl_bf16* __restrict__ W, kl_bf16* __restrict__ Y, const int* __restrict__ offs, int E, int N, int K, float* ws, int* counters, int smax"), string(src), name)
 			case ls.Gather:
 				assert.Regexp(t, sig("const float* __restrict__ Xtok, const int* __restrict__ rows, const float* __restrict__ W, float* __restrict__ Y, const int* __restrict__ offs, int E, int N, int K, unsigned long long* tl"), string(src), name)
 			case ls.MoE:
