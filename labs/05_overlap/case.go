@@ -147,15 +147,12 @@ func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 	}
 	var err error
 	switch gemm := c.entry(EntryGemmRows); {
-	case v.Name == VarSequential || v.Name == VarChunked:
-		if v.Entry != gemm {
-			return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, gemm, v.Entry)
-		}
-		if v.Name == VarSequential {
-			err = s.runSequential(v)
-		} else {
-			err = s.runChunked(v)
-		}
+	case (v.Name == VarSequential || v.Name == VarChunked) && v.Entry != gemm:
+		return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, gemm, v.Entry)
+	case v.Name == VarSequential:
+		err = s.runSequential(v)
+	case v.Name == VarChunked:
+		err = s.runChunked(v)
 	case s.fused(v):
 		err = s.runFused(v)
 	default:

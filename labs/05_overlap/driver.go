@@ -326,17 +326,11 @@ func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	info := c.env.Device.Info()
 	n := max(info.SMs, 1)
 	if !info.Emulated {
-		perSM := param(v, ParamBlocksPerSM, 1)
-		fits, ok, err := gpu.MaxActiveBlocksPerSM(k, GemmThread, 0)
-		switch {
-		case err != nil:
+		fits, err := lab.BlocksPerSM(k, GemmThread, 0)
+		if err != nil {
 			return 0, err
-		case ok && fits < 1:
-			return 0, fmt.Errorf("kernel %s does not fit on an SM with %d threads per block", k.Name(), GemmThread)
-		case ok:
-			perSM = min(perSM, fits)
 		}
-		n *= perSM
+		n *= min(param(v, ParamBlocksPerSM, 1), fits)
 	}
 	c.residentBlocks[v.Key()] = n
 	return n, nil
@@ -410,16 +404,12 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 		maps = append(maps, m)
 	}
 	copy, compute := c.env.Stream, c.env.Stream
-	if beside {
-		side, err := c.env.SideStream()
-		if err != nil {
-			return err
-		}
-		if copy = side; order(c.events[0], compute, side) != nil { // the copy starts after the device barrier
-			return fmt.Errorf("ordering the copy after the device barrier")
+	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
+	if beside && err == nil {
+		if copy, err = c.env.SideStream(); err == nil {
+			err = order(c.events[0], compute, copy) // the copy starts after the device barrier
 		}
 	}
-	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
 	if err != nil {
 		return err
 	}
