@@ -1,10 +1,11 @@
 package overlap
 
-// What the two suites' cases share: the shape and this rank's place in the world, the host
-// inputs drawn alike on every rank, the memory precondition, the events and signals, the Run
-// that puts a schedule between two device barriers, the launches of the tile GEMM, of the helper
-// copies and of cuBLAS, and the check of a block of rows of C. A suite's case supplies the rest
-// through schedules.
+// What the suites' cases share: the shape and this rank's place in the world, the host inputs
+// drawn alike on every rank, the memory precondition, the events and signals, the Run that puts a
+// schedule between two device barriers, the launches of the tile GEMM, of the helper copies and of
+// the libraries, and the check of a block of rows of C. A suite's case supplies the rest through
+// schedules. Every case is generic over how its data lies on the device (elem): the fp32 suites
+// and the bf16 suites (lab.PrecisionOf) run the same schedules, on the kernels' _bf16 entries.
 
 import (
 	"fmt"
@@ -15,32 +16,68 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
+// elem is how a suite's data lies on the device: fp32 values, or the bit patterns of bf16 ones.
+type elem interface{ float32 | uint16 }
+
+// BF16Rounding is what one rounding to bf16 may cost an element, relative to its error scale
+// (Σ|a·b| plus the bias terms): at most 2^-8 of the value rounded, and no value on an element's
+// path — a partial product, a partial sum, the result — exceeds that scale. The check of a bf16
+// suite adds it to lab.yaml's tolerance once per rounding on the variant's path.
+const BF16Rounding = 1.0 / 256
+
 // core is the part of a prepared problem that agCase and rsCase share.
-type core struct {
+type core[T elem] struct {
 	env     *lab.Env
 	sh      Shape
 	rank, n int
+	prec    lab.Precision
 
-	hostA, hostB []float32   // host A (M×K) and B (K×N), the same on every rank, for the reference
+	hostA, hostB []float32   // host A (M×K) and B (K×N), the same on every rank, for the reference (bf16: rounded)
+	devA, devB   []T         // the same as the device holds them
+	hostBias     []float32   // problems with bias: 1 (bf16 suites): N values added to every row; nil otherwise
+	bias         gpu.Ptr     // the bias on the device (0: none)
 	events       []gpu.Event // the schedules' events (how many is the suite's)
 }
 
-// newCore checks that this rank's buffers (elems float32 elements in all) fit on its device, and
-// draws A and B from the environment's generator, A first.
-func newCore(env *lab.Env, sh Shape, elems int64) (core, error) {
+// newCore checks that this rank's buffers (elems elements in all) fit on its device, and draws A
+// and B from the environment's generator, A first, then the bias of a problem with bias: 1.
+func newCore[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape, elems int64) (core[T], error) {
 	w := env.World()
-	c := core{env: env, sh: sh, rank: w.Rank, n: w.Size}
-	if err := lab.NeedMemory(env, 4*elems); err != nil {
+	c := core[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, prec: lab.PrecisionOf(s)}
+	withBias := p.Int(ParamBias, 0) != 0
+	if withBias && c.prec != lab.BF16 {
+		return c, fmt.Errorf("problem %q: bias: 1 is for the bf16 suites (the fp32 kernels take no bias)", p.Name)
+	}
+	if err := lab.NeedMemory(env, int64(c.prec.Bytes())*elems); err != nil {
 		return c, lab.Skip("%v", err)
 	}
 	c.hostA, c.hostB = make([]float32, sh.M*sh.K), make([]float32, sh.K*sh.N)
 	matref.FillUniform(c.hostA, env.RNG.Uint64())
 	matref.FillUniform(c.hostB, env.RNG.Uint64())
+	c.devA, c.devB = onDevice[T](c.hostA), onDevice[T](c.hostB)
+	if withBias {
+		c.hostBias = make([]float32, sh.N)
+		matref.FillUniform(c.hostBias, env.RNG.Uint64())
+		b, err := lab.Upload(env, "bias", onDevice[T](c.hostBias))
+		if err != nil {
+			return c, err
+		}
+		c.bias = b.DevicePtr()
+	}
 	return c, nil
 }
 
+// onDevice is vals as the device holds them: the fp32 values themselves, or (bf16) their bit
+// patterns, vals rounded to bf16 in place so that the reference computes from what the device has.
+func onDevice[T elem](vals []float32) []T {
+	if same, ok := any(vals).([]T); ok {
+		return same
+	}
+	return any(matref.RoundBF16(vals)).([]T)
+}
+
 // ready creates the schedules' events and the signals of the device barriers, after the buffers.
-func (c *core) ready(events int) error {
+func (c *core[T]) ready(events int) error {
 	for range events {
 		ev, err := lab.NewEvent(c.env)
 		if err != nil {
@@ -53,8 +90,36 @@ func (c *core) ready(events int) error {
 }
 
 // rows and row0 are this rank's block of the rows of C (RowsOf, Row0Of of M).
-func (c *core) rows() int { return RowsOf(c.rank, c.sh.M, c.n) }
-func (c *core) row0() int { return Row0Of(c.rank, c.sh.M, c.n) }
+func (c *core[T]) rows() int { return RowsOf(c.rank, c.sh.M, c.n) }
+func (c *core[T]) row0() int { return Row0Of(c.rank, c.sh.M, c.n) }
+
+// entry is kernel entry name for the suite's data: the name itself (fp32), or name_bf16.
+func (c *core[T]) entry(name string) string {
+	if c.prec == lab.BF16 {
+		return name + "_bf16"
+	}
+	return name
+}
+
+// at is the address elems elements past p.
+func (c *core[T]) at(p gpu.Ptr, elems int) gpu.Ptr { return p + gpu.Ptr(c.prec.Bytes()*elems) }
+
+// withBias appends the bias (0: none) to the arguments of a bf16 GEMM; the fp32 kernels take none.
+func (c *core[T]) withBias(args ...any) []any {
+	if c.prec == lab.BF16 {
+		return append(args, c.bias)
+	}
+	return args
+}
+
+// nan is the poison of a buffer of data: 32-bit words of the given NaN (fp32), or 0xFF bytes, a
+// bf16 NaN.
+func (c *core[T]) nan(bits uint32) lab.Poison {
+	if c.prec == lab.BF16 {
+		return lab.PoisonNaN
+	}
+	return lab.Poison32(bits)
+}
 
 // schedules is what a suite's case runs: the library baseline, the two host-queued schedules of
 // entry gemm_rows, and the fused kernel for the variants fused(v) says are its.
@@ -69,7 +134,7 @@ type schedules interface {
 // run runs the variant's schedule on this rank between two device barriers (no host in between):
 // the first keeps every rank's work after every peer's poisoned staging buffers, the second makes
 // the run end when every rank's has.
-func (c *core) run(s schedules, suite string, v *lab.Variant) error {
+func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 	if v.Library != "" {
 		return s.runLibrary(v)
 	}
@@ -81,16 +146,13 @@ func (c *core) run(s schedules, suite string, v *lab.Variant) error {
 		return err
 	}
 	var err error
-	switch {
-	case v.Name == VarSequential || v.Name == VarChunked:
-		if v.Entry != EntryGemmRows {
-			return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, EntryGemmRows, v.Entry)
-		}
-		if v.Name == VarSequential {
-			err = s.runSequential(v)
-		} else {
-			err = s.runChunked(v)
-		}
+	switch gemm := c.entry(EntryGemmRows); {
+	case (v.Name == VarSequential || v.Name == VarChunked) && v.Entry != gemm:
+		return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, gemm, v.Entry)
+	case v.Name == VarSequential:
+		err = s.runSequential(v)
+	case v.Name == VarChunked:
+		err = s.runChunked(v)
 	case s.fused(v):
 		err = s.runFused(v)
 	default:
@@ -104,7 +166,7 @@ func (c *core) run(s schedules, suite string, v *lab.Variant) error {
 
 // libraryComm is the communicator of the library baseline, which needs equal blocks: M a multiple
 // of the ranks. op names the collective in the skip.
-func (c *core) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, error) {
+func (c *core[T]) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, error) {
 	if v.Library != LibNCCLCublas {
 		return nil, fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
 	}
@@ -115,19 +177,19 @@ func (c *core) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, err
 }
 
 // launchTiles launches the tile GEMM of the variant (one 64×64 tile of out per block): out
-// (rows × N) = a (rows × k) · b (k × N), all row-major.
-func (c *core) launchTiles(v *lab.Variant, a, b, out gpu.Ptr, rows, k int, s gpu.Stream) error {
+// (rows × N) = a (rows × k) · b (k × N) (+ the bias, bf16), all row-major.
+func (c *core[T]) launchTiles(v *lab.Variant, a, b, out gpu.Ptr, rows, k int, s gpu.Stream) error {
 	kern, err := c.env.Kernel(v)
 	if err != nil {
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D2(lab.CeilDiv(c.sh.N, TileN), lab.CeilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
-	return gpu.Launch(kern, cfg, a, b, out, int32(rows), int32(c.sh.N), int32(k))
+	return gpu.Launch(kern, cfg, c.withBias(a, b, out, int32(rows), int32(c.sh.N), int32(k))...)
 }
 
 // copyLaunch is helper entry's kernel and its launch over work elements on stream s: the
 // variant's threads per block (256) and blocks per SM (2) at most.
-func (c *core) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream) (gpu.Kernel, gpu.LaunchConfig, error) {
+func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream) (gpu.Kernel, gpu.LaunchConfig, error) {
 	k, err := c.env.KernelByEntry(entry)
 	threads := param(v, ParamThreads, 256)
 	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
@@ -143,26 +205,61 @@ func order(ev gpu.Event, from, to gpu.Stream) error {
 	return to.WaitEvent(ev)
 }
 
-// sgemm is the library baseline's row-major product through cuBLAS on the compute stream: c
-// (M × N) = a (M × k) · b (k × N) (gpu.RowMajorGemm).
-func (c *core) sgemm(k int, a, b, out gpu.Ptr) error {
+// libraryGemm is the library baseline's row-major product on the compute stream, out (M × N) =
+// a (M × k) · b (k × N) (gpu.RowMajorGemm): cuBLAS SGEMM (fp32), or cuBLASLt with a bf16 output
+// and the algorithm its heuristic picks, as PyTorch's a @ b, then the bias added by a kernel of its
+// own, as the distributed challenge's reference adds it (torch.matmul, then + bias).
+func (c *core[T]) libraryGemm(v *lab.Variant, k int, a, b, out gpu.Ptr) error {
 	blas, err := c.env.BLAS()
 	if err != nil {
 		return err
 	}
-	return blas.Sgemm(c.env.Stream, gpu.RowMajorGemm(c.sh.M, c.sh.N, k, a, b, out, gpu.F32, gpu.F32))
+	dt := c.prec.DataType()
+	g := gpu.RowMajorGemm(c.sh.M, c.sh.N, k, a, b, out, dt, dt)
+	if c.prec == lab.FP32 {
+		return blas.Sgemm(c.env.Stream, g)
+	}
+	lt, ok := blas.(gpu.LtBLAS)
+	if !ok {
+		return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
+	}
+	if err := lt.LtMatmul(c.env.Stream, g); err != nil || c.bias == 0 {
+		return err
+	}
+	kern, cfg, err := c.copyLaunch(v, EntryAddBias, c.sh.M*c.sh.N, c.env.Stream)
+	if err != nil {
+		return err
+	}
+	return gpu.Launch(kern, cfg, out, c.bias, int32(c.sh.M), int32(c.sh.N))
 }
 
 // checkRows compares the block of C in buffer out (rows from row0 on, all N columns) with the
-// float64 product of those rows of A and B (matref.CheckProduct, as lab 02's C). what names the
+// float64 product of those rows of A and B, plus biasTimes × the bias (matref.CheckProduct, as
+// lab 02's C), within the suite's tolerance plus, in bf16, rounds × BF16Rounding. what names the
 // block in the method.
-func (c *core) checkRows(outs *lab.Outputs, out *gpu.Buffer[float32], row0, rows int, what string) (check.Report, error) {
-	got, err := outs.Float32(out)
+func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows int, what string, rounds, biasTimes int) (check.Report, error) {
+	var got []float32
+	var err error
+	if b16, ok := any(out).(*gpu.Buffer[uint16]); ok {
+		got, err = outs.BF16(b16)
+	} else {
+		got, err = outs.Float32(any(out).(*gpu.Buffer[float32]))
+	}
 	if err != nil {
 		return check.Report{}, err
 	}
 	p := &matref.Product{M: rows, N: c.sh.N, K: c.sh.K, Alpha: 1, A: c.hostA[row0*c.sh.K : (row0+rows)*c.sh.K], B: c.hostB}
-	rep := matref.CheckProduct(p, got, c.env.RNG.Uint64(), outs.Tolerance())
+	if c.hostBias != nil {
+		p.C0, p.Beta = make([]float32, 0, rows*c.sh.N), float32(biasTimes)
+		for range rows {
+			p.C0 = append(p.C0, c.hostBias...)
+		}
+	}
+	tol := outs.Tolerance()
+	if c.prec == lab.BF16 {
+		tol += float64(rounds) * BF16Rounding
+	}
+	rep := matref.CheckProduct(p, got, c.env.RNG.Uint64(), tol)
 	rep.Method = what + ": " + rep.Method
 	return rep, nil
 }

@@ -8,11 +8,14 @@
 // streams (chunked), or inside one persistent kernel (fused_pull, fused_signal). The driver
 // supplies this rank's buffers (those its peers read or write shared, lab.AllocShared), the
 // schedules, the reference (a float64 product, from inputs every rank draws alike) and the FLOP
-// count; the engine starts the ranks, poisons, checks every rank, times and frees.
+// count; the engine starts the ranks, poisons, checks every rank, times and frees. The suites named
+// bf16_... run the same schedules on bf16 data (fp32 accumulation), optionally with a bias, plus
+// a wgmma kernel on Hopper GPUs whose TMA producer waits for each block's ready flag.
 package overlap
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -31,6 +34,7 @@ const (
 	LibNCCLCublas  = "nccl_cublas"
 
 	VarEx1Push = "ex1_push_flags" // exercise 1: fused with signals, in the push form
+	VarWgmma   = "wgmma_signal"   // bf16: the wgmma kernel beside the signalling copy
 )
 
 // The suites (lab.yaml suites:).
@@ -45,6 +49,8 @@ const (
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
 	EntryFusedSignal = "ag_gemm_fused_signal"
+	EntryWgmma       = "ag_gemm_wgmma" // bf16, sm_90a: the wgmma kernel whose producer waits for the flags
+	EntryAddBias     = "add_bias_bf16" // helper: the library baseline's bias, added after cuBLASLt
 )
 
 // Launch parameters a variant may set (lab.yaml params:).
@@ -56,13 +62,21 @@ const (
 	// of every rank's A_full and ready counters, and writes its rows into its peers' A_full
 	// (runFused).
 	ParamPush = "push"
+	// wgmma_signal: the copy's blocks (copiers, default 8) beside the GEMM on a second stream
+	// (beside: 1; 0 copies first on one stream) and the kernel's dynamic shared memory (smem).
+	ParamCopiers, ParamBeside, ParamSmem = "copiers", "beside", "smem"
+	// A problem's bias: 1 adds a bias of N values to every row (bf16 suites, the distributed
+	// challenge's has_bias).
+	ParamBias = "bias"
 )
 
-// The GEMM tile of overlap_gemm.cuh.
+// The GEMM tile of overlap_gemm.cuh, and the wgmma kernel's (kernels/06_ag_gemm_wgmma.cu).
 const (
 	TileM      = 64
 	TileN      = 64
 	GemmThread = 256
+
+	WgmmaTileM, WgmmaTileN, WgmmaThreads = 128, 256, 384
 )
 
 // stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
@@ -152,25 +166,31 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if sh.M < w.Size {
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
-	if s.Name == SuiteGemmRS {
-		if sh.K < w.Size {
-			return nil, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, w.Size)
-		}
-		return prepareRS(env, sh)
+	rs := strings.TrimPrefix(s.Name, "bf16_") == SuiteGemmRS
+	if rs && sh.K < w.Size {
+		return nil, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, w.Size)
 	}
-	return prepare(env, sh)
+	switch {
+	case rs && lab.PrecisionOf(s) == lab.BF16:
+		return prepareRS[uint16](env, s, p, sh)
+	case rs:
+		return prepareRS[float32](env, s, p, sh)
+	case lab.PrecisionOf(s) == lab.BF16:
+		return prepare[uint16](env, s, p, sh)
+	}
+	return prepare[float32](env, s, p, sh)
 }
 
 // agCase is one prepared problem on this rank.
-type agCase struct {
-	core // A_full is core's hostA, the concatenation of the ranks' blocks
+type agCase[T elem] struct {
+	core[T] // A_full is core's hostA, the concatenation of the ranks' blocks
 
-	a      *lab.Shared[float32] // every rank's block of A (RowsOf × K)
-	dB     *gpu.Buffer[float32] // B (K × N)
-	dAFull *lab.Shared[float32] // every rank's gathered A (M × K), a staging buffer
-	dC     *gpu.Buffer[float32] // C (M × N)
-	flags  *lab.Shared[uint32]  // fused kernels with signals: ready counters, one per source rank
-	epoch  uint32               // fused kernels with signals: runs so far
+	a      *lab.Shared[T]      // every rank's block of A (RowsOf × K)
+	dB     *gpu.Buffer[T]      // B (K × N)
+	dAFull *lab.Shared[T]      // every rank's gathered A (M × K), a staging buffer
+	dC     *gpu.Buffer[T]      // C (M × N)
+	flags  *lab.Shared[uint32] // fused kernels with signals: ready counters, one per source rank
+	epoch  uint32              // fused kernels with signals: runs so far
 
 	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
 }
@@ -178,26 +198,26 @@ type agCase struct {
 // prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
 // its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
 // peers write them) and C.
-func prepare(env *lab.Env, sh Shape) (*agCase, error) {
+func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*agCase[T], error) {
 	w := env.World()
 	rows, lo := RowsOf(w.Rank, sh.M, w.Size), Row0Of(w.Rank, sh.M, w.Size)
-	cr, err := newCore(env, sh, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
+	cr, err := newCore[T](env, s, p, sh, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
 	if err != nil {
 		return nil, err
 	}
-	c := &agCase{core: cr, residentBlocks: map[string]int{}}
-	if c.a, err = lab.UploadShared(env, "A (this rank's rows)", c.hostA[lo*sh.K:(lo+rows)*sh.K]); err != nil {
+	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
+	if c.a, err = lab.UploadShared(env, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K]); err != nil {
 		return nil, err
 	}
-	if c.dB, err = lab.Upload(env, "B", c.hostB); err != nil {
+	if c.dB, err = lab.Upload(env, "B", c.devB); err != nil {
 		return nil, err
 	}
 	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
 	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
-	if c.dAFull, err = lab.SharedScratch[float32](env, "A_full", sh.M*sh.K, lab.Poison32(stagedNaN)); err != nil {
+	if c.dAFull, err = lab.SharedScratch[T](env, "A_full", sh.M*sh.K, c.nan(stagedNaN)); err != nil {
 		return nil, err
 	}
-	if c.dC, err = lab.Output[float32](env, "C", sh.M*sh.N, lab.PoisonNaN32); err != nil {
+	if c.dC, err = lab.Output[T](env, "C", sh.M*sh.N, c.nan(lab.NaNBits32)); err != nil {
 		return nil, err
 	}
 	// The counters are never reset: every run raises them by the epoch's producers, and a wait
@@ -208,7 +228,7 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 	if err := c.flags.Mine.Fill32(0, env.Stream); err != nil {
 		return nil, err
 	}
-	// chunked: one event per source block, and one for the start
+	// chunked: one event per source block, and one for the start (wgmma_signal: start and end)
 	if err := c.ready(c.n + 1); err != nil {
 		return nil, err
 	}
@@ -216,34 +236,38 @@ func prepare(env *lab.Env, sh Shape) (*agCase, error) {
 }
 
 // Run runs the variant's schedule between two device barriers (core.run).
-func (c *agCase) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
+func (c *agCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
 
-// fused: the persistent kernels, pulling, with signals, or in the push form.
-func (c *agCase) fused(v *lab.Variant) bool {
-	return v.Entry == EntryFusedPull || v.Entry == EntryFusedSignal || v.Params[ParamPush] != 0
+// fused: the persistent kernels, pulling, with signals, in the push form, or wgmma's.
+func (c *agCase[T]) fused(v *lab.Variant) bool {
+	return v.Entry == EntryFusedPull || v.Entry == c.entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
 }
 
 // launchGather copies `count` source blocks, from rank `first` on round the ring, into this
 // rank's A_full, on stream s.
-func (c *agCase) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
+func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
 	work := 0
 	for j := range count {
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
-	k, cfg, err := c.copyLaunch(v, EntryGather, work, s)
+	k, cfg, err := c.copyLaunch(v, c.entry(EntryGather), work, s)
 	if err != nil {
 		return err
 	}
-	return gpu.Launch(k, cfg, c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count))
+	args := []any{c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
+	if c.prec == lab.BF16 {
+		args = append(args, gpu.Ptr(0)) // no flags
+	}
+	return gpu.Launch(k, cfg, args...)
 }
 
 // launchGemm computes rows [row0, row0+rows) of C from a (rows × K, at address a).
-func (c *agCase) launchGemm(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
-	return c.launchTiles(v, a, c.dB.DevicePtr(), c.dC.DevicePtr()+gpu.Ptr(4*row0*c.sh.N), rows, c.sh.K, s)
+func (c *agCase[T]) launchGemm(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
+	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dC.DevicePtr(), row0*c.sh.N), rows, c.sh.K, s)
 }
 
 // runSequential: the all-gather of every block into A_full, then one GEMM over A_full.
-func (c *agCase) runSequential(v *lab.Variant) error {
+func (c *agCase[T]) runSequential(v *lab.Variant) error {
 	st := c.env.Stream
 	if err := c.launchGather(v, 0, c.n, st); err != nil {
 		return fmt.Errorf("all-gather: %w", err)
@@ -259,7 +283,7 @@ func (c *agCase) runSequential(v *lab.Variant) error {
 // event recorded after each. The compute stream waits for a block's event (a stream wait, not the
 // host) before that block's GEMM: the copy of block s+1 runs while the GEMM of block s computes,
 // and the whole schedule is queued up front.
-func (c *agCase) runChunked(v *lab.Variant) error {
+func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	compute := c.env.Stream
 	side, err := c.env.SideStream()
 	if err != nil {
@@ -282,7 +306,7 @@ func (c *agCase) runChunked(v *lab.Variant) error {
 			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
 		}
 		row0 := Row0Of(s, c.sh.M, c.n)
-		a := c.dAFull.Mine.DevicePtr() + gpu.Ptr(4*row0*c.sh.K)
+		a := c.at(c.dAFull.Mine.DevicePtr(), row0*c.sh.K)
 		if err := c.launchGemm(v, a, row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
 			return fmt.Errorf("GEMM of rank %d's rows: %w", s, err)
 		}
@@ -295,24 +319,18 @@ func (c *agCase) runChunked(v *lab.Variant) error {
 // block that spins on a flag must never wait for one that cannot start), and SMs on the emulator
 // (one block per worker thread). Asked once per case, not in every timed run. The ranks of a job
 // run on GPUs of one model, so every rank finds the same number.
-func (c *agCase) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
+func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	if n, ok := c.residentBlocks[v.Key()]; ok {
 		return n, nil
 	}
 	info := c.env.Device.Info()
 	n := max(info.SMs, 1)
 	if !info.Emulated {
-		perSM := param(v, ParamBlocksPerSM, 1)
-		fits, ok, err := gpu.MaxActiveBlocksPerSM(k, GemmThread, 0)
-		switch {
-		case err != nil:
+		fits, err := lab.BlocksPerSM(k, GemmThread, 0)
+		if err != nil {
 			return 0, err
-		case ok && fits < 1:
-			return 0, fmt.Errorf("kernel %s does not fit on an SM with %d threads per block", k.Name(), GemmThread)
-		case ok:
-			perSM = min(perSM, fits)
 		}
-		n *= perSM
+		n *= min(param(v, ParamBlocksPerSM, 1), fits)
 	}
 	c.residentBlocks[v.Key()] = n
 	return n, nil
@@ -323,10 +341,13 @@ func (c *agCase) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 // counters, which the GEMM blocks wait on (fused_signal), and the push form (params push: 1) has
 // every rank's producers write its rows into its peers' A_full and raise their counters, so that
 // a consumer waits on counters other ranks raise; every rank then counts the same producers.
-func (c *agCase) runFused(v *lab.Variant) error {
+func (c *agCase[T]) runFused(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
 		return err
+	}
+	if v.Entry == EntryWgmma {
+		return c.runWgmma(v, k)
 	}
 	res, err := c.resident(v, k)
 	if err != nil {
@@ -349,26 +370,88 @@ func (c *agCase) runFused(v *lab.Variant) error {
 	if v.Params[ParamPush] != 0 {
 		return gpu.Launch(k, cfg, c.a.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)
 	}
-	return gpu.Launch(k, cfg, c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)
+	return gpu.Launch(k, cfg, c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)...)
 }
 
-// runLibrary: ncclAllGather of the blocks into A_full, then cuBLAS SGEMM over it. NCCL's
-// all-gather needs equal blocks: M must be a multiple of n.
-func (c *agCase) runLibrary(v *lab.Variant) error {
+// runWgmma (bf16, sm_90a): the copy of every block into A_full, this rank's own first
+// (gather_rows_bf16 with the ready counters, `copiers` blocks), and the wgmma GEMM, whose producer
+// waits for the counters of a tile's rows before it issues their TMA loads. beside: 1 runs the
+// copy on the side stream beside the GEMM, whose grid then leaves the copy SMs of its own (a GEMM
+// block spinning on a flag must never keep the copy from running; one GEMM block fills an SM);
+// without it the copy runs first, on the compute stream.
+func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
+	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
+		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
+	}
+	copiers, smem, beside := param(v, ParamCopiers, 8), param(v, ParamSmem, 0), v.Params[ParamBeside] != 0
+	grid := lab.CeilDiv(c.sh.M, WgmmaTileM) * lab.CeilDiv(c.sh.N, WgmmaTileN)
+	if grid = min(grid, c.env.Device.Info().SMs); beside {
+		grid = min(grid, c.env.Device.Info().SMs-copiers)
+	}
+	if grid < 1 {
+		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.env.Device.Info().SMs)
+	}
+	if err := lab.OptInShared(k, smem); err != nil {
+		return fmt.Errorf("variant %s: %w", v.Name, err)
+	}
+	var maps []any // A_full, B and C, boxes as lab 02's kernel 15: A 64 × 128, B and C 64 × 64
+	for _, d := range []gpu.TensorMapDesc{bf16Map(c.dAFull.Mine.DevicePtr(), c.sh.K, c.sh.M, 64, WgmmaTileM),
+		bf16Map(c.dB.DevicePtr(), c.sh.N, c.sh.K, 64, 64), bf16Map(c.dC.DevicePtr(), c.sh.N, c.sh.M, 64, 64)} {
+		m, err := lab.TensorMap(c.env, "A_full, B or C", d)
+		if err != nil {
+			return err
+		}
+		maps = append(maps, m)
+	}
+	copy, compute := c.env.Stream, c.env.Stream
+	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
+	if beside && err == nil {
+		if copy, err = c.env.SideStream(); err == nil {
+			err = order(c.events[0], compute, copy) // the copy starts after the device barrier
+		}
+	}
+	if err != nil {
+		return err
+	}
+	c.epoch++
+	M, N, K, r, n := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(c.rank), int32(c.n)
+	if err := gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
+		c.a.Table, c.dAFull.Mine, M, K, n, r, n, c.flags.Mine); err != nil {
+		return fmt.Errorf("the copy: %w", err)
+	}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: compute}
+	if err := gpu.Launch(k, cfg, append([]any{c.flags.Mine, c.epoch * uint32(copiers), r, n, M, N, K, c.dC, c.bias}, maps...)...); err != nil || !beside {
+		return err
+	}
+	return order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
+}
+
+// bf16Map is the TMA description of a row-major bf16 matrix of outer rows of inner elements, in
+// boxes of bi × bo, 128-byte swizzled: the layout of gemm_sm90.cuh's tiles.
+func bf16Map(p gpu.Ptr, inner, outer, bi, bo int) gpu.TensorMapDesc {
+	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: p, Dims: []uint64{uint64(inner), uint64(outer)},
+		Strides: []uint64{uint64(inner) * 2}, Box: []uint32{uint32(bi), uint32(bo)}, Swizzle: 128, L2Promotion: 256}
+}
+
+// runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it
+// (libraryGemm: cuBLAS SGEMM, or cuBLASLt in bf16). NCCL's all-gather needs equal blocks: M must be
+// a multiple of n.
+func (c *agCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.libraryComm(v, "all-gather")
 	if err != nil {
 		return err
 	}
-	if err := comm.AllGather(c.a.Mine.DevicePtr(), c.dAFull.Mine.DevicePtr(), c.sh.M/c.n*c.sh.K, gpu.F32, c.env.Stream); err != nil {
+	if err := comm.AllGather(c.a.Mine.DevicePtr(), c.dAFull.Mine.DevicePtr(), c.sh.M/c.n*c.sh.K, c.prec.DataType(), c.env.Stream); err != nil {
 		return err
 	}
-	return c.sgemm(c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
+	return c.libraryGemm(v, c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
 }
 
-// Check compares this rank's C with the float64 product A_full·B (the engine reports the worst rank's).
-func (c *agCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C")
+// Check compares this rank's C with the float64 product A_full·B (+ the bias) (the engine reports
+// the worst rank's). bf16: two roundings, C's and (the library baseline's) the bias add's.
+func (c *agCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C", 2, 1)
 }
 
 // Work is the FLOPs of the whole layer (see WorkOf).
-func (c *agCase) Work() lab.Work { return WorkOf(c.sh, c.n) }
+func (c *agCase[T]) Work() lab.Work { return WorkOf(c.sh, c.n) }

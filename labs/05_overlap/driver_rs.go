@@ -37,43 +37,43 @@ func Col0Of(s, k, n int) int { return Row0Of(s, k, n) }
 func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
 
 // rsCase is one prepared gemm_rs problem on this rank.
-type rsCase struct {
-	core
+type rsCase[T elem] struct {
+	core[T]
 	kr int // K_r, this rank's columns of A (ColsOf)
 
-	dA   *gpu.Buffer[float32] // A_r (M × K_r)
-	dB   *gpu.Buffer[float32] // B_r (K_r × N)
-	dP   *lab.Shared[float32] // every rank's partial product P_r (M × N): the owners pull their rows
-	dOut *lab.Shared[float32] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
+	dA   *gpu.Buffer[T] // A_r (M × K_r)
+	dB   *gpu.Buffer[T] // B_r (K_r × N)
+	dP   *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
+	dOut *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
 }
 
 // prepareRS draws A and B (the same on every rank) and allocates this rank's columns of A, rows
 // of B, its partial product (shared: the owners of its rows pull them) and its rows of C (shared:
 // in the fused form every rank adds into them).
-func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
+func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rsCase[T], error) {
 	w := env.World()
 	k0, kr := Col0Of(w.Rank, sh.K, w.Size), ColsOf(w.Rank, sh.K, w.Size)
 	rows := RowsOf(w.Rank, sh.M, w.Size)
-	cr, err := newCore(env, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N))
+	cr, err := newCore[T](env, s, p, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N))
 	if err != nil {
 		return nil, err
 	}
-	c := &rsCase{core: cr, kr: kr}
-	ar := make([]float32, sh.M*kr)
+	c := &rsCase[T]{core: cr, kr: kr}
+	ar := make([]T, sh.M*kr)
 	for i := range sh.M {
-		copy(ar[i*kr:(i+1)*kr], c.hostA[i*sh.K+k0:i*sh.K+k0+kr])
+		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
 	}
 	if c.dA, err = lab.Upload(env, "A (this rank's columns)", ar); err != nil {
 		return nil, err
 	}
-	if c.dB, err = lab.Upload(env, "B (this rank's rows)", c.hostB[k0*sh.N:(k0+kr)*sh.N]); err != nil {
+	if c.dB, err = lab.Upload(env, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N]); err != nil {
 		return nil, err
 	}
 	// NaN before every checked run: a reduction that runs before its GEMM leaves NaN in C.
-	if c.dP, err = lab.SharedScratch[float32](env, "P (partial product)", sh.M*sh.N, lab.PoisonNaN32); err != nil {
+	if c.dP, err = lab.SharedScratch[T](env, "P (partial product)", sh.M*sh.N, c.nan(lab.NaNBits32)); err != nil {
 		return nil, err
 	}
-	if c.dOut, err = lab.SharedOutput[float32](env, "C (this rank's rows)", rows*sh.N, lab.PoisonNaN32); err != nil {
+	if c.dOut, err = lab.SharedOutput[T](env, "C (this rank's rows)", rows*sh.N, c.nan(lab.NaNBits32)); err != nil {
 		return nil, err
 	}
 	// chunked: the reduction's start and end
@@ -85,22 +85,22 @@ func prepareRS(env *lab.Env, sh Shape) (*rsCase, error) {
 
 // Run runs the variant's schedule between two device barriers (core.run), and one between the
 // GEMMs and the reductions that read them.
-func (c *rsCase) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
+func (c *rsCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
 
 // fused: the GEMM whose epilogue adds into the owners' rows.
-func (c *rsCase) fused(v *lab.Variant) bool { return v.Entry == EntryGemmRSFused }
+func (c *rsCase[T]) fused(v *lab.Variant) bool { return v.Entry == c.entry(EntryGemmRSFused) }
 
 // launchGemm computes rows [row0, row0+rows) of this rank's partial product.
-func (c *rsCase) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
-	a := c.dA.DevicePtr() + gpu.Ptr(4*row0*c.kr)
-	return c.launchTiles(v, a, c.dB.DevicePtr(), c.dP.Mine.DevicePtr()+gpu.Ptr(4*row0*c.sh.N), rows, c.kr, s)
+func (c *rsCase[T]) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
+	a := c.at(c.dA.DevicePtr(), row0*c.kr)
+	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dP.Mine.DevicePtr(), row0*c.sh.N), rows, c.kr, s)
 }
 
 // launchReduce sums this rank's rows of every rank's partial product into its rows of C (a pull
 // through the table of partial products).
-func (c *rsCase) launchReduce(v *lab.Variant, s gpu.Stream) error {
+func (c *rsCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
 	rows := c.rows()
-	k, cfg, err := c.copyLaunch(v, EntryReduceRows, rows*c.sh.N, s)
+	k, cfg, err := c.copyLaunch(v, c.entry(EntryReduceRows), rows*c.sh.N, s)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (c *rsCase) launchReduce(v *lab.Variant, s gpu.Stream) error {
 
 // runSequential: the whole GEMM, a device barrier (every rank's partial product is complete),
 // then the reduction of this rank's rows.
-func (c *rsCase) runSequential(v *lab.Variant) error {
+func (c *rsCase[T]) runSequential(v *lab.Variant) error {
 	st := c.env.Stream
 	if err := c.launchGemm(v, 0, c.sh.M, st); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
@@ -123,7 +123,7 @@ func (c *rsCase) runSequential(v *lab.Variant) error {
 // runChunked: the GEMM by destination blocks, in rank order on every rank, a device barrier after
 // each (every rank has that block); the owner's reduction of its block then runs on the side
 // stream while the GEMMs of the blocks after it go on.
-func (c *rsCase) runChunked(v *lab.Variant) error {
+func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	st := c.env.Stream
 	side, err := c.env.SideStream()
 	if err != nil {
@@ -151,9 +151,9 @@ func (c *rsCase) runChunked(v *lab.Variant) error {
 
 // runFused: this rank's rows of C zeroed, a device barrier (every rank's are), then the fused
 // GEMM whose epilogue adds each tile into its owner's rows through the table of outputs.
-func (c *rsCase) runFused(v *lab.Variant) error {
+func (c *rsCase[T]) runFused(v *lab.Variant) error {
 	st := c.env.Stream
-	if err := c.dOut.Mine.Fill32(0, st); err != nil {
+	if err := c.dOut.Mine.FillBytes(0, st); err != nil {
 		return fmt.Errorf("zeroing its rows of C: %w", err)
 	}
 	if err := c.env.DeviceBarrier(st); err != nil {
@@ -164,27 +164,36 @@ func (c *rsCase) runFused(v *lab.Variant) error {
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
-	return gpu.Launch(k, cfg, c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))
+	return gpu.Launch(k, cfg, c.withBias(c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))...)
 }
 
-// runLibrary: cuBLAS SGEMM into the partial product, then ncclReduceScatter of the partial
-// products into every rank's rows. NCCL needs equal blocks: M must be a multiple of n.
-func (c *rsCase) runLibrary(v *lab.Variant) error {
+// runLibrary: the library's GEMM into the partial product (libraryGemm: cuBLAS SGEMM, or cuBLASLt
+// in bf16), then ncclReduceScatter of the partial products into every rank's rows. NCCL needs equal blocks: M must be a multiple of n.
+func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.libraryComm(v, "reduce-scatter")
 	if err != nil {
 		return err
 	}
-	if err := c.sgemm(c.kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
+	if err := c.libraryGemm(v, c.kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
 		return err
 	}
-	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, gpu.F32, c.env.Stream)
+	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, c.prec.DataType(), c.env.Stream)
 }
 
 // Check compares this rank's rows of C with the float64 product of its rows of A and B (the
 // engine reports the worst rank's).
-func (c *rsCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C")
+//
+// bf16: the roundings of an element's path — its partial product and the sum (sequential,
+// chunked); every add of the fused epilogues (n); the partial product, the bias add and the n−1
+// hops of NCCL's ring (library). Every rank adds the bias to its partial product, as the
+// distributed challenge's reference does: the sum carries it n times.
+func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	rounds := 2
+	if v.Library != "" || c.fused(v) {
+		rounds = c.n + 1
+	}
+	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)
 }
 
 // Work is the FLOPs of the layer (see RSWorkOf).
-func (c *rsCase) Work() lab.Work { return RSWorkOf(c.sh) }
+func (c *rsCase[T]) Work() lab.Work { return RSWorkOf(c.sh) }

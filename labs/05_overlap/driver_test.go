@@ -127,8 +127,37 @@ func TestManifest(t *testing.T) {
 	for _, h := range m.Helpers {
 		entries = append(entries, h.Entry)
 	}
-	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows}, entries)
+	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias}, entries)
 
+	// The bf16 suites: the library baseline (NCCL + cuBLASLt) is theirs, the schedules of the fp32
+	// suites run on the _bf16 entries, the wgmma variants only on sm_90a GPUs, and problems with a
+	// bias in every set.
+	for name, fp32 := range map[string]string{"bf16_" + SuiteAGGemm: SuiteAGGemm, "bf16_" + SuiteGemmRS: SuiteGemmRS} {
+		s := m.Suite(name)
+		require.NotNil(t, s, name)
+		assert.Equal(t, lab.BF16, lab.PrecisionOf(s), name)
+		lib := s.Variant(s.Baseline)
+		require.NotNil(t, lib, name)
+		assert.Equal(t, LibNCCLCublas, lib.Library, name)
+		for _, v := range s.Variants {
+			if v.Entry == EntryWgmma {
+				assert.Contains(t, v.Needs, "sm_90a", v.Name)
+				assert.NotEmpty(t, v.EmuSkip, v.Name)
+			} else if f := m.Suite(fp32).Variant(v.Name); v.IsKernel() && f != nil {
+				assert.Equal(t, f.Entry+"_bf16", v.Entry, "%s/%s", name, v.Name)
+			}
+		}
+		for _, set := range []string{"gpu", "emu", "grade"} {
+			ps, err := s.ProblemsFor(set)
+			require.NoError(t, err)
+			bias := false
+			for _, p := range ps {
+				bias = bias || p.Int(ParamBias, 0) != 0
+			}
+			assert.True(t, bias, "%s %s: a problem with a bias", name, set)
+		}
+	}
+	assert.NotNil(t, m.Suite("bf16_"+SuiteAGGemm).Variant(VarWgmma))
 }
 
 func TestColumnSplitOfGemmRS(t *testing.T) {

@@ -7,18 +7,39 @@
 // one launch; the chunked variant launches it once per source rank, so that the GEMM of one block
 // can start while the next is in flight. A grid-stride loop (ov_copy, 16-byte loads when aligned):
 // the rate is that of the peer link, not of this loop.
+//
+// gather_rows_bf16 is the same copy of bf16 rows, which can also signal: with flags, every block
+// adds 1 to flags[s] (a release: its share of block s is written before the count) when its share
+// of source block s is in A_full, so that a GEMM running beside it on another stream can wait for
+// each block as it lands (the wgmma variant of the bf16 suite, 06_ag_gemm_wgmma.cu): block s of run
+// `epoch` is complete when flags[s] ≥ epoch · gridDim.x. Without flags (null) it is the plain copy.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
-extern "C" __global__ void gather_rows(const float* const* ins, float* afull, int M, int K, int nranks,
-                                       int first, int count) {
+template <typename T>
+__device__ __forceinline__ void gather_blocks(const T* const* ins, T* afull, int M, int K, int nranks, int first, int count,
+                                              unsigned* flags) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (int c = 0; c < count; ++c) {
         int s = first + c;
         while (s >= nranks) s -= nranks;
         const long long total = (long long)ov_rows_of(s, M, nranks) * K;
-        const float* src = ins[s];
-        float* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
+        const T* src = ins[s];
+        T* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
         ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
+        if (flags) {
+            __syncthreads(); // the whole block has written its share
+            if (threadIdx.x == 0) kl_atomic_add_release(&flags[s], 1u);
+        }
     }
+}
+
+extern "C" __global__ void gather_rows(const float* const* ins, float* afull, int M, int K, int nranks,
+                                       int first, int count) {
+    gather_blocks(ins, afull, M, K, nranks, first, count, nullptr);
+}
+
+extern "C" __global__ void gather_rows_bf16(const kl_bf16* const* ins, kl_bf16* afull, int M, int K, int nranks,
+                                            int first, int count, unsigned* flags) {
+    gather_blocks(ins, afull, M, K, nranks, first, count, flags);
 }

@@ -5,7 +5,8 @@
 // source rank's block (A and C then point at that block's first row), each call launched as soon
 // as its block has arrived. The tile itself is in overlap_gemm.cuh, shared by every variant.
 //
-// Launch: block 256, grid (ceil(N/64), ceil(rows/64)).
+// Launch: block 256, grid (ceil(N/64), ceil(rows/64)). gemm_rows_bf16 is the same for bf16 A, B
+// and C, with an optional bias (N values, null for none) added to every row before the rounding.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
@@ -14,4 +15,12 @@ gemm_rows(const float* A, const float* __restrict__ B, float* C, int rows, int N
     __shared__ float As[OV_BM * OV_BK];
     __shared__ float Bs[OV_BK * OV_BN];
     ov_gemm_tile(A, B, C, rows, N, K, blockIdx.y, blockIdx.x, As, Bs);
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+gemm_rows_bf16(const kl_bf16* A, const kl_bf16* __restrict__ B, kl_bf16* C, int rows, int N, int K,
+               const kl_bf16* bias) {
+    __shared__ float As[OV_BM * OV_BK];
+    __shared__ float Bs[OV_BK * OV_BN];
+    ov_gemm_tile(A, B, C, rows, N, K, blockIdx.y, blockIdx.x, As, Bs, bias);
 }

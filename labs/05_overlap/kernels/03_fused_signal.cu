@@ -21,13 +21,15 @@
 // at once, or a consumer may occupy the SM a producer is waiting for, forever. The driver
 // launches at most one wave (SMs × blocks per SM) and at least P + 1 blocks.
 //
-// Launch: block 256, persistent grid as above.
+// Launch: block 256, persistent grid as above. ag_gemm_fused_signal_bf16 is the same kernel for
+// bf16 A, B and C, with an optional bias (N values, null for none) added to every row.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
-extern "C" __global__ void __launch_bounds__(OV_THREADS)
-ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, const float* __restrict__ B,
-                     float* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch) {
+template <typename T>
+__device__ __forceinline__ void fused_signal(const T* const* ins, T* afull, unsigned* flags, const T* __restrict__ B,
+                                             T* C, int rank, int nranks, int M, int N, int K, int nproducers,
+                                             unsigned epoch, const T* bias) {
     __shared__ float As[OV_BM * OV_BK];
     __shared__ float Bs[OV_BK * OV_BN];
     if ((int)blockIdx.x < nproducers) {
@@ -37,8 +39,8 @@ ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, con
             int s = rank + j;
             if (s >= nranks) s -= nranks;
             const long long total = (long long)ov_rows_of(s, M, nranks) * K;
-            const float* src = ins[s];
-            float* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
+            const T* src = ins[s];
+            T* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
             ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
             __syncthreads();
             if (threadIdx.x == 0) {
@@ -62,7 +64,7 @@ ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, con
             if (rest < tiles) break;
             rest -= tiles;
         }
-        const float* A = ins[rank]; // own block: local, already there
+        const T* A = ins[rank]; // own block: local, already there
         if (s != rank) {
             if (threadIdx.x == 0 && seen != s) {
                 while (kl_load_acquire(&flags[s]) < ready) {
@@ -72,7 +74,20 @@ ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, con
             __syncthreads();
             A = afull + (long long)ov_row0_of(s, M, nranks) * K;
         }
-        float* Cs = C + (long long)ov_row0_of(s, M, nranks) * N;
-        ov_gemm_tile(A, B, Cs, ov_rows_of(s, M, nranks), N, K, rest / colTiles, rest % colTiles, As, Bs);
+        T* Cs = C + (long long)ov_row0_of(s, M, nranks) * N;
+        ov_gemm_tile(A, B, Cs, ov_rows_of(s, M, nranks), N, K, rest / colTiles, rest % colTiles, As, Bs, bias);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, const float* __restrict__ B,
+                     float* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch) {
+    fused_signal<float>(ins, afull, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+ag_gemm_fused_signal_bf16(const kl_bf16* const* ins, kl_bf16* afull, unsigned* flags, const kl_bf16* __restrict__ B,
+                          kl_bf16* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch,
+                          const kl_bf16* bias) {
+    fused_signal<kl_bf16>(ins, afull, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, bias);
 }

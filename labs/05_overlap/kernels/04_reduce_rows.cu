@@ -6,18 +6,29 @@
 // (rows×N). The ranks are summed in the order 0, 1, …, n−1 on every rank and in every schedule,
 // so the result does not depend on which partial arrived first. The sequential variant launches it
 // once after every rank's whole GEMM; the chunked variant once per destination, as soon as the
-// blocks of that destination's rows are done on every rank. A grid-stride loop over float
-// elements: the rate is that of the peer links, not of this loop.
+// blocks of that destination's rows are done on every rank. A grid-stride loop over elements: the
+// rate is that of the peer links, not of this loop. reduce_rows_bf16 is the same for bf16
+// partials: summed in fp32 in rank order and rounded to bf16 once.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
-extern "C" __global__ void reduce_rows(const float* const* parts, float* out, int N, int nranks, int row0,
-                                       int rows) {
+template <typename T>
+__device__ __forceinline__ void reduce(const T* const* parts, T* out, int N, int nranks, int row0, int rows) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long total = (long long)rows * N, base = (long long)row0 * N;
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += stride) {
         float acc = 0.0f;
-        for (int s = 0; s < nranks; ++s) acc += parts[s][base + t];
-        out[t] = acc;
+        for (int s = 0; s < nranks; ++s) acc += ov_float(parts[s][base + t]);
+        ov_put(&out[t], acc);
     }
+}
+
+extern "C" __global__ void reduce_rows(const float* const* parts, float* out, int N, int nranks, int row0,
+                                       int rows) {
+    reduce(parts, out, N, nranks, row0, rows);
+}
+
+extern "C" __global__ void reduce_rows_bf16(const kl_bf16* const* parts, kl_bf16* out, int N, int nranks, int row0,
+                                            int rows) {
+    reduce(parts, out, N, nranks, row0, rows);
 }

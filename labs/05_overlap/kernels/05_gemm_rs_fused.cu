@@ -14,12 +14,16 @@
 // suite's tolerance; what the check cannot accept is a missing or doubled partial.
 //
 // Launch: block 256, grid = the number of tiles (one tile per block; no block waits for another).
+// gemm_rs_fused_bf16 is the same for bf16 A, B and outputs (each add rounds to bf16: the sum of n
+// partials is rounded n times, in the order they arrive), with an optional bias (N values, null for
+// none) that every rank adds to its partial product, as the distributed challenge's reference does
+// (so the sum carries it n times).
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
-extern "C" __global__ void __launch_bounds__(OV_THREADS)
-gemm_rs_fused(const float* A, const float* __restrict__ B, float* const* outs, int rank, int nranks, int M,
-              int N, int K) {
+template <typename T>
+__device__ __forceinline__ void gemm_rs(const T* A, const T* __restrict__ B, T* const* outs, int rank, int nranks, int M,
+                                        int N, int K, const T* bias) {
     __shared__ float As[OV_BM * OV_BK];
     __shared__ float Bs[OV_BK * OV_BN];
     const int colTiles = (N + OV_BN - 1) / OV_BN;
@@ -33,5 +37,17 @@ gemm_rs_fused(const float* A, const float* __restrict__ B, float* const* outs, i
     }
     const int row0 = ov_row0_of(d, M, nranks);
     ov_gemm_tile<true>(A + (long long)row0 * K, B, outs[d], ov_rows_of(d, M, nranks), N, K, rest / colTiles,
-                       rest % colTiles, As, Bs);
+                       rest % colTiles, As, Bs, bias);
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+gemm_rs_fused(const float* A, const float* __restrict__ B, float* const* outs, int rank, int nranks, int M,
+              int N, int K) {
+    gemm_rs<float>(A, B, outs, rank, nranks, M, N, K, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+gemm_rs_fused_bf16(const kl_bf16* A, const kl_bf16* __restrict__ B, kl_bf16* const* outs, int rank, int nranks,
+                   int M, int N, int K, const kl_bf16* bias) {
+    gemm_rs<kl_bf16>(A, B, outs, rank, nranks, M, N, K, bias);
 }
