@@ -2,8 +2,6 @@ package grouped
 
 import (
 	"fmt"
-	"math"
-	"sort"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
@@ -11,7 +9,7 @@ import (
 )
 
 // The SM timeline. Variants with timeline: 1 are built with -DKL_TIMELINE: each tile leaves four
-// numbers in a device buffer (grouped_sched.cuh): the SM that ran it, its group, and the global
+// numbers in a device buffer (timeline.cuh): the SM that ran it, its group, and the global
 // timer in nanoseconds when its block started and finished it. After the timed runs the engine
 // calls Record (lab.Recorder), which returns the records of the last Run as a results.Timeline:
 // its launches are one per non-empty group for the loop, one otherwise, and a tile that left no
@@ -52,24 +50,7 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 }
 
 // BuildTimeline turns the raw records (four words per tile) into the recorded schedule of one Run
-// (results.Timeline, the type the results' readers share), with times relative to the earliest start.
+// (results.TimelineOfRecords, the decoding lab 05's appended records share).
 func BuildTimeline(recs []uint64, sms, launches int) results.Timeline {
-	t := results.Timeline{SMs: sms, Launches: launches, Tiles: [][4]int64{}}
-	first := int64(math.MaxInt64)
-	for i := 0; i+3 < len(recs); i += 4 {
-		sm, group, start, end := int64(recs[i]), int64(recs[i+1]), int64(recs[i+2]), int64(recs[i+3])
-		if start == 0 && end == 0 {
-			t.Missing++
-			continue
-		}
-		first = min(first, start)
-		t.SMs = max(t.SMs, int(sm)+1)
-		t.Tiles = append(t.Tiles, [4]int64{sm, start, end, group})
-	}
-	for i := range t.Tiles {
-		t.Tiles[i][1] -= first
-		t.Tiles[i][2] -= first
-	}
-	sort.SliceStable(t.Tiles, func(a, b int) bool { return t.Tiles[a][1] < t.Tiles[b][1] })
-	return t
+	return results.TimelineOfRecords(recs, sms, launches)
 }

@@ -37,6 +37,7 @@ type core[T elem] struct {
 	hostBias     []float32   // problems with bias: 1 (bf16 suites): N values added to every row; nil otherwise
 	bias         gpu.Ptr     // the bias on the device (0: none)
 	events       []gpu.Event // the schedules' events (how many is the suite's)
+	timeline                 // timeline variants: the records of the last run (timeline.go)
 }
 
 // newCore checks that this rank's buffers (elems elements in all) fit on its device, and draws A
@@ -142,6 +143,9 @@ func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 		return lab.Skip("%s", why)
 	}
 	st := c.env.Stream
+	if err := c.startTimeline(v, st); err != nil {
+		return err
+	}
 	if err := c.env.DeviceBarrier(st); err != nil {
 		return err
 	}
@@ -184,7 +188,7 @@ func (c *core[T]) launchTiles(v *lab.Variant, a, b, out gpu.Ptr, rows, k int, s 
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D2(lab.CeilDiv(c.sh.N, TileN), lab.CeilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
-	return gpu.Launch(kern, cfg, c.withBias(a, b, out, int32(rows), int32(c.sh.N), int32(k))...)
+	return c.launch(kern, cfg, append(c.withBias(a, b, out, int32(rows), int32(c.sh.N), int32(k)), c.tlPtr())...)
 }
 
 // copyLaunch is helper entry's kernel and its launch over work elements on stream s: the

@@ -46,6 +46,7 @@ const (
 // The kernel entries the driver launches.
 const (
 	EntryGather      = "gather_rows"
+	EntryGatherTL    = "gather_rows_tl" // helper: the copy with its timeline records (timeline.go)
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
 	EntryFusedSignal = "ag_gemm_fused_signal"
@@ -68,6 +69,8 @@ const (
 	// A problem's bias: 1 adds a bias of N values to every row (bf16 suites, the distributed
 	// challenge's has_bias).
 	ParamBias = "bias"
+	// timeline: 1, a -DKL_TIMELINE build whose kernels leave timeline records (timeline.go).
+	ParamTimeline = "timeline"
 )
 
 // The GEMM tile of overlap_gemm.cuh, and the wgmma kernel's (kernels/06_ag_gemm_wgmma.cu).
@@ -250,7 +253,11 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	for j := range count {
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
-	k, cfg, err := c.copyLaunch(v, c.entry(EntryGather), work, s)
+	entry := c.entry(EntryGather)
+	if c.tlOn {
+		entry = EntryGatherTL
+	}
+	k, cfg, err := c.copyLaunch(v, entry, work, s)
 	if err != nil {
 		return err
 	}
@@ -258,7 +265,10 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
 	}
-	return gpu.Launch(k, cfg, args...)
+	if c.tlOn {
+		args = append(args, c.tlPtr())
+	}
+	return c.launch(k, cfg, args...)
 }
 
 // launchGemm computes rows [row0, row0+rows) of C from a (rows × K, at address a).
@@ -370,7 +380,7 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	if v.Params[ParamPush] != 0 {
 		return gpu.Launch(k, cfg, c.a.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)
 	}
-	return gpu.Launch(k, cfg, c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)...)
+	return c.launch(k, cfg, append(c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch), c.tlPtr())...)
 }
 
 // runWgmma (bf16, sm_90a): the copy of every block into A_full, this rank's own first

@@ -154,40 +154,9 @@ __device__ __forceinline__ void kl_tile_coords(int local, int tilesM, int tilesN
     tn = r / rows;
 }
 
-// ---- the SM timeline (debug build: compile with -DKL_TIMELINE) ----
-//
-// The kernels take `unsigned long long* tl` (null when no timeline is wanted). With KL_TIMELINE
-// defined, each tile leaves four numbers at tl[4·tile]: the SM that ran it, its group, and the
-// global timer (ns) when the block started and finished it. Without KL_TIMELINE these helpers
-// compile to nothing, so the timed kernels carry no trace of them.
-
-__device__ __forceinline__ unsigned long long kl_tl_start() {
-#ifdef KL_TIMELINE
-    return kl_globaltimer_ns();
-#else
-    return 0ull;
-#endif
-}
-
-// kl_tl_end records tile `tile` of group `group`, begun at t0. Every thread of the block calls it:
-// the barrier makes the end time that of the block's last thread.
-__device__ __forceinline__ void kl_tl_end(unsigned long long* tl, int tile, int group, unsigned long long t0) {
-#ifdef KL_TIMELINE
-    __syncthreads();
-    if (threadIdx.x == 0 && tl != nullptr) {
-        unsigned long long* r = tl + 4ll * tile;
-        r[0] = kl_smid();
-        r[1] = (unsigned long long)group;
-        r[2] = t0;
-        r[3] = kl_globaltimer_ns();
-    }
-#else
-    (void)tl;
-    (void)tile;
-    (void)group;
-    (void)t0;
-#endif
-}
+// ---- the SM timeline (debug build: compile with -DKL_TIMELINE): kl_tl_start and kl_tl_end,
+// in timeline.cuh ----
+#include "timeline.cuh"
 
 // ---- the dynamic scheduler: a tile counter in global memory ----
 //

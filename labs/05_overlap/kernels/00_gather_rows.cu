@@ -13,12 +13,17 @@
 // of source block s is in A_full, so that a GEMM running beside it on another stream can wait for
 // each block as it lands (the wgmma variant of the bf16 suite, 06_ag_gemm_wgmma.cu): block s of run
 // `epoch` is complete when flags[s] ≥ epoch · gridDim.x. Without flags (null) it is the plain copy.
+//
+// gather_rows_tl is gather_rows leaving a copy record per block and source block in tl
+// (timeline.cuh), for the timeline suite. Helpers build without a variant's flags, so it comes
+// from 07_gather_rows_tl.cu, which includes this file with KL_TIMELINE defined.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
+#include "timeline.cuh"
 
 template <typename T>
 __device__ __forceinline__ void gather_blocks(const T* const* ins, T* afull, int M, int K, int nranks, int first, int count,
-                                              unsigned* flags) {
+                                              unsigned* flags, unsigned long long* tl = nullptr) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (int c = 0; c < count; ++c) {
         int s = first + c;
@@ -26,7 +31,9 @@ __device__ __forceinline__ void gather_blocks(const T* const* ins, T* afull, int
         const long long total = (long long)ov_rows_of(s, M, nranks) * K;
         const T* src = ins[s];
         T* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
+        const unsigned long long t0 = kl_tl_start();
         ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
+        kl_tl_add_block(tl, KL_TL_COPY, t0);
         if (flags) {
             __syncthreads(); // the whole block has written its share
             if (threadIdx.x == 0) kl_atomic_add_release(&flags[s], 1u);
@@ -43,3 +50,10 @@ extern "C" __global__ void gather_rows_bf16(const kl_bf16* const* ins, kl_bf16* 
                                             int first, int count, unsigned* flags) {
     gather_blocks(ins, afull, M, K, nranks, first, count, flags);
 }
+
+#ifdef KL_TIMELINE
+extern "C" __global__ void gather_rows_tl(const float* const* ins, float* afull, int M, int K, int nranks, int first,
+                                          int count, unsigned long long* tl) {
+    gather_blocks(ins, afull, M, K, nranks, first, count, nullptr, tl);
+}
+#endif

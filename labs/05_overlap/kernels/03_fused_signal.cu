@@ -22,14 +22,18 @@
 // launches at most one wave (SMs × blocks per SM) and at least P + 1 blocks.
 //
 // Launch: block 256, persistent grid as above. ag_gemm_fused_signal_bf16 is the same kernel for
-// bf16 A, B and C, with an optional bias (N values, null for none) added to every row.
+// bf16 A, B and C, with an optional bias (N values, null for none) added to every row. tl: the
+// timeline's records (timeline.cuh; null, and compiled out, unless built with -DKL_TIMELINE): a
+// producer's copy of each source block, up to the flag it raises; a consumer's wait for a flag;
+// each tile's GEMM.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
+#include "timeline.cuh"
 
 template <typename T>
 __device__ __forceinline__ void fused_signal(const T* const* ins, T* afull, unsigned* flags, const T* __restrict__ B,
                                              T* C, int rank, int nranks, int M, int N, int K, int nproducers,
-                                             unsigned epoch, const T* bias) {
+                                             unsigned epoch, const T* bias, unsigned long long* tl) {
     __shared__ float As[OV_BM * OV_BK];
     __shared__ float Bs[OV_BK * OV_BN];
     if ((int)blockIdx.x < nproducers) {
@@ -41,10 +45,12 @@ __device__ __forceinline__ void fused_signal(const T* const* ins, T* afull, unsi
             const long long total = (long long)ov_rows_of(s, M, nranks) * K;
             const T* src = ins[s];
             T* dst = afull + (long long)ov_row0_of(s, M, nranks) * K;
+            const unsigned long long t0 = kl_tl_start();
             ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
             __syncthreads();
             if (threadIdx.x == 0) {
                 kl_atomic_add_release(&flags[s], 1u);
+                kl_tl_add(tl, KL_TL_COPY, t0);
             }
         }
         return;
@@ -67,27 +73,32 @@ __device__ __forceinline__ void fused_signal(const T* const* ins, T* afull, unsi
         const T* A = ins[rank]; // own block: local, already there
         if (s != rank) {
             if (threadIdx.x == 0 && seen != s) {
+                const unsigned long long t0 = kl_tl_start();
                 while (kl_load_acquire(&flags[s]) < ready) {
                 }
+                kl_tl_add(tl, KL_TL_WAIT, t0);
                 seen = s;
             }
             __syncthreads();
             A = afull + (long long)ov_row0_of(s, M, nranks) * K;
         }
         T* Cs = C + (long long)ov_row0_of(s, M, nranks) * N;
+        const unsigned long long t0 = kl_tl_start();
         ov_gemm_tile(A, B, Cs, ov_rows_of(s, M, nranks), N, K, rest / colTiles, rest % colTiles, As, Bs, bias);
+        kl_tl_add_block(tl, KL_TL_COMPUTE, t0);
     }
 }
 
 extern "C" __global__ void __launch_bounds__(OV_THREADS)
 ag_gemm_fused_signal(const float* const* ins, float* afull, unsigned* flags, const float* __restrict__ B,
-                     float* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch) {
-    fused_signal<float>(ins, afull, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, nullptr);
+                     float* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch,
+                     unsigned long long* tl) {
+    fused_signal<float>(ins, afull, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, nullptr, tl);
 }
 
 extern "C" __global__ void __launch_bounds__(OV_THREADS)
 ag_gemm_fused_signal_bf16(const kl_bf16* const* ins, kl_bf16* afull, unsigned* flags, const kl_bf16* __restrict__ B,
                           kl_bf16* C, int rank, int nranks, int M, int N, int K, int nproducers, unsigned epoch,
-                          const kl_bf16* bias) {
-    fused_signal<kl_bf16>(ins, afull, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, bias);
+                          const kl_bf16* bias, unsigned long long* tl) {
+    fused_signal<kl_bf16>(ins, afull, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, bias, tl);
 }
