@@ -358,6 +358,15 @@ func (c *rankCase) Run(v *Variant) error {
 	return c.w.agreeErr("run", err)
 }
 
+// Record passes on the case's own data beyond the timings (Recorder; nothing for a case that
+// keeps none): each rank records its own, and rank 0's become the entry's, as all its data.
+func (c *rankCase) Record(v *Variant) (map[string]any, error) {
+	if r, ok := c.Case.(Recorder); ok {
+		return r.Record(v)
+	}
+	return nil, nil
+}
+
 // Check checks this rank's outputs and returns the worst rank's report (the first failing one,
 // else the one with the largest error), the same on every rank.
 func (c *rankCase) Check(v *Variant, out *Outputs) (check.Report, error) {
