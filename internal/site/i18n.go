@@ -131,6 +131,14 @@ var ui = map[string]map[string]string{
 		"status_crashed": "crashed",
 		"status_timeout": "timeout",
 		"status_skipped": "skipped",
+
+		// Timelines whose records have kinds (lab 05's): what each SM ran, coloured by kind.
+		"timelinekindtitle":    "%s: what each SM ran, when",
+		"timelinekindx":        "time since the first record began (µs)",
+		"timelinekindpanel":    "%s: %s, %d launch(es), %d records",
+		"timelinekind:compute": "GEMM tile",
+		"timelinekind:copy":    "copy of a block of rows",
+		"timelinekind:wait":    "wait for a ready flag",
 	},
 	"zh": {
 		"course":         "算子实验室",
@@ -241,6 +249,13 @@ var ui = map[string]map[string]string{
 		"status_crashed": "崩溃",
 		"status_timeout": "超时",
 		"status_skipped": "跳过",
+
+		"timelinekindtitle":    "%s：各 SM 在何时运行了什么",
+		"timelinekindx":        "自第一条记录开始的时间（微秒）",
+		"timelinekindpanel":    "%s：%s，%d 次启动，%d 条记录",
+		"timelinekind:compute": "GEMM 分块",
+		"timelinekind:copy":    "行块拷贝",
+		"timelinekind:wait":    "等待就绪标志",
 	},
 }
 

@@ -1,6 +1,8 @@
 package site
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,4 +69,60 @@ func TestTimelineCellPicksAProblem(t *testing.T) {
 	_, _, err := build(t, root, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "speedup, throughput, roofline or timeline")
+}
+
+// withKinds rewrites the fixture's results so that the timelines of the variants named have record
+// kinds (lab 05's form): kinds named as given, each tile's fourth number a kind (its group mod 3).
+func withKinds(t *testing.T, root string, kinds []string, variants ...string) {
+	t.Helper()
+	const rel = "results/synthetic-gpu/03_grouped_gemm.json"
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(read(t, root, rel)), &doc))
+	for _, e := range doc["entries"].([]any) {
+		e := e.(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		tl, ok := data["timeline"].(map[string]any)
+		if !ok || !slices.Contains(variants, e["variant"].(string)) {
+			continue
+		}
+		tl["kinds"] = kinds
+		for _, r := range tl["tiles"].([]any) {
+			r := r.([]any)
+			r[3] = float64(int(r[3].(float64)) % 3)
+		}
+	}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	writeFile(t, root, rel, string(b))
+}
+
+func TestTimelineCellColoursKinds(t *testing.T) {
+	notes := "# G\n\n```kl-plot\nkind: timeline\nsuite: grouped\nproblems: [\"8 groups\"]\n```\n"
+	root := timelineCourse(t, notes)
+	withKinds(t, root, []string{"compute", "copy", "wait"}, "loop", "persistent")
+	_, out := built(t, root, true)
+	svgs := siteFiles(t, out, "plots/03_grouped_gemm/grouped-timeline-*.en.svg")
+	require.Len(t, svgs, 1)
+	en := read(t, out, svgs[0])
+	assert.Contains(t, en, ">8 groups: what each SM ran, when<")
+	assert.Contains(t, en, ">loop: 40.0 µs, 2 launch(es), 4 records<")
+	for _, name := range []string{">GEMM tile<", ">copy of a block of rows<", ">wait for a ready flag<"} {
+		assert.Contains(t, en, name, "every kind in the legend, even one no record has")
+	}
+	assert.NotContains(t, en, ">group 0<", "kinds, not groups")
+	zh := read(t, out, siteFiles(t, out, "plots/03_grouped_gemm/grouped-timeline-*.zh.svg")[0])
+	for _, name := range []string{"GEMM 分块", "行块拷贝", "等待就绪标志", "各 SM 在何时运行了什么"} {
+		assert.Contains(t, zh, name)
+	}
+
+	// One figure, one colour key: panels with and without kinds are refused, and so is a kind the
+	// site cannot name; the cell says why in place of the figure.
+	root = timelineCourse(t, notes)
+	withKinds(t, root, []string{"compute", "copy", "wait"}, "loop")
+	_, out = built(t, root, true)
+	assert.Contains(t, read(t, out, "en/labs/03_grouped_gemm.html"), "one figure, one colour key")
+	root = timelineCourse(t, notes)
+	withKinds(t, root, []string{"compute", "copy", "prefetch"}, "loop", "persistent")
+	_, out = built(t, root, true)
+	assert.Contains(t, read(t, out, "en/labs/03_grouped_gemm.html"), "kind &#34;prefetch&#34;")
 }
