@@ -85,3 +85,86 @@ func TestEmulatorStartedByLaunchers(t *testing.T) {
 		})
 	}
 }
+
+// The timeline suite on the emulator at two and three ranks: rank 0's records of every schedule,
+// checked by what each schedule must show whatever the emulator's clock resolution (its timer is
+// the host's steady clock, so only orderings with ≤ are relied on): every GEMM tile leaves one
+// compute record, the launches are counted, and no GEMM tile starts before the copy of the rows
+// it needs ended — all of them in sequential (one stream), the last peer's block in chunked (after
+// the last copy's event) — and no fused wait ends before the producers' copies of one block
+// (a producer takes its record before it raises the flag).
+func TestEmulatorTimelines(t *testing.T) {
+	root, err := lab.FindRoot(".")
+	require.NoError(t, err)
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
+			out := labtest.RunOnEmulatorWith(t, root, overlap.LabDir, "emu", n, func(o *lab.Options) {
+				o.Suites = []string{"timeline"}
+			})
+			assert.Zero(t, out.Failures)
+			problems, err := out.Manifest.Suite("timeline").ProblemsFor("emu")
+			require.NoError(t, err)
+			shapes := map[string]overlap.Shape{}
+			for _, p := range problems {
+				shapes[p.Name], err = overlap.ShapeOf(p)
+				require.NoError(t, err)
+			}
+			seen := 0
+			for _, e := range out.Results.Entries {
+				require.Equal(t, results.StatusOK, e.Status, "%s %s: %s", e.Variant, e.Problem, e.Error)
+				tl, ok := results.TimelineOf(&e)
+				require.True(t, ok, "%s %s has a timeline", e.Variant, e.Problem)
+				seen++
+				name := e.Variant + " " + e.Problem
+				assert.Equal(t, overlap.TimelineKinds, tl.Kinds)
+				assert.Zero(t, tl.Missing, "%s: no record lost", name)
+				byKind := map[int64][][4]int64{}
+				lastCopy := int64(-1)
+				for _, r := range tl.Tiles {
+					assert.True(t, r[0] >= 0 && r[0] < int64(tl.SMs), "%s: SM %d of %d", name, r[0], tl.SMs)
+					assert.LessOrEqual(t, r[1], r[2], "%s: a record ends after it starts", name)
+					byKind[r[3]] = append(byKind[r[3]], r)
+					if r[3] == 1 {
+						lastCopy = max(lastCopy, r[2])
+					}
+				}
+				compute, copies := byKind[0], byKind[1]
+				require.NotEmpty(t, copies, "%s: the peers' rows are copied", name)
+				afterCopies := 0
+				for _, r := range compute {
+					if r[1] >= lastCopy {
+						afterCopies++
+					}
+				}
+				sh := shapes[e.Problem]
+				switch e.Variant {
+				case overlap.VarSequential:
+					assert.Equal(t, 2, tl.Launches)
+					assert.Len(t, compute, overlap.Tiles(sh, 1), "%s: a record per tile of the GEMM over A_full", name)
+					assert.Equal(t, len(compute), afterCopies, "%s: the GEMM starts after the all-gather", name)
+				case overlap.VarChunked:
+					assert.Equal(t, 2*n-1, tl.Launches)
+					assert.Len(t, compute, overlap.Tiles(sh, n), name)
+					last := overlap.Tiles(overlap.Shape{M: overlap.RowsOf(n-1, sh.M, n), N: sh.N, K: sh.K}, 1)
+					assert.GreaterOrEqual(t, afterCopies, last, "%s: the last peer's tiles start after every copy", name)
+				case overlap.VarFusedSignal:
+					assert.Equal(t, 1, tl.Launches)
+					assert.Len(t, compute, overlap.Tiles(sh, n), name)
+					perBlock := len(copies) / (n - 1) // every producer copies its share of every peer's block
+					for _, w := range byKind[2] {
+						done := 0
+						for _, c := range copies {
+							if c[2] <= w[2] {
+								done++
+							}
+						}
+						assert.GreaterOrEqual(t, done, perBlock, "%s: a wait ends after a block's copies", name)
+					}
+				default:
+					t.Errorf("unexpected variant %s in the timeline suite", e.Variant)
+				}
+			}
+			assert.Equal(t, 3*len(problems), seen, "three schedules × the emulator problems")
+		})
+	}
+}

@@ -49,8 +49,8 @@ __device__ __forceinline__ void fused_signal(const T* const* ins, T* afull, unsi
             ov_copy(dst, src, total, (long long)blockIdx.x * blockDim.x + threadIdx.x, stride);
             __syncthreads();
             if (threadIdx.x == 0) {
+                kl_tl_add(tl, KL_TL_COPY, t0); // before the flag: a wait for it ends after the copy's record
                 kl_atomic_add_release(&flags[s], 1u);
-                kl_tl_add(tl, KL_TL_COPY, t0);
             }
         }
         return;
