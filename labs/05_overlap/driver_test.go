@@ -127,7 +127,7 @@ func TestManifest(t *testing.T) {
 	for _, h := range m.Helpers {
 		entries = append(entries, h.Entry)
 	}
-	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias}, entries)
+	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias, EntryGatherTL}, entries)
 
 	// The bf16 suites: the library baseline (NCCL + cuBLASLt) is theirs, the schedules of the fp32
 	// suites run on the _bf16 entries, the wgmma variants only on sm_90a GPUs, and problems with a
@@ -169,4 +169,34 @@ func TestColumnSplitOfGemmRS(t *testing.T) {
 func TestRSWorkIsOneProduct(t *testing.T) {
 	w := RSWorkOf(Shape{M: 8192, N: 4096, K: 14336})
 	assert.InDelta(t, 2*8192.0*4096*14336, w.FLOPs, 1, "the partial products together are one M×N×K product")
+}
+
+// The timeline suite: debug builds of ag_gemm's three schedules, exactly its variants with
+// timeline: 1, at ag_gemm's launch parameters; the records of a run fit the buffer's bound.
+func TestTimelineSuite(t *testing.T) {
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	tl, ag := m.Suite("timeline"), m.Suite(SuiteAGGemm)
+	require.NotNil(t, tl)
+	assert.Equal(t, lab.FP32, lab.PrecisionOf(tl))
+	var names []string
+	for _, v := range tl.Variants {
+		names = append(names, v.Name)
+		assert.Equal(t, []string{"-DKL_TIMELINE"}, v.Flags, v.Name)
+		assert.EqualValues(t, 1, v.Params[ParamTimeline], v.Name)
+		twin := ag.Variant(v.Name)
+		require.NotNil(t, twin, v.Name)
+		assert.Equal(t, twin.Entry, v.Entry, v.Name)
+		for k, x := range twin.Params {
+			assert.Equal(t, x, v.Params[k], "%s: ag_gemm's %s", v.Name, k)
+		}
+	}
+	assert.Equal(t, []string{VarSequential, VarChunked, VarFusedSignal}, names)
+	for _, s := range m.Suites {
+		for _, v := range s.Variants {
+			assert.Equal(t, s == tl, v.Params[ParamTimeline] != 0, "%s/%s: timeline: 1 in the timeline suite only", s.Name, v.Name)
+		}
+	}
+	// 130 rows over 2 ranks on 4 SMs, 2 blocks each: 8 tiles, twice, and 2 × 4 × 2 copies.
+	assert.Equal(t, 2*8+2*4*2, TimelineRecords(Shape{M: 130, N: 128, K: 1}, 2, 4, 2))
 }
