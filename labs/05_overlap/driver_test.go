@@ -127,7 +127,7 @@ func TestManifest(t *testing.T) {
 	for _, h := range m.Helpers {
 		entries = append(entries, h.Entry)
 	}
-	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias}, entries)
+	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias, EntryRaiseFlag}, entries)
 
 	// The bf16 suites: the library baseline (NCCL + cuBLASLt) is theirs, the schedules of the fp32
 	// suites run on the _bf16 entries, the wgmma variants only on sm_90a GPUs, and problems with a

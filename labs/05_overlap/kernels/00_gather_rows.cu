@@ -43,3 +43,11 @@ extern "C" __global__ void gather_rows_bf16(const kl_bf16* const* ins, kl_bf16* 
                                             int first, int count, unsigned* flags) {
     gather_blocks(ins, afull, M, K, nranks, first, count, flags);
 }
+
+// raise_flag is the signal of the copy-engine all-gather (wgmma_ce): the driver copies each block
+// with cuMemcpyDtoDAsync, which takes no SM, and launches this one thread after it on the same
+// stream. Stream order makes the copy complete before the kernel starts, and the release makes the
+// rows visible to the GEMM's acquire load of flags[s] on any SM.
+extern "C" __global__ void raise_flag(unsigned* flags, int s, unsigned count) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) kl_atomic_add_release(&flags[s], count);
+}
