@@ -398,14 +398,11 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err := lab.OptInShared(k, smem); err != nil {
 		return fmt.Errorf("variant %s: %w", v.Name, err)
 	}
-	var maps []any // A_full, B and C, boxes as lab 02's kernel 15: A 64 × 128, B and C 64 × 64
-	for _, d := range []gpu.TensorMapDesc{bf16Map(c.dAFull.Mine.DevicePtr(), c.sh.K, c.sh.M, 64, WgmmaTileM),
-		bf16Map(c.dB.DevicePtr(), c.sh.N, c.sh.K, 64, 64), bf16Map(c.dC.DevicePtr(), c.sh.N, c.sh.M, 64, 64)} {
-		m, err := lab.TensorMap(c.env, "A_full, B or C", d)
-		if err != nil {
-			return err
-		}
-		maps = append(maps, m)
+	// A_full, B and C, boxes as lab 02's kernel 15: A 64 × 128, B and C 64 × 64
+	maps, err := tensorMaps(c.env, "A_full, B or C", bf16Map(c.dAFull.Mine.DevicePtr(), c.sh.K, c.sh.M, 64, WgmmaTileM),
+		bf16Map(c.dB.DevicePtr(), c.sh.N, c.sh.K, 64, 64), bf16Map(c.dC.DevicePtr(), c.sh.N, c.sh.M, 64, 64))
+	if err != nil {
+		return err
 	}
 	copy, compute := c.env.Stream, c.env.Stream
 	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
@@ -468,6 +465,20 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 func bf16Map(p gpu.Ptr, inner, outer, bi, bo int) gpu.TensorMapDesc {
 	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: p, Dims: []uint64{uint64(inner), uint64(outer)},
 		Strides: []uint64{uint64(inner) * 2}, Box: []uint32{uint32(bi), uint32(bo)}, Swizzle: 128, L2Promotion: 256}
+}
+
+// tensorMaps encodes the TMA descriptions (lab.TensorMap) as kernel arguments, in order; what
+// names them in an error.
+func tensorMaps(env *lab.Env, what string, ds ...gpu.TensorMapDesc) ([]any, error) {
+	maps := make([]any, 0, len(ds))
+	for _, d := range ds {
+		m, err := lab.TensorMap(env, what, d)
+		if err != nil {
+			return nil, err
+		}
+		maps = append(maps, m)
+	}
+	return maps, nil
 }
 
 // runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it
