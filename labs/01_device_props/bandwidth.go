@@ -35,16 +35,14 @@ func newHashedSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why
 	if h.bytes < unit || h.bytes%unit != 0 {
 		return h, fmt.Errorf("bytes = %d: it must be a positive multiple of %d (%s)", h.bytes, unit, why)
 	}
-	if err := lab.NeedMemory(env, h.bytes); err != nil {
-		return h, err
-	}
 	h.seed, h.passes = env.RNG.Uint64(), max(1, p.Int("run_bytes", runBytes)/h.bytes)
 	if env.Device.Info().Emulated {
 		h.passes = emuPasses
 	}
-	var err error
-	if h.src, err = lab.Alloc[float32](env, "src", int(h.bytes/bytesPerFloat)); err != nil {
-		return h, err
+	a := lab.NewPrep(env)
+	a.Need(h.bytes)
+	if h.src = lab.PrepAlloc[float32](a, "src", int(h.bytes/bytesPerFloat)); a.Err != nil {
+		return h, a.Err
 	}
 	k, err := env.KernelByEntry(FillEntry)
 	if err != nil {

@@ -93,7 +93,7 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 	}
 	peakFor := func(dsVal float64, clocks *float64, clocksHow string) (*float64, string) {
 		if dsVal > 0 {
-			return ptr(dsVal), "datasheet: " + ds.Source
+			return new(dsVal), "datasheet: " + ds.Source
 		}
 		if clocks != nil {
 			return clocks, "theoretical from clocks: " + clocksHow
@@ -139,7 +139,7 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 
 	linkPeak, linkSrc := (*float64)(nil), sourceNoneForThis+" (see NVML's PCIe generation and width)"
 	if ds.HostLinkGBps > 0 {
-		linkPeak, linkSrc = ptr(ds.HostLinkGBps), "datasheet: "+ds.Source+" ("+ds.HostLink+", per direction)"
+		linkPeak, linkSrc = new(ds.HostLinkGBps), "datasheet: "+ds.Source+" ("+ds.HostLink+", per direction)"
 	}
 	out.H2D = against(best(entries, SuiteHostLink, VariantH2DPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned host-to-device copy")
 	out.D2H = against(best(entries, SuiteHostLink, VariantD2HPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned device-to-host copy")
@@ -172,7 +172,7 @@ func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.
 		v := r.of(e)
 		if e.OK && e.Suite == suite && (variant == "" || e.Variant == variant) && (keep == nil || keep(e)) && v > 0 &&
 			(c.Measured == nil || v*r.sign > *c.Measured*r.sign) {
-			c.Measured, c.Variant, c.Problem = ptr(v), e.Variant, e.Problem
+			c.Measured, c.Variant, c.Problem = new(v), e.Variant, e.Problem
 		}
 	}
 	return c
@@ -183,7 +183,7 @@ func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.
 func against(c results.Ceiling, peak *float64, source, note string) results.Ceiling {
 	c.Peak, c.Source, c.Note = peak, source, note
 	if c.Measured != nil && peak != nil && *peak > 0 {
-		c.Ratio = ptr(*c.Measured / *peak)
+		c.Ratio = new(*c.Measured / *peak)
 	}
 	return c
 }
@@ -199,8 +199,6 @@ func problemBytes(e lab.EntryView) int64 {
 	}
 	return 0
 }
-
-func ptr(v float64) *float64 { return &v }
 
 // RecordDevice records what the device says about itself, for the chapter's property tables
 // (results.DeviceProperties): its identity and limits, every attribute the backend reads, the
@@ -234,7 +232,7 @@ func peaks(info gpu.DeviceInfo) results.Peaks {
 	}
 	// Memory: two transfers per clock (double data rate) × bus width in bytes.
 	if info.MemClockKHz > 0 && info.MemBusWidthBits > 0 {
-		p.HBMGBpsFromClocks = ptr(2 * float64(info.MemClockKHz) * 1e3 * float64(info.MemBusWidthBits) / 8 / 1e9)
+		p.HBMGBpsFromClocks = new(2 * float64(info.MemClockKHz) * 1e3 * float64(info.MemBusWidthBits) / 8 / 1e9)
 	}
 	// FP32: 2 FLOPs per FMA on every lane at the (boost) SM clock. Datasheets often quote tensor
 	// rates at a lower clock than the boost clock, so the BF16 figure can exceed them.
@@ -250,5 +248,5 @@ func fromClocks(info gpu.DeviceInfo, perSM map[[2]int]int, flopsEach float64) *f
 	if !ok || info.SMs <= 0 || info.SMClockKHz <= 0 {
 		return nil
 	}
-	return ptr(float64(info.SMs) * float64(per) * flopsEach * float64(info.SMClockKHz) * 1e3 / 1e12)
+	return new(float64(info.SMs) * float64(per) * flopsEach * float64(info.SMClockKHz) * 1e3 / 1e12)
 }

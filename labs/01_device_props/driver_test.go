@@ -257,6 +257,25 @@ func TestChecksCatchNearMisses(t *testing.T) {
 	}
 }
 
+// An FMA output left at its NaN poison fails the check, which counts it and names its thread.
+func TestFMACheckNamesTheFirstUnwrittenThread(t *testing.T) {
+	d := newFakeDevice()
+	m, env, ks := fakeEnv(t, d, true)
+	s := m.Suite(SuiteFMA)
+	k := ks[SuiteFMA+"/fma_chains4"].(*fakeKernel)
+	good := k.body
+	k.body = func(k *fakeKernel, cfg gpu.LaunchConfig, args [][]byte) error {
+		err := good(k, cfg, args)
+		out, _ := k.floats(args[0], 8)
+		out[5], out[7] = float32(math.NaN()), float32(math.Inf(-1))
+		return err
+	}
+	rep := checkedRun(t, env, s, "fma_chains4", s.Problems.Emu[0])
+	assert.False(t, rep.OK, rep.Detail())
+	assert.Equal(t, 2, rep.Unwritten)
+	assert.Regexp(t, `^2 of \d+ outputs are NaN or Inf \(first at thread 5\)`, rep.Note)
+}
+
 func TestDescribeWithoutNVML(t *testing.T) {
 	d := newFakeDevice()
 	_, env, _ := fakeEnv(t, d, true)

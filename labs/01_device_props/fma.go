@@ -7,6 +7,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // fmaCase is one problem of fp32_fma: threads_per_sm threads on every SM, each doing `fmas`
@@ -79,16 +80,8 @@ func (c *fmaCase) Check(v *lab.Variant, outs *lab.Outputs) (check.Report, error)
 	rep := checkThreads(out, block, c.seed, func(tid int) float32 { return FMAChainRef(c.seed, uint64(tid), chains, iters) })
 	rep.Method = fmt.Sprintf("exact against the FMA chains recomputed on the CPU (FMA32) for %d sampled threads; every output checked for NaN",
 		min(len(out), threadSamples))
-	first := -1
-	for i, x := range out {
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			rep.Unwritten++
-			if first < 0 {
-				first = i
-			}
-		}
-	}
-	if rep.Unwritten > 0 {
+	if rep.Unwritten = matref.NonFinite(out); rep.Unwritten > 0 {
+		first := matref.FirstNonFinite(out)
 		failWith(&rep, fmt.Sprintf("%d of %d outputs are NaN or Inf (first at thread %d)", rep.Unwritten, len(out), first))
 	}
 	return rep, nil

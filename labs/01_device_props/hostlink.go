@@ -36,29 +36,19 @@ func prepareHostLink(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error
 	if n < 1 {
 		return nil, fmt.Errorf("bytes = %d must be at least 1", n)
 	}
-	if err := lab.NeedMemory(env, 2*n); err != nil {
-		return nil, err
-	}
 	c := &hostLinkCase{env: env, bytes: int(n), hostSrc: map[bool][]byte{}, hostDst: map[bool][]byte{}}
-	src, err := lab.PinnedHost(env, "pinned source", c.bytes)
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < c.bytes; i += 8 { // random bytes from the lab's seeded generator
+	a := lab.NewPrep(env)
+	a.Need(2 * n)
+	src := a.PinnedHost("pinned source", c.bytes)
+	for i := 0; i < len(src); i += 8 { // random bytes from the lab's seeded generator (none if src failed: Done says why)
 		copy(src[i:], binary.LittleEndian.AppendUint64(nil, env.RNG.Uint64()))
 	}
 	c.hostSrc[true], c.hostSrc[false] = src, bytes.Clone(src)
-	if c.hostDst[true], err = lab.HostOutput(env, "pinned destination", c.bytes, true, lab.PoisonBytes(poisonByte)); err != nil {
-		return nil, err
-	}
-	if c.hostDst[false], err = lab.HostOutput(env, "pageable destination", c.bytes, false, lab.PoisonBytes(poisonByte)); err != nil {
-		return nil, err
-	}
-	if c.devSrc, err = lab.Upload(env, "device source", src); err != nil {
-		return nil, err
-	}
-	c.devDst, err = lab.Output[uint8](env, "device destination", c.bytes, lab.PoisonBytes(poisonByte))
-	return c, err
+	c.hostDst[true] = a.HostOutput("pinned destination", c.bytes, true, lab.PoisonBytes(poisonByte))
+	c.hostDst[false] = a.HostOutput("pageable destination", c.bytes, false, lab.PoisonBytes(poisonByte))
+	c.devSrc = lab.PrepUpload(a, "device source", src)
+	c.devDst = lab.PrepOutput[uint8](a, "device destination", c.bytes, lab.PoisonBytes(poisonByte))
+	return lab.Done[lab.Case](a, c)
 }
 
 // direction says whether the variant copies host to device (else device to host), and from or to

@@ -48,14 +48,11 @@ func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 	a, b := make([]float32, m*k), make([]float32, k*n)
 	matref.FillUniform(a, env.RNG.Uint64())
 	matref.FillUniform(b, env.RNG.Uint64())
-	if c.a, err = lab.UploadAs(env, "A", lab.BF16, a); err != nil {
-		return nil, err
-	}
-	if c.b, err = lab.UploadAs(env, "B", lab.BF16, b); err != nil {
-		return nil, err
-	}
-	if c.c, err = lab.Output[float32](env, "C", m*n, lab.PoisonNaN32); err != nil {
-		return nil, err
+	bufs := lab.NewPrep(env)
+	c.a, c.b = bufs.UploadAs("A", lab.BF16, a), bufs.UploadAs("B", lab.BF16, b)
+	c.c = lab.PrepOutput[float32](bufs, "C", m*n, lab.PoisonNaN32)
+	if bufs.Err != nil {
+		return nil, bufs.Err
 	}
 	if c.freivalds, err = matref.NewRowFreivalds(a, b, m, n, k, matref.RowFreivaldsVector(env.RNG, n)); err != nil {
 		return nil, err

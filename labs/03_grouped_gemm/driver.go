@@ -32,7 +32,8 @@ import (
 // LabDir is the lab's directory name, under which the driver registers.
 const LabDir = "03_grouped_gemm"
 
-// decodeCols is the columns of one work item of the decode kernel (DEC_COLS in kernels/07_decode_moe.cu).
+// decodeCols is the columns of one work item of the decode kernels (DEC_COLS in kernels/07_decode_moe.cu,
+// DM_COLS in kernels/08_decode_mma.cu).
 const decodeCols = 256
 
 // Library calls that variants name in lab.yaml (library: ...).
@@ -264,6 +265,9 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 		return lab.Skip("%s is the MoE form (one token matrix, one N and K for all experts); the groups of this problem differ in N or K", v.Name)
 	}
 	n, kk := int32(c.shapes[0].N), int32(c.shapes[0].K)
+	if a := int32(ls.Align); n%a != 0 || kk%a != 0 {
+		return lab.Skip("%s copies rows of X and W in chunks of %d elements: N and K must be multiples of %d (this problem has N=%d, K=%d)", v.Name, a, a, n, kk)
+	}
 	switch {
 	case ls.Decode:
 		if ls.MaxSplit > c.maxSplit {

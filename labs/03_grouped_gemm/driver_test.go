@@ -191,6 +191,8 @@ func TestRefusals(t *testing.T) {
 	assert.Error(t, err)
 	_, err = shapeOf(&lab.Variant{Name: "gather", Params: map[string]int64{ParamPersistent: 1, ParamGather: 1}})
 	assert.ErrorContains(t, err, "moe: 1")
+	_, err = shapeOf(&lab.Variant{Name: "align", Params: map[string]int64{ParamPersistent: 1, ParamAlign: 0}})
+	assert.ErrorContains(t, err, "bad launch parameters")
 }
 
 // ---- the exercise ----

@@ -318,6 +318,42 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 			}
 			return nil
 		})
+	// Kernel 08's contract (kernels/08_decode_mma.cu): the MoE form, a workspace and item
+	// counters that are 0 before the launch, its block and shared memory.
+	ks["decode"] = newFakeKernel("moe_decode_mma", []string{"T*", "T*", "T*", "const int*", "int", "int", "int", "float*", "int*", "int"},
+		func(cfg gpu.LaunchConfig, a [][]byte) error {
+			E, N, K := argInt(a[4]), argInt(a[5]), argInt(a[6])
+			offs := make([]int, E+1)
+			raw := readBytes(d, argPtr(a[3]), int64(4*(E+1)))
+			for i := range offs {
+				offs[i] = int(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+			}
+			switch {
+			case N%8 != 0 || K%8 != 0:
+				return fmt.Errorf("kernel 08 launched with N=%d, K=%d: the driver must skip what is not a multiple of 8", N, K)
+			case argPtr(a[7]) == 0 || argPtr(a[8]) == 0 || argInt(a[9]) < 1:
+				return fmt.Errorf("workspace %v, counters %v, max_split %d", argPtr(a[7]), argPtr(a[8]), argInt(a[9]))
+			case cfg.Block.X != 256 || cfg.SharedBytes != 81920:
+				return fmt.Errorf("launch %v %d: want 256 threads, 81920 bytes", cfg.Block, cfg.SharedBytes)
+			}
+			items := offs[E] * ((N + 255) / 256)
+			for i, c := range readBytes(d, argPtr(a[8]), int64(4*items)) {
+				if c != 0 {
+					return fmt.Errorf("item counter byte %d is not 0 before the launch", i)
+				}
+			}
+			for e := 0; e < E; e++ {
+				m := offs[e+1] - offs[e]
+				if m == 0 {
+					continue
+				}
+				x := matrix{d, in, argPtr(a[0]) + gpu.Ptr(2*int64(offs[e])*int64(K)), int64(K), 1}
+				w := matrix{d, in, argPtr(a[1]) + gpu.Ptr(2*int64(e)*int64(K)*int64(N)), int64(N), 1}
+				y := matrix{d, in, argPtr(a[2]) + gpu.Ptr(2*int64(offs[e])*int64(N)), int64(N), 1}
+				product(x, w, y, m, N, K)
+			}
+			return nil
+		})
 	return ks
 }
 
@@ -326,7 +362,7 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 	m := labtest.Manifest(t)
 	dev := newFakeGPU(t)
 	ks := fakeKernels(dev, gpu.BF16)
-	for _, suite := range []string{"bf16_vs_loop", "bf16_moe", "bf16_timeline"} {
+	for _, suite := range []string{"bf16_vs_loop", "bf16_moe", "bf16_timeline", "bf16_decode"} {
 		s := m.Suite(suite)
 		kernels := map[string]gpu.Kernel{}
 		for _, v := range s.Variants {
@@ -336,6 +372,10 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 			ls, err := shapeOf(v)
 			require.NoError(t, err)
 			switch {
+			case ls.Decode:
+				if v.EmuSkip != "" { // kernel 08; kernel 07 runs on the emulator
+					kernels[v.Key()] = ks["decode"]
+				}
 			case ls.TMA:
 				kernels[v.Key()] = ks["tma"]
 			case ls.Loop:
@@ -366,11 +406,11 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				require.NoError(t, err, name)
 				require.NoError(t, c.Poison(), name)
 				if err := c.Run(); err != nil {
-					// A MoE-form kernel refuses groups of different N or K, and TMA strides that
-					// are not multiples of 16 bytes, by name, as a skip.
+					// A MoE-form kernel refuses groups of different N or K, and TMA strides or
+					// kernel 08's 16-byte copies where N or K is not a multiple of 8, by name, as a skip.
 					var skip *lab.SkipError
 					require.ErrorAs(t, err, &skip, name)
-					assert.Regexp(t, "MoE form|TMA", skip.Reason, name)
+					assert.Regexp(t, "MoE form|TMA|multiples of 8", skip.Reason, name)
 					require.NoError(t, c.Release(), name)
 					continue
 				}
@@ -390,6 +430,9 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				require.NoError(t, c.Release(), name)
 			}
 		}
+	}
+	for _, k := range []string{"loop", "persistent", "dynamic", "tma", "decode"} {
+		assert.Positive(t, ks[k].launches, "the fake %s kernel ran", k)
 	}
 }
 

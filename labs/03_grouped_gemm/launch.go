@@ -22,6 +22,8 @@ import (
 //	decode       1 (with moe): the decode kernel (X, W, Y, offs, E, N, K, ws, counters, max_split):
 //	             ws holds max_split·T·N fp32 partial sums, counters one int per item (T·ceil(N/256))
 //	max_split    decode: the most units an item's K is split into (default 16)
+//	align        the kernel needs N and K multiples of align (kernel 08 copies 16-byte chunks of
+//	             bf16 rows: align 8); the driver skips other problems (default 1)
 //	lpt          1: the groups in the metadata are ordered longest tile first (LongestFirst)
 //	bm, bn       the kernel's tile (128 × 128), for the grid of the loop and the timeline's size
 //	threads      block size (1-D)
@@ -37,6 +39,7 @@ const (
 	ParamTMA        = "tma"
 	ParamDecode     = "decode"
 	ParamMaxSplit   = "max_split"
+	ParamAlign      = "align"
 	ParamDynamic    = "dynamic"
 	ParamLPT        = "lpt"
 	ParamBM         = "bm"
@@ -52,13 +55,14 @@ const defaultMaxSplit = 16
 // launchShape is how a kernel variant is launched.
 type launchShape struct {
 	Loop, Persistent, MoE, Gather, TMA, Decode, Dynamic, LPT, Timeline bool
-	BM, BN, Threads, Smem, CTAsPerSM, MaxSplit                         int
+	BM, BN, Threads, Smem, CTAsPerSM, MaxSplit, Align                  int
 }
 
 // shapeOf reads a kernel variant's launch parameters.
 func shapeOf(v *lab.Variant) (launchShape, error) {
 	ls := launchShape{BM: int(v.Int(ParamBM, 128)), BN: int(v.Int(ParamBN, 128)), Threads: int(v.Int(ParamThreads, 128)),
-		Smem: int(v.Int(ParamSmem, 0)), CTAsPerSM: int(v.Int(ParamCTAsPerSM, 2)), MaxSplit: int(v.Int(ParamMaxSplit, defaultMaxSplit))}
+		Smem: int(v.Int(ParamSmem, 0)), CTAsPerSM: int(v.Int(ParamCTAsPerSM, 2)), MaxSplit: int(v.Int(ParamMaxSplit, defaultMaxSplit)),
+		Align: int(v.Int(ParamAlign, 1))}
 	for p, flag := range map[string]*bool{ParamLoop: &ls.Loop, ParamPersistent: &ls.Persistent, ParamMoE: &ls.MoE,
 		ParamGather: &ls.Gather, ParamTMA: &ls.TMA, ParamDecode: &ls.Decode, ParamDynamic: &ls.Dynamic, ParamLPT: &ls.LPT,
 		ParamTimeline: &ls.Timeline} {
@@ -77,7 +81,7 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		return ls, fmt.Errorf("variant %s: decode: 1 is the MoE-form decode kernel (add moe: 1; not with tma or gather)", v.Name)
 	case ls.Dynamic && (ls.MoE || ls.Loop):
 		return ls, fmt.Errorf("variant %s: dynamic: 1 is a grouped-form persistent kernel", v.Name)
-	case ls.BM < 1 || ls.BN < 1 || ls.Threads < 32 || ls.Threads > 1024 || ls.Smem < 0 || ls.CTAsPerSM < 1 || ls.MaxSplit < 1:
+	case ls.BM < 1 || ls.BN < 1 || ls.Threads < 32 || ls.Threads > 1024 || ls.Smem < 0 || ls.CTAsPerSM < 1 || ls.MaxSplit < 1 || ls.Align < 1:
 		return ls, fmt.Errorf("variant %s: bad launch parameters %v", v.Name, v.Params)
 	}
 	return ls, nil

@@ -52,6 +52,7 @@ const (
 	EntryFusedSignal = "ag_gemm_fused_signal"
 	EntryWgmma       = "ag_gemm_wgmma" // bf16, sm_90a: the wgmma kernel whose producer waits for the flags
 	EntryAddBias     = "add_bias_bf16" // helper: the library baseline's bias, added after cuBLASLt
+	EntryRaiseFlag   = "raise_flag"    // helper: the copy-engine all-gather's signal, one thread after each copy
 )
 
 // Launch parameters a variant may set (lab.yaml params:).
@@ -66,6 +67,9 @@ const (
 	// wgmma_signal: the copy's blocks (copiers, default 8) beside the GEMM on a second stream
 	// (beside: 1; 0 copies first on one stream) and the kernel's dynamic shared memory (smem).
 	ParamCopiers, ParamBeside, ParamSmem = "copiers", "beside", "smem"
+	// ce: 1, the copy on the copy engines instead (copyOnEngines); copiers then counts the SMs
+	// left for the one-thread kernels that raise the flags.
+	ParamCE = "ce"
 	// A problem's bias: 1 adds a bias of N values to every row (bf16 suites, the distributed
 	// challenge's has_bias).
 	ParamBias = "bias"
@@ -404,14 +408,11 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err := lab.OptInShared(k, smem); err != nil {
 		return fmt.Errorf("variant %s: %w", v.Name, err)
 	}
-	var maps []any // A_full, B and C, boxes as lab 02's kernel 15: A 64 × 128, B and C 64 × 64
-	for _, d := range []gpu.TensorMapDesc{bf16Map(c.dAFull.Mine.DevicePtr(), c.sh.K, c.sh.M, 64, WgmmaTileM),
-		bf16Map(c.dB.DevicePtr(), c.sh.N, c.sh.K, 64, 64), bf16Map(c.dC.DevicePtr(), c.sh.N, c.sh.M, 64, 64)} {
-		m, err := lab.TensorMap(c.env, "A_full, B or C", d)
-		if err != nil {
-			return err
-		}
-		maps = append(maps, m)
+	// A_full, B and C, boxes as lab 02's kernel 15: A 64 × 128, B and C 64 × 64
+	maps, err := tensorMaps(c.env, "A_full, B or C", bf16Map(c.dAFull.Mine.DevicePtr(), c.sh.K, c.sh.M, 64, WgmmaTileM),
+		bf16Map(c.dB.DevicePtr(), c.sh.N, c.sh.K, 64, 64), bf16Map(c.dC.DevicePtr(), c.sh.N, c.sh.M, 64, 64))
+	if err != nil {
+		return err
 	}
 	copy, compute := c.env.Stream, c.env.Stream
 	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
@@ -425,15 +426,48 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	}
 	c.epoch++
 	M, N, K, r, n := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(c.rank), int32(c.n)
-	if err := gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
-		c.a.Table, c.dAFull.Mine, M, K, n, r, n, c.flags.Mine); err != nil {
+	ready := c.epoch * uint32(copiers) // every copier block adds 1 to a block's counter
+	if v.Params[ParamCE] != 0 {
+		err, ready = c.copyOnEngines(copy), c.epoch
+	} else {
+		err = gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
+			c.a.Table, c.dAFull.Mine, M, K, n, r, n, c.flags.Mine)
+	}
+	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: compute}
-	if err := gpu.Launch(k, cfg, append([]any{c.flags.Mine, c.epoch * uint32(copiers), r, n, M, N, K, c.dC, c.bias}, maps...)...); err != nil || !beside {
+	if err := gpu.Launch(k, cfg, append([]any{c.flags.Mine, ready, r, n, M, N, K, c.dC, c.bias}, maps...)...); err != nil || !beside {
 		return err
 	}
 	return order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
+}
+
+// copyOnEngines is the all-gather of runWgmma on the copy engines: one cuMemcpyDtoDAsync per
+// source block, this rank's own first and then round the ring (the order of gather_rows_bf16),
+// each followed on the same stream by raise_flag, which adds 1 to the block's counter once the
+// copy has landed. The copies take no SM; the flags take one thread for a moment, which is why
+// the variant still leaves `copiers` SMs outside the GEMM's grid (a kernel that cannot start
+// because spinning GEMM blocks fill every SM would never raise the flag they wait for).
+func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
+	raise, err := c.env.KernelByEntry(EntryRaiseFlag)
+	if err != nil {
+		return err
+	}
+	for i := range c.n {
+		src := (c.rank + i) % c.n
+		if rows := RowsOf(src, c.sh.M, c.n); rows > 0 {
+			dst := c.at(c.dAFull.Mine.DevicePtr(), Row0Of(src, c.sh.M, c.n)*c.sh.K)
+			if err := c.env.Device.CopyDtoD(dst, c.a.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
+				return fmt.Errorf("copying block %d: %w", src, err)
+			}
+		}
+		if err := gpu.Launch(raise, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32), Stream: s},
+			c.flags.Mine, int32(src), uint32(1)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bf16Map is the TMA description of a row-major bf16 matrix of outer rows of inner elements, in
@@ -441,6 +475,20 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 func bf16Map(p gpu.Ptr, inner, outer, bi, bo int) gpu.TensorMapDesc {
 	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: p, Dims: []uint64{uint64(inner), uint64(outer)},
 		Strides: []uint64{uint64(inner) * 2}, Box: []uint32{uint32(bi), uint32(bo)}, Swizzle: 128, L2Promotion: 256}
+}
+
+// tensorMaps encodes the TMA descriptions (lab.TensorMap) as kernel arguments, in order; what
+// names them in an error.
+func tensorMaps(env *lab.Env, what string, ds ...gpu.TensorMapDesc) ([]any, error) {
+	maps := make([]any, 0, len(ds))
+	for _, d := range ds {
+		m, err := lab.TensorMap(env, what, d)
+		if err != nil {
+			return nil, err
+		}
+		maps = append(maps, m)
+	}
+	return maps, nil
 }
 
 // runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it

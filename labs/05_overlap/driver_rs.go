@@ -8,7 +8,9 @@ package overlap
 // Row0Of of M). The variants: the whole GEMM then a pull reduction (sequential), the GEMM by
 // destination row blocks with a device barrier after each and the owner's reduction of its block
 // on a second stream beside the GEMMs that follow (chunked), the tiles' epilogues adding into the
-// owners' outputs (fused).
+// owners' outputs (fused); in bf16 on Hopper, kernel 07's wgmma GEMM, its partial stored locally
+// before the same pull reduction (wgmma_rs_sequential) or pushed tile by tile into the owners'
+// receive slots and reduced there on arrival (wgmma_rs, params push: 1).
 
 import (
 	"fmt"
@@ -24,7 +26,26 @@ const (
 
 	EntryReduceRows  = "reduce_rows"   // helper: the pull reduction of one destination's rows
 	EntryGemmRSFused = "gemm_rs_fused" // the fused GEMM whose epilogue adds into peers
+	EntryWgmmaRS     = "gemm_rs_wgmma" // bf16, sm_90a: kernel 07, the wgmma GEMM that stores or pushes its tiles
 )
+
+// HopperOnly says whether entry is one of the lab's wgmma kernels (06, 07: inline PTX for sm_90a,
+// bf16 suites only), which the emulator skips.
+func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
+
+// WgmmaRSTiles is the number of 128×256 tiles of kernel 07's order: with push, every destination's
+// block of rows tiled on its own (a tile never spans two owners); without, the M rows at once.
+func WgmmaRSTiles(sh Shape, n int, push bool) int {
+	tilesN := lab.CeilDiv(sh.N, WgmmaTileN)
+	if !push {
+		return lab.CeilDiv(sh.M, WgmmaTileM) * tilesN
+	}
+	t := 0
+	for d := range n {
+		t += lab.CeilDiv(RowsOf(d, sh.M, n), WgmmaTileM) * tilesN
+	}
+	return t
+}
 
 // ColsOf is how many columns of A (rows of B) rank s of n holds in gemm_rs: the split of RowsOf.
 func ColsOf(s, k, n int) int { return RowsOf(s, k, n) }
@@ -45,6 +66,13 @@ type rsCase[T elem] struct {
 	dB   *gpu.Buffer[T] // B_r (K_r × N)
 	dP   *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
 	dOut *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
+
+	// bf16 only, for kernel 07's push (wgmma_rs): every rank's receive slots (n slots of its
+	// RowsOf × N, one per source rank), its arrival counters (one per source and tile of its rows,
+	// never reset: every run adds 1) and the runs so far.
+	slots *lab.Shared[T]
+	flags *lab.Shared[uint32]
+	epoch uint32
 }
 
 // prepareRS draws A and B (the same on every rank) and allocates this rank's columns of A, rows
@@ -54,7 +82,11 @@ func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rs
 	w := env.World()
 	k0, kr := Col0Of(w.Rank, sh.K, w.Size), ColsOf(w.Rank, sh.K, w.Size)
 	rows := RowsOf(w.Rank, sh.M, w.Size)
-	cr, err := newCore[T](env, s, p, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N))
+	slotElems := 0 // kernel 07's receive slots (bf16 only)
+	if lab.PrecisionOf(s) == lab.BF16 {
+		slotElems = w.Size * rows * sh.N
+	}
+	cr, err := newCore[T](env, s, p, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +108,22 @@ func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rs
 	if c.dOut, err = lab.SharedOutput[T](env, "C (this rank's rows)", rows*sh.N, c.nan(lab.NaNBits32)); err != nil {
 		return nil, err
 	}
+	if slotElems > 0 {
+		// NaN before every checked run, like P: a reduction that reads a slot before its flag
+		// leaves NaN in C.
+		if c.slots, err = lab.SharedScratch[T](env, "receive slots", slotElems, c.nan(lab.NaNBits32)); err != nil {
+			return nil, err
+		}
+		if c.flags, err = lab.AllocShared[uint32](env, "arrival counters", w.Size*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)); err != nil {
+			return nil, err
+		}
+		if err := c.flags.Mine.Fill32(0, env.Stream); err != nil {
+			return nil, err
+		}
+		if err := env.Stream.Synchronize(); err != nil {
+			return nil, err
+		}
+	}
 	// chunked: the reduction's start and end
 	if err := c.ready(2); err != nil {
 		return nil, err
@@ -87,8 +135,10 @@ func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rs
 // GEMMs and the reductions that read them.
 func (c *rsCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
 
-// fused: the GEMM whose epilogue adds into the owners' rows.
-func (c *rsCase[T]) fused(v *lab.Variant) bool { return v.Entry == c.entry(EntryGemmRSFused) }
+// fused: the GEMM whose epilogue adds into the owners' rows, or kernel 07.
+func (c *rsCase[T]) fused(v *lab.Variant) bool {
+	return v.Entry == c.entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
+}
 
 // launchGemm computes rows [row0, row0+rows) of this rank's partial product.
 func (c *rsCase[T]) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
@@ -152,6 +202,9 @@ func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 // runFused: this rank's rows of C zeroed, a device barrier (every rank's are), then the fused
 // GEMM whose epilogue adds each tile into its owner's rows through the table of outputs.
 func (c *rsCase[T]) runFused(v *lab.Variant) error {
+	if v.Entry == EntryWgmmaRS {
+		return c.runWgmma(v)
+	}
 	st := c.env.Stream
 	if err := c.dOut.Mine.FillBytes(0, st); err != nil {
 		return fmt.Errorf("zeroing its rows of C: %w", err)
@@ -165,6 +218,60 @@ func (c *rsCase[T]) runFused(v *lab.Variant) error {
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
 	return gpu.Launch(k, cfg, c.withBias(c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))...)
+}
+
+// runWgmma (bf16, sm_90a) launches kernel 07 on this rank's K slice, a persistent grid of at
+// most one block an SM. Without push (wgmma_rs_sequential) its tiles go into P, and after a device
+// barrier the pull reduction of the sequential schedule sums this rank's rows; with push: 1
+// (wgmma_rs) each tile goes into its owner's receive slot for this rank, with a flag, and the
+// owner's blocks reduce its own tiles as the partials arrive, into C. TMA needs 16-byte row
+// strides: every rank's K_r and N multiples of 8 (every rank checks every rank's, so all skip
+// alike).
+func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
+	if c.slots == nil {
+		return fmt.Errorf("variant %s: kernel 07 is bf16 only (suite bf16_%s)", v.Name, SuiteGemmRS)
+	}
+	for s := range c.n {
+		if kr := ColsOf(s, c.sh.K, c.n); kr%8 != 0 || c.sh.N%8 != 0 {
+			return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: every rank's K/%d columns and N must be multiples of 8 (this problem has K=%d, rank %d holds %d columns, N=%d)", c.n, c.sh.K, s, kr, c.sh.N)
+		}
+	}
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	smem := param(v, ParamSmem, 0)
+	if err := lab.OptInShared(k, smem); err != nil {
+		return fmt.Errorf("variant %s: %w", v.Name, err)
+	}
+	push := v.Params[ParamPush] != 0
+	out, outRows := c.dP.Mine.DevicePtr(), c.sh.M // the partial product, or (push) this rank's rows of C
+	if push {
+		out, outRows = c.dOut.Mine.DevicePtr(), c.rows()
+	}
+	// A_r, B_r and the output, boxes as kernel 06's: A 64 × 128, B and the output 64 × 64
+	maps, err := tensorMaps(c.env, "A_r, B_r or the output", bf16Map(c.dA.DevicePtr(), c.kr, c.sh.M, 64, WgmmaTileM),
+		bf16Map(c.dB.DevicePtr(), c.sh.N, c.kr, 64, 64), bf16Map(out, c.sh.N, outRows, 64, 64))
+	if err != nil {
+		return err
+	}
+	var slots, flags any = gpu.Ptr(0), gpu.Ptr(0)
+	pushArg := int32(0)
+	if push {
+		c.epoch++
+		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
+	}
+	st := c.env.Stream
+	grid := max(1, min(WgmmaRSTiles(c.sh, c.n, push), c.env.Device.Info().SMs))
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: st}
+	args := []any{slots, flags, c.epoch, pushArg, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr), c.bias}
+	if err := gpu.Launch(k, cfg, append(args, maps...)...); err != nil || push {
+		return err
+	}
+	if err := c.env.DeviceBarrier(st); err != nil {
+		return err
+	}
+	return c.launchReduce(v, st)
 }
 
 // runLibrary: the library's GEMM into the partial product (libraryGemm: cuBLAS SGEMM, or cuBLASLt
@@ -184,12 +291,13 @@ func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
 // engine reports the worst rank's).
 //
 // bf16: the roundings of an element's path — its partial product and the sum (sequential,
-// chunked); every add of the fused epilogues (n); the partial product, the bias add and the n−1
-// hops of NCCL's ring (library). Every rank adds the bias to its partial product, as the
+// chunked, and both of kernel 07's forms, whose pushed partials are bf16 and summed in fp32); every
+// add of the fused epilogues (n); the partial product, the bias add and the n−1 hops of NCCL's
+// ring (library). Every rank adds the bias to its partial product, as the
 // distributed challenge's reference does: the sum carries it n times.
 func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	rounds := 2
-	if v.Library != "" || c.fused(v) {
+	if v.Library != "" || v.Entry == c.entry(EntryGemmRSFused) {
 		rounds = c.n + 1
 	}
 	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)

@@ -127,7 +127,7 @@ func TestManifest(t *testing.T) {
 	for _, h := range m.Helpers {
 		entries = append(entries, h.Entry)
 	}
-	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias, EntryGatherTL}, entries)
+	assert.ElementsMatch(t, []string{lab.BarrierEntry, EntryGather, EntryReduceRows, EntryGather + "_bf16", EntryReduceRows + "_bf16", EntryAddBias, EntryRaiseFlag, EntryGatherTL}, entries)
 
 	// The bf16 suites: the library baseline (NCCL + cuBLASLt) is theirs, the schedules of the fp32
 	// suites run on the _bf16 entries, the wgmma variants only on sm_90a GPUs, and problems with a
@@ -140,7 +140,7 @@ func TestManifest(t *testing.T) {
 		require.NotNil(t, lib, name)
 		assert.Equal(t, LibNCCLCublas, lib.Library, name)
 		for _, v := range s.Variants {
-			if v.Entry == EntryWgmma {
+			if HopperOnly(v.Entry) {
 				assert.Contains(t, v.Needs, "sm_90a", v.Name)
 				assert.NotEmpty(t, v.EmuSkip, v.Name)
 			} else if f := m.Suite(fp32).Variant(v.Name); v.IsKernel() && f != nil {
@@ -158,6 +158,32 @@ func TestManifest(t *testing.T) {
 		}
 	}
 	assert.NotNil(t, m.Suite("bf16_"+SuiteAGGemm).Variant(VarWgmma))
+	for _, name := range []string{"wgmma_rs", "wgmma_rs_sequential"} {
+		v := m.Suite("bf16_" + SuiteGemmRS).Variant(name)
+		require.NotNil(t, v, name)
+		assert.Equal(t, EntryWgmmaRS, v.Entry, name)
+		assert.Equal(t, name == "wgmma_rs", v.Params[ParamPush] != 0, "%s: push: 1 is the fused form", name)
+	}
+}
+
+// Kernel 07's tile count: pushed, every destination's block of rows is tiled on its own (a tile
+// never spans two owners), so uneven blocks cost edge tiles; stored locally, the M rows at once.
+func TestWgmmaRSTiles(t *testing.T) {
+	for _, tc := range []struct {
+		sh         Shape
+		n          int
+		push, want int
+	}{
+		{Shape{M: 8192, N: 4096}, 1, 0, 64 * 16},
+		{Shape{M: 8192, N: 4096}, 1, 1, 64 * 16},
+		{Shape{M: 8192, N: 4096}, 4, 1, 4 * 16 * 16},
+		{Shape{M: 100, N: 300}, 3, 0, 2},     // one tile row of 128, two tile columns of 256
+		{Shape{M: 100, N: 300}, 3, 1, 3 * 2}, // 34, 33, 33 rows: one tile row each
+		{Shape{M: 300, N: 256}, 2, 1, 2 * 2}, // 150 rows each: two tile rows each (3 at once)
+		{Shape{M: 300, N: 256}, 2, 0, 3},
+	} {
+		assert.Equal(t, tc.want, WgmmaRSTiles(tc.sh, tc.n, tc.push == 1), "%+v over %d ranks, push %d", tc.sh, tc.n, tc.push)
+	}
 }
 
 func TestColumnSplitOfGemmRS(t *testing.T) {

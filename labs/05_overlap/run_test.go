@@ -23,16 +23,16 @@ import (
 
 func TestMain(m *testing.M) { labtest.Main(m) }
 
-// checkAllOK is labtest.CheckAllOK, except that the wgmma kernel of the bf16 suite (kernel 06,
-// inline PTX for sm_90a) is skipped on the emulator, with its emu_skip reason; each of its
+// checkAllOK is labtest.CheckAllOK, except that the wgmma kernels of the bf16 suites (kernels 06
+// and 07, inline PTX for sm_90a) are skipped on the emulator, with its emu_skip reason; each of its
 // entries is counted as checked. The rest of the outcome is checked as usual.
 func checkAllOK(t *testing.T, out *lab.Outcome, set string) {
 	t.Helper()
 	kept, res := *out, *out.Results
 	res.Entries = nil
 	for _, e := range out.Results.Entries {
-		if v := out.Manifest.Suite(e.Suite).Variant(e.Variant); v != nil && v.Entry == overlap.EntryWgmma {
-			assert.Equal(t, results.StatusSkipped, e.Status, "%s/%s %s: kernel 06 on the emulator", e.Suite, e.Variant, e.Problem)
+		if v := out.Manifest.Suite(e.Suite).Variant(e.Variant); v != nil && overlap.HopperOnly(v.Entry) {
+			assert.Equal(t, results.StatusSkipped, e.Status, "%s/%s %s: a wgmma kernel on the emulator", e.Suite, e.Variant, e.Problem)
 			assert.Contains(t, e.Error, v.EmuSkip, "%s/%s %s", e.Suite, e.Variant, e.Problem)
 			e.Status = results.StatusOK
 		}

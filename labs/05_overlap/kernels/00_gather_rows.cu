@@ -16,7 +16,7 @@
 //
 // gather_rows_tl is gather_rows leaving a copy record per block and source block in tl
 // (timeline.cuh), for the timeline suite. Helpers build without a variant's flags, so it comes
-// from 07_gather_rows_tl.cu, which includes this file with KL_TIMELINE defined.
+// from 00_gather_rows_tl.cu, which includes this file with KL_TIMELINE defined.
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 #include "timeline.cuh"
@@ -49,6 +49,14 @@ extern "C" __global__ void gather_rows(const float* const* ins, float* afull, in
 extern "C" __global__ void gather_rows_bf16(const kl_bf16* const* ins, kl_bf16* afull, int M, int K, int nranks,
                                             int first, int count, unsigned* flags) {
     gather_blocks(ins, afull, M, K, nranks, first, count, flags);
+}
+
+// raise_flag is the signal of the copy-engine all-gather (wgmma_ce): the driver copies each block
+// with cuMemcpyDtoDAsync, which takes no SM, and launches this one thread after it on the same
+// stream. Stream order makes the copy complete before the kernel starts, and the release makes the
+// rows visible to the GEMM's acquire load of flags[s] on any SM.
+extern "C" __global__ void raise_flag(unsigned* flags, int s, unsigned count) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) kl_atomic_add_release(&flags[s], count);
 }
 
 #ifdef KL_TIMELINE
