@@ -97,6 +97,21 @@ func fakeBackend(t *testing.T) (gpu.Backend, gpu.DeviceInfo) {
 	return be, info
 }
 
+// caseEnv is an Env on the fake backend's device with a case open, closed (and checked to free
+// everything cleanly) when the test ends.
+func caseEnv(t *testing.T) *Env {
+	t.Helper()
+	be, _ := fakeBackend(t)
+	dev, err := be.Open(0)
+	require.NoError(t, err)
+	stream, err := dev.NewStream()
+	require.NoError(t, err)
+	env := NewEnv(dev, stream, 1, nil, nil)
+	env.openCase()
+	t.Cleanup(func() { require.NoError(t, env.closeCase()) })
+	return env
+}
+
 func TestRunIsolatesCrashesHangsAndStickyErrors(t *testing.T) {
 	root := newCourse(t, testManifest)
 	out, err := Run(context.Background(), Options{Root: root, Lab: "99", Backend: "fake", Seed: 7, SeedSet: true,

@@ -9,14 +9,7 @@ import (
 
 // Prep keeps the first error: the calls after it allocate nothing, and Done returns no case.
 func TestPrepKeepsTheFirstError(t *testing.T) {
-	be, _ := fakeBackend(t)
-	dev, err := be.Open(0)
-	require.NoError(t, err)
-	stream, err := dev.NewStream()
-	require.NoError(t, err)
-	env := NewEnv(dev, stream, 1, nil, nil)
-	env.openCase()
-	defer func() { require.NoError(t, env.closeCase()) }()
+	env := caseEnv(t)
 
 	p := NewPrep(env)
 	in := PrepUpload(p, "in", []float32{1, 2, 3})
@@ -43,14 +36,7 @@ func TestPrepKeepsTheFirstError(t *testing.T) {
 
 // Widened reads an fp32 output as it is and a bf16 one widened.
 func TestWidened(t *testing.T) {
-	be, _ := fakeBackend(t)
-	dev, err := be.Open(0)
-	require.NoError(t, err)
-	stream, err := dev.NewStream()
-	require.NoError(t, err)
-	env := NewEnv(dev, stream, 1, nil, nil)
-	env.openCase()
-	defer func() { require.NoError(t, env.closeCase()) }()
+	env := caseEnv(t)
 
 	f32, err := Output[float32](env, "f32", 2, PoisonNaN32)
 	require.NoError(t, err)
@@ -67,4 +53,22 @@ func TestWidened(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []float32{1.5, -2}, got)
 	}
+}
+
+// Host memory through a Prep is allocated as by the plain calls until an error, then not at all.
+func TestPrepHostBuffersKeepTheFirstError(t *testing.T) {
+	env := caseEnv(t)
+
+	p := NewPrep(env)
+	assert.Len(t, p.PinnedHost("in", 5), 5)
+	out := p.HostOutput("out", 3, false, PoisonBytes(0x5A))
+	require.NoError(t, p.Err)
+	require.NoError(t, env.arena().poison())
+	assert.Equal(t, []byte{0x5A, 0x5A, 0x5A}, out)
+
+	assert.Nil(t, p.HostOutput("bad", 4, true, PoisonNaN32))
+	require.ErrorContains(t, p.Err, "byte poison")
+	first := p.Err
+	assert.Nil(t, p.PinnedHost("after", 8))
+	assert.Same(t, first, p.Err, "the first error stays")
 }
