@@ -357,6 +357,9 @@ func TestRankAndScheduleFixtures(t *testing.T) {
 	dir := cheatFixtures(t)
 	fixtures := []struct {
 		lab, file string
+		// exercise: the one exercise the fixture is a submission for, where the lab has several
+		// (a single file is graded as the lab's only exercise, or as the one it is named like).
+		exercise string
 		// failing: the tests (by a part of their name) that must fail, and the reasons they may
 		// fail for; every other test passes.
 		failing []string
@@ -367,10 +370,10 @@ func TestRankAndScheduleFixtures(t *testing.T) {
 		// and no other test may fail.
 		race bool
 	}{
-		{"04", "two_ranks.cu", []string{"3 ranks", "4 ranks", "secret"}, []string{ReasonUnwritten, ReasonWrong}, false},
-		{"05", "missing_wait.cu", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
-		{"05", "missing_barrier_after_wait.cu", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
-		{"05", "wrong_count.cu", []string{"three launches"}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
+		{"04", "two_ranks.cu", "ex1_all_to_allv", []string{"3 ranks", "4 ranks", "secret"}, []string{ReasonUnwritten, ReasonWrong}, false},
+		{"05", "missing_wait.cu", "", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
+		{"05", "missing_barrier_after_wait.cu", "", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
+		{"05", "wrong_count.cu", "", []string{"three launches"}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
 	}
 	for _, f := range fixtures {
 		for _, seed := range []uint64{1, 2} {
@@ -381,6 +384,9 @@ func TestRankAndScheduleFixtures(t *testing.T) {
 				require.NoError(t, os.WriteFile(file, b, 0o644))
 				o := Options{Root: courseRoot(t), Lab: f.lab, Backend: "emu", Submission: file, Seed: seed, SeedSet: true,
 					Rounds: 2, Worker: testWorker, NoSpeed: true}
+				if f.exercise != "" {
+					o.Exercises = []string{f.exercise}
+				}
 				deviceCheck(t, &o)
 				rep, err := Grade(context.Background(), o)
 				require.NoError(t, err)

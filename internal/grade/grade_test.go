@@ -103,6 +103,25 @@ func TestResolveSubmission(t *testing.T) {
 	var ue *lab.UsageError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, err.Error(), "name the file like one of them")
+
+	// Lab 05's exercise 1 is one file with an fp32 and a bf16 entry: one file, whatever its name,
+	// is submitted for both.
+	m, err = lab.Load(root, "05")
+	require.NoError(t, err)
+	g, _ = GradingOf(m)
+	require.Len(t, g.Exercises, 2)
+	require.Equal(t, g.Exercises[0].V.File, g.Exercises[1].V.File)
+	for _, name := range []string{filepath.Base(g.Exercises[0].V.File), "missing_wait.cu"} {
+		f := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(f, []byte("// mine\n"), 0o644))
+		files, subs, err = resolveSubmission(root, m, g.Exercises, f)
+		require.NoError(t, err, name)
+		assert.Equal(t, map[string]string{g.Exercises[0].V.File: f}, files, name)
+		for _, sub := range subs {
+			assert.False(t, sub.Missing, "%s: %s", name, sub.Exercise)
+			assert.Equal(t, f, sub.File, name)
+		}
+	}
 }
 
 func TestHiddenSeed(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 //     instructor's references). They are built hermetically too, so that a student's own check
 //     gives the grade of record's verdict on includes; being inside the course tree is what
 //     this mode means, so that rule does not apply;
-//   - a file: the exercise whose file has the same name (or the lab's only exercise);
+//   - a file: the exercises whose file has the same name (or the lab's only exercise file);
 //   - a folder: for the exercise file labs/NN_name/F (F like exercises/ex1.cu), the first of
 //     DIR/labs/NN_name/F, DIR/NN_name/F, DIR/F and DIR/<base name of F>. An exercise with no file
 //     there is not submitted and scores 0.
@@ -52,16 +52,22 @@ func resolveSubmission(root string, m *lab.Manifest, exs []*lab.Exercise, sub st
 	}
 	courseFiles := courseFileIDs(root)
 	if !st.IsDir() {
-		match := -1
+		// The exercises of that file: several when one file holds the entries of several
+		// variants (lab 05's exercise 1, fp32 and bf16).
+		match := map[int]bool{}
+		exFiles := map[string]bool{}
 		for i, ex := range exs {
+			exFiles[ex.V.File] = true
 			if filepath.Base(ex.V.File) == filepath.Base(abs) {
-				match = i
+				match[i] = true
 			}
 		}
-		if match < 0 && len(exs) == 1 {
-			match = 0
+		if len(match) == 0 && len(exFiles) == 1 {
+			for i := range exs {
+				match[i] = true
+			}
 		}
-		if match < 0 {
+		if len(match) == 0 {
 			var names []string
 			for _, ex := range exs {
 				names = append(names, filepath.Base(ex.V.File))
@@ -70,7 +76,7 @@ func resolveSubmission(root string, m *lab.Manifest, exs []*lab.Exercise, sub st
 				sub, m.Name, len(exs), strings.Join(names, ", "))}
 		}
 		for i, ex := range exs {
-			if i == match {
+			if match[i] {
 				out[i] = Submitted{Exercise: ex.V.Name, File: abs}
 				if why := refusedFile(filepath.Dir(abs), abs, courseFiles); why != "" {
 					out[i].Refused = why

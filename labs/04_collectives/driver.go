@@ -201,6 +201,10 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 		}
 		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
 	}
+	if c.op == ReduceScatter {
+		// Every reduce-scatter kernel (05, 13, exercise 2) takes kernel 05's arguments.
+		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
+	}
 	if c.op == AllToAllV {
 		// (ins, out, sizes, rank, nranks): sizes is the table of the n ranks' rows.
 		return gpu.Launch(k, cfg, c.in.Table, c.out, c.sizeRows.Table, rank, n)

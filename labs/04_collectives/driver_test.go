@@ -263,9 +263,9 @@ func TestManifest(t *testing.T) {
 	assert.True(t, counts[1], "the grade set has a one-element problem")
 	assert.True(t, counts[3], "and a count that 2 ranks do not divide")
 
-	// The exercise is the uneven all-to-all, graded against kernel 06 on equal blocks.
+	// Exercise 1 is the uneven all-to-all, graded against kernel 06 on equal blocks.
 	require.NotNil(t, m.Grading)
-	require.Len(t, m.Grading.Exercises, 1)
+	require.Len(t, m.Grading.Exercises, 2)
 	ex := m.Grading.Exercises[0]
 	assert.Equal(t, "ex1_all_to_allv", ex.Variant)
 	require.NotNil(t, ex.V)
@@ -278,6 +278,31 @@ func TestManifest(t *testing.T) {
 	for _, name := range ex.Speed.Problems {
 		assert.Zero(t, gpuSet[name].Int(ParamUneven, 0), "speed problem %s has equal blocks, which kernel 06 runs", name)
 		assert.Zero(t, gpuSet[name].Int(ParamEmptyPct, 0), "speed problem %s has no empty blocks", name)
+	}
+
+	// Exercise 2 is the bf16 reduce-scatter, graded against kernel 13 on counts where kernel 13
+	// takes vectors too, and checked on counts that put the blocks off a vector boundary.
+	ex = m.Grading.Exercises[1]
+	assert.Equal(t, "ex2_reduce_scatter_bf16", ex.Variant)
+	require.NotNil(t, ex.V)
+	assert.Equal(t, "bf16_reduce_scatter", ex.V.Suite.Name)
+	assert.Equal(t, "direct_bf16", ex.Ref.Name)
+	unaligned := false
+	for _, p := range ex.V.Suite.Problems.Grade {
+		c, err := CountOf(p, lab.BF16)
+		require.NoError(t, err)
+		unaligned = unaligned || c%8 != 0 && c > 8
+	}
+	assert.True(t, unaligned, "the grade set has a count past one vector that is not a multiple of 8")
+	gpuSet = map[string]lab.Problem{}
+	for _, p := range ex.V.Suite.Problems.GPU {
+		gpuSet[p.Name] = p
+	}
+	for _, name := range ex.Speed.Problems {
+		require.Contains(t, gpuSet, name)
+		c, err := CountOf(gpuSet[name], lab.BF16)
+		require.NoError(t, err)
+		assert.Zero(t, c%8, "speed problem %s: kernel 13 takes vectors only on multiples of 8", name)
 	}
 }
 

@@ -382,7 +382,7 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	c.epoch++
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
 	if v.Params[ParamPush] != 0 {
-		return gpu.Launch(k, cfg, c.a.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)
+		return gpu.Launch(k, cfg, c.withBias(c.a.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)...)
 	}
 	return c.launch(k, cfg, append(c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch), c.tlPtr())...)
 }

@@ -111,10 +111,18 @@ func TestManifest(t *testing.T) {
 		}
 	}
 	require.NotNil(t, m.Grading)
-	require.Len(t, m.Grading.Exercises, 1)
+	require.Len(t, m.Grading.Exercises, 2)
 	assert.Equal(t, ex, m.Grading.Exercises[0].V)
 	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Ref.Name)
 	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[0].Reference)
+	// Its bf16 entry, from the same file, is graded in bf16_ag_gemm against kernel 04's bf16 entry.
+	bf := m.Grading.Exercises[1].V
+	assert.Equal(t, "bf16_"+SuiteAGGemm, bf.Suite.Name)
+	assert.Equal(t, ex.File, bf.File)
+	assert.Equal(t, ex.Entry+"_bf16", bf.Entry)
+	assert.NotZero(t, bf.Params[ParamPush])
+	assert.Equal(t, VarFusedSignal, m.Grading.Exercises[1].Ref.Name)
+	assert.Equal(t, bf.Suite, m.Grading.Exercises[1].Ref.Suite)
 
 	rs := m.Suite(SuiteGemmRS)
 	for name, entry := range map[string]string{VarSequential: EntryGemmRows, VarChunked: EntryGemmRows, VarFused: EntryGemmRSFused} {

@@ -12,8 +12,14 @@
 //               have delivered their share of s's rows into afulls[d]. Counters only grow: run
 //               number `epoch` (from 1) is complete for block s on rank d when
 //               flags[d][s] ≥ epoch·nproducers (every rank has the same nproducers);
-//   B, C        this rank's B (K×N) and C (M×N), local.
+//   B, C        this rank's B (K×N) and C (M×N), local;
+//   bias        N values added to every row of C, or null for none (ov_gemm_tile adds it).
 // afulls and flags hold device pointers that peer access makes valid on this device.
+//
+// Write it once, for any element type T: the two entries below run it on fp32 (ex1_ag_gemm_push,
+// suite ag_gemm, no bias) and on bf16 (ex1_ag_gemm_push_bf16, suite bf16_ag_gemm, with a bias in
+// some problems), as kernel 04's fused_signal template does. ov_copy and ov_gemm_tile take
+// either type (bf16 in, fp32 accumulation, bf16 out).
 //
 // Blocks 0 … nproducers−1 are producers, the others GEMM blocks (consumers), as in kernel 04.
 // Write:
@@ -33,10 +39,10 @@
 #include "kl.cuh"
 #include "overlap_gemm.cuh"
 
-extern "C" __global__ void __launch_bounds__(OV_THREADS)
-ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned* const* flags,
-                 const float* __restrict__ B, float* C, int rank, int nranks, int M, int N, int K, int nproducers,
-                 unsigned epoch) {
+template <typename T>
+__device__ __forceinline__ void ag_gemm_push(const T* __restrict__ mine, T* const* afulls, unsigned* const* flags,
+                                             const T* __restrict__ B, T* C, int rank, int nranks, int M, int N, int K,
+                                             int nproducers, unsigned epoch, const T* bias) {
     __shared__ float As[OV_BM * OV_BK];
     __shared__ float Bs[OV_BK * OV_BN];
     if ((int)blockIdx.x < nproducers) {
@@ -61,7 +67,7 @@ ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned*
     const int colTiles = (N + OV_BN - 1) / OV_BN;
     const unsigned ready = epoch * (unsigned)nproducers;
     unsigned* myflags = flags[rank];
-    float* afull = afulls[rank];
+    T* afull = afulls[rank];
     int total = 0;
     for (int s = 0; s < nranks; ++s) total += ov_tiles_of(ov_rows_of(s, M, nranks), N);
     int seen = -1; // (thread 0) the last source block this block has waited for
@@ -74,7 +80,7 @@ ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned*
             if (rest < tiles) break;
             rest -= tiles;
         }
-        const float* A = mine; // own block: local, already there
+        const T* A = mine; // own block: local, already there
         if (s != rank) {
             // BEGIN SOLUTION
             if (threadIdx.x == 0 && seen != s) {
@@ -86,11 +92,25 @@ ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned*
             A = afull + (long long)ov_row0_of(s, M, nranks) * K;
             // END SOLUTION
         }
-        float* Cs = C + (long long)ov_row0_of(s, M, nranks) * N;
-        ov_gemm_tile(A, B, Cs, ov_rows_of(s, M, nranks), N, K, rest / colTiles, rest % colTiles, As, Bs);
+        T* Cs = C + (long long)ov_row0_of(s, M, nranks) * N;
+        ov_gemm_tile(A, B, Cs, ov_rows_of(s, M, nranks), N, K, rest / colTiles, rest % colTiles, As, Bs, bias);
     }
     (void)ready;
     (void)myflags;
     (void)afull;
     (void)seen;
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+ex1_ag_gemm_push(const float* __restrict__ mine, float* const* afulls, unsigned* const* flags,
+                 const float* __restrict__ B, float* C, int rank, int nranks, int M, int N, int K, int nproducers,
+                 unsigned epoch) {
+    ag_gemm_push<float>(mine, afulls, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, nullptr);
+}
+
+extern "C" __global__ void __launch_bounds__(OV_THREADS)
+ex1_ag_gemm_push_bf16(const kl_bf16* __restrict__ mine, kl_bf16* const* afulls, unsigned* const* flags,
+                      const kl_bf16* __restrict__ B, kl_bf16* C, int rank, int nranks, int M, int N, int K,
+                      int nproducers, unsigned epoch, const kl_bf16* bias) {
+    ag_gemm_push<kl_bf16>(mine, afulls, flags, B, C, rank, nranks, M, N, K, nproducers, epoch, bias);
 }
