@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 func TestGroupsOfExplicit(t *testing.T) {
@@ -186,14 +187,15 @@ func TestLongestFirst(t *testing.T) {
 	assert.Equal(t, 0+4+1+16, TotalTiles([]Shape{{0, 5, 5}, {200, 256, 1}, {1, 1, 1}, {512, 512, 9}}, 128, 128))
 }
 
-func TestBuildTimeline(t *testing.T) {
+// The records of lab 03's kernels (four words a tile: SM, group, start, end) as a timeline.
+func TestTimelineOfTileRecords(t *testing.T) {
 	recs := []uint64{
 		1, 0, 1000, 1500, // tile 0: SM 1, group 0
 		0, 2, 900, 2000, // tile 1: SM 0, group 2
 		0, 0, 0, 0, // tile 2: never recorded
 		5, 1, 1100, 1200,
 	}
-	tl := BuildTimeline(recs, 4, 2)
+	tl := results.TimelineOfRecords(recs, 4, 2)
 	assert.Equal(t, 1, tl.Missing)
 	assert.Equal(t, 6, tl.SMs, "an SM id beyond the device's count widens the figure")
 	assert.Equal(t, 2, tl.Launches)

@@ -40,17 +40,11 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the timeline: %w", err)
 	}
-	tl := BuildTimeline(recs, c.env.Device.Info().SMs, c.tlL)
+	tl := results.TimelineOfRecords(recs, c.env.Device.Info().SMs, c.tlL)
 	if len(tl.Tiles) == 0 && tl.Missing > 0 {
 		// The output was right (the check passed), so the kernel ran without recording: it was not
 		// built with -DKL_TIMELINE (the image of the timed build was loaded in its place?).
 		return nil, fmt.Errorf("none of the %d tiles left a timeline record: variant %s runs a kernel built without -DKL_TIMELINE", tl.Missing, v.Name)
 	}
 	return map[string]any{results.TimelineKey: tl}, nil
-}
-
-// BuildTimeline turns the raw records (four words per tile) into the recorded schedule of one Run
-// (results.TimelineOfRecords, the decoding lab 05's appended records share).
-func BuildTimeline(recs []uint64, sms, launches int) results.Timeline {
-	return results.TimelineOfRecords(recs, sms, launches)
 }
