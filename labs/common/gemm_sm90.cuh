@@ -141,6 +141,13 @@ __device__ __forceinline__ uint64_t kl_desc_mn_sw128(uint32_t saddr, uint32_t pa
     return kl_desc_encode(saddr) | (kl_desc_encode(panel_bytes) << 16) | (kl_desc_encode(1024) << 32) | (1ull << 62);
 }
 
+// The byte offset of element (r, c) of a 64×64 bf16 chunk in the 128-byte swizzled layout that
+// CU_TENSOR_MAP_SWIZZLE_128B reads: 16-byte group c/8 of row r moves to group (c/8) ^ (r % 8). The
+// bf16 epilogues stage their tiles this way before a TMA store.
+__device__ __forceinline__ uint32_t kl_sw128_offset(int r, int c) {
+    return r * 128 + ((((c >> 3) ^ r) & 7) << 4) + (c & 7) * 2;
+}
+
 __device__ __forceinline__ void kl_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void kl_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>

@@ -57,12 +57,6 @@ __device__ __forceinline__ void tile_coords(int t, int tilesM, int tilesN, int& 
     tn = r / rows;
 }
 
-// The byte offset of element (r, c) of a 64×64 bf16 chunk in the 128-byte swizzled layout that
-// CU_TENSOR_MAP_SWIZZLE_128B reads: 16-byte group c/8 of row r moves to group (c/8) ^ (r % 8).
-__device__ __forceinline__ uint32_t sw128_offset(int r, int c) {
-    return r * 128 + ((((c >> 3) ^ r) & 7) << 4) + (c & 7) * 2;
-}
-
 template <int STAGES, int NBUF, int GM>
 __device__ __forceinline__ void bf16_body(int M, int N, int K, float alpha, float beta, uint16_t* __restrict__ C,
                                           const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmC) {
@@ -179,7 +173,7 @@ __device__ __forceinline__ void bf16_body(int M, int N, int K, float alpha, floa
                             v0 += beta * __uint_as_float(old[j][h] << 16);
                             v1 += beta * __uint_as_float(old[j][h] & 0xFFFF0000u);
                         }
-                        *reinterpret_cast<uint32_t*>(buf + sw128_offset(rr + 8 * h, 8 * j + cc)) = kl_pack_bf16x2(v0, v1);
+                        *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) = kl_pack_bf16x2(v0, v1);
                     }
                 kl_fence_proxy_async();
                 kl_named_barrier(1 + cw, 128);

@@ -76,11 +76,6 @@ __device__ __forceinline__ void unit_coords(int u, int unitsM, int tilesN, int& 
     tn = r / rows;
 }
 
-// The byte offset of element (r, c) of a 64×64 bf16 chunk in the 128-byte swizzled layout.
-__device__ __forceinline__ uint32_t sw128_offset(int r, int c) {
-    return r * 128 + ((((c >> 3) ^ r) & 7) << 4) + (c & 7) * 2;
-}
-
 // STAGES pipeline stages; GM tile rows a group of the tile order; CL blocks a cluster; with beta ≠ 0
 // the old C is loaded CE k steps before the end of a tile's main loop, and, when PF > 0, the
 // producer asks for it to be brought into L2 PF k steps before the end (as kernel 15 does).
@@ -233,7 +228,7 @@ __device__ __forceinline__ void cluster_body(int M, int N, int K, float alpha, f
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         const int i = 4 * (8 * q + j) + 2 * h;
-                        uint32_t* p = reinterpret_cast<uint32_t*>(buf + sw128_offset(rr + 8 * h, 8 * j + cc));
+                        uint32_t* p = reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc));
                         float v0 = alpha * d[i], v1 = alpha * d[i + 1];
                         if (loadC) {
                             const uint32_t o = *p;

@@ -51,10 +51,6 @@ __device__ __forceinline__ void tile_coords(int t, int tilesM, int tilesN, int t
     tn = r / rows;
 }
 
-__device__ __forceinline__ uint32_t sw128_offset(int r, int c) {
-    return r * 128 + ((((c >> 3) ^ r) & 7) << 4) + (c & 7) * 2;
-}
-
 // The rank whose block holds row `row` of A_full (the inverse of ov_row0_of; M ≥ nranks).
 __device__ __forceinline__ int owner_of(int row, int M, int nranks) {
     const int q = M / nranks, big = M % nranks; // the first `big` ranks hold q + 1 rows
@@ -170,7 +166,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         const int i = 4 * (8 * q + j) + 2 * h;
-                        *reinterpret_cast<uint32_t*>(buf + sw128_offset(rr + 8 * h, 8 * j + cc)) =
+                        *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) =
                             kl_pack_bf16x2(d[i] + b0, d[i + 1] + b1);
                     }
                 }

@@ -64,11 +64,6 @@ __device__ __forceinline__ void tile_coords(int t, int tilesM, int tilesN, int& 
     tn = r / rows;
 }
 
-// Kernel 06's staging layout: row r (128 bytes, 64 bf16) of a 64 × 64 chunk, column c.
-__device__ __forceinline__ uint32_t sw128_offset(int r, int c) {
-    return r * 128 + ((((c >> 3) ^ r) & 7) << 4) + (c & 7) * 2;
-}
-
 // Tile t of this rank's order: its destination d, the destination's block of rows (row0, rows:
 // all M rows when push = 0), its index among the destination's tiles (idx: the flag it raises)
 // and its tile row and column in the block.
@@ -249,7 +244,7 @@ gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, in
                     for (int j = 0; j < 8; ++j)
 #pragma unroll
                         for (int h = 0; h < 2; ++h)
-                            *reinterpret_cast<uint32_t*>(buf + sw128_offset(rr + 8 * h, 8 * j + cc)) =
+                            *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) =
                                 kl_pack_bf16x2(a[j][h][0], a[j][h][1]);
                 } else {
 #pragma unroll
@@ -259,7 +254,7 @@ gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, in
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {
                             const int i = 4 * (8 * q + j) + 2 * h;
-                            *reinterpret_cast<uint32_t*>(buf + sw128_offset(rr + 8 * h, 8 * j + cc)) =
+                            *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) =
                                 kl_pack_bf16x2(d[i] + b0, d[i + 1] + b1);
                         }
                     }
