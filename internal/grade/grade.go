@@ -267,7 +267,7 @@ type test struct {
 	ex       *lab.Exercise
 	jobs     []int    // plan indices
 	labels   []string // per job: its problem, and its world size when the test has several
-	refJobs  []int    // speed: the reference's job on the same problem
+	refJobs  []int    // speed: the reference's job on the same problem, or the one the rule names against it
 	problems []string
 }
 
@@ -473,7 +473,7 @@ func Grade(ctx context.Context, o Options) (*Report, error) {
 			t.notHere = devicesShort
 			if speedOn && !missing[ex] {
 				for _, p := range sps {
-					t.refJobs = append(t.refJobs, addJob(lab.Job{Suite: v.Suite.Name, Variant: ex.Ref.Name, Problem: p, Set: "gpu",
+					t.refJobs = append(t.refJobs, addJob(lab.Job{Suite: v.Suite.Name, Variant: ex.Ref.Name, Problem: sp.ReferenceProblem(p), Set: "gpu",
 						Mode: lab.GradeSpeed, Reps: sp.Reps}))
 					t.jobs = append(t.jobs, addJob(lab.Job{Suite: v.Suite.Name, Variant: v.Name, Problem: p, Set: "gpu",
 						Mode: lab.GradeSpeed, Reps: sp.Reps}))
@@ -674,6 +674,11 @@ func rules(g *lab.Grading, rounds int) []string {
 		if sp := ex.Speed; sp != nil && ex.Ref != nil {
 			r = append(r, fmt.Sprintf("Speed of %s (GPU only): %g point(s), full within %.2g× the median time of %s measured in the same run, proportional beyond (points × %.2g × t_ref / t); every timed run is checked.",
 				ex.V.Name, sp.Points, sp.FullWithin, ex.Ref.Name, sp.FullWithin))
+			for _, p := range sp.Problems {
+				if q := sp.ReferenceProblem(p); q != p {
+					r = append(r, fmt.Sprintf("On %s, %s is held to %s's time on %s.", p, ex.V.Name, ex.Ref.Name, q))
+				}
+			}
 		}
 	}
 	return r
@@ -800,8 +805,12 @@ func scoreSpeed(t *test, planned []results.Entry, speedOn bool) {
 			ratio := e.Time.MedianMs / ref.Time.MedianMs
 			frac := math.Min(1, sp.FullWithin/ratio)
 			sum += frac
+			against := ref.Variant
+			if q := sp.ReferenceProblem(p); q != p {
+				against += " on " + q
+			}
 			lines = append(lines, fmt.Sprintf("%s: %.3f ms (median of %d checked runs) against %s %.3f ms: %.2f× its time → %.0f%% of the points (full within %.2g×)",
-				p, e.Time.MedianMs, e.Time.N, ref.Variant, ref.Time.MedianMs, ratio, frac*100, sp.FullWithin))
+				p, e.Time.MedianMs, e.Time.N, against, ref.Time.MedianMs, ratio, frac*100, sp.FullWithin))
 		}
 	}
 	r.Score = round2(r.MaxScore * sum / float64(len(t.jobs)))

@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kernel-labs/kernellabs/internal/bench"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/gpu/emu/emucc/emutest"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
@@ -524,4 +526,19 @@ func TestDeviceCheckNeedsClang(t *testing.T) {
 	rep, err := Grade(context.Background(), o)
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(rep.Notes, "\n"), "the device-code check did not run")
+}
+
+// A speed problem held to the reference's time on another problem (an odd size against the
+// aligned one) scores by that time, and its line says which problem the bar came from.
+func TestSpeedAgainstAnotherProblem(t *testing.T) {
+	ex := &lab.Exercise{Speed: &lab.SpeedRule{FullWithin: 1.2, Against: map[string]string{"1 MiB + 1": "1 MiB"}}}
+	planned := []results.Entry{
+		{Variant: "ex", Status: results.StatusOK, Time: &bench.Stats{N: 10, MedianMs: 0.30}},
+		{Variant: "ref", Problem: "1 MiB", Status: results.StatusOK, Time: &bench.Stats{N: 10, MedianMs: 0.10}},
+	}
+	tt := &test{ex: ex, jobs: []int{0}, refJobs: []int{1}, problems: []string{"1 MiB + 1"}, res: TestResult{MaxScore: 2}}
+	scoreSpeed(tt, planned, true)
+	assert.Equal(t, StatusPartial, tt.res.Status)
+	assert.InDelta(t, 2*1.2/3, tt.res.Score, 0.01) // 3× the bar's time: 1.2/3 of the points
+	assert.Contains(t, tt.res.Output, "against ref on 1 MiB 0.100 ms")
 }

@@ -68,6 +68,9 @@ func TestGradingSection(t *testing.T) {
 	assert.True(t, ex.Tests[1].Hidden)
 	assert.Equal(t, DefaultFullWithin, ex.Speed.FullWithin)
 	assert.Equal(t, DefaultSpeedReps, ex.Speed.Reps)
+	assert.Equal(t, "small", ex.Speed.ReferenceProblem("small"), "without against, the reference is timed on the same problem")
+	ex.Speed.Against = map[string]string{"small": "aligned"}
+	assert.Equal(t, "aligned", ex.Speed.ReferenceProblem("small"))
 }
 
 func TestGradingSectionErrorsCarryLines(t *testing.T) {
@@ -85,6 +88,10 @@ func TestGradingSectionErrorsCarryLines(t *testing.T) {
 			"speed needs a reference", 4},
 		{"speed problem not in gpu set", "grading:\n  exercises:\n    - variant: good\n      reference: lib\n      speed: {points: 1, problems: [one]}\n",
 			`speed problem "one" is not in problems.gpu`, 5},
+		{"against names no speed problem", "grading:\n  exercises:\n    - variant: good\n      reference: lib\n      speed: {points: 1, problems: [small], against: {big: small}}\n",
+			`against: "big" is not one of the speed problems`, 5},
+		{"against a problem not in gpu set", "grading:\n  exercises:\n    - variant: good\n      reference: lib\n      speed: {points: 1, problems: [small], against: {small: one}}\n",
+			`reference problem "one" is not in problems.gpu`, 5},
 		{"full_within below 1", "grading:\n  exercises:\n    - variant: good\n      reference: lib\n      speed: {points: 1, full_within: 0.5, problems: [small]}\n",
 			"full_within 0.5", 5},
 		{"reference is itself", "grading:\n  exercises:\n    - variant: good\n      reference: good\n", "must be another variant", 3},

@@ -115,9 +115,21 @@ type SpeedRule struct {
 	Points     float64  `yaml:"points"`
 	FullWithin float64  `yaml:"full_within"`
 	Problems   []string `yaml:"problems"`
-	Reps       int      `yaml:"reps"`
+	// Against names, for some of Problems, the problem on which the reference is timed instead
+	// of the same one: an odd-sized problem can be held to the reference's time on the aligned
+	// size next to it, where the reference itself takes its fast path.
+	Against map[string]string `yaml:"against"`
+	Reps    int               `yaml:"reps"`
 
 	line int
+}
+
+// ReferenceProblem is the problem on which the reference is timed for speed problem p.
+func (sp *SpeedRule) ReferenceProblem(p string) string {
+	if q, ok := sp.Against[p]; ok {
+		return q
+	}
+	return p
 }
 
 // Grading defaults.
@@ -369,9 +381,19 @@ func (m *Manifest) validateGrading() []error {
 			for _, p := range s.Problems.GPU {
 				gpuSet[p.Name] = true
 			}
+			timed := map[string]bool{}
 			for _, p := range sp.Problems {
+				timed[p] = true
 				if !gpuSet[p] {
 					at(sp.line, "grading: exercise %s: speed problem %q is not in problems.gpu of suite %s", v.Name, p, s.Name)
+				}
+			}
+			for p, q := range sp.Against {
+				if !timed[p] {
+					at(sp.line, "grading: exercise %s: against: %q is not one of the speed problems", v.Name, p)
+				}
+				if !gpuSet[q] {
+					at(sp.line, "grading: exercise %s: against: reference problem %q is not in problems.gpu of suite %s", v.Name, q, s.Name)
 				}
 			}
 		}

@@ -22,7 +22,8 @@
 //
 // The grader checks 1, 7 and 1001 elements (counts that are not multiples of 8, so the blocks of
 // ranks 1 … n−1 start off a vector boundary), blocks of 64 KiB, 3 and 4 ranks, a hidden test on
-// sizes of its own, and, on a GPU, your time against kernel 13 on blocks of 64 KiB and 1 MiB.
+// sizes of its own, and, on a GPU, your time against kernel 13's: on blocks of 64 KiB and 1 MiB,
+// and on blocks one element past 1 MiB and 16 MiB against kernel 13 at the aligned size.
 // The grid is min(ceil(count / 8 / 512), SMs × 2) blocks of 512 threads; nranks is at most 64.
 #include "kl.cuh"
 #include "bf16x8.cuh"
