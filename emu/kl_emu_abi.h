@@ -57,7 +57,8 @@ enum {
     KL_EMU_ERR_TRAP = 7,       /* assert() failed or __trap() */
     KL_EMU_ERR_MISUSE = 8,     /* an API used against its rules (mask, ldm, width...) */
     KL_EMU_ERR_STACK = 9,      /* a thread overflowed its stack */
-    KL_EMU_ERR_INTERNAL = 10
+    KL_EMU_ERR_INTERNAL = 10,
+    KL_EMU_ERR_MISALIGNED = 11 /* a general-protection fault: a vector access off its alignment */
 };
 
 #define KL_EMU_MESSAGE_LEN 2048

@@ -240,6 +240,7 @@ struct Worker {
     int block_err = 0;
     std::string block_msg;
     volatile sig_atomic_t fault_sig = 0;
+    volatile sig_atomic_t fault_gp = 0; // SIGSEGV without an address (x86's general-protection fault)
     void *volatile fault_addr = nullptr;
     volatile int fault_write = -1;
     std::vector<char> altstack;
@@ -721,6 +722,15 @@ void resume(Worker *w, Fiber *f) {
             w->block_msg = strf("thread %s overflowed its stack (%zu KiB per thread on the emulator): large local "
                                 "arrays or deep recursion; make them smaller, or raise LABRUN_EMU_STACK_KIB",
                                 tid_str(f).c_str(), w->stack_size / 1024);
+        } else if (w->fault_gp) {
+            // The CPU names no address for a general-protection fault: an aligned 16-byte SSE
+            // access off a 16-byte boundary (where a GPU reports a misaligned address), or an
+            // address outside the address space.
+            w->block_err = KL_EMU_ERR_MISALIGNED;
+            w->block_msg = strf("thread %s made a general-protection fault (SIGSEGV, no address): most likely a "
+                                "16-byte vector load or store at an address that is not a multiple of 16, which a "
+                                "GPU reports as a misaligned address; else a wild pointer",
+                                tid_str(f).c_str());
         } else {
             w->block_err = code;
             if (code == KL_EMU_ERR_FAULT)
@@ -965,6 +975,7 @@ void on_signal(int sig, siginfo_t *si, void *uc) {
     if (w && w->cur && (!w->in_rt || w->in_fmt)) {
         w->fault_sig = sig;
         w->fault_addr = si ? si->si_addr : nullptr;
+        w->fault_gp = sig == SIGSEGV && si && si->si_code == SI_KERNEL;
         w->fault_write = -1;
 #if defined(__x86_64__)
         if (sig == SIGSEGV && uc) {

@@ -20,6 +20,10 @@ type RankCommunicator interface {
 	// AllToAllV sends sendCounts[j] elements from send at sendOffsets[j] to rank j, which receives
 	// them at recvOffsets[this rank] of its recv buffer (grouped ncclSend/ncclRecv, as nccl-tests).
 	AllToAllV(send Ptr, sendCounts, sendOffsets []int, recv Ptr, recvCounts, recvOffsets []int, t DataType, s Stream) error
+	// ReduceScatterV sums, over the ranks, shard j of send (counts[j] elements, packed in rank
+	// order) into rank j's recv: NCCL has no uneven reduce-scatter, so it is one ncclReduce per
+	// shard to its owner in a group, as PyTorch's reduce_scatter of tensors of different sizes.
+	ReduceScatterV(send Ptr, counts []int, recv Ptr, t DataType, s Stream) error
 	Close() error
 }
 

@@ -101,7 +101,8 @@ func ReasonOfError(err error) string {
 		return ReasonCrash
 	case has("EMU_OUT_OF_BOUNDS_WRITE"):
 		return ReasonOutOfBounds
-	case has("EMU_ILLEGAL_ADDRESS"), has("CUDA_ERROR_ILLEGAL_ADDRESS"), has("CUDA_ERROR_MISALIGNED_ADDRESS"):
+	case has("EMU_ILLEGAL_ADDRESS"), has("CUDA_ERROR_ILLEGAL_ADDRESS"), has("CUDA_ERROR_MISALIGNED_ADDRESS"),
+		has("EMU_MISALIGNED_ADDRESS"):
 		return ReasonIllegalAddress
 	case has("EMU_BARRIER_DIVERGENCE"), has("EMU_DEADLOCK"):
 		return ReasonBarrier

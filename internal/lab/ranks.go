@@ -248,8 +248,17 @@ func (w *worker) agreeErr(tag string, err error) error {
 	if aerr != nil {
 		return aerr
 	}
+	// A rank whose kernel faulted stops signalling, and the ranks waiting for it in a device
+	// barrier run out of time: the fault is the cause, so a time-out is the answer only when no
+	// rank failed otherwise.
+	cause := -1
 	for r, x := range all {
-		if x.Err == "" {
+		if x.Err != "" && (cause < 0 || timedOut(all[cause].Err) && !timedOut(x.Err)) {
+			cause = r
+		}
+	}
+	for r, x := range all {
+		if r != cause {
 			continue
 		}
 		if r == w.rk.world.Rank {
@@ -261,6 +270,12 @@ func (w *worker) agreeErr(tag string, err error) error {
 		return fmt.Errorf("rank %d: %s", r, x.Err)
 	}
 	return nil
+}
+
+// timedOut reports whether an error is a kernel's running past the device's time limit (the
+// watchdog's, or the emulator's).
+func timedOut(err string) bool {
+	return strings.Contains(err, "EMU_TIMEOUT") || strings.Contains(err, "CUDA_ERROR_LAUNCH_TIMEOUT")
 }
 
 // endRankJob ends job i on this rank: it waits until every rank has finished it (answering the

@@ -36,6 +36,20 @@ type Blocks [][]int
 
 // BlockSizes draws the sizes of problem p for n ranks, count being its mean block size.
 func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (Blocks, error) {
+	b := make(Blocks, n)
+	for s := range b {
+		row, err := ShardSizes(p, n, count, rng)
+		if err != nil {
+			return nil, err
+		}
+		b[s] = row
+	}
+	return b, nil
+}
+
+// ShardSizes draws n sizes of mean count as problem p says (uneven, empty_pct): one rank's row of
+// an uneven all-to-all, or the shards of an uneven reduce-scatter.
+func ShardSizes(p lab.Problem, n, count int, rng *rand.Rand) ([]int, error) {
 	uneven := p.Int(ParamUneven, 0) != 0
 	empty := p.Int(ParamEmptyPct, 0)
 	if empty < 0 || empty > 100 {
@@ -44,21 +58,18 @@ func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (Blocks, error) {
 	if uneven && 2*int64(count) > 1<<31-1 {
 		return nil, fmt.Errorf("problem %q: blocks of up to 2·%d elements are beyond the kernels' 32-bit sizes", p.Name, count)
 	}
-	b := make(Blocks, n)
-	for s := range b {
-		b[s] = make([]int, n)
-		for d := range b[s] {
-			size := count
-			if uneven {
-				size = rng.IntN(2*count + 1)
-			}
-			if empty > 0 && rng.IntN(100) < int(empty) {
-				size = 0
-			}
-			b[s][d] = size
+	row := make([]int, n)
+	for d := range row {
+		size := count
+		if uneven {
+			size = rng.IntN(2*count + 1)
 		}
+		if empty > 0 && rng.IntN(100) < int(empty) {
+			size = 0
+		}
+		row[d] = size
 	}
-	return b, nil
+	return row, nil
 }
 
 // EqualBlocks are the sizes of an all-to-all of n ranks whose blocks all hold count elements.
@@ -173,4 +184,41 @@ func WorkOfV(b Blocks, size int) lab.Work {
 		return lab.Work{}
 	}
 	return lab.Work{Bytes: float64(size) * float64(b.Total()) / float64(n) * BusFactor(AllToAllV, n)}
+}
+
+// ---- the uneven reduce-scatter (suites named reduce_scatter_v...) ----
+//
+// Every rank's input is n shards packed in rank order, shard j of shards[j] elements (the same
+// sizes on every rank: a sharded model's parameters); rank r keeps the sum of shard r. The
+// kernels get the n+1 offsets of the shards (int64, on the rank's own device).
+
+// ShardOffsets are the n+1 element offsets of the shards: shard j is [off[j], off[j+1]).
+func ShardOffsets(shards []int) []int64 {
+	off := make([]int64, len(shards)+1)
+	for j, s := range shards {
+		off[j+1] = off[j] + int64(s)
+	}
+	return off
+}
+
+// ReferenceRSV is what rank r must hold: the float64 sum over the ranks of their shard r.
+func ReferenceRSV(ins [][]float32, shards []int, r int) []float64 {
+	off := ShardOffsets(shards)
+	return reference(ReduceScatterV, ins, func(_ int, x []float32) []float32 { return x[off[r]:off[r+1]] })
+}
+
+// WorkOfRSV counts the bytes of an uneven reduce-scatter as nccl-tests counts reduce_scatter's
+// (n·S per rank, then the bus factor (n−1)/n), S being the mean shard.
+func WorkOfRSV(shards []int, size int) lab.Work {
+	return lab.Work{Bytes: float64(size) * float64(sum(shards)) * BusFactor(ReduceScatterV, len(shards))}
+}
+
+// equalShards reports whether every shard has the same size (kernel 13's layout).
+func equalShards(shards []int) bool {
+	for _, s := range shards {
+		if s != shards[0] {
+			return false
+		}
+	}
+	return true
 }

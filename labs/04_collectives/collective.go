@@ -22,7 +22,8 @@ const (
 	AllGather
 	ReduceScatter
 	AllToAll
-	AllToAllV // all-to-all with blocks of different sizes (alltoallv.go)
+	AllToAllV      // all-to-all with blocks of different sizes (alltoallv.go)
+	ReduceScatterV // reduce-scatter into shards of different sizes (alltoallv.go)
 )
 
 // ops are the collectives as nccl-tests describes them: the per-rank input and output (one block
@@ -40,15 +41,18 @@ var ops = [...]struct {
 	ReduceScatter: {"reduce_scatter", true, false, true, 1, "sum (its block)"},
 	AllToAll:      {"all_to_all", true, true, false, 1, "gather (its block of each)"},
 	AllToAllV:     {"all_to_allv", true, true, false, 1, "gather (its block of each, of the sizes in the table)"},
+	// Shards of n sizes: count is their mean, so that Counts and the bus bytes read as for
+	// reduce_scatter when the shards are equal.
+	ReduceScatterV: {"reduce_scatter_v", true, false, true, 1, "sum (its shard, of the sizes drawn)"},
 }
 
 func (o Op) String() string { return ops[o].name }
 
 // OpOf says which collective a suite measures, by the start of its name after any "bf16_" (the
-// suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter..., all_to_allv...,
-// all_to_all...; the others are allreduces.
+// suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter_v..., reduce_scatter...,
+// all_to_allv..., all_to_all...; the others are allreduces.
 func OpOf(s *lab.Suite) Op {
-	for _, o := range []Op{AllGather, ReduceScatter, AllToAllV, AllToAll} { // all_to_allv before its prefix
+	for _, o := range []Op{AllGather, ReduceScatterV, ReduceScatter, AllToAllV, AllToAll} { // the v forms before their prefixes
 		if strings.HasPrefix(strings.TrimPrefix(s.Name, "bf16_"), o.String()) {
 			return o
 		}

@@ -28,6 +28,7 @@ const (
 	LibAllGather     = "nccl_allgather"
 	LibReduceScatter = "nccl_reducescatter"
 	LibAllToAll      = "nccl_alltoall" // grouped ncclSend/ncclRecv, as nccl-tests' alltoall
+	LibReduceV       = "nccl_reduce_v" // grouped ncclReduce, one per shard, as PyTorch's uneven reduce_scatter
 )
 
 // Kernel entries that the driver launches in ways of their own.
@@ -71,8 +72,10 @@ type collCase[T elem] struct {
 	count       int
 	ins         [][]float32 // every rank's input (each rank draws them all; bf16 values in bf16 suites), for the reference
 	blocks      Blocks      // an all-to-all's block sizes (the same on every rank), equal for all_to_all
+	shards      []int       // an uneven reduce-scatter's shard sizes (the same on every rank)
 	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
+	offsets     *gpu.Buffer[int64] // the n+1 shard offsets of an uneven reduce-scatter (ShardOffsets)
 	out         *gpu.Buffer[T]      // this rank's output
 	outs        *lab.Shared[T]      // every rank's output, for kernels that push (shared_out)
 	sig         *gpu.Buffer[uint64] // the device barrier's signals
@@ -108,6 +111,10 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 		if c.blocks, err = BlockSizes(p, c.n, count, env.RNG); err != nil {
 			return nil, err
 		}
+	case ReduceScatterV:
+		if c.shards, err = ShardSizes(p, c.n, count, env.RNG); err != nil {
+			return nil, err
+		}
 	}
 	var mine []T
 	for r := range c.n {
@@ -124,8 +131,11 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	// An empty buffer of an uneven all-to-all still gets one element, so that every rank has a
 	// pointer to hand out; the kernels never touch it.
 	c.in = lab.PrepUploadShared(a, "input", append(mine, make([]T, max(0, 1-c.inCount))...))
-	if op == AllToAllV {
+	switch op {
+	case AllToAllV:
 		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.blocks.Row(c.rank))
+	case ReduceScatterV:
+		c.offsets = lab.PrepUpload(a, "shard offsets", ShardOffsets(c.shards))
 	}
 	// The output, NaN-poisoned: shared when a variant of the suite pushes into its peers' (shared_out).
 	poison := lab.PoisonNaN32
@@ -146,8 +156,11 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 
 // sizesOf are rank r's input and output lengths.
 func (c *collCase[T]) sizesOf(r int) (in, out int) {
-	if c.blocks != nil {
+	switch {
+	case c.blocks != nil:
 		return c.blocks.Sent(r), c.blocks.Received(r)
+	case c.shards != nil:
+		return sum(c.shards), c.shards[r]
 	}
 	return Counts(c.op, c.n, c.count)
 }
@@ -191,6 +204,12 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 	case "allreduce_two_shot":
 		return gpu.Launch(k, cfg, c.in.Table, c.outs.Table, c.sig, rank, n, cnt)
 	case "allgather_pull", "reduce_scatter_direct":
+		if c.shards != nil {
+			if !equalShards(c.shards) {
+				return lab.Skip("kernel 13 takes shards of equal size; this problem's differ")
+			}
+			cnt = int32(c.shards[0])
+		}
 		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
 	case EntryAllToAllPull:
 		if c.op == AllToAllV && !c.blocks.Equal() {
@@ -208,6 +227,10 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 	if c.op == AllToAllV {
 		// (ins, out, sizes, rank, nranks): sizes is the table of the n ranks' rows.
 		return gpu.Launch(k, cfg, c.in.Table, c.out, c.sizeRows.Table, rank, n)
+	}
+	if c.op == ReduceScatterV {
+		// (ins, out, offsets, rank, nranks): offsets are the n+1 starts of the shards.
+		return gpu.Launch(k, cfg, c.in.Table, c.out, c.offsets, rank, n)
 	}
 	return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
 }
@@ -269,8 +292,11 @@ func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 	if v.Library == LibAllToAll && c.blocks != nil {
 		return c.blocks.AllToAllV(comm, c.rank, 1, false, send, recv, t, st)
 	}
-	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s and %s)",
-		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll)
+	if v.Library == LibReduceV && c.shards != nil {
+		return comm.ReduceScatterV(send, c.shards, recv, t, st)
+	}
+	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s, %s and %s)",
+		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll, LibReduceV)
 }
 
 // Check compares this rank's output with the reference (the engine reports the worst rank's).
@@ -280,15 +306,20 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 		return check.Report{}, err
 	}
 	var ref []float64
-	if c.op == AllToAllV {
+	lo := 0 // where this rank's elements start in the inputs
+	switch c.op {
+	case AllToAllV:
 		ref = ReferenceV(c.ins, c.blocks, c.rank)
-	} else {
+	case ReduceScatterV:
+		ref, lo = ReferenceRSV(c.ins, c.shards, c.rank), int(ShardOffsets(c.shards)[c.rank])
+	case ReduceScatter:
+		ref, lo = Reference(c.op, c.ins, c.rank), c.rank*c.count
+	default:
 		ref = Reference(c.op, c.ins, c.rank)
 	}
 	// lab.yaml's bf16 tolerance is one rounding of the sum; the ring and NCCL round n−2 partial sums too.
 	tol := out.Tolerance()
-	if c.prec == lab.BF16 && c.n > 2 && (c.op == AllReduce || c.op == ReduceScatter) && (v.Library != "" || v.Entry == EntryRing) {
-		lo := map[Op]int{ReduceScatter: c.rank * c.count}[c.op] // where this rank's elements start in the inputs
+	if c.prec == lab.BF16 && c.n > 2 && ops[c.op].sum && (v.Library != "" || v.Entry == EntryRing) {
 		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
 	}
 	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
@@ -298,8 +329,11 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 
 // Work makes the engine's GB/s the bus bandwidth (see WorkOf).
 func (c *collCase[T]) Work() lab.Work {
-	if c.op == AllToAllV {
+	switch c.op {
+	case AllToAllV:
 		return WorkOfV(c.blocks, c.prec.Bytes())
+	case ReduceScatterV:
+		return WorkOfRSV(c.shards, c.prec.Bytes())
 	}
 	return WorkOf(c.op, c.n, c.count, c.prec.Bytes())
 }

@@ -280,30 +280,63 @@ func TestManifest(t *testing.T) {
 		assert.Zero(t, gpuSet[name].Int(ParamEmptyPct, 0), "speed problem %s has no empty blocks", name)
 	}
 
-	// Exercise 2 is the bf16 reduce-scatter, graded against kernel 13 on counts where kernel 13
-	// takes vectors too, and checked on counts that put the blocks off a vector boundary.
+	// Exercise 2 is the uneven bf16 reduce-scatter: checked on uneven shards (kernel 13 cannot run
+	// them), timed against kernel 13 on equal shards, and on equal shards of a count that is not
+	// a multiple of 8 against kernel 13's time at the aligned size.
 	ex = m.Grading.Exercises[1]
-	assert.Equal(t, "ex2_reduce_scatter_bf16", ex.Variant)
+	assert.Equal(t, "ex2_reduce_scatter_v", ex.Variant)
 	require.NotNil(t, ex.V)
-	assert.Equal(t, "bf16_reduce_scatter", ex.V.Suite.Name)
+	assert.Equal(t, "bf16_reduce_scatter_v", ex.V.Suite.Name)
+	assert.Equal(t, ReduceScatterV, OpOf(ex.V.Suite))
 	assert.Equal(t, "direct_bf16", ex.Ref.Name)
-	unaligned := false
-	for _, p := range ex.V.Suite.Problems.Grade {
-		c, err := CountOf(p, lab.BF16)
-		require.NoError(t, err)
-		unaligned = unaligned || c%8 != 0 && c > 8
+	uneven := 0
+	for _, td := range ex.Tests {
+		for _, name := range td.TestProblems() {
+			for _, p := range ex.V.Suite.Problems.Grade {
+				if p.Name == name && p.Int(ParamUneven, 0) != 0 {
+					uneven++
+				}
+			}
+		}
 	}
-	assert.True(t, unaligned, "the grade set has a count past one vector that is not a multiple of 8")
+	assert.GreaterOrEqual(t, uneven, 4, "most tests have uneven shards, which kernel 13 does not run")
 	gpuSet = map[string]lab.Problem{}
 	for _, p := range ex.V.Suite.Problems.GPU {
 		gpuSet[p.Name] = p
 	}
+	odd := 0
 	for _, name := range ex.Speed.Problems {
 		require.Contains(t, gpuSet, name)
+		assert.Zero(t, gpuSet[name].Int(ParamUneven, 0), "speed problem %s: sizes drawn afresh every run set no bar", name)
 		c, err := CountOf(gpuSet[name], lab.BF16)
 		require.NoError(t, err)
-		assert.Zero(t, c%8, "speed problem %s: kernel 13 takes vectors only on multiples of 8", name)
+		ref, err := CountOf(gpuSet[ex.Speed.ReferenceProblem(name)], lab.BF16)
+		require.NoError(t, err)
+		assert.Zero(t, ref%8, "speed problem %s: kernel 13 is timed where it takes vectors", name)
+		if c%8 != 0 {
+			odd++
+		}
 	}
+	assert.Positive(t, odd, "a speed problem of a count off the vectors, against kernel 13 at the aligned size")
+}
+
+// The shards of an uneven reduce-scatter: offsets, the reference and the bytes.
+func TestShards(t *testing.T) {
+	shards := []int{3, 0, 2}
+	assert.Equal(t, []int64{0, 3, 3, 5}, ShardOffsets(shards))
+	ins := [][]float32{{1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}}
+	assert.Equal(t, []float64{11, 22, 33}, ReferenceRSV(ins, shards, 0))
+	assert.Empty(t, ReferenceRSV(ins, shards, 1))
+	assert.Equal(t, []float64{44, 55}, ReferenceRSV(ins, shards, 2))
+	// Equal shards are reduce_scatter's layout: the same reference and the same bytes.
+	eq := []int{2, 2}
+	ins2 := [][]float32{{1, 2, 3, 4}, {5, 6, 7, 8}}
+	for r := range 2 {
+		assert.Equal(t, Reference(ReduceScatter, ins2, r), ReferenceRSV(ins2, eq, r))
+	}
+	assert.Equal(t, WorkOf(ReduceScatter, 2, 2, 2), WorkOfRSV(eq, 2))
+	assert.True(t, equalShards(eq))
+	assert.False(t, equalShards(shards))
 }
 
 // The block sizes of an uneven all-to-all: offsets, totals and the reference agree.

@@ -26,8 +26,8 @@ func runOnEmulator(t *testing.T, set string, devices int) *lab.Outcome {
 }
 
 // checkAllOK is labtest.CheckAllOK, except that kernel 06 refuses the uneven all-to-all's
-// problems whose blocks differ in size (and only those): its entries there are skipped, with the
-// driver's reason; and the kernels on NCCL's device API (07, 08) are skipped on the emulator,
+// problems whose blocks differ in size, and kernel 13 the uneven reduce-scatter's whose shards
+// do (and only those): their entries there are skipped, with the driver's reason; and the kernels on NCCL's device API (07, 08) are skipped on the emulator,
 // which has no form of that API. The rest of the outcome is checked as usual.
 func checkAllOK(t *testing.T, out *lab.Outcome, set string) {
 	t.Helper()
@@ -41,11 +41,13 @@ func checkAllOK(t *testing.T, out *lab.Outcome, set string) {
 			res.Entries = append(res.Entries, okEntry(e))
 			continue
 		}
-		if e.Suite == "all_to_allv" && e.Variant == "a2a_pull" && e.Status == results.StatusSkipped {
-			assert.Contains(t, e.Error, "takes blocks of equal size", "%s: kernel 06 refuses only unequal blocks", e.Problem)
-			p := problemOf(t, out, set, e.Problem)
+		op := collectives.OpOf(out.Manifest.Suite(e.Suite))
+		if e.Status == results.StatusSkipped && (op == collectives.AllToAllV && e.Variant == "a2a_pull" ||
+			op == collectives.ReduceScatterV && e.Variant == "direct_bf16") {
+			assert.Regexp(t, "takes (blocks|shards) of equal size", e.Error, "%s: kernels 06 and 13 refuse only unequal sizes", e.Problem)
+			p := problemOf(t, out, e.Suite, set, e.Problem)
 			assert.True(t, p.Int(collectives.ParamUneven, 0) != 0 || p.Int(collectives.ParamEmptyPct, 0) != 0,
-				"%s has equal blocks, which kernel 06 must run", e.Problem)
+				"%s has equal sizes, which the kernel must run", e.Problem)
 			res.Entries = append(res.Entries, okEntry(e))
 			continue
 		}
@@ -62,16 +64,16 @@ func okEntry(e results.Entry) results.Entry {
 	return e
 }
 
-func problemOf(t *testing.T, out *lab.Outcome, set, name string) lab.Problem {
+func problemOf(t *testing.T, out *lab.Outcome, suite, set, name string) lab.Problem {
 	t.Helper()
-	ps, err := out.Manifest.Suite("all_to_allv").ProblemsFor(set)
+	ps, err := out.Manifest.Suite(suite).ProblemsFor(set)
 	require.NoError(t, err)
 	for _, p := range ps {
 		if p.Name == name {
 			return p
 		}
 	}
-	require.Failf(t, "no such problem", "%s in all_to_allv/%s", name, set)
+	require.Failf(t, "no such problem", "%s in %s/%s", name, suite, set)
 	return lab.Problem{}
 }
 
@@ -94,7 +96,7 @@ func TestEmulatorRanks(t *testing.T) {
 				}
 			}
 			for _, s := range []string{"allreduce", "allgather", "reduce_scatter", "all_to_all", "all_to_allv",
-				"bf16_allreduce", "bf16_allgather", "bf16_reduce_scatter", "bf16_all_to_all", "moe_dispatch", "moe_combine"} {
+				"bf16_allreduce", "bf16_allgather", "bf16_reduce_scatter", "bf16_reduce_scatter_v", "bf16_all_to_all", "moe_dispatch", "moe_combine"} {
 				assert.True(t, suites[s], "suite %s ran", s)
 			}
 		})

@@ -404,6 +404,43 @@ func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv g
 	})
 }
 
+// ReduceScatterV sums shard j of send (counts[j] elements, packed in rank order) over the ranks
+// into rank j's recv: one ncclReduce per shard, grouped (NCCL has no uneven reduce-scatter).
+func (c *rankComm) ReduceScatterV(send gpu.Ptr, counts []int, recv gpu.Ptr, t gpu.DataType, s gpu.Stream) error {
+	const op = "ReduceScatterV"
+	if len(counts) != c.ranks {
+		return fmt.Errorf("nccl: %s: %d shard sizes for %d ranks (one per rank)", op, len(counts), c.ranks)
+	}
+	cs := make([]C.size_t, len(counts))
+	for j, x := range counts {
+		if x < 0 {
+			return fmt.Errorf("nccl: %s: negative shard size counts[%d] = %d", op, j, x)
+		}
+		cs[j] = C.size_t(x)
+	}
+	if send == 0 || (counts[c.rank] > 0 && recv == 0) {
+		return fmt.Errorf("nccl: %s: a null buffer on rank %d", op, c.rank)
+	}
+	dt, err := ncclDataType(t)
+	if err != nil {
+		return err
+	}
+	st, err := c.streamFor(op, s)
+	if err != nil {
+		return err
+	}
+	return c.call(op, func() (C.ncclResult_t, string) {
+		var failed *C.char
+		r := C.kl_nccl_reduce_scatter_v(c.d.ctx, C.int(c.ranks), C.CUdeviceptr(send), &cs[0], C.CUdeviceptr(recv),
+			C.size_t(ncclTypes[t].bytes), dt, c.comm, st, (**C.char)(unsafe.Pointer(&failed)))
+		name := ""
+		if failed != nil {
+			name = C.GoString(failed)
+		}
+		return r, name
+	})
+}
+
 // Close finalizes and destroys the communicator (every rank must close it); it is safe to call
 // twice. A communicator that fails to finalize in time is aborted.
 func (c *rankComm) Close() error {

@@ -99,6 +99,8 @@ func TestRankCommunicatorWorldSizeOne(t *testing.T) {
 				// n-2 elements from send+2 land at recv+pad.
 				return c.AllToAllV(send, []int{n - 2}, []int{2}, recv, []int{n - 2}, []int{pad}, typ, s)
 			}, append(bytes.Repeat([]byte{0xff}, pad*es), in[2*es:n*es]...)},
+			// One rank: its one shard is the whole input.
+			{"ReduceScatterV", func() error { return c.ReduceScatterV(send, []int{n}, recv, typ, s) }, in[:n*es]},
 		} {
 			// Poison: 0xffff is a NaN in f16 and bf16, 0xffffffff in f32.
 			require.NoError(t, d.MemsetD8(recv, 0xff, int64(len(in)), s), "%s %v", op.name, typ)

@@ -894,6 +894,7 @@ static struct {
     ncclResult_t (*all_reduce)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
     ncclResult_t (*all_gather)(const void *, void *, size_t, int, ncclComm_t, CUstream);
     ncclResult_t (*reduce_scatter)(const void *, void *, size_t, int, int, ncclComm_t, CUstream);
+    ncclResult_t (*reduce)(const void *, void *, size_t, int, int, int, ncclComm_t, CUstream); // ncclReduce
     const char *(*error_string)(ncclResult_t);                                     // ncclGetErrorString
     ncclResult_t (*get_version)(int *);                                            // ncclGetVersion
     // Communicators of processes (optional: every NCCL since 2.17 has them; see kl_nccl_has_ranks).
@@ -934,6 +935,7 @@ int kl_nccl_load(const char *path, char **err) {
     REQ(all_reduce, "ncclAllReduce");
     REQ(all_gather, "ncclAllGather");
     REQ(reduce_scatter, "ncclReduceScatter");
+    REQ(reduce, "ncclReduce");
 #undef REQ
     *(void **)(&nc.error_string) = dlsym(lib, "ncclGetErrorString");
     *(void **)(&nc.get_version) = dlsym(lib, "ncclGetVersion");
@@ -1089,6 +1091,34 @@ ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const s
                             s);
             if (first) *failed = "ncclRecv";
         }
+    }
+    r = nc.group_end();
+    if (first != 0) return first;
+    if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
+    return r;
+}
+
+ncclResult_t kl_nccl_reduce_scatter_v(CUcontext ctx, int n, CUdeviceptr send, const size_t *counts, CUdeviceptr recv,
+                                      size_t elem_bytes, int dtype, ncclComm_t comm, CUstream s,
+                                      const char **failed) {
+    CUresult cr = cu.cuCtxSetCurrent(ctx);
+    if (cr != 0) {
+        *failed = "cuCtxSetCurrent";
+        return 1;
+    }
+    ncclResult_t r = nc.group_start();
+    if (r != 0) {
+        *failed = "ncclGroupStart";
+        return r;
+    }
+    ncclResult_t first = 0;
+    size_t offset = 0;
+    for (int j = 0; j < n && first == 0; offset += counts[j], j++) {
+        if (counts[j] == 0) continue; // the same on every rank: all of them skip it
+        // recv is read only on the root (rank j): every rank passes its own.
+        first = nc.reduce((const void *)(uintptr_t)(send + offset * elem_bytes), (void *)(uintptr_t)recv, counts[j],
+                          dtype, KL_NCCL_SUM, j, comm, s);
+        if (first) *failed = "ncclReduce";
     }
     r = nc.group_end();
     if (first != 0) return first;

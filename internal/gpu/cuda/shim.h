@@ -219,6 +219,10 @@ const char *kl_nccl_last_error(ncclComm_t comm); // NULL when the library lacks 
 // op 0 AllReduce (sum), 1 AllGather, 2 ReduceScatter (sum); count as NCCL counts it for the op.
 ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CUdeviceptr recv, size_t count,
                                      int dtype, ncclComm_t comm, CUstream s);
+// kl_nccl_reduce_scatter_v: one ncclReduce per shard (counts[j] elements, packed) to rank j, grouped.
+ncclResult_t kl_nccl_reduce_scatter_v(CUcontext ctx, int n, CUdeviceptr send, const size_t *counts, CUdeviceptr recv,
+                                      size_t elem_bytes, int dtype, ncclComm_t comm, CUstream s,
+                                      const char **failed);
 // kl_nccl_all_to_allv: grouped ncclSend/ncclRecv with every rank; counts and offsets in elements.
 ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
                                  const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,

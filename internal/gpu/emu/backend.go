@@ -894,6 +894,8 @@ func statusName(st int) (string, bool) {
 		return "EMU_STACK_OVERFLOW", false
 	case stInternal:
 		return "EMU_INTERNAL", true
+	case stMisaligned:
+		return "EMU_MISALIGNED_ADDRESS", true
 	}
 	return fmt.Sprintf("EMU_STATUS_%d", st), true
 }

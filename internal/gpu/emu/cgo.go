@@ -167,6 +167,7 @@ const (
 	stMisuse     = C.KL_EMU_ERR_MISUSE
 	stStack      = C.KL_EMU_ERR_STACK
 	stInternal   = C.KL_EMU_ERR_INTERNAL
+	stMisaligned = C.KL_EMU_ERR_MISALIGNED
 )
 
 // cAllocIn maps a new allocation of bytes at base (see cReserve), its memory held by the file fd

@@ -643,6 +643,19 @@ func TestIllegalAddress(t *testing.T) {
 	requireEmuError(t, err, "EMU_ILLEGAL_ADDRESS", "null pointer")
 }
 
+// A 16-byte load off a 16-byte boundary faults on a GPU (misaligned address); on the emulator
+// it is a general-protection fault, which names no address, and must not read as a null pointer.
+func TestMisalignedVectorLoad(t *testing.T) {
+	d := openDev(t, 0)
+	x := alloc[float32](t, d, 64)
+	out := alloc[float32](t, d, 4)
+	k := kernelOf(t, d, "faults.cu", "load16_at")
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32)}
+	require.NoError(t, launchSync(d, k, cfg, x, int64(16), out))
+	err := launchSync(d, k, cfg, x, int64(2), out)
+	requireEmuError(t, err, "EMU_MISALIGNED_ADDRESS", "not a multiple of 16")
+}
+
 func TestTrapsAndMisuse(t *testing.T) {
 	d := openDev(t, 0)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32)}

@@ -39,6 +39,11 @@ extern "C" __global__ void write_at(float* x, long long index) {
     if (threadIdx.x == 0 && blockIdx.x == 0) x[index] = 1.0f;
 }
 
+// A 16-byte load from x + offset bytes: misaligned unless offset is a multiple of 16.
+extern "C" __global__ void load16_at(const char* x, long long offset, uint4* out) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) *out = *reinterpret_cast<const uint4*>(x + offset);
+}
+
 // Never ends: spins on a flag nobody sets.
 extern "C" __global__ void endless(volatile int* flag) {
     while (*flag == 0) {
