@@ -75,7 +75,7 @@ type collCase[T elem] struct {
 	shards      []int       // an uneven reduce-scatter's shard sizes (the same on every rank)
 	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
-	offsets     *gpu.Buffer[int64] // the n+1 shard offsets of an uneven reduce-scatter (ShardOffsets)
+	offsets     *gpu.Buffer[int64]  // the n+1 shard offsets of an uneven reduce-scatter (ShardOffsets)
 	out         *gpu.Buffer[T]      // this rank's output
 	outs        *lab.Shared[T]      // every rank's output, for kernels that push (shared_out)
 	sig         *gpu.Buffer[uint64] // the device barrier's signals
