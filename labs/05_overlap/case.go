@@ -59,11 +59,9 @@ func newCore[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape, elems 
 	if withBias {
 		c.hostBias = make([]float32, sh.N)
 		matref.FillUniform(c.hostBias, env.RNG.Uint64())
-		b, err := lab.Upload(env, "bias", onDevice[T](c.hostBias))
-		if err != nil {
-			return c, err
-		}
-		c.bias = b.DevicePtr()
+		var err error
+		c.bias, err = lab.UploadAs(env, "bias", c.prec, c.hostBias)
+		return c, err
 	}
 	return c, nil
 }
@@ -88,6 +86,19 @@ func (c *core[T]) ready(events int) error {
 	}
 	_, err := c.env.Signals()
 	return err
+}
+
+// counters allocates every rank's n ready or arrival counters (shared: peers raise them), zeroed
+// before any peer can write (peers write only in a run, after every rank prepared).
+func (c *core[T]) counters(name string, n int) (*lab.Shared[uint32], error) {
+	f, err := lab.AllocShared[uint32](c.env, name, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Mine.Fill32(0, c.env.Stream); err != nil {
+		return nil, err
+	}
+	return f, c.env.Stream.Synchronize()
 }
 
 // rows and row0 are this rank's block of the rows of C (RowsOf, Row0Of of M).
@@ -174,10 +185,27 @@ func (c *core[T]) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, 
 	if v.Library != LibNCCLCublas {
 		return nil, fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
 	}
-	if c.sh.M%c.n != 0 {
-		return nil, lab.Skip("NCCL's %s needs equal blocks: M = %d is not a multiple of %d ranks", op, c.sh.M, c.n)
+	if err := equalBlocks(op, c.sh, c.n); err != nil {
+		return nil, err
 	}
 	return c.env.RankCommunicator()
+}
+
+// equalBlocks skips a problem whose M is not a multiple of the n ranks, for NCCL's collective op
+// (the library baseline, the PyTorch peer), which takes equal blocks.
+func equalBlocks(op string, sh Shape, n int) error {
+	if sh.M%n != 0 {
+		return lab.Skip("NCCL's %s needs equal blocks: M = %d is not a multiple of %d ranks", op, sh.M, n)
+	}
+	return nil
+}
+
+// splitK skips a gemm_rs problem whose K columns of A cannot give each of the n ranks one.
+func splitK(sh Shape, n int) error {
+	if sh.K < n {
+		return lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, n)
+	}
+	return nil
 }
 
 // launchTiles launches the tile GEMM of the variant (one 64×64 tile of out per block): out
@@ -198,6 +226,40 @@ func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Strea
 	threads := param(v, ParamThreads, 256)
 	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
 	return k, gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}, err
+}
+
+// sideStream is the environment's second stream, its work queued from now on after the work
+// queued on the compute stream so far: a copy beside the GEMMs starts after the device barrier,
+// like everything on the compute stream.
+func (c *core[T]) sideStream() (gpu.Stream, error) {
+	side, err := c.env.SideStream()
+	if err != nil {
+		return nil, err
+	}
+	return side, order(c.events[0], c.env.Stream, side)
+}
+
+// wgmmaLaunch readies wgmma kernel kern (06 or 07, bf16, sm_90a) for a launch of grid blocks on
+// the compute stream, with the variant's dynamic shared memory (smem:, opted in): its launch
+// configuration, and the TMA maps (lab.TensorMap) of its operands, its last arguments, in order:
+// a (M × k), b (k × N) and out (outRows × N), boxes as lab 02's kernel 15: A 128 rows × 64
+// columns, B and the output 64 × 64. what names them in an error.
+func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, a, b, out gpu.Ptr, k, outRows int) (gpu.LaunchConfig, []any, error) {
+	smem := param(v, ParamSmem, 0)
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.env.Stream}
+	if err := lab.OptInShared(kern, smem); err != nil {
+		return cfg, nil, fmt.Errorf("variant %s: %w", v.Name, err)
+	}
+	maps := make([]any, 0, 3)
+	for _, d := range []gpu.TensorMapDesc{lab.BF16Tiles(a, c.sh.M, k, WgmmaTileM, 64),
+		lab.BF16Tiles(b, k, c.sh.N, 64, 64), lab.BF16Tiles(out, outRows, c.sh.N, 64, 64)} {
+		m, err := lab.TensorMap(c.env, what, d)
+		if err != nil {
+			return cfg, nil, err
+		}
+		maps = append(maps, m)
+	}
+	return cfg, maps, nil
 }
 
 // order makes the work queued on stream to from now on wait for the work queued on stream from
@@ -242,13 +304,7 @@ func (c *core[T]) libraryGemm(v *lab.Variant, k int, a, b, out gpu.Ptr) error {
 // lab 02's C), within the suite's tolerance plus, in bf16, rounds × BF16Rounding. what names the
 // block in the method.
 func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows int, what string, rounds, biasTimes int) (check.Report, error) {
-	var got []float32
-	var err error
-	if b16, ok := any(out).(*gpu.Buffer[uint16]); ok {
-		got, err = outs.BF16(b16)
-	} else {
-		got, err = outs.Float32(any(out).(*gpu.Buffer[float32]))
-	}
+	got, err := lab.Widened(outs, out)
 	if err != nil {
 		return check.Report{}, err
 	}

@@ -119,10 +119,14 @@ func Row0Of(s, m, n int) int { return s*(m/n) + min(s, m%n) }
 
 // Tiles is the number of 64×64 tiles of C one rank computes, tiled block by block of rows (a
 // tile never spans two ranks' blocks): Σ_s ceil(rows_s/64) · ceil(N/64).
-func Tiles(sh Shape, n int) int {
+func Tiles(sh Shape, n int) int { return blockTiles(sh, n, TileM, TileN) }
+
+// blockTiles is the number of tm×tn tiles of C when every one of the n ranks' blocks of rows
+// (RowsOf) is tiled on its own: Σ_s ceil(rows_s/tm) · ceil(N/tn).
+func blockTiles(sh Shape, n, tm, tn int) int {
 	t := 0
 	for s := range n {
-		t += lab.CeilDiv(RowsOf(s, sh.M, n), TileM) * lab.CeilDiv(sh.N, TileN)
+		t += lab.CeilDiv(RowsOf(s, sh.M, n), tm) * lab.CeilDiv(sh.N, tn)
 	}
 	return t
 }
@@ -174,8 +178,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
 	rs := strings.TrimPrefix(s.Name, "bf16_") == SuiteGemmRS
-	if rs && sh.K < w.Size {
-		return nil, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, w.Size)
+	if err := splitK(sh, w.Size); rs && err != nil {
+		return nil, err
 	}
 	switch {
 	case rs && lab.PrecisionOf(s) == lab.BF16:
@@ -213,33 +217,23 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*agCa
 		return nil, err
 	}
 	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
-	if c.a, err = lab.UploadShared(env, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K]); err != nil {
-		return nil, err
-	}
-	if c.dB, err = lab.Upload(env, "B", c.devB); err != nil {
-		return nil, err
-	}
+	pp := lab.NewPrep(env)
+	c.a = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
+	c.dB = lab.PrepUpload(pp, "B", c.devB)
 	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
 	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
-	if c.dAFull, err = lab.SharedScratch[T](env, "A_full", sh.M*sh.K, c.nan(stagedNaN)); err != nil {
-		return nil, err
-	}
-	if c.dC, err = lab.Output[T](env, "C", sh.M*sh.N, c.nan(lab.NaNBits32)); err != nil {
-		return nil, err
+	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.nan(stagedNaN))
+	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.nan(lab.NaNBits32))
+	if pp.Err != nil {
+		return nil, pp.Err
 	}
 	// The counters are never reset: every run raises them by the epoch's producers, and a wait
 	// compares with the epoch (so a launch after a launch on one case waits for its own rows).
-	if c.flags, err = lab.AllocShared[uint32](env, "ready counters", c.n); err != nil {
-		return nil, err
-	}
-	if err := c.flags.Mine.Fill32(0, env.Stream); err != nil {
+	if c.flags, err = c.counters("ready counters", c.n); err != nil {
 		return nil, err
 	}
 	// chunked: one event per source block, and one for the start (wgmma_signal: start and end)
-	if err := c.ready(c.n + 1); err != nil {
-		return nil, err
-	}
-	return c, env.Stream.Synchronize()
+	return c, c.ready(c.n + 1)
 }
 
 // Run runs the variant's schedule between two device barriers (core.run).
@@ -299,12 +293,8 @@ func (c *agCase[T]) runSequential(v *lab.Variant) error {
 // and the whole schedule is queued up front.
 func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	compute := c.env.Stream
-	side, err := c.env.SideStream()
+	side, err := c.sideStream()
 	if err != nil {
-		return err
-	}
-	// The copies start after the device barrier, like everything on the compute stream.
-	if err := order(c.events[0], compute, side); err != nil {
 		return err
 	}
 	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), c.row0(), c.rows(), compute); err != nil {
@@ -397,7 +387,7 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
 	}
-	copiers, smem, beside := param(v, ParamCopiers, 8), param(v, ParamSmem, 0), v.Params[ParamBeside] != 0
+	copiers, beside := param(v, ParamCopiers, 8), v.Params[ParamBeside] != 0
 	grid := lab.CeilDiv(c.sh.M, WgmmaTileM) * lab.CeilDiv(c.sh.N, WgmmaTileN)
 	if grid = min(grid, c.env.Device.Info().SMs); beside {
 		grid = min(grid, c.env.Device.Info().SMs-copiers)
@@ -405,21 +395,14 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if grid < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.env.Device.Info().SMs)
 	}
-	if err := lab.OptInShared(k, smem); err != nil {
-		return fmt.Errorf("variant %s: %w", v.Name, err)
-	}
-	// A_full, B and C, boxes as lab 02's kernel 15: A 64 × 128, B and C 64 × 64
-	maps, err := tensorMaps(c.env, "A_full, B or C", bf16Map(c.dAFull.Mine.DevicePtr(), c.sh.K, c.sh.M, 64, WgmmaTileM),
-		bf16Map(c.dB.DevicePtr(), c.sh.N, c.sh.K, 64, 64), bf16Map(c.dC.DevicePtr(), c.sh.N, c.sh.M, 64, 64))
+	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr(), c.sh.K, c.sh.M)
 	if err != nil {
 		return err
 	}
 	copy, compute := c.env.Stream, c.env.Stream
 	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
 	if beside && err == nil {
-		if copy, err = c.env.SideStream(); err == nil {
-			err = order(c.events[0], compute, copy) // the copy starts after the device barrier
-		}
+		copy, err = c.sideStream()
 	}
 	if err != nil {
 		return err
@@ -436,7 +419,6 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: compute}
 	if err := gpu.Launch(k, cfg, append([]any{c.flags.Mine, ready, r, n, M, N, K, c.dC, c.bias}, maps...)...); err != nil || !beside {
 		return err
 	}
@@ -468,27 +450,6 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 		}
 	}
 	return nil
-}
-
-// bf16Map is the TMA description of a row-major bf16 matrix of outer rows of inner elements, in
-// boxes of bi × bo, 128-byte swizzled: the layout of gemm_sm90.cuh's tiles.
-func bf16Map(p gpu.Ptr, inner, outer, bi, bo int) gpu.TensorMapDesc {
-	return gpu.TensorMapDesc{DataType: gpu.BF16, Global: p, Dims: []uint64{uint64(inner), uint64(outer)},
-		Strides: []uint64{uint64(inner) * 2}, Box: []uint32{uint32(bi), uint32(bo)}, Swizzle: 128, L2Promotion: 256}
-}
-
-// tensorMaps encodes the TMA descriptions (lab.TensorMap) as kernel arguments, in order; what
-// names them in an error.
-func tensorMaps(env *lab.Env, what string, ds ...gpu.TensorMapDesc) ([]any, error) {
-	maps := make([]any, 0, len(ds))
-	for _, d := range ds {
-		m, err := lab.TensorMap(env, what, d)
-		if err != nil {
-			return nil, err
-		}
-		maps = append(maps, m)
-	}
-	return maps, nil
 }
 
 // runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it

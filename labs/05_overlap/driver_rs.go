@@ -36,15 +36,10 @@ func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == Entr
 // WgmmaRSTiles is the number of 128×256 tiles of kernel 07's order: with push, every destination's
 // block of rows tiled on its own (a tile never spans two owners); without, the M rows at once.
 func WgmmaRSTiles(sh Shape, n int, push bool) int {
-	tilesN := lab.CeilDiv(sh.N, WgmmaTileN)
 	if !push {
-		return lab.CeilDiv(sh.M, WgmmaTileM) * tilesN
+		n = 1
 	}
-	t := 0
-	for d := range n {
-		t += lab.CeilDiv(RowsOf(d, sh.M, n), WgmmaTileM) * tilesN
-	}
-	return t
+	return blockTiles(sh, n, WgmmaTileM, WgmmaTileN)
 }
 
 // ColsOf is how many columns of A (rows of B) rank s of n holds in gemm_rs: the split of RowsOf.
@@ -95,32 +90,22 @@ func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rs
 	for i := range sh.M {
 		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
 	}
-	if c.dA, err = lab.Upload(env, "A (this rank's columns)", ar); err != nil {
-		return nil, err
-	}
-	if c.dB, err = lab.Upload(env, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N]); err != nil {
-		return nil, err
-	}
+	pp := lab.NewPrep(env)
+	c.dA = lab.PrepUpload(pp, "A (this rank's columns)", ar)
+	c.dB = lab.PrepUpload(pp, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N])
 	// NaN before every checked run: a reduction that runs before its GEMM leaves NaN in C.
-	if c.dP, err = lab.SharedScratch[T](env, "P (partial product)", sh.M*sh.N, c.nan(lab.NaNBits32)); err != nil {
-		return nil, err
-	}
-	if c.dOut, err = lab.SharedOutput[T](env, "C (this rank's rows)", rows*sh.N, c.nan(lab.NaNBits32)); err != nil {
-		return nil, err
-	}
+	c.dP = lab.PrepSharedScratch[T](pp, "P (partial product)", sh.M*sh.N, c.nan(lab.NaNBits32))
+	c.dOut = lab.PrepSharedOutput[T](pp, "C (this rank's rows)", rows*sh.N, c.nan(lab.NaNBits32))
 	if slotElems > 0 {
 		// NaN before every checked run, like P: a reduction that reads a slot before its flag
 		// leaves NaN in C.
-		if c.slots, err = lab.SharedScratch[T](env, "receive slots", slotElems, c.nan(lab.NaNBits32)); err != nil {
-			return nil, err
-		}
-		if c.flags, err = lab.AllocShared[uint32](env, "arrival counters", w.Size*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)); err != nil {
-			return nil, err
-		}
-		if err := c.flags.Mine.Fill32(0, env.Stream); err != nil {
-			return nil, err
-		}
-		if err := env.Stream.Synchronize(); err != nil {
+		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, c.nan(lab.NaNBits32))
+	}
+	if pp.Err != nil {
+		return nil, pp.Err
+	}
+	if slotElems > 0 {
+		if c.flags, err = c.counters("arrival counters", w.Size*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)); err != nil {
 			return nil, err
 		}
 	}
@@ -240,18 +225,13 @@ func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	smem := param(v, ParamSmem, 0)
-	if err := lab.OptInShared(k, smem); err != nil {
-		return fmt.Errorf("variant %s: %w", v.Name, err)
-	}
 	push := v.Params[ParamPush] != 0
 	out, outRows := c.dP.Mine.DevicePtr(), c.sh.M // the partial product, or (push) this rank's rows of C
 	if push {
 		out, outRows = c.dOut.Mine.DevicePtr(), c.rows()
 	}
-	// A_r, B_r and the output, boxes as kernel 06's: A 64 × 128, B and the output 64 × 64
-	maps, err := tensorMaps(c.env, "A_r, B_r or the output", bf16Map(c.dA.DevicePtr(), c.kr, c.sh.M, 64, WgmmaTileM),
-		bf16Map(c.dB.DevicePtr(), c.sh.N, c.kr, 64, 64), bf16Map(out, c.sh.N, outRows, 64, 64))
+	grid := max(1, min(WgmmaRSTiles(c.sh, c.n, push), c.env.Device.Info().SMs))
+	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", c.dA.DevicePtr(), c.dB.DevicePtr(), out, c.kr, outRows)
 	if err != nil {
 		return err
 	}
@@ -262,8 +242,6 @@ func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
 	}
 	st := c.env.Stream
-	grid := max(1, min(WgmmaRSTiles(c.sh, c.n, push), c.env.Device.Info().SMs))
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: st}
 	args := []any{slots, flags, c.epoch, pushArg, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr), c.bias}
 	if err := gpu.Launch(k, cfg, append(args, maps...)...); err != nil || push {
 		return err

@@ -19,12 +19,12 @@ func (Lab) PeerRankProblem(s *lab.Suite, p lab.Problem, w ranks.World) (map[stri
 	op, work := "all-gather", WorkOf(sh, w.Size)
 	if s.Name == SuiteGemmRS {
 		op, work = "reduce-scatter", RSWorkOf(sh)
-		if sh.K < w.Size {
-			return nil, lab.Work{}, lab.Skip("K = %d columns cannot be split over %d ranks (every rank needs at least one column of A)", sh.K, w.Size)
+		if err := splitK(sh, w.Size); err != nil {
+			return nil, lab.Work{}, err
 		}
 	}
-	if sh.M%w.Size != 0 {
-		return nil, lab.Work{}, lab.Skip("NCCL's %s needs equal blocks: M = %d is not a multiple of %d ranks", op, sh.M, w.Size)
+	if err := equalBlocks(op, sh, w.Size); err != nil {
+		return nil, lab.Work{}, err
 	}
 	return map[string]any{"layer": s.Name, "m": sh.M, "n": sh.N, "k": sh.K,
 		"row0": Row0Of(w.Rank, sh.M, w.Size), "rows": RowsOf(w.Rank, sh.M, w.Size),
