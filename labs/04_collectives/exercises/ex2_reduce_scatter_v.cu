@@ -35,16 +35,16 @@ extern "C" __global__ void ex2_reduce_scatter_v(const kl_bf16* const* ins, kl_bf
                                                 int rank, int nranks) {
     // BEGIN SOLUTION
     const long long base = offsets[rank];
-    const long long count = offsets[rank + 1] - base;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int count = (int)(offsets[rank + 1] - base); // shards hold at most 2^31 − 1 elements
+    // 32-bit loop counters, as kernel 13's: 64-bit ones cost this memory-bound loop time.
+    const int stride = gridDim.x * blockDim.x;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     // Output elements [head, head + 8·vecs) are input elements on 16-byte boundaries.
-    long long head = (KL_BF16X8 - base % KL_BF16X8) % KL_BF16X8;
-    if (head > count) head = count;
-    const long long vecs = (count - head) / KL_BF16X8;
+    const int head = (int)min((long long)count, (KL_BF16X8 - base % KL_BF16X8) % KL_BF16X8);
+    const int vecs = (count - head) / KL_BF16X8;
     const bool out_aligned = head % KL_BF16X8 == 0; // then head is 0: both sides start a vector
-    for (long long v = tid; v < vecs; v += stride) {
-        const long long e = head + v * KL_BF16X8;
+    for (int v = tid; v < vecs; v += stride) {
+        const long long e = head + (long long)v * KL_BF16X8;
         const uint4 s = kl_bf16x8_sum(ins, nranks, base + e);
         if (out_aligned) {
             kl_bf16x8_store(out, e, s);
@@ -59,10 +59,10 @@ extern "C" __global__ void ex2_reduce_scatter_v(const kl_bf16* const* ins, kl_bf
             }
         }
     }
-    const long long tail = head + vecs * KL_BF16X8;
-    const long long rest = head + (count - tail); // the elements outside the vectors
-    for (long long k = tid; k < rest; k += stride) {
-        const long long i = k < head ? k : tail + (k - head);
+    const int tail = head + vecs * KL_BF16X8;
+    const int rest = head + (count - tail); // the elements outside the vectors
+    for (int k = tid; k < rest; k += stride) {
+        const int i = k < head ? k : tail + (k - head);
         out[i] = kl_bf16_sum(ins, nranks, base + i);
     }
     // END SOLUTION
