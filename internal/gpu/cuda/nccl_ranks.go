@@ -317,6 +317,28 @@ func (c *rankComm) call(op string, issue func() (C.ncclResult_t, string)) error 
 	return nil
 }
 
+// enqueue resolves a call's NCCL data type and stream, then runs issue through call; issue
+// returns NCCL's result and, when it failed, the name of the NCCL function that did.
+func (c *rankComm) enqueue(op string, t gpu.DataType, s gpu.Stream, issue func(dt C.int, st C.CUstream) (C.ncclResult_t, string)) error {
+	dt, err := ncclDataType(t)
+	if err != nil {
+		return err
+	}
+	st, err := c.streamFor(op, s)
+	if err != nil {
+		return err
+	}
+	return c.call(op, func() (C.ncclResult_t, string) { return issue(dt, st) })
+}
+
+// goName is a C string the shim set to the NCCL function that failed ("" for none).
+func goName(failed *C.char) string {
+	if failed == nil {
+		return ""
+	}
+	return C.GoString(failed)
+}
+
 func (c *rankComm) collective(op int, name string, send, recv gpu.Ptr, count int, t gpu.DataType, s gpu.Stream) error {
 	if count < 0 {
 		return fmt.Errorf("nccl: %s: negative count %d", name, count)
@@ -324,16 +346,8 @@ func (c *rankComm) collective(op int, name string, send, recv gpu.Ptr, count int
 	if count > 0 && (send == 0 || recv == 0) {
 		return fmt.Errorf("nccl: %s: a null buffer on rank %d", name, c.rank)
 	}
-	dt, err := ncclDataType(t)
-	if err != nil {
-		return err
-	}
-	cs, err := c.streamFor(name, s)
-	if err != nil {
-		return err
-	}
-	return c.call(name, func() (C.ncclResult_t, string) {
-		return C.kl_nccl_rank_collective(c.d.ctx, C.int(op), C.CUdeviceptr(send), C.CUdeviceptr(recv), C.size_t(count), dt, c.comm, cs), ""
+	return c.enqueue(name, t, s, func(dt C.int, st C.CUstream) (C.ncclResult_t, string) {
+		return C.kl_nccl_rank_collective(c.d.ctx, C.int(op), C.CUdeviceptr(send), C.CUdeviceptr(recv), C.size_t(count), dt, c.comm, st), ""
 	})
 }
 
@@ -373,15 +387,7 @@ func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv g
 			return fmt.Errorf("nccl: %s: a null buffer on rank %d", op, c.rank)
 		}
 	}
-	dt, err := ncclDataType(t)
-	if err != nil {
-		return err
-	}
-	es := ncclTypes[t].bytes
-	cs, err := c.streamFor(op, s)
-	if err != nil {
-		return err
-	}
+
 	// C arrays: cgo may not keep Go memory that the call does not own past the call, and these
 	// are read only during it, but size_t and int differ in width.
 	toC := func(v []int) []C.size_t {
@@ -392,15 +398,11 @@ func (c *rankComm) AllToAllV(send gpu.Ptr, sendCounts, sendOffsets []int, recv g
 		return out
 	}
 	sc, so, rc, ro := toC(sendCounts), toC(sendOffsets), toC(recvCounts), toC(recvOffsets)
-	return c.call(op, func() (C.ncclResult_t, string) {
+	return c.enqueue(op, t, s, func(dt C.int, st C.CUstream) (C.ncclResult_t, string) {
 		var failed *C.char
 		r := C.kl_nccl_all_to_allv(c.d.ctx, C.int(c.ranks), C.CUdeviceptr(send), &sc[0], &so[0], C.CUdeviceptr(recv),
-			&rc[0], &ro[0], C.size_t(es), dt, c.comm, cs, (**C.char)(unsafe.Pointer(&failed)))
-		name := ""
-		if failed != nil {
-			name = C.GoString(failed)
-		}
-		return r, name
+			&rc[0], &ro[0], C.size_t(ncclTypes[t].bytes), dt, c.comm, st, (**C.char)(unsafe.Pointer(&failed)))
+		return r, goName(failed)
 	})
 }
 
@@ -421,23 +423,11 @@ func (c *rankComm) ReduceScatterV(send gpu.Ptr, counts []int, recv gpu.Ptr, t gp
 	if send == 0 || (counts[c.rank] > 0 && recv == 0) {
 		return fmt.Errorf("nccl: %s: a null buffer on rank %d", op, c.rank)
 	}
-	dt, err := ncclDataType(t)
-	if err != nil {
-		return err
-	}
-	st, err := c.streamFor(op, s)
-	if err != nil {
-		return err
-	}
-	return c.call(op, func() (C.ncclResult_t, string) {
+	return c.enqueue(op, t, s, func(dt C.int, st C.CUstream) (C.ncclResult_t, string) {
 		var failed *C.char
 		r := C.kl_nccl_reduce_scatter_v(c.d.ctx, C.int(c.ranks), C.CUdeviceptr(send), &cs[0], C.CUdeviceptr(recv),
 			C.size_t(ncclTypes[t].bytes), dt, c.comm, st, (**C.char)(unsafe.Pointer(&failed)))
-		name := ""
-		if failed != nil {
-			name = C.GoString(failed)
-		}
-		return r, name
+		return r, goName(failed)
 	})
 }
 
