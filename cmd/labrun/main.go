@@ -137,7 +137,7 @@ func exitFor(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "labrun: %v\n", err)
 	var ue *lab.UsageError
 	var ul *lab.UnknownLabError
-	var me *lab.ManifestError
+	var me *lab.FileError
 	var ee *lab.EnvError
 	switch {
 	case errors.As(err, &ue), errors.As(err, &ul), errors.As(err, &me):

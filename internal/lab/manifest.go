@@ -275,14 +275,15 @@ func (m *Manifest) PortableKernels() []KernelBuild {
 	return out
 }
 
-// ManifestError is a problem in a lab.yaml, located by file and line.
-type ManifestError struct {
+// FileError is a problem in one of the course's files (a lab.yaml, a chapter's notes, course.yaml),
+// located by file and line.
+type FileError struct {
 	File string
 	Line int
 	Msg  string
 }
 
-func (e *ManifestError) Error() string {
+func (e *FileError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -385,7 +386,7 @@ var knownMetrics = map[string]bool{"tflops": true, "gbps": true, "us": true}
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*$`)
 
 func (m *Manifest) errAt(line int, format string, args ...any) error {
-	return &ManifestError{File: m.path, Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &FileError{File: m.path, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
 // keyLine is the line of a top-level key, or 1 (the top of the file) when the key is missing.

@@ -28,7 +28,7 @@ func TestParseManifestGood(t *testing.T) {
 	assert.False(t, s.Variant("lib").IsKernel())
 }
 
-func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
+func TestParseFileErrorsCarryFileAndLine(t *testing.T) {
 	tests := []struct {
 		name, body, want string
 		line             int
@@ -102,7 +102,7 @@ func TestParseManifestErrorsCarryFileAndLine(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
 			_, err := LoadManifest(dir)
 			require.Error(t, err)
-			var me *ManifestError
+			var me *FileError
 			require.ErrorAs(t, err, &me)
 			assert.Equal(t, path, me.File)
 			if tc.line > 0 {

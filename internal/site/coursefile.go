@@ -56,7 +56,7 @@ func parseCourseFile(data []byte) (*courseFile, error) {
 func decodeYAML(file string, data []byte, v any) error {
 	var all []error
 	for _, e := range strictyaml.Unmarshal(data, v) {
-		all = append(all, &lineError{File: file, Line: e.Line, Msg: e.Msg})
+		all = append(all, &lab.FileError{File: file, Line: e.Line, Msg: e.Msg})
 	}
 	return errors.Join(all...)
 }

@@ -18,6 +18,7 @@ import (
 	mdhtml "github.com/gomarkdown/markdown/html"
 	"github.com/gomarkdown/markdown/parser"
 
+	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/solution"
 )
 
@@ -63,22 +64,8 @@ type linkRef struct {
 	image bool
 }
 
-// lineError is an error located in a notes file.
-type lineError struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *lineError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
-
 func (d *notesDoc) errAt(line int, format string, args ...any) error {
-	return &lineError{File: d.Rel, Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &lab.FileError{File: d.Rel, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
 const extensions = (parser.CommonExtensions | parser.Footnotes) &^ parser.MathJax

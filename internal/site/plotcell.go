@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/plot"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -84,7 +85,7 @@ func (b *builder) plotCell(pc *pageCtx, c *cell, s *plotSpec) (string, error) {
 		case "timeline":
 			svg, perr = b.timelinePlot(L, sel, entries, s.Problems)
 		}
-		var le *lineError
+		var le *lab.FileError
 		if errors.As(perr, &le) {
 			return "", perr
 		}
