@@ -14,8 +14,9 @@ import (
 
 // prepareBLAS builds what cublasGemmGroupedBatchedEx takes: the groups bucketed by shape (one
 // cuBLAS "group" per distinct shape, with a count of problems) and, in device memory, the arrays
-// of A, B and C pointers in bucket order, one after the other. Empty groups are left out: there is nothing to compute.
-func (c *groupedCase) prepareBLAS() error {
+// of A, B and C pointers in bucket order, one after the other (uploaded through a, the case's
+// allocations). Empty groups are left out: there is nothing to compute.
+func (c *groupedCase) prepareBLAS(a *lab.Prep) {
 	var order []Shape
 	members := map[Shape][][3]gpu.Ptr{} // cuBLAS's A, B, C: our B, A, C
 	_ = c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error {
@@ -35,9 +36,7 @@ func (c *groupedCase) prepareBLAS() error {
 			}
 		}
 	}
-	var err error
-	c.dPtrs, err = lab.Upload(c.env, "cuBLAS's A, B and C pointers", slices.Concat(ptrs[0], ptrs[1], ptrs[2]))
-	return err
+	c.dPtrs = lab.PrepUpload(a, "cuBLAS's A, B and C pointers", slices.Concat(ptrs[0], ptrs[1], ptrs[2]))
 }
 
 // gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream.
