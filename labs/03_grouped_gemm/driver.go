@@ -321,7 +321,7 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 		if !c.lay.MoE {
 			return check.Fail("dense", "the dense GEMM needs groups that share N and K"), nil
 		}
-		s := Shape{M: c.lay.Rows(), N: c.shapes[0].N, K: c.shapes[0].K}
+		s := c.lay.Dense()
 		gc.group(product(s, 0, 0), out[:s.M*s.N], 0, fmt.Sprintf("the dense product X·W_0 (%s)", s), c.seed)
 	} else {
 		for g, s := range c.shapes {

@@ -78,6 +78,10 @@ func (l Layout) Rows() int {
 	return t
 }
 
+// Dense is the one GEMM of the same FLOPs as the groups (MoE form only, shared N and K): the
+// token matrix X (T×K) by one K×N matrix, W_0 — what the dense variant (LibDense) computes.
+func (l Layout) Dense() Shape { return Shape{M: l.Rows(), N: l.Shapes[0].N, K: l.Shapes[0].K} }
+
 // GroupDescBytes is the size of one kl_group (grouped_sched.cuh): three pointers, six ints.
 const GroupDescBytes = 48
 

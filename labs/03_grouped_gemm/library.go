@@ -69,7 +69,7 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 		if !c.lay.MoE {
 			return lab.Skip("%s is one GEMM of the token matrix X (T×K) by one K×N matrix: the groups must share N and K", v.Name)
 		}
-		return c.gemm(blas, Shape{M: c.lay.Rows(), N: c.shapes[0].N, K: c.shapes[0].K}, c.a, c.b, c.c)
+		return c.gemm(blas, c.lay.Dense(), c.a, c.b, c.c)
 	}
 	return fmt.Errorf("variant %s: unknown library %q (lab 03 knows %s, %s and %s)", v.Name, v.Library, LibLoop, LibGrouped, LibDense)
 }
