@@ -201,14 +201,8 @@ func parseCustom(m *Manifest, s *Suite, flags map[string]string) (Problem, error
 	for _, flag := range slices.Sorted(maps.Keys(flags)) {
 		v := flags[flag]
 		if flag == ParamFlag {
-			for _, kv := range strings.Split(v, ",") {
-				k, val, ok := strings.Cut(kv, "=")
-				if !ok {
-					return p, fmt.Errorf("--param %s: write key=value (e.g. beta0=1)", kv)
-				}
-				if err := set(flag, strings.TrimSpace(k), strings.TrimSpace(val)); err != nil {
-					return p, err
-				}
+			if err := EachParam(v, "beta0=1", func(k, val string) error { return set(flag, k, val) }); err != nil {
+				return p, err
 			}
 			continue
 		}
@@ -232,6 +226,22 @@ func parseCustom(m *Manifest, s *Suite, flags map[string]string) (Problem, error
 		}
 	}
 	return p, nil
+}
+
+// EachParam calls set with each KEY=VALUE of a --param value v (labrun joins the repeated flag
+// with commas), key and value trimmed; a pair without = is refused with a lab's own example pair.
+// parseCustom reads --param so, and so does a CustomParser (lab 03's).
+func EachParam(v, example string, set func(key, val string) error) error {
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--param %s: write key=value (e.g. %s)", kv, example)
+		}
+		if err := set(strings.TrimSpace(k), strings.TrimSpace(val)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // paramKeys lists the parameters the suite's built-in problems use.

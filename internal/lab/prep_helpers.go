@@ -67,6 +67,11 @@ func PrepOutput[T gpu.Elem](p *Prep, name string, n int, poison Poison) *gpu.Buf
 	return keep(p, func() (*gpu.Buffer[T], error) { return Output[T](p.Env, name, n, poison) })
 }
 
+// PrepScratch is Scratch through p.
+func PrepScratch[T gpu.Elem](p *Prep, name string, n int, poison Poison) *gpu.Buffer[T] {
+	return keep(p, func() (*gpu.Buffer[T], error) { return Scratch[T](p.Env, name, n, poison) })
+}
+
 // PrepUploadShared is UploadShared through p (every rank reaches it at the same point).
 func PrepUploadShared[T gpu.Elem](p *Prep, name string, host []T) *Shared[T] {
 	return keep(p, func() (*Shared[T], error) { return UploadShared(p.Env, name, host) })

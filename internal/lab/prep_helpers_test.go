@@ -14,8 +14,10 @@ func TestPrepKeepsTheFirstError(t *testing.T) {
 	p := NewPrep(env)
 	in := PrepUpload(p, "in", []float32{1, 2, 3})
 	out := PrepOutput[float32](p, "out", 3, PoisonNaN32)
+	scratch := PrepScratch[int32](p, "scratch", 2, PoisonBytes(0))
 	require.NoError(t, p.Err)
 	assert.Equal(t, 3, in.Len())
+	assert.Equal(t, 2, scratch.Len())
 	got, err := Done(p, out)
 	require.NoError(t, err)
 	assert.Same(t, out, got)
@@ -26,6 +28,7 @@ func TestPrepKeepsTheFirstError(t *testing.T) {
 	first := p.Err
 	assert.Nil(t, PrepUpload(p, "after", []float32{1}))
 	assert.Nil(t, PrepAlloc[uint16](p, "after", 4))
+	assert.Nil(t, PrepScratch[int32](p, "after", 2, PoisonBytes(0)))
 	assert.Zero(t, p.UploadAs("after", BF16, []float32{1}))
 	assert.Same(t, first, p.Err, "the first error stays")
 	assert.Len(t, env.arena().bufs, bufs, "nothing is allocated after an error")

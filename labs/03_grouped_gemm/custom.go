@@ -29,15 +29,7 @@ func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, erro
 		case "tokens":
 			err = parseTokens(p.Params, v)
 		case lab.ParamFlag:
-			for _, kv := range strings.Split(v, ",") {
-				k, val, ok := strings.Cut(kv, "=")
-				if !ok {
-					return p, fmt.Errorf("--param %s: write key=value (e.g. empty=4)", kv)
-				}
-				if err = setInt(p.Params, strings.TrimSpace(k), strings.TrimSpace(val)); err != nil {
-					break
-				}
-			}
+			err = lab.EachParam(v, "empty=4", func(k, val string) error { return setInt(p.Params, k, val) })
 		default:
 			return p, &lab.NotApplicable{Reason: fmt.Sprintf("takes --experts, --tokens, --n, --k and --param, not --%s", name)}
 		}

@@ -116,7 +116,7 @@ func suiteMax(s *lab.Suite, param string) int64 {
 
 func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool, maxSplit int) (*groupedCase, error) {
 	in := prec.Bytes()
-	lay := NewLayout(shapes, in, in)
+	lay := NewLayout(shapes, in)
 	wsLen, items := 0, 0 // the decode kernel's (MoE form only): split-K partials, one counter per item
 	if lay.MoE && maxSplit > 0 {
 		wsLen, items = max(maxSplit*lay.Rows()*shapes[0].N, 1), max(lay.Rows()*lab.CeilDiv(shapes[0].N, decodeCols), 1)
@@ -131,58 +131,34 @@ func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool, maxS
 	matref.FillHash(c.hB, env.RNG.Uint64())
 
 	// A bf16 suite's inputs are rounded in place: the reference multiplies what the device has.
-	var err error
-	if c.a, err = lab.UploadAs(env, "A", prec, c.hA); err != nil {
-		return nil, err
-	}
-	if c.b, err = lab.UploadAs(env, "B", prec, c.hB); err != nil {
-		return nil, err
-	}
+	a := lab.NewPrep(env)
+	c.a, c.b = a.UploadAs("A", prec, c.hA), a.UploadAs("B", prec, c.hB)
 	// C, the groups and the canaries around them, is poisoned with NaN (0xFF bytes, in fp32 and bf16).
 	if prec == lab.BF16 {
-		if c.dC16, err = lab.Output[uint16](env, "C", int(lay.CLen), lab.PoisonNaN); err == nil {
+		if c.dC16 = lab.PrepOutput[uint16](a, "C", int(lay.CLen), lab.PoisonNaN); c.dC16 != nil {
 			c.c = c.dC16.DevicePtr()
 		}
-	} else if c.dC32, err = lab.Output[float32](env, "C", int(lay.CLen), lab.PoisonNaN); err == nil {
+	} else if c.dC32 = lab.PrepOutput[float32](a, "C", int(lay.CLen), lab.PoisonNaN); c.dC32 != nil {
 		c.c = c.dC32.DevicePtr()
 	}
-	if err != nil {
-		return nil, err
-	}
 	order := append(NaturalOrder(len(shapes)), LongestFirst(shapes)...)
-	if c.dGroups, err = lab.Upload(env, "the group descriptors", lay.EncodeGroups(order, uint64(c.a), uint64(c.b), uint64(c.c), in, in)); err != nil {
-		return nil, err
-	}
+	c.dGroups = lab.PrepUpload(a, "the group descriptors", lay.EncodeGroups(order, uint64(c.a), uint64(c.b), uint64(c.c), in))
 	if lay.MoE {
-		if c.dOffs, err = lab.Upload(env, "the row offsets", lay.Offsets); err != nil {
-			return nil, err
-		}
+		c.dOffs = lab.PrepUpload(a, "the row offsets", lay.Offsets)
 	}
 	if gather && lay.MoE && prec == lab.FP32 {
 		xtok, rows := c.gatherInputs(env.RNG)
-		if c.dXTok32, err = lab.Upload(env, "the token matrix", xtok); err != nil {
-			return nil, err
-		}
-		if c.dRows, err = lab.Upload(env, "the routing's row list", rows); err != nil {
-			return nil, err
-		}
+		c.dXTok32 = lab.PrepUpload(a, "the token matrix", xtok)
+		c.dRows = lab.PrepUpload(a, "the routing's row list", rows)
 	}
-	if c.dCounters, err = lab.Scratch[int32](env, "the tile counters", 2, lab.PoisonBytes(0)); err != nil {
-		return nil, err
-	}
+	c.dCounters = lab.PrepScratch[int32](a, "the tile counters", 2, lab.PoisonBytes(0))
 	if wsLen > 0 { // NaN partials: a sum over a slot that no unit wrote shows in the output
-		if c.dWS, err = lab.Scratch[float32](env, "the split-K workspace", wsLen, lab.PoisonNaN); err != nil {
-			return nil, err
-		}
-		if c.dItems, err = lab.Scratch[int32](env, "the split-K counters", items, lab.PoisonBytes(0)); err != nil {
-			return nil, err
-		}
+		c.dWS = lab.PrepScratch[float32](a, "the split-K workspace", wsLen, lab.PoisonNaN)
+		c.dItems = lab.PrepScratch[int32](a, "the split-K counters", items, lab.PoisonBytes(0))
 		c.maxSplit = maxSplit
 	}
-	if err := c.prepareBLAS(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.prepareBLAS(a)
+	return lab.Done(a, c)
 }
 
 // eachGroup calls fn for every non-empty group with the device addresses of its matrices, as a
@@ -308,15 +284,14 @@ func (c *groupedCase) gatherInputs(rng *rand.Rand) ([]float32, []int32) {
 // 64 × bm) and the stack of weights W (E×K×N as the 3-D tensor (N, K, E), boxes of 64 columns ×
 // 64 rows of k × 1 expert), bf16, 128-byte swizzle.
 func (c *groupedCase) tensorMaps(v *lab.Variant, bm int) (mx, mw gpu.RawArg, err error) {
-	t, n, k, e := uint64(max(c.lay.Rows(), 1)), uint64(c.shapes[0].N), uint64(c.shapes[0].K), uint64(len(c.shapes))
+	n, k, e := uint64(c.shapes[0].N), uint64(c.shapes[0].K), uint64(len(c.shapes))
 	if n%8 != 0 || k%8 != 0 {
 		return mx, mw, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: N and K must be multiples of 8 (this problem has N=%d, K=%d)", v.Name, n, k)
 	}
 	if c.prec != lab.BF16 {
 		return mx, mw, fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", v.Name, c.prec)
 	}
-	if mx, err = lab.TensorMap(c.env, "X", gpu.TensorMapDesc{DataType: gpu.BF16, Global: c.a, Dims: []uint64{k, t},
-		Strides: []uint64{k * 2}, Box: []uint32{64, uint32(bm)}, Swizzle: 128, L2Promotion: 256}); err != nil {
+	if mx, err = lab.TensorMap(c.env, "X", lab.BF16Tiles(c.a, max(c.lay.Rows(), 1), c.shapes[0].K, bm, 64)); err != nil {
 		return mx, mw, err
 	}
 	mw, err = lab.TensorMap(c.env, "W", gpu.TensorMapDesc{DataType: gpu.BF16, Global: c.b, Dims: []uint64{n, k, e},
@@ -346,7 +321,7 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 		if !c.lay.MoE {
 			return check.Fail("dense", "the dense GEMM needs groups that share N and K"), nil
 		}
-		s := Shape{M: c.lay.Rows(), N: c.shapes[0].N, K: c.shapes[0].K}
+		s := c.lay.Dense()
 		gc.group(product(s, 0, 0), out[:s.M*s.N], 0, fmt.Sprintf("the dense product X·W_0 (%s)", s), c.seed)
 	} else {
 		for g, s := range c.shapes {

@@ -35,25 +35,26 @@ const (
 	canaryBytes = 256
 )
 
-// NewLayout lays out the groups for inputs of inBytes and outputs of outBytes per element.
-func NewLayout(shapes []Shape, inBytes, outBytes int) Layout {
+// NewLayout lays out the groups for elements of elemBytes (A, B and C are all in the suite's
+// precision).
+func NewLayout(shapes []Shape, elemBytes int) Layout {
 	n := len(shapes)
 	l := Layout{Shapes: shapes, MoE: SharedNK(shapes), A: make([]int64, n), B: make([]int64, n), C: make([]int64, n)}
 	// A MoE layer's matrices lie back to back; other groups' are aligned, with a gap after each C.
-	align, gap := func(x int64, elem int) int64 { return x }, int64(0)
+	align, gap := func(x int64) int64 { return x }, int64(0)
 	if !l.MoE {
-		align = func(x int64, elem int) int64 {
-			a := int64(alignBytes / elem)
+		align = func(x int64) int64 {
+			a := int64(alignBytes / elemBytes)
 			return (x + a - 1) / a * a
 		}
-		gap = int64(gapBytes / outBytes)
+		gap = int64(gapBytes / elemBytes)
 	}
 	var a, b, c, end int64 // end: where the previous group's C ends
 	if l.MoE {
 		l.Offsets = []int32{0}
 	}
 	for i, s := range shapes {
-		l.A[i], l.B[i], l.C[i] = align(a, inBytes), align(b, inBytes), align(c, outBytes)
+		l.A[i], l.B[i], l.C[i] = align(a), align(b), align(c)
 		if l.C[i] > end { // the canaries are everything of C outside the groups (which lie in order)
 			l.Canaries = append(l.Canaries, [2]int64{end, l.C[i]})
 		}
@@ -63,7 +64,7 @@ func NewLayout(shapes []Shape, inBytes, outBytes int) Layout {
 			l.Offsets = append(l.Offsets, l.Offsets[i]+int32(s.M))
 		}
 	}
-	l.ALen, l.BLen, l.CLen = a, b, align(c, outBytes)+int64(canaryBytes/outBytes)
+	l.ALen, l.BLen, l.CLen = a, b, align(c)+int64(canaryBytes/elemBytes)
 	l.Canaries = append(l.Canaries, [2]int64{end, l.CLen})
 	return l
 }
@@ -77,19 +78,23 @@ func (l Layout) Rows() int {
 	return t
 }
 
+// Dense is the one GEMM of the same FLOPs as the groups (MoE form only, shared N and K): the
+// token matrix X (T×K) by one K×N matrix, W_0 — what the dense variant (LibDense) computes.
+func (l Layout) Dense() Shape { return Shape{M: l.Rows(), N: l.Shapes[0].N, K: l.Shapes[0].K} }
+
 // GroupDescBytes is the size of one kl_group (grouped_sched.cuh): three pointers, six ints.
 const GroupDescBytes = 48
 
 // EncodeGroups writes the kl_group array of the groups in the given order, with the arenas at
-// bases aBase, bBase, cBase (device addresses) and elements of inBytes and outBytes: per group
-// the three pointers, then the six int32 M, N, K, lda, ldb, ldc, two to a little-endian word.
-func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, inBytes, outBytes int) []uint64 {
+// bases aBase, bBase, cBase (device addresses) and elements of elemBytes: per group the three
+// pointers, then the six int32 M, N, K, lda, ldb, ldc, two to a little-endian word.
+func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, elemBytes int) []uint64 {
 	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
-	out := make([]uint64, 0, len(order)*GroupDescBytes/8)
+	out, e := make([]uint64, 0, len(order)*GroupDescBytes/8), uint64(elemBytes)
 	for _, g := range order {
 		s := l.Shapes[g]
-		out = append(out, aBase+uint64(l.A[g])*uint64(inBytes), bBase+uint64(l.B[g])*uint64(inBytes),
-			cBase+uint64(l.C[g])*uint64(outBytes), pair(s.M, s.N), pair(s.K, s.K), pair(s.N, s.N))
+		out = append(out, aBase+uint64(l.A[g])*e, bBase+uint64(l.B[g])*e, cBase+uint64(l.C[g])*e,
+			pair(s.M, s.N), pair(s.K, s.K), pair(s.N, s.N))
 	}
 	return out
 }

@@ -14,8 +14,9 @@ import (
 
 // prepareBLAS builds what cublasGemmGroupedBatchedEx takes: the groups bucketed by shape (one
 // cuBLAS "group" per distinct shape, with a count of problems) and, in device memory, the arrays
-// of A, B and C pointers in bucket order, one after the other. Empty groups are left out: there is nothing to compute.
-func (c *groupedCase) prepareBLAS() error {
+// of A, B and C pointers in bucket order, one after the other (uploaded through a, the case's
+// allocations). Empty groups are left out: there is nothing to compute.
+func (c *groupedCase) prepareBLAS(a *lab.Prep) {
 	var order []Shape
 	members := map[Shape][][3]gpu.Ptr{} // cuBLAS's A, B, C: our B, A, C
 	_ = c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error {
@@ -35,9 +36,7 @@ func (c *groupedCase) prepareBLAS() error {
 			}
 		}
 	}
-	var err error
-	c.dPtrs, err = lab.Upload(c.env, "cuBLAS's A, B and C pointers", slices.Concat(ptrs[0], ptrs[1], ptrs[2]))
-	return err
+	c.dPtrs = lab.PrepUpload(a, "cuBLAS's A, B and C pointers", slices.Concat(ptrs[0], ptrs[1], ptrs[2]))
 }
 
 // gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream.
@@ -70,7 +69,7 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 		if !c.lay.MoE {
 			return lab.Skip("%s is one GEMM of the token matrix X (T×K) by one K×N matrix: the groups must share N and K", v.Name)
 		}
-		return c.gemm(blas, Shape{M: c.lay.Rows(), N: c.shapes[0].N, K: c.shapes[0].K}, c.a, c.b, c.c)
+		return c.gemm(blas, c.lay.Dense(), c.a, c.b, c.c)
 	}
 	return fmt.Errorf("variant %s: unknown library %q (lab 03 knows %s, %s and %s)", v.Name, v.Library, LibLoop, LibGrouped, LibDense)
 }

@@ -113,7 +113,7 @@ func TestManifestProblems(t *testing.T) {
 
 func TestLayoutMoE(t *testing.T) {
 	shapes := []Shape{{3, 8, 4}, {0, 8, 4}, {5, 8, 4}}
-	l := NewLayout(shapes, 2, 2)
+	l := NewLayout(shapes, 2)
 	require.True(t, l.MoE)
 	assert.Equal(t, []int32{0, 3, 3, 8}, l.Offsets)
 	assert.Equal(t, []int64{0, 12, 12}, l.A, "rows of X one after the other")
@@ -128,7 +128,7 @@ func TestLayoutMoE(t *testing.T) {
 
 func TestLayoutGeneral(t *testing.T) {
 	shapes := []Shape{{3, 5, 7}, {0, 16, 16}, {1, 1, 1}, {17, 33, 65}}
-	l := NewLayout(shapes, 4, 4)
+	l := NewLayout(shapes, 4)
 	require.False(t, l.MoE)
 	owned := make([]int, l.CLen) // how many groups own each element of C
 	for g, s := range shapes {
@@ -158,8 +158,8 @@ func TestLayoutGeneral(t *testing.T) {
 
 func TestEncodeGroups(t *testing.T) {
 	shapes := []Shape{{3, 5, 7}, {2, 4, 6}}
-	l := NewLayout(shapes, 2, 2)
-	words := l.EncodeGroups([]int{1, 0}, 0x1000, 0x2000, 0x3000, 2, 2)
+	l := NewLayout(shapes, 2)
+	words := l.EncodeGroups([]int{1, 0}, 0x1000, 0x2000, 0x3000, 2)
 	require.Len(t, words, 2*GroupDescBytes/8)
 	b := make([]byte, 0, 2*GroupDescBytes)
 	for _, w := range words {
