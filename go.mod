@@ -11,6 +11,7 @@ require (
 	github.com/gofrs/flock v0.13.2
 	github.com/gomarkdown/markdown v0.0.0-20261107153045-a51d70be185e
 	github.com/landlock-lsm/go-landlock v0.11.2
+	github.com/spf13/pflag v1.1.0
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.50.0
@@ -26,7 +27,6 @@ require (
 	github.com/dlclark/regexp2/v2 v2.2.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.41.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
