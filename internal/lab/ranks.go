@@ -248,28 +248,29 @@ func (w *worker) agreeErr(tag string, err error) error {
 	if aerr != nil {
 		return aerr
 	}
-	// A rank whose kernel faulted stops signalling, and the ranks waiting for it in a device
-	// barrier run out of time: the fault is the cause, so a time-out is the answer only when no
-	// rank failed otherwise.
+	r := causeOf(all)
+	switch {
+	case r < 0:
+		return nil
+	case r == w.rk.world.Rank:
+		return err
+	case all[r].Skip:
+		return Skip("%s", all[r].Err)
+	}
+	return fmt.Errorf("rank %d: %s", r, all[r].Err)
+}
+
+// causeOf is the rank whose error the ranks agree on (-1 when none failed): the first that
+// failed, but a rank whose kernel faulted stops signalling, and the ranks waiting for it in a
+// device barrier run out of time, so a time-out is the answer only when no rank failed otherwise.
+func causeOf(all []rankMsg) int {
 	cause := -1
 	for r, x := range all {
 		if x.Err != "" && (cause < 0 || timedOut(all[cause].Err) && !timedOut(x.Err)) {
 			cause = r
 		}
 	}
-	for r, x := range all {
-		if r != cause {
-			continue
-		}
-		if r == w.rk.world.Rank {
-			return err
-		}
-		if x.Skip {
-			return Skip("%s", x.Err)
-		}
-		return fmt.Errorf("rank %d: %s", r, x.Err)
-	}
-	return nil
+	return cause
 }
 
 // timedOut reports whether an error is a kernel's running past the device's time limit (the

@@ -188,3 +188,15 @@ func TestRankDeclaration(t *testing.T) {
 	env := withoutEnv([]string{"A=1", "RANK=3"}, "RANK")
 	assert.Equal(t, []string{"A=1"}, env)
 }
+
+// The ranks agree on the first rank's error, except that a time-out (a rank waiting in a device
+// barrier for one whose kernel faulted) gives way to any other failure.
+func TestCauseOfPrefersAFaultToTheTimeOutsItCaused(t *testing.T) {
+	timeout := "emu: kernel kl_rank_barrier failed: EMU_TIMEOUT (…)"
+	fault := "emu: kernel ex2 failed: EMU_MISALIGNED_ADDRESS (…)"
+	assert.Equal(t, -1, causeOf([]rankMsg{{}, {}}))
+	assert.Equal(t, 1, causeOf([]rankMsg{{}, {Err: "wrong"}, {Err: "also wrong"}}))
+	assert.Equal(t, 1, causeOf([]rankMsg{{Err: timeout}, {Err: fault}, {Err: timeout}}))
+	assert.Equal(t, 0, causeOf([]rankMsg{{Err: timeout}, {}, {Err: timeout}}), "only time-outs: the first")
+	assert.Equal(t, 0, causeOf([]rankMsg{{Err: fault}, {Err: timeout}}))
+}
