@@ -31,6 +31,7 @@ var runtimeRules = []struct {
 	{regexp.MustCompile(`NCCL runs on NVIDIA GPUs only`), "NCCL 只在 NVIDIA GPU 上运行"},
 	{regexp.MustCompile(`NCCL's device API \(nccl_device\.h\) has no emulator form`), "NCCL 的设备端 API（nccl_device.h）在模拟器上没有对应形式"},
 	{regexp.MustCompile(`^(\S+) \(kernel (\d+)\) takes blocks of equal size; this problem's differ$`), "$1（核函数 $2）只接受大小相同的块；这个问题的块大小各不相同"},
+	{regexp.MustCompile(`^kernel (\d+) takes shards of equal size; this problem's differ$`), "核函数 $1 只接受大小相同的分片；这个问题的分片大小各不相同"},
 	{regexp.MustCompile(`a kernel on NCCL's device API \(nccl_device\.h\), which has no emulator form`),
 		"基于 NCCL 设备端 API（nccl_device.h）的核函数，模拟器上没有对应形式"},
 	{regexp.MustCompile(`cuBLAS is GPU-only`), "cuBLAS 只在 GPU 上运行"},
