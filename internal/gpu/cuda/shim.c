@@ -1065,20 +1065,31 @@ ncclResult_t kl_nccl_rank_collective(CUcontext ctx, int op, CUdeviceptr send, CU
     }
 }
 
-ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
-                                 const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,
-                                 const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
-                                 CUstream s, const char **failed) {
-    CUresult cr = cu.cuCtxSetCurrent(ctx);
-    if (cr != 0) {
+// group_open makes ctx current and opens an NCCL group; group_close closes it, returning the
+// first failure of the calls queued in it (first) before the group's own.
+static ncclResult_t group_open(CUcontext ctx, const char **failed) {
+    if (cu.cuCtxSetCurrent(ctx) != 0) {
         *failed = "cuCtxSetCurrent";
         return 1;
     }
     ncclResult_t r = nc.group_start();
-    if (r != 0) {
-        *failed = "ncclGroupStart";
-        return r;
-    }
+    if (r != 0) *failed = "ncclGroupStart";
+    return r;
+}
+
+static ncclResult_t group_close(ncclResult_t first, const char **failed) {
+    ncclResult_t r = nc.group_end();
+    if (first != 0) return first;
+    if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
+    return r;
+}
+
+ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const size_t *send_counts,
+                                 const size_t *send_offsets, CUdeviceptr recv, const size_t *recv_counts,
+                                 const size_t *recv_offsets, size_t elem_bytes, int dtype, ncclComm_t comm,
+                                 CUstream s, const char **failed) {
+    ncclResult_t r = group_open(ctx, failed);
+    if (r != 0) return r;
     ncclResult_t first = 0;
     for (int j = 0; j < n && first == 0; j++) {
         if (send_counts[j] > 0) {
@@ -1092,25 +1103,14 @@ ncclResult_t kl_nccl_all_to_allv(CUcontext ctx, int n, CUdeviceptr send, const s
             if (first) *failed = "ncclRecv";
         }
     }
-    r = nc.group_end();
-    if (first != 0) return first;
-    if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
-    return r;
+    return group_close(first, failed);
 }
 
 ncclResult_t kl_nccl_reduce_scatter_v(CUcontext ctx, int n, CUdeviceptr send, const size_t *counts, CUdeviceptr recv,
                                       size_t elem_bytes, int dtype, ncclComm_t comm, CUstream s,
                                       const char **failed) {
-    CUresult cr = cu.cuCtxSetCurrent(ctx);
-    if (cr != 0) {
-        *failed = "cuCtxSetCurrent";
-        return 1;
-    }
-    ncclResult_t r = nc.group_start();
-    if (r != 0) {
-        *failed = "ncclGroupStart";
-        return r;
-    }
+    ncclResult_t r = group_open(ctx, failed);
+    if (r != 0) return r;
     ncclResult_t first = 0;
     size_t offset = 0;
     for (int j = 0; j < n && first == 0; offset += counts[j], j++) {
@@ -1120,10 +1120,7 @@ ncclResult_t kl_nccl_reduce_scatter_v(CUcontext ctx, int n, CUdeviceptr send, co
                           dtype, KL_NCCL_SUM, j, comm, s);
         if (first) *failed = "ncclReduce";
     }
-    r = nc.group_end();
-    if (first != 0) return first;
-    if (r != 0 && r != KL_NCCL_IN_PROGRESS) *failed = "ncclGroupEnd";
-    return r;
+    return group_close(first, failed);
 }
 
 // ---- NCCL: symmetric memory and the device API (nccl_symmetric.go) ----
