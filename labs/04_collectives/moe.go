@@ -88,7 +88,8 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 // rowsOf lists what rank d receives, in the receive buffer's order.
 func (m *moeRouting) rowsOf(d int) []moeRow {
 	var rows []moeRow
-	for e := d * m.perRank(); e < min(m.experts, (d+1)*m.perRank()); e++ {
+	lo, hi := m.expertsOn(d)
+	for e := lo; e < hi; e++ {
 		for src := range m.n {
 			for i, ex := range m.topk[src] {
 				if int(ex) == e {
@@ -101,7 +102,12 @@ func (m *moeRouting) rowsOf(d int) []moeRow {
 }
 
 // perRank is ⌈experts / n⌉: expert e lives on rank e / perRank.
-func (m *moeRouting) perRank() int { return (m.experts + m.n - 1) / m.n }
+func (m *moeRouting) perRank() int { return lab.CeilDiv(m.experts, m.n) }
+
+// expertsOn are rank r's experts, [lo, hi): empty on the last ranks when n does not divide experts.
+func (m *moeRouting) expertsOn(r int) (lo, hi int) {
+	return min(m.experts, r*m.perRank()), min(m.experts, (r+1)*m.perRank())
+}
 
 // sendList is kernel 15's list of rank src: its (token, slot) pairs as t·k + j, by expert, then token.
 func (m *moeRouting) sendList(src int) []int32 {
@@ -170,10 +176,6 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
 	a := lab.NewPrep(env)
 	a.Need(2 * int64(R+T*k+T) * int64(H))
-	meta := make([]int32, 0, max(1, R)*moeMetaWords)
-	for _, r := range c.rows {
-		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
-	}
 	if !c.combine {
 		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.rank])
 		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.rank])
@@ -181,17 +183,26 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		c.sendlist = lab.PrepSharedScratch[int32](a, "send list", T*k, lab.PoisonBytes(0xFF))
 		c.recv = lab.PrepOutput[uint16](a, "received rows", max(1, R)*H, lab.PoisonNaN)
 		c.meta = lab.PrepOutput[int32](a, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF))
-		a.Signals() // the device barrier's, zeroed before any run
-		return lab.Done[lab.Case](a, c)
+	} else {
+		c.prepareCombine(a)
 	}
-	// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
-	// dispatch suite checks), and the reference is the weighted sum of their outputs.
-	ys := make([]float32, 0, max(1, R)*H)
+	a.Signals() // the device barrier's, zeroed before any run
+	return lab.Done[lab.Case](a, c)
+}
+
+// prepareCombine uploads the combine's inputs and computes its reference: the experts have run on
+// the dispatch's rows (the host's own layout, which the dispatch suite checks), and the reference
+// is the weighted sum of their outputs.
+func (c *moeCase) prepareCombine(a *lab.Prep) {
+	m := c.m
+	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
+	ys, meta := make([]float32, 0, max(1, R)*H), make([]int32, 0, max(1, R)*moeMetaWords)
 	for _, r := range c.rows {
 		ys = append(ys, m.expertOut(r)...)
+		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
 	}
-	c.recv = lab.PrepUpload(a, "expert outputs", append(matref.RoundBF16(ys), make([]uint16, max(0, 1-R)*H)...))
-	c.meta = lab.PrepUpload(a, "metadata", append(meta, make([]int32, max(0, 1-R)*moeMetaWords)...))
+	c.recv = lab.PrepUpload(a, "expert outputs", orOne(matref.RoundBF16(ys), H))
+	c.meta = lab.PrepUpload(a, "metadata", orOne(meta, moeMetaWords))
 	c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
 	c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
 	c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
@@ -212,8 +223,6 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	}
 	// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
 	c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
-	a.Signals() // the device barrier's, zeroed before any run
-	return lab.Done[lab.Case](a, c)
 }
 
 // Run: dispatch is kernel 15 (counts), a device barrier, kernel 16 (the pull); combine is kernel
@@ -359,12 +368,13 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 		return func() error { return c.blocks.AllToAllV(comm, c.rank, unit, back, send, recv, t, st) }
 	}
 	if !c.combine {
-		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns lj.
+		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns hiJ−loJ.
 		var sc, so, rc, ro []int
+		lo, hi := m.expertsOn(c.rank)
 		for j := range m.n {
-			lj := max(0, min(m.experts, (j+1)*P)-j*P)
-			sc, so = append(sc, lj), append(so, j*P)
-			rc, ro = append(rc, max(0, min(m.experts, (c.rank+1)*P)-c.rank*P)), append(ro, j*P)
+			loJ, hiJ := m.expertsOn(j)
+			sc, so = append(sc, hiJ-loJ), append(so, j*P)
+			rc, ro = append(rc, hi-lo), append(ro, j*P)
 		}
 		counts := func() error {
 			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
