@@ -133,9 +133,12 @@ func (m *moeRouting) rowBlocks() Blocks {
 	return b
 }
 
+// expertOf is the expert that row r is routed to.
+func (m *moeRouting) expertOf(r moeRow) int { return int(m.topk[r.src][r.token*m.k+r.slot]) }
+
 // expertOut is the expert's output for row r: bf16(scale_e · x), as the combine's input.
 func (m *moeRouting) expertOut(r moeRow) []float32 {
-	e := m.topk[r.src][r.token*m.k+r.slot]
+	e := m.expertOf(r)
 	y := make([]float32, m.hidden)
 	for c, v := range m.x[r.src][r.token*m.hidden : (r.token+1)*m.hidden] {
 		y[c] = m.scale[e] * v
@@ -406,13 +409,9 @@ func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
 		b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
 		return lab.Done(a, b)
 	}
-	counts := make([]int32, m.n*P)
-	for src := range m.n {
-		for _, e := range m.topk[src] {
-			if int(e)/P == c.rank {
-				counts[src*P+int(e)-c.rank*P]++
-			}
-		}
+	counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
+	for _, r := range c.rows {
+		counts[r.src*P+m.expertOf(r)-c.rank*P]++
 	}
 	b.counts = lab.PrepUpload(a, "layout counts", counts)
 	b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
