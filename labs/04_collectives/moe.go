@@ -133,6 +133,11 @@ func (m *moeRouting) rowBlocks() Blocks {
 	return b
 }
 
+// row is row r's hidden state, as its source holds it (bf16 values).
+func (m *moeRouting) row(r moeRow) []float32 {
+	return m.x[r.src][r.token*m.hidden : (r.token+1)*m.hidden]
+}
+
 // expertOf is the expert that row r is routed to.
 func (m *moeRouting) expertOf(r moeRow) int { return int(m.topk[r.src][r.token*m.k+r.slot]) }
 
@@ -140,7 +145,7 @@ func (m *moeRouting) expertOf(r moeRow) int { return int(m.topk[r.src][r.token*m
 func (m *moeRouting) expertOut(r moeRow) []float32 {
 	e := m.expertOf(r)
 	y := make([]float32, m.hidden)
-	for c, v := range m.x[r.src][r.token*m.hidden : (r.token+1)*m.hidden] {
+	for c, v := range m.row(r) {
 		y[c] = m.scale[e] * v
 	}
 	matref.RoundBF16(y)
@@ -319,7 +324,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 	got := append(rows[:R*H:R*H], make([]float32, 0, R*moeMetaWords)...)
 	ref := make([]float64, 0, R*(H+moeMetaWords))
 	for _, r := range c.rows {
-		ref = appendWide(ref, c.m.x[r.src][r.token*H:(r.token+1)*H])
+		ref = appendWide(ref, c.m.row(r))
 	}
 	for i, r := range c.rows {
 		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
