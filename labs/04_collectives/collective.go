@@ -199,8 +199,7 @@ func inOrder(steps ...func() error) error {
 	return nil
 }
 
-// orOne is xs, or unit zeros where xs is empty: the contents of a buffer that gets one element (or
-// row of unit elements) when it would be empty.
+// orOne is xs, or unit zeros where xs is empty: a buffer that would be empty gets one element (row).
 func orOne[T any](xs []T, unit int) []T {
 	if len(xs) == 0 {
 		return make([]T, unit)

@@ -134,9 +134,7 @@ func (m *moeRouting) rowBlocks() Blocks {
 }
 
 // row is row r's hidden state, as its source holds it (bf16 values).
-func (m *moeRouting) row(r moeRow) []float32 {
-	return m.x[r.src][r.token*m.hidden : (r.token+1)*m.hidden]
-}
+func (m *moeRouting) row(r moeRow) []float32 { return m.x[r.src][r.token*m.hidden:][:m.hidden] }
 
 // expertOf is the expert that row r is routed to.
 func (m *moeRouting) expertOf(r moeRow) int { return int(m.topk[r.src][r.token*m.k+r.slot]) }
@@ -192,45 +190,38 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		c.recv = lab.PrepOutput[uint16](a, "received rows", max(1, R)*H, lab.PoisonNaN)
 		c.meta = lab.PrepOutput[int32](a, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF))
 	} else {
-		c.prepareCombine(a)
+		// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
+		// dispatch suite checks), and the reference is the weighted sum of their outputs.
+		ys, meta := make([]float32, 0, max(1, R)*H), make([]int32, 0, max(1, R)*moeMetaWords)
+		for _, r := range c.rows {
+			ys = append(ys, m.expertOut(r)...)
+			meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
+		}
+		c.recv = lab.PrepUpload(a, "expert outputs", orOne(matref.RoundBF16(ys), H))
+		c.meta = lab.PrepUpload(a, "metadata", orOne(meta, moeMetaWords))
+		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
+		c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
+		c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
+		c.ref = make([]float64, T*H)
+		abs := make([]float64, T*H)
+		for t := range T {
+			for j := range k {
+				g := float64(m.weights[c.rank][t*k+j])
+				for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
+					c.ref[t*H+i] += g * float64(y)
+					abs[t*H+i] += math.Abs(g * float64(y))
+				}
+			}
+		}
+		absMax, refMax := 0.0, 0.0
+		for i, a := range abs {
+			absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
+		}
+		// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
+		c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
 	}
 	a.Signals() // the device barrier's, zeroed before any run
 	return lab.Done[lab.Case](a, c)
-}
-
-// prepareCombine uploads the combine's inputs and computes its reference: the experts have run on
-// the dispatch's rows (the host's own layout, which the dispatch suite checks), and the reference
-// is the weighted sum of their outputs.
-func (c *moeCase) prepareCombine(a *lab.Prep) {
-	m := c.m
-	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
-	ys, meta := make([]float32, 0, max(1, R)*H), make([]int32, 0, max(1, R)*moeMetaWords)
-	for _, r := range c.rows {
-		ys = append(ys, m.expertOut(r)...)
-		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
-	}
-	c.recv = lab.PrepUpload(a, "expert outputs", orOne(matref.RoundBF16(ys), H))
-	c.meta = lab.PrepUpload(a, "metadata", orOne(meta, moeMetaWords))
-	c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
-	c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
-	c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
-	c.ref = make([]float64, T*H)
-	abs := make([]float64, T*H)
-	for t := range T {
-		for j := range k {
-			g := float64(m.weights[c.rank][t*k+j])
-			for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
-				c.ref[t*H+i] += g * float64(y)
-				abs[t*H+i] += math.Abs(g * float64(y))
-			}
-		}
-	}
-	absMax, refMax := 0.0, 0.0
-	for i, a := range abs {
-		absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
-	}
-	// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
-	c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
 }
 
 // Run: dispatch is kernel 15 (counts), a device barrier, kernel 16 (the pull); combine is kernel
