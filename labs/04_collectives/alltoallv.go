@@ -130,13 +130,7 @@ func (b Blocks) column(dst int) []int {
 }
 
 // Total is the number of elements that change hands, all ranks together.
-func (b Blocks) Total() int {
-	t := 0
-	for r := range b {
-		t += b.Sent(r)
-	}
-	return t
-}
+func (b Blocks) Total() int { return sum(slices.Concat(b...)) }
 
 func sum(xs []int) (t int) {
 	for _, x := range xs {
