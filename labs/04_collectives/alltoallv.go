@@ -130,13 +130,7 @@ func (b Blocks) column(dst int) []int {
 }
 
 // Total is the number of elements that change hands, all ranks together.
-func (b Blocks) Total() int {
-	t := 0
-	for r := range b {
-		t += b.Sent(r)
-	}
-	return t
-}
+func (b Blocks) Total() int { return sum(slices.Concat(b...)) }
 
 func sum(xs []int) (t int) {
 	for _, x := range xs {
@@ -146,16 +140,7 @@ func sum(xs []int) (t int) {
 }
 
 // Equal reports whether every block has the same size (kernel 06's layout).
-func (b Blocks) Equal() bool {
-	for s := range b {
-		for d := range b[s] {
-			if b[s][d] != b[0][0] {
-				return false
-			}
-		}
-	}
-	return true
-}
+func (b Blocks) Equal() bool { return allEqual(slices.Concat(b...)) }
 
 // Row is rank r's row of sizes as the kernels read it (int32).
 func (b Blocks) Row(r int) []int32 {
@@ -213,10 +198,11 @@ func WorkOfRSV(shards []int, size int) lab.Work {
 	return lab.Work{Bytes: float64(size) * float64(sum(shards)) * BusFactor(ReduceScatterV, len(shards))}
 }
 
-// equalShards reports whether every shard has the same size (kernel 13's layout).
-func equalShards(shards []int) bool {
-	for _, s := range shards {
-		if s != shards[0] {
+// allEqual reports whether every size is the same: every shard (kernel 13's layout), every block
+// (kernel 06's).
+func allEqual(sizes []int) bool {
+	for _, s := range sizes {
+		if s != sizes[0] {
 			return false
 		}
 	}

@@ -176,7 +176,7 @@ func fillInputs[T elem](x []float32, seed uint64) []T {
 // thread for every vec of them (ParamVec).
 func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	if v := int(params[ParamVec]); v > 1 {
-		work = (work + v - 1) / v
+		work = lab.CeilDiv(work, v)
 	}
 	threads = int(cmp.Or(max(params[ParamThreads], 0), 256))
 	return gpu.GridFor(work, threads, sms, int(cmp.Or(max(params[ParamBlocksPerSM], 0), 2))), threads
@@ -199,6 +199,14 @@ func inOrder(steps ...func() error) error {
 	return nil
 }
 
+// orOne is xs, or unit zeros where xs is empty: a buffer that would be empty gets one element (row).
+func orOne[T any](xs []T, unit int) []T {
+	if len(xs) == 0 {
+		return make([]T, unit)
+	}
+	return xs
+}
+
 // appendWide appends x, widened to float64, to ref.
 func appendWide(ref []float64, x []float32) []float64 {
 	for _, v := range x {
@@ -210,7 +218,7 @@ func appendWide(ref []float64, x []float32) []float64 {
 // RingChunk is the element range [begin, end) of chunk c when count elements are cut into n
 // chunks of ceil(count/n): the last chunks may be shorter or empty.
 func RingChunk(count, n, c int) (begin, end int) {
-	size := (count + n - 1) / n
+	size := lab.CeilDiv(count, n)
 	begin = min(count, c*size)
 	return begin, min(count, begin+size)
 }

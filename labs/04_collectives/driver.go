@@ -130,7 +130,7 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	a.Need(int64(prec.Bytes()) * int64(c.inCount+c.oc))
 	// An empty buffer of an uneven all-to-all still gets one element, so that every rank has a
 	// pointer to hand out; the kernels never touch it.
-	c.in = lab.PrepUploadShared(a, "input", append(mine, make([]T, max(0, 1-c.inCount))...))
+	c.in = lab.PrepUploadShared(a, "input", orOne(mine, 1))
 	switch op {
 	case AllToAllV:
 		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.blocks.Row(c.rank))
@@ -205,7 +205,7 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 		return gpu.Launch(k, cfg, c.in.Table, c.outs.Table, c.sig, rank, n, cnt)
 	case "allgather_pull", "reduce_scatter_direct":
 		if c.shards != nil {
-			if !equalShards(c.shards) {
+			if !allEqual(c.shards) {
 				return lab.Skip("kernel 13 takes shards of equal size; this problem's differ")
 			}
 			cnt = int32(c.shards[0])

@@ -335,8 +335,8 @@ func TestShards(t *testing.T) {
 		assert.Equal(t, Reference(ReduceScatter, ins2, r), ReferenceRSV(ins2, eq, r))
 	}
 	assert.Equal(t, WorkOf(ReduceScatter, 2, 2, 2), WorkOfRSV(eq, 2))
-	assert.True(t, equalShards(eq))
-	assert.False(t, equalShards(shards))
+	assert.True(t, allEqual(eq))
+	assert.False(t, allEqual(shards))
 }
 
 // The block sizes of an uneven all-to-all: offsets, totals and the reference agree.

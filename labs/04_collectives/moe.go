@@ -88,7 +88,8 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 // rowsOf lists what rank d receives, in the receive buffer's order.
 func (m *moeRouting) rowsOf(d int) []moeRow {
 	var rows []moeRow
-	for e := d * m.perRank(); e < min(m.experts, (d+1)*m.perRank()); e++ {
+	lo, hi := m.expertsOn(d)
+	for e := lo; e < hi; e++ {
 		for src := range m.n {
 			for i, ex := range m.topk[src] {
 				if int(ex) == e {
@@ -101,7 +102,12 @@ func (m *moeRouting) rowsOf(d int) []moeRow {
 }
 
 // perRank is ⌈experts / n⌉: expert e lives on rank e / perRank.
-func (m *moeRouting) perRank() int { return (m.experts + m.n - 1) / m.n }
+func (m *moeRouting) perRank() int { return lab.CeilDiv(m.experts, m.n) }
+
+// expertsOn are rank r's experts, [lo, hi): empty on the last ranks when n does not divide experts.
+func (m *moeRouting) expertsOn(r int) (lo, hi int) {
+	return min(m.experts, r*m.perRank()), min(m.experts, (r+1)*m.perRank())
+}
 
 // sendList is kernel 15's list of rank src: its (token, slot) pairs as t·k + j, by expert, then token.
 func (m *moeRouting) sendList(src int) []int32 {
@@ -127,11 +133,17 @@ func (m *moeRouting) rowBlocks() Blocks {
 	return b
 }
 
+// row is row r's hidden state, as its source holds it (bf16 values).
+func (m *moeRouting) row(r moeRow) []float32 { return m.x[r.src][r.token*m.hidden:][:m.hidden] }
+
+// expertOf is the expert that row r is routed to.
+func (m *moeRouting) expertOf(r moeRow) int { return int(m.topk[r.src][r.token*m.k+r.slot]) }
+
 // expertOut is the expert's output for row r: bf16(scale_e · x), as the combine's input.
 func (m *moeRouting) expertOut(r moeRow) []float32 {
-	e := m.topk[r.src][r.token*m.k+r.slot]
+	e := m.expertOf(r)
 	y := make([]float32, m.hidden)
-	for c, v := range m.x[r.src][r.token*m.hidden : (r.token+1)*m.hidden] {
+	for c, v := range m.row(r) {
 		y[c] = m.scale[e] * v
 	}
 	matref.RoundBF16(y)
@@ -170,10 +182,6 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
 	a := lab.NewPrep(env)
 	a.Need(2 * int64(R+T*k+T) * int64(H))
-	meta := make([]int32, 0, max(1, R)*moeMetaWords)
-	for _, r := range c.rows {
-		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
-	}
 	if !c.combine {
 		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.rank])
 		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.rank])
@@ -181,37 +189,37 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		c.sendlist = lab.PrepSharedScratch[int32](a, "send list", T*k, lab.PoisonBytes(0xFF))
 		c.recv = lab.PrepOutput[uint16](a, "received rows", max(1, R)*H, lab.PoisonNaN)
 		c.meta = lab.PrepOutput[int32](a, "metadata", max(1, R)*moeMetaWords, lab.PoisonBytes(0xFF))
-		a.Signals() // the device barrier's, zeroed before any run
-		return lab.Done[lab.Case](a, c)
-	}
-	// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
-	// dispatch suite checks), and the reference is the weighted sum of their outputs.
-	ys := make([]float32, 0, max(1, R)*H)
-	for _, r := range c.rows {
-		ys = append(ys, m.expertOut(r)...)
-	}
-	c.recv = lab.PrepUpload(a, "expert outputs", append(matref.RoundBF16(ys), make([]uint16, max(0, 1-R)*H)...))
-	c.meta = lab.PrepUpload(a, "metadata", append(meta, make([]int32, max(0, 1-R)*moeMetaWords)...))
-	c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
-	c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
-	c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
-	c.ref = make([]float64, T*H)
-	abs := make([]float64, T*H)
-	for t := range T {
-		for j := range k {
-			g := float64(m.weights[c.rank][t*k+j])
-			for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
-				c.ref[t*H+i] += g * float64(y)
-				abs[t*H+i] += math.Abs(g * float64(y))
+	} else {
+		// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
+		// dispatch suite checks), and the reference is the weighted sum of their outputs.
+		ys, meta := make([]float32, 0, max(1, R)*H), make([]int32, 0, max(1, R)*moeMetaWords)
+		for _, r := range c.rows {
+			ys = append(ys, m.expertOut(r)...)
+			meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
+		}
+		c.recv = lab.PrepUpload(a, "expert outputs", orOne(matref.RoundBF16(ys), H))
+		c.meta = lab.PrepUpload(a, "metadata", orOne(meta, moeMetaWords))
+		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
+		c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
+		c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
+		c.ref = make([]float64, T*H)
+		abs := make([]float64, T*H)
+		for t := range T {
+			for j := range k {
+				g := float64(m.weights[c.rank][t*k+j])
+				for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
+					c.ref[t*H+i] += g * float64(y)
+					abs[t*H+i] += math.Abs(g * float64(y))
+				}
 			}
 		}
+		absMax, refMax := 0.0, 0.0
+		for i, a := range abs {
+			absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
+		}
+		// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
+		c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
 	}
-	absMax, refMax := 0.0, 0.0
-	for i, a := range abs {
-		absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
-	}
-	// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
-	c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
 	a.Signals() // the device barrier's, zeroed before any run
 	return lab.Done[lab.Case](a, c)
 }
@@ -307,7 +315,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 	got := append(rows[:R*H:R*H], make([]float32, 0, R*moeMetaWords)...)
 	ref := make([]float64, 0, R*(H+moeMetaWords))
 	for _, r := range c.rows {
-		ref = appendWide(ref, c.m.x[r.src][r.token*H:(r.token+1)*H])
+		ref = appendWide(ref, c.m.row(r))
 	}
 	for i, r := range c.rows {
 		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
@@ -359,12 +367,13 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 		return func() error { return c.blocks.AllToAllV(comm, c.rank, unit, back, send, recv, t, st) }
 	}
 	if !c.combine {
-		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns lj.
+		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns hiJ−loJ.
 		var sc, so, rc, ro []int
+		lo, hi := m.expertsOn(c.rank)
 		for j := range m.n {
-			lj := max(0, min(m.experts, (j+1)*P)-j*P)
-			sc, so = append(sc, lj), append(so, j*P)
-			rc, ro = append(rc, max(0, min(m.experts, (c.rank+1)*P)-c.rank*P)), append(ro, j*P)
+			loJ, hiJ := m.expertsOn(j)
+			sc, so = append(sc, hiJ-loJ), append(so, j*P)
+			rc, ro = append(rc, hi-lo), append(ro, j*P)
 		}
 		counts := func() error {
 			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
@@ -396,13 +405,9 @@ func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
 		b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
 		return lab.Done(a, b)
 	}
-	counts := make([]int32, m.n*P)
-	for src := range m.n {
-		for _, e := range m.topk[src] {
-			if int(e)/P == c.rank {
-				counts[src*P+int(e)-c.rank*P]++
-			}
-		}
+	counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
+	for _, r := range c.rows {
+		counts[r.src*P+m.expertOf(r)-c.rank*P]++
 	}
 	b.counts = lab.PrepUpload(a, "layout counts", counts)
 	b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
