@@ -371,6 +371,7 @@ func TestRankAndScheduleFixtures(t *testing.T) {
 		race bool
 	}{
 		{"04", "two_ranks.cu", "ex1_all_to_allv", []string{"3 ranks", "4 ranks", "secret"}, []string{ReasonUnwritten, ReasonWrong}, false},
+		{"04", "vectors_anywhere.cu", "ex2_reduce_scatter_v", []string{"uneven", "secret", "less than a vector"}, []string{ReasonIllegalAddress}, true},
 		{"05", "missing_wait.cu", "", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
 		{"05", "missing_barrier_after_wait.cu", "", []string{""}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
 		{"05", "wrong_count.cu", "", []string{"three launches"}, []string{ReasonReadOutside, ReasonUnwritten, ReasonWrong}, true},
