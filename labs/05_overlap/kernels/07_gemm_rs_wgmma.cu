@@ -102,10 +102,14 @@ __device__ __forceinline__ void bias_pair(const uint16_t* bias, int col, int N, 
 __device__ __forceinline__ float bf16_lo(uint32_t p) { return __uint_as_float(p << 16); }
 __device__ __forceinline__ float bf16_hi(uint32_t p) { return __uint_as_float(p & 0xFFFF0000u); }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push, int rank, int nranks, int M,
-              int N, int K, const uint16_t* __restrict__ bias, const __grid_constant__ CUtensorMap tmA,
-              const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut) {
+// The kernel's body. REDUCE: push = 1 with peers, the tiles sent to them and this rank's reduced;
+// otherwise every tile is stored through tmOut (push = 0, or one rank: its partial is the sum). The
+// two are separate instantiations because the reduction's registers made ptxas spill (232 bytes a
+// thread) in code every tile runs; the store-only body needs no more than kernel 06's.
+template <bool REDUCE>
+__device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push,
+                                        int rank, int nranks, int M, int N, int K, const uint16_t* __restrict__ bias,
+                                        const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmOut) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = kl_align1024(smem_raw);
     unsigned char* stage_c = smem + STAGES * STAGE_BYTES; // 2 warpgroups × 1 chunk
@@ -181,11 +185,27 @@ gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, in
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
 
-            const bool send = push && x.d != rank, reduce = push && x.d == rank;
+            const bool send = REDUCE && x.d != rank, reduce = REDUCE && x.d == rank;
             // this warpgroup's first row in the block of rows, which is also its row in tmOut (P, all
             // M rows, when push = 0; this rank's rows of C when push = 1)
             const int lrow0 = x.tm * BM + cw * 64;
             const int tilesD = block_tiles(x.rows, tilesN);
+            // The tile's own partial (+ bias) rounded to bf16 pairs, once, before any chunk: the 128
+            // fp32 accumulators die here, and the reduction's loads and sums fit beside these 64
+            // registers.
+            uint32_t own[BN / CHUNK_COLS][8][2];
+#pragma unroll
+            for (int q = 0; q < BN / CHUNK_COLS; ++q)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    float b0, b1;
+                    bias_pair(bias, x.tn * BN + q * CHUNK_COLS + 8 * j + cc, N, b0, b1);
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int i = 4 * (8 * q + j) + 2 * h;
+                        own[q][j][h] = kl_pack_bf16x2(d[i] + b0, d[i + 1] + b1);
+                    }
+                }
             if (reduce && leader) // the peers' partials of this tile are in their slots
                 for (int s = 0; s < nranks; ++s)
                     if (s != rank)
@@ -199,65 +219,50 @@ gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, in
                 if (leader) kl_bulk_wait_read<0>(); // the store that last read buf is done reading
                 kl_named_barrier(1 + cw, 128);      // (and every thread is done copying buf out)
                 if (reduce) {
-                    // Σ over the ranks in order 0 … n−1 of their bf16 partials, in fp32
-                    float a[8][2][2];
+                    // Σ over the ranks in order 0 … n−1 of their bf16 partials, in fp32, half the
+                    // chunk's columns at a time (8 loads in flight, 16 sums)
 #pragma unroll
-                    for (int j = 0; j < 8; ++j)
+                    for (int j0 = 0; j0 < 8; j0 += 4) {
+                        float a[4][2][2];
 #pragma unroll
-                        for (int h = 0; h < 2; ++h) a[j][h][0] = a[j][h][1] = 0.0f;
-                    for (int s = 0; s < nranks; ++s) {
-                        if (s == rank) {
+                        for (int j = 0; j < 4; ++j)
 #pragma unroll
-                            for (int j = 0; j < 8; ++j) {
-                                float b0, b1;
-                                bias_pair(bias, col0 + 8 * j + cc, N, b0, b1);
-#pragma unroll
-                                for (int h = 0; h < 2; ++h) {
-                                    const int i = 4 * (8 * q + j) + 2 * h;
-                                    const uint32_t o = kl_pack_bf16x2(d[i] + b0, d[i + 1] + b1);
-                                    a[j][h][0] += bf16_lo(o);
-                                    a[j][h][1] += bf16_hi(o);
-                                }
-                            }
-                        } else {
+                            for (int h = 0; h < 2; ++h) a[j][h][0] = a[j][h][1] = 0.0f;
+                        for (int s = 0; s < nranks; ++s) {
+                            uint32_t p[4][2];
                             const uint16_t* part = slots[rank] + (long long)s * x.rows * N;
-                            uint32_t p[8][2]; // all 16 loads in flight before the adds
 #pragma unroll
-                            for (int j = 0; j < 8; ++j)
+                            for (int j = 0; j < 4; ++j)
 #pragma unroll
                                 for (int h = 0; h < 2; ++h) {
-                                    const int row = lrow0 + rr + 8 * h, col = col0 + 8 * j + cc;
+                                    const int row = lrow0 + rr + 8 * h, col = col0 + 8 * (j0 + j) + cc;
                                     p[j][h] = 0u;
-                                    if (row < x.rows && col < N)
+                                    if (s == rank)
+                                        p[j][h] = own[q][j0 + j][h];
+                                    else if (row < x.rows && col < N)
                                         p[j][h] = kl_load_cg(reinterpret_cast<const uint32_t*>(part + (long long)row * N + col));
                                 }
 #pragma unroll
-                            for (int j = 0; j < 8; ++j)
+                            for (int j = 0; j < 4; ++j)
 #pragma unroll
                                 for (int h = 0; h < 2; ++h) {
                                     a[j][h][0] += bf16_lo(p[j][h]);
                                     a[j][h][1] += bf16_hi(p[j][h]);
                                 }
                         }
+#pragma unroll
+                        for (int j = 0; j < 4; ++j)
+#pragma unroll
+                            for (int h = 0; h < 2; ++h)
+                                *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * (j0 + j) + cc)) =
+                                    kl_pack_bf16x2(a[j][h][0], a[j][h][1]);
                     }
+                } else {
 #pragma unroll
                     for (int j = 0; j < 8; ++j)
 #pragma unroll
                         for (int h = 0; h < 2; ++h)
-                            *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) =
-                                kl_pack_bf16x2(a[j][h][0], a[j][h][1]);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) {
-                        float b0, b1;
-                        bias_pair(bias, col0 + 8 * j + cc, N, b0, b1);
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const int i = 4 * (8 * q + j) + 2 * h;
-                            *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) =
-                                kl_pack_bf16x2(d[i] + b0, d[i + 1] + b1);
-                        }
-                    }
+                            *reinterpret_cast<uint32_t*>(buf + kl_sw128_offset(rr + 8 * h, 8 * j + cc)) = own[q][j][h];
                 }
                 if (send) {
                     kl_named_barrier(1 + cw, 128); // the chunk is staged
@@ -286,4 +291,14 @@ gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, in
         }
         if (leader) kl_bulk_wait_all(); // shared memory must outlive the stores that read it
     }
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push, int rank, int nranks, int M,
+              int N, int K, const uint16_t* __restrict__ bias, const __grid_constant__ CUtensorMap tmA,
+              const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut) {
+    if (push && nranks > 1)
+        rs_body<true>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, tmA, tmB, tmOut);
+    else
+        rs_body<false>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, tmA, tmB, tmOut);
 }
