@@ -8,13 +8,11 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
-// The timeline of a schedule (suite timeline). Its variants are -DKL_TIMELINE builds: every GEMM
-// tile, every block's copy of a source block and every wait of a fused GEMM block for a ready flag
-// appends a record to one buffer that the run's kernels share (labs/common/timeline.cuh): its SM,
-// its kind and its start and end on the global timer, one clock for both streams and every
-// kernel. After the timed runs the engine calls Record (lab.Recorder), which returns the records
-// of the last run as a results.Timeline (rank 0's become the entry's, as all of rank 0's data);
-// internal/site draws it as a Gantt chart per SM, coloured by kind.
+// The timeline of a schedule (suite timeline): its -DKL_TIMELINE builds' kernels append a record
+// for every GEMM tile, every block's copy of a source block and every wait of a fused GEMM block
+// for a ready flag to one buffer (labs/common/timeline.cuh): SM, kind, start and end on the
+// global timer, one clock for both streams. Record (lab.Recorder) returns the last run's records
+// as a results.Timeline (rank 0's become the entry's); internal/site draws it per SM.
 
 // TimelineKinds names the records' kinds, in the order of KL_TL_COMPUTE, KL_TL_COPY, KL_TL_WAIT.
 var TimelineKinds = []string{"compute", "copy", "wait"}
@@ -28,7 +26,7 @@ type timeline struct {
 	launches int
 }
 
-// tlPtr is the records' buffer for the kernels: null unless the variant records.
+// tlPtr is the records' buffer for the kernels, null unless the variant records.
 func (t *timeline) tlPtr() gpu.Ptr {
 	if !t.tlOn {
 		return 0
@@ -36,7 +34,6 @@ func (t *timeline) tlPtr() gpu.Ptr {
 	return t.tl.DevicePtr()
 }
 
-// launch launches k and counts the launch.
 func (t *timeline) launch(k gpu.Kernel, cfg gpu.LaunchConfig, args ...any) error {
 	t.launches++
 	return gpu.Launch(k, cfg, args...)
