@@ -1,10 +1,8 @@
-// Package overlap is lab 05: hiding communication under computation between ranks, one process
-// per GPU, on AllGather + GEMM (ag_gemm, tensor parallelism's first layer) and GEMM +
-// ReduceScatter (gemm_rs, its second; driver_rs.go). The variants are schedules of the same
-// communication and GEMM: one after the other, chunked on two streams, or fused in one persistent
-// kernel; the bf16_... suites run them on bf16 data (fp32 accumulation, optionally a bias), plus
-// wgmma kernels on Hopper. The driver supplies the buffers (shared where peers read or write
-// them), the schedules, a float64 reference and the FLOPs; the engine does the rest.
+// Package overlap is lab 05: hiding communication under computation between ranks (one process
+// per GPU) on AllGather + GEMM and GEMM + ReduceScatter (driver_rs.go), tensor parallelism's two
+// layers. The variants schedule the same communication and GEMM one after the other, chunked on
+// two streams, or fused in one persistent kernel; the bf16_... suites run them on bf16 data, plus
+// wgmma kernels on Hopper.
 package overlap
 
 import (
@@ -14,27 +12,20 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/ranks"
 )
 
 // LabDir is the lab's directory name, the key of its driver.
 const LabDir = "05_overlap"
 
-// The suites, the variants whose schedule the driver runs (lab.yaml name:) and the library baseline.
+// The suites, variants (lab.yaml name:), library baseline and kernel entries of the lab.
 const (
 	SuiteAGGemm, SuiteGemmRS = "ag_gemm", "gemm_rs"
 
-	VarSequential  = "sequential"
-	VarChunked     = "chunked"
-	VarFusedPull   = "fused_pull"
-	VarFusedSignal = "fused_signal"
-	VarFused       = "fused"          // gemm_rs: the epilogues add into the owners' rows
-	VarEx1Push     = "ex1_push_flags" // exercise 1: fused with signals, in the push form
-	VarWgmma       = "wgmma_signal"   // bf16: the wgmma kernel beside the signalling copy
-	LibNCCLCublas  = "nccl_cublas"
-)
+	VarSequential, VarChunked, VarFusedPull, VarFusedSignal = "sequential", "chunked", "fused_pull", "fused_signal"
+	VarFused, VarEx1Push, VarWgmma                          = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
+	LibNCCLCublas                                           = "nccl_cublas"
 
-// The kernel entries the driver launches.
-const (
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
 	EntryFusedSignal = "ag_gemm_fused_signal"
@@ -42,14 +33,12 @@ const (
 	EntryGemmRSFused = "gemm_rs_fused"  // the GEMM whose epilogue adds into peers
 	EntryWgmmaRS     = "gemm_rs_wgmma"  // bf16, sm_90a: kernel 07, which stores or pushes its tiles
 	EntryGather      = "gather_rows"    // helper: the copy of source blocks into A_full
-	EntryGatherTL    = "gather_rows_tl" // helper: the copy with its timeline records (timeline.go)
+	EntryGatherTL    = "gather_rows_tl" // helper: the copy with its timeline records (case.go)
 	EntryReduceRows  = "reduce_rows"    // helper: the pull reduction of one destination's rows
 	EntryAddBias     = "add_bias_bf16"  // helper: the library baseline's bias, added after cuBLASLt
 	EntryRaiseFlag   = "raise_flag"     // helper: the copy-engine all-gather's signal after each copy
-)
 
-// Launch parameters a variant may set (lab.yaml params:), and a problem's bias.
-const (
+	// Launch parameters a variant may set (lab.yaml params:), and a problem's bias.
 	ParamThreads     = "threads"       // threads per block of the helper copies (default 256)
 	ParamBlocksPerSM = "blocks_per_sm" // blocks per SM of the copies' and the fused kernels' grids
 	ParamProducers   = "producers"     // producer blocks of fused_signal (default 1)
@@ -60,17 +49,14 @@ const (
 	ParamSmem        = "smem"          // the wgmma kernels' dynamic shared memory
 	ParamTimeline    = "timeline"      // 1: a -DKL_TIMELINE build that leaves timeline records
 	ParamBias        = "bias"          // a problem's 1: N values added to every row (bf16 suites)
-)
 
-// The tile and block of overlap_gemm.cuh's GEMM, and the wgmma kernels' (06, 07).
-const (
+	// The tile and block of overlap_gemm.cuh's GEMM, and the wgmma kernels' (06, 07).
 	TileM, TileN, GemmThread             = 64, 64, 256
 	WgmmaTileM, WgmmaTileN, WgmmaThreads = 128, 256, 384
 )
 
-// stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
-// rows read before they arrived carries this payload, so the grader tells "read rows that were not
-// there yet" from "left C unwritten".
+// stagedNaN poisons the gathered A_full with a NaN of another payload than C's, so that a C
+// computed from rows read before they arrived tells itself from a C left unwritten.
 const stagedNaN = 0x7FC0A11F
 
 // Lab is the driver of lab 05.
@@ -91,8 +77,7 @@ func ShapeOf(p lab.Problem) (Shape, error) { return lab.MNKOf(p, false) }
 func Row0Of(s, m, n int) int { return s*(m/n) + min(s, m%n) }
 func RowsOf(s, m, n int) int { return Row0Of(s+1, m, n) - Row0Of(s, m, n) }
 
-// Tiles is the number of 64×64 tiles of C, every rank's block of rows tiled on its own (a tile
-// never spans two ranks' blocks).
+// Tiles is the number of 64×64 tiles of C, each rank's block of rows tiled on its own.
 func Tiles(sh Shape, n int) int { return blockTiles(sh, n, TileM, TileN) }
 
 func blockTiles(sh Shape, n, tm, tn int) int {
@@ -103,14 +88,13 @@ func blockTiles(sh Shape, n, tm, tn int) int {
 	return t
 }
 
-// WorkOf is one run: every one of the n ranks computes the M×N×K product, so the engine's TFLOP/s
-// is the rate of the whole layer over all n devices.
+// WorkOf is one run: each of the n ranks computes the M×N×K product (TFLOP/s over all n devices).
 func WorkOf(sh Shape, n int) lab.Work {
 	return lab.Work{FLOPs: 2 * float64(sh.M) * float64(sh.N) * float64(sh.K) * float64(n)}
 }
 
 // Ring is the order in which rank r visits the source blocks: itself first (its rows are local),
-// then r+1, r+2, … round the ring, so that the ranks do not all read rank 0 first.
+// then r+1, r+2, … so that the ranks do not all read rank 0 first.
 func Ring(r, n int) []int {
 	o := make([]int, n)
 	for j := range n {
@@ -119,9 +103,9 @@ func Ring(r, n int) []int {
 	return o
 }
 
-// PersistentGrid is the grid of a fused kernel: one wave of resident blocks at most (a block that
+// PersistentGrid is a fused kernel's grid: at most one wave of the resident blocks (a block that
 // spins on a flag must never wait for one that cannot start), at least the producers plus one
-// consumer, and no more blocks than there is work for. resident is SMs × blocks per SM.
+// consumer, no more blocks than there is work for.
 func PersistentGrid(resident, producers, tiles int) (int, error) {
 	if resident < producers+1 {
 		return 0, fmt.Errorf("%d resident blocks cannot hold %d producer block(s) and a GEMM block (lower producers:)", resident, producers)
@@ -141,8 +125,7 @@ func param(v *lab.Variant, key string, def int) int {
 	return def
 }
 
-// Prepare prepares the suite's case, once every rank has at least one row (and, in gemm_rs, one
-// column of A).
+// Prepare prepares the suite's case once every rank has a row (and, in gemm_rs, a column of A).
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if lab.PrecisionOf(s) == lab.BF16 {
 		return prepare[uint16](env, s, p)
@@ -168,7 +151,7 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	return prepareRS[T](env, s, p, sh)
 }
 
-// agCase is one prepared ag_gemm problem on this rank; A_full is core's hostA.
+// agCase is an ag_gemm problem on this rank; A_full is core's hostA.
 type agCase[T elem] struct {
 	core[T]
 	a      *lab.Shared[T] // every rank's block of A (RowsOf × K)
@@ -188,8 +171,7 @@ func prepareAG[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*ag
 	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
 	c.a = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
 	c.dB = lab.PrepUpload(pp, "B", c.devB)
-	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
-	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
+	// NaN before every checked run: a tile that reads its rows before they arrive turns C into NaN.
 	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.nan(stagedNaN))
 	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.nan(lab.NaNBits32))
 	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.n)) // one per source rank
@@ -215,10 +197,6 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	if c.tlOn {
 		entry = EntryGatherTL
 	}
-	k, cfg, err := c.copyLaunch(v, entry, work, s)
-	if err != nil {
-		return err
-	}
 	args := []any{c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
@@ -226,7 +204,7 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	if c.tlOn {
 		args = append(args, c.tlPtr())
 	}
-	return c.launch(k, cfg, args...)
+	return c.copyLaunch(v, entry, work, s, args...)
 }
 
 // launchGemm computes rows [row0, row0+rows) of C from a (rows × K).
@@ -245,10 +223,9 @@ func (c *agCase[T]) runSequential(v *lab.Variant) error {
 	return nil
 }
 
-// runChunked: the GEMM of this rank's own rows starts at once (they are local), while the other
-// ranks' blocks are copied one launch each on the side stream; the compute stream waits for a
-// block's event (a stream wait, not the host) before its GEMM, so the copy of block s+1 runs while
-// block s multiplies, and the whole schedule is queued up front.
+// runChunked: the GEMM of this rank's own (local) rows at once, the other blocks copied one launch
+// each on the side stream; the compute stream waits for a block's event (not the host) before its
+// GEMM, so block s+1 copies while block s multiplies, all queued up front.
 func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	compute := c.env.Stream
 	side, err := c.sideStream()
@@ -274,10 +251,9 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	return nil
 }
 
-// resident is how many blocks of fused kernel k are sure to run at once on this rank's device:
-// SMs × blocks_per_sm on a GPU, lowered to what the occupancy calculator says fits, and SMs on the
-// emulator (one block per worker thread). Asked once per case, not in every timed run; the ranks
-// of a job run on GPUs of one model, so every rank finds the same number.
+// resident is how many blocks of fused kernel k surely run at once: SMs × blocks_per_sm, lowered
+// to what the occupancy calculator says fits, on a GPU; SMs on the emulator (a block per worker).
+// Asked once per case; the ranks run on GPUs of one model, so all find the same number.
 func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	if n, ok := c.residentBlocks[v.Key()]; ok {
 		return n, nil
@@ -295,10 +271,9 @@ func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	return n, nil
 }
 
-// runFused launches a persistent fused kernel: fused_pull reads its peers' rows through the
-// table; fused_signal's producer blocks copy them into A_full and raise its counters, which the
-// GEMM blocks wait on; the push form (push: 1) has every rank's producers write its rows into its
-// peers' A_full and raise their counters, so every rank counts the same producers.
+// runFused: fused_pull reads the peers' rows through the table; fused_signal's producer blocks
+// copy them into A_full and raise the counters its GEMM blocks wait on; in the push form each
+// rank's producers write its rows into the peers' A_full and raise their counters.
 func (c *agCase[T]) runFused(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
@@ -331,11 +306,10 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	return c.launch(k, cfg, append(c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch), c.tlPtr())...)
 }
 
-// runWgmma (kernel 06): the copy of every block into A_full, this rank's own first
-// (gather_rows_bf16 with the ready counters, `copiers` blocks), and the wgmma GEMM, whose producer
-// waits for the counters of a tile's rows before their TMA loads. beside: 1 copies on the side
-// stream, and the GEMM's grid leaves the copy SMs of its own (a GEMM block spinning on a flag must
-// never keep the copy from running; one GEMM block fills an SM); else the copy runs first.
+// runWgmma (kernel 06): gather_rows_bf16 copies every block into A_full with `copiers` blocks,
+// raising the ready counters the wgmma GEMM's producer waits for before a tile's TMA loads.
+// beside: 1 copies on the side stream, and the GEMM's grid leaves the copy SMs of its own (a
+// spinning GEMM block, one an SM, must never keep the copy from running); else the copy runs first.
 func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
@@ -378,11 +352,9 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	return order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
 }
 
-// copyOnEngines is runWgmma's all-gather on the copy engines: one cuMemcpyDtoDAsync per source
-// block in gather_rows_bf16's order, each followed by raise_flag, which adds 1 to the block's
-// counter once the copy has landed. The flags take one thread for a moment, which is why the
-// variant still leaves `copiers` SMs outside the GEMM's grid (a kernel that cannot start because
-// spinning GEMM blocks fill every SM would never raise the flag they wait for).
+// copyOnEngines is runWgmma's all-gather on the copy engines: a cuMemcpyDtoDAsync per source
+// block, each followed by raise_flag, which adds 1 to the block's counter once the copy landed.
+// raise_flag still needs an SM outside the GEMM's grid (copiers), or it would never start.
 func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 	raise, err := c.env.KernelByEntry(EntryRaiseFlag)
 	if err != nil {
@@ -414,10 +386,34 @@ func (c *agCase[T]) runLibrary(v *lab.Variant) error {
 	return c.libraryGemm(v, c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
 }
 
-// Check compares this rank's C with the float64 A_full·B (+ the bias); the engine reports the worst
-// rank's. bf16: two roundings, C's and (the library baseline's) the bias add's.
+// Check compares this rank's C with the float64 A_full·B (+ the bias). bf16: two roundings, C's
+// and (the library baseline's) the bias add's.
 func (c *agCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C", 2, 1)
 }
 
 func (c *agCase[T]) Work() lab.Work { return WorkOf(c.sh, c.n) }
+
+// PeerRankProblem describes a problem for the PyTorch peer (peers/torch_nccl.py,
+// lab.PeerRanksDriver): the layer, the sizes, this rank's rows and (gemm_rs) columns, and the work
+// of the lab's own variants, so that the rates compare exactly. torch's NCCL collectives take
+// equal blocks, as for the nccl_cublas baseline.
+func (Lab) PeerRankProblem(s *lab.Suite, p lab.Problem, w ranks.World) (map[string]any, lab.Work, error) {
+	sh, err := ShapeOf(p)
+	if err != nil {
+		return nil, lab.Work{}, err
+	}
+	op, work := "all-gather", WorkOf(sh, w.Size)
+	if s.Name == SuiteGemmRS {
+		op, work = "reduce-scatter", RSWorkOf(sh)
+		if err := splitK(sh, w.Size); err != nil {
+			return nil, lab.Work{}, err
+		}
+	}
+	if err := equalBlocks(op, sh, w.Size); err != nil {
+		return nil, lab.Work{}, err
+	}
+	return map[string]any{"layer": s.Name, "m": sh.M, "n": sh.N, "k": sh.K,
+		"row0": Row0Of(w.Rank, sh.M, w.Size), "rows": RowsOf(w.Rank, sh.M, w.Size),
+		"col0": Col0Of(w.Rank, sh.K, w.Size), "cols": ColsOf(w.Rank, sh.K, w.Size)}, work, nil
+}

@@ -84,18 +84,13 @@ func (c *rsCase[T]) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) err
 	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dP.Mine.DevicePtr(), row0*c.sh.N), rows, c.kr, s)
 }
 
-// launchReduce sums this rank's rows of every rank's partial product into its rows of C (a pull
-// through the table of partial products).
+// launchReduce pulls this rank's rows of every rank's partial product and sums them into its C.
 func (c *rsCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
-	k, cfg, err := c.copyLaunch(v, c.entry(EntryReduceRows), c.rows()*c.sh.N, s)
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(k, cfg, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
+	return c.copyLaunch(v, c.entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
 }
 
-// runSequential: the whole GEMM, a device barrier (every rank's partial product is complete),
-// then the reduction of this rank's rows.
+// runSequential: the whole GEMM, a device barrier (every partial product is complete), then the
+// reduction of this rank's rows.
 func (c *rsCase[T]) runSequential(v *lab.Variant) error {
 	if err := c.launchGemm(v, 0, c.sh.M, c.env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
@@ -110,9 +105,8 @@ func (c *rsCase[T]) barrierThenReduce(v *lab.Variant) error {
 	return c.launchReduce(v, c.env.Stream)
 }
 
-// runChunked: the GEMM by destination blocks, in rank order on every rank, a device barrier after
-// each (every rank has that block); the owner's reduction of its block then runs on the side
-// stream while the GEMMs of the blocks after it go on.
+// runChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
+// owner's reduction of its block then runs on the side stream beside the GEMMs that follow.
 func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	st := c.env.Stream
 	side, err := c.env.SideStream()
@@ -139,8 +133,8 @@ func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	return order(c.events[1], side, st) // the final barrier after the reduction too
 }
 
-// runFused: this rank's rows of C zeroed, a device barrier (every rank's are), then the fused
-// GEMM whose epilogue adds each tile into its owner's rows through the table of outputs.
+// runFused: this rank's rows of C zeroed, a device barrier, then the fused GEMM whose epilogue
+// adds each tile into its owner's rows through the table of outputs.
 func (c *rsCase[T]) runFused(v *lab.Variant) error {
 	if v.Entry == EntryWgmmaRS {
 		return c.runWgmma(v)
@@ -160,11 +154,10 @@ func (c *rsCase[T]) runFused(v *lab.Variant) error {
 	return gpu.Launch(k, cfg, c.withBias(c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))...)
 }
 
-// runWgmma launches kernel 07 on this rank's K slice, a persistent grid of at most one block an
-// SM. Without push (wgmma_rs_sequential) its tiles go into P, reduced after a device barrier as in
-// sequential; with push: 1 (wgmma_rs) each tile goes into its owner's receive slot for this rank,
-// with a flag, and the owner's blocks reduce their tiles into C as the partials arrive. Every rank
-// checks every rank's K_r for TMA's 16-byte row strides, so all skip alike.
+// runWgmma launches kernel 07, a persistent grid of at most one block an SM. Without push its
+// tiles go into P, reduced after a device barrier as in sequential; with push: 1 each tile goes
+// into its owner's receive slot for this rank, with a flag, and the owner reduces its tiles into C
+// as they arrive. Every rank checks every rank's K_r for TMA, so all skip alike.
 func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 	if c.slots == nil {
 		return fmt.Errorf("variant %s: kernel 07 is bf16 only (suite bf16_%s)", v.Name, SuiteGemmRS)
@@ -214,12 +207,10 @@ func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
 	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, c.prec.DataType(), c.env.Stream)
 }
 
-// Check compares this rank's rows of C with the float64 product of its rows of A and B; the engine
-// reports the worst rank's. bf16 roundings on an element's path: the partial product and the sum
-// (sequential, chunked, kernel 07, whose pushed partials are bf16 summed in fp32); every add of
-// the fused epilogues (n); the partial product, the bias add and NCCL's n−1 ring hops (library).
-// Every rank adds the bias to its partial product, as the distributed challenge's reference does,
-// so the sum carries it n times.
+// Check compares this rank's rows of C with the float64 product. bf16 roundings on an element's
+// path: the partial product and the sum (sequential, chunked, kernel 07, whose pushed partials
+// are bf16, summed in fp32); each add of the fused epilogues (n); the partial, the bias add and
+// NCCL's n−1 ring hops (library). Every rank adds the bias, as the challenge's reference does.
 func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	rounds := 2
 	if v.Library != "" || v.Entry == c.entry(EntryGemmRSFused) {
