@@ -1,73 +1,74 @@
 package overlap
 
-// What the suites' cases share: the shape and this rank's place in the world, the host inputs
-// drawn alike on every rank, the memory precondition, the events and signals, the Run that puts a
-// schedule between two device barriers, the launches of the tile GEMM, of the helper copies and of
-// the libraries, and the check of a block of rows of C. A suite's case supplies the rest through
-// schedules. Every case is generic over how its data lies on the device (elem): the fp32 suites
-// and the bf16 suites (lab.PrecisionOf) run the same schedules, on the kernels' _bf16 entries.
+// What the two suites' cases share (core). It is generic over how the data lies on the device
+// (elem), so the bf16 suites (lab.PrecisionOf) run the fp32 schedules on the kernels' _bf16 entries.
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/matref"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // elem is how a suite's data lies on the device: fp32 values, or the bit patterns of bf16 ones.
 type elem interface{ float32 | uint16 }
 
 // BF16Rounding is what one rounding to bf16 may cost an element, relative to its error scale
-// (Σ|a·b| plus the bias terms): at most 2^-8 of the value rounded, and no value on an element's
-// path — a partial product, a partial sum, the result — exceeds that scale. The check of a bf16
-// suite adds it to lab.yaml's tolerance once per rounding on the variant's path.
+// (Σ|a·b| plus the bias terms), which no value on the element's path exceeds. A bf16 suite's
+// check adds it to lab.yaml's tolerance once per rounding on the variant's path.
 const BF16Rounding = 1.0 / 256
 
-// core is the part of a prepared problem that agCase and rsCase share.
 type core[T elem] struct {
 	env     *lab.Env
 	sh      Shape
 	rank, n int
 	prec    lab.Precision
 
-	hostA, hostB []float32   // host A (M×K) and B (K×N), the same on every rank, for the reference (bf16: rounded)
-	devA, devB   []T         // the same as the device holds them
-	hostBias     []float32   // problems with bias: 1 (bf16 suites): N values added to every row; nil otherwise
-	bias         gpu.Ptr     // the bias on the device (0: none)
-	events       []gpu.Event // the schedules' events (how many is the suite's)
-	timeline                 // timeline variants: the records of the last run (timeline.go)
+	hostA, hostB []float32      // A (M×K), B (K×N): the same on every rank (bf16: rounded), for the reference
+	devA, devB   []T            // the same as the device holds them
+	hostBias     []float32      // problems with bias: 1 (bf16 suites): N values added to every row
+	bias         gpu.Ptr        // the bias on the device (0: none)
+	dB           *gpu.Buffer[T] // B (ag_gemm), or this rank's rows of it (gemm_rs)
+	// Ready (ag_gemm) or arrival (gemm_rs) counters, shared: peers raise them. They are never
+	// reset: every run raises them by its producers, and a wait compares with the epoch (the runs
+	// so far), so a launch after a launch on one case waits for its own data.
+	flags  *lab.Shared[uint32]
+	epoch  uint32
+	events []gpu.Event // the schedules' events
+	timeline
 }
 
-// newCore checks that this rank's buffers (elems elements in all) fit on its device, and draws A
-// and B from the environment's generator, A first, then the bias of a problem with bias: 1.
-func newCore[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape, elems int64) (core[T], error) {
+// newCore refuses a problem whose elems elements on this rank do not fit on its device, draws A,
+// B and the bias (bias: 1) from the environment's generator, and starts the allocations.
+func newCore[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape, elems int64) (core[T], *lab.Prep, error) {
 	w := env.World()
 	c := core[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, prec: lab.PrecisionOf(s)}
 	withBias := p.Int(ParamBias, 0) != 0
 	if withBias && c.prec != lab.BF16 {
-		return c, fmt.Errorf("problem %q: bias: 1 is for the bf16 suites (the fp32 kernels take no bias)", p.Name)
+		return c, nil, fmt.Errorf("problem %q: bias: 1 is for the bf16 suites (the fp32 kernels take no bias)", p.Name)
 	}
 	if err := lab.NeedMemory(env, int64(c.prec.Bytes())*elems); err != nil {
-		return c, lab.Skip("%v", err)
+		return c, nil, lab.Skip("%v", err)
 	}
 	c.hostA, c.hostB = make([]float32, sh.M*sh.K), make([]float32, sh.K*sh.N)
 	matref.FillUniform(c.hostA, env.RNG.Uint64())
 	matref.FillUniform(c.hostB, env.RNG.Uint64())
 	c.devA, c.devB = onDevice[T](c.hostA), onDevice[T](c.hostB)
+	pp := lab.NewPrep(env)
 	if withBias {
 		c.hostBias = make([]float32, sh.N)
 		matref.FillUniform(c.hostBias, env.RNG.Uint64())
-		var err error
-		c.bias, err = lab.UploadAs(env, "bias", c.prec, c.hostBias)
-		return c, err
+		c.bias = pp.UploadAs("bias", c.prec, c.hostBias)
 	}
-	return c, nil
+	return c, pp, nil
 }
 
-// onDevice is vals as the device holds them: the fp32 values themselves, or (bf16) their bit
-// patterns, vals rounded to bf16 in place so that the reference computes from what the device has.
+// onDevice is vals as the device holds them: the fp32 values, or (bf16) their bit patterns, vals
+// rounded in place so that the reference computes from what the device has.
 func onDevice[T elem](vals []float32) []T {
 	if same, ok := any(vals).([]T); ok {
 		return same
@@ -75,37 +76,16 @@ func onDevice[T elem](vals []float32) []T {
 	return any(matref.RoundBF16(vals)).([]T)
 }
 
-// ready creates the schedules' events and the signals of the device barriers, after the buffers.
-func (c *core[T]) ready(events int) error {
-	for range events {
-		ev, err := lab.NewEvent(c.env)
-		if err != nil {
-			return err
-		}
-		c.events = append(c.events, ev)
-	}
-	_, err := c.env.Signals()
-	return err
+// ready makes the schedules' events and the signals of the device barriers, after the buffers.
+func (c *core[T]) ready(pp *lab.Prep, events int) {
+	c.events = pp.Events(events)
+	pp.Signals()
 }
 
-// counters allocates every rank's n ready or arrival counters (shared: peers raise them), zeroed
-// before any peer can write (peers write only in a run, after every rank prepared).
-func (c *core[T]) counters(name string, n int) (*lab.Shared[uint32], error) {
-	f, err := lab.AllocShared[uint32](c.env, name, n)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Mine.Fill32(0, c.env.Stream); err != nil {
-		return nil, err
-	}
-	return f, c.env.Stream.Synchronize()
-}
-
-// rows and row0 are this rank's block of the rows of C (RowsOf, Row0Of of M).
 func (c *core[T]) rows() int { return RowsOf(c.rank, c.sh.M, c.n) }
 func (c *core[T]) row0() int { return Row0Of(c.rank, c.sh.M, c.n) }
 
-// entry is kernel entry name for the suite's data: the name itself (fp32), or name_bf16.
+// entry is the kernel entry name for the suite's data: name (fp32), or name_bf16.
 func (c *core[T]) entry(name string) string {
 	if c.prec == lab.BF16 {
 		return name + "_bf16"
@@ -113,10 +93,9 @@ func (c *core[T]) entry(name string) string {
 	return name
 }
 
-// at is the address elems elements past p.
 func (c *core[T]) at(p gpu.Ptr, elems int) gpu.Ptr { return p + gpu.Ptr(c.prec.Bytes()*elems) }
 
-// withBias appends the bias (0: none) to the arguments of a bf16 GEMM; the fp32 kernels take none.
+// withBias appends the bias (0: none) to a bf16 GEMM's arguments; the fp32 kernels take none.
 func (c *core[T]) withBias(args ...any) []any {
 	if c.prec == lab.BF16 {
 		return append(args, c.bias)
@@ -124,8 +103,7 @@ func (c *core[T]) withBias(args ...any) []any {
 	return args
 }
 
-// nan is the poison of a buffer of data: 32-bit words of the given NaN (fp32), or 0xFF bytes, a
-// bf16 NaN.
+// nan is the poison of a data buffer: 32-bit words of the given NaN (fp32), or 0xFF bytes, a bf16 NaN.
 func (c *core[T]) nan(bits uint32) lab.Poison {
 	if c.prec == lab.BF16 {
 		return lab.PoisonNaN
@@ -133,8 +111,8 @@ func (c *core[T]) nan(bits uint32) lab.Poison {
 	return lab.Poison32(bits)
 }
 
-// schedules is what a suite's case runs: the library baseline, the two host-queued schedules of
-// entry gemm_rows, and the fused kernel for the variants fused(v) says are its.
+// schedules is what a suite's case runs: the library baseline, gemm_rows' two host-queued
+// schedules, and the fused kernels (those fused(v) says are its).
 type schedules interface {
 	runLibrary(v *lab.Variant) error
 	runSequential(v *lab.Variant) error
@@ -143,9 +121,9 @@ type schedules interface {
 	runFused(v *lab.Variant) error
 }
 
-// run runs the variant's schedule on this rank between two device barriers (no host in between):
-// the first keeps every rank's work after every peer's poisoned staging buffers, the second makes
-// the run end when every rank's has.
+// run runs the variant's schedule between two device barriers (no host in between): the first
+// keeps every rank's work after every peer's poisoned staging buffers, the second ends the run
+// with every rank's.
 func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 	if v.Library != "" {
 		return s.runLibrary(v)
@@ -179,8 +157,7 @@ func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 	return c.env.DeviceBarrier(st)
 }
 
-// libraryComm is the communicator of the library baseline, which needs equal blocks: M a multiple
-// of the ranks. op names the collective in the skip.
+// libraryComm is the library baseline's communicator; op names its collective in the skip.
 func (c *core[T]) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, error) {
 	if v.Library != LibNCCLCublas {
 		return nil, fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
@@ -191,8 +168,8 @@ func (c *core[T]) libraryComm(v *lab.Variant, op string) (gpu.RankCommunicator, 
 	return c.env.RankCommunicator()
 }
 
-// equalBlocks skips a problem whose M is not a multiple of the n ranks, for NCCL's collective op
-// (the library baseline, the PyTorch peer), which takes equal blocks.
+// equalBlocks skips a problem whose M is not a multiple of the n ranks: NCCL's collective op (the
+// library baseline, the PyTorch peer) takes equal blocks.
 func equalBlocks(op string, sh Shape, n int) error {
 	if sh.M%n != 0 {
 		return lab.Skip("NCCL's %s needs equal blocks: M = %d is not a multiple of %d ranks", op, sh.M, n)
@@ -208,8 +185,8 @@ func splitK(sh Shape, n int) error {
 	return nil
 }
 
-// launchTiles launches the tile GEMM of the variant (one 64×64 tile of out per block): out
-// (rows × N) = a (rows × k) · b (k × N) (+ the bias, bf16), all row-major.
+// launchTiles launches the variant's tile GEMM, a 64×64 tile a block: out (rows × N) = a (rows ×
+// k) · b (k × N) (+ the bias, bf16), all row-major.
 func (c *core[T]) launchTiles(v *lab.Variant, a, b, out gpu.Ptr, rows, k int, s gpu.Stream) error {
 	kern, err := c.env.Kernel(v)
 	if err != nil {
@@ -219,18 +196,20 @@ func (c *core[T]) launchTiles(v *lab.Variant, a, b, out gpu.Ptr, rows, k int, s 
 	return c.launch(kern, cfg, append(c.withBias(a, b, out, int32(rows), int32(c.sh.N), int32(k)), c.tlPtr())...)
 }
 
-// copyLaunch is helper entry's kernel and its launch over work elements on stream s: the
-// variant's threads per block (256) and blocks per SM (2) at most.
-func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream) (gpu.Kernel, gpu.LaunchConfig, error) {
+// copyLaunch launches helper entry over work elements on stream s: the variant's threads per
+// block (256) and blocks per SM (2) at most.
+func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream, args ...any) error {
 	k, err := c.env.KernelByEntry(entry)
+	if err != nil {
+		return err
+	}
 	threads := param(v, ParamThreads, 256)
 	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
-	return k, gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}, err
+	return c.launch(k, gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}, args...)
 }
 
-// sideStream is the environment's second stream, its work queued from now on after the work
-// queued on the compute stream so far: a copy beside the GEMMs starts after the device barrier,
-// like everything on the compute stream.
+// sideStream is the second stream, its work from now on after the compute stream's so far (the
+// device barrier).
 func (c *core[T]) sideStream() (gpu.Stream, error) {
 	side, err := c.env.SideStream()
 	if err != nil {
@@ -239,11 +218,9 @@ func (c *core[T]) sideStream() (gpu.Stream, error) {
 	return side, order(c.events[0], c.env.Stream, side)
 }
 
-// wgmmaLaunch readies wgmma kernel kern (06 or 07, bf16, sm_90a) for a launch of grid blocks on
-// the compute stream, with the variant's dynamic shared memory (smem:, opted in): its launch
-// configuration, and the TMA maps (lab.TensorMap) of its operands, its last arguments, in order:
-// a (M × k), b (k × N) and out (outRows × N), boxes as lab 02's kernel 15: A 128 rows × 64
-// columns, B and the output 64 × 64. what names them in an error.
+// wgmmaLaunch readies kernel 06 or 07 for grid blocks on the compute stream with the variant's
+// smem (opted in): the configuration and the TMA maps of a (M × k), b (k × N) and out (outRows ×
+// N), its last arguments, boxes as lab 02's kernel 15 (A 128 × 64, B and out 64 × 64).
 func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, a, b, out gpu.Ptr, k, outRows int) (gpu.LaunchConfig, []any, error) {
 	smem := param(v, ParamSmem, 0)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.env.Stream}
@@ -262,8 +239,7 @@ func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what st
 	return cfg, maps, nil
 }
 
-// order makes the work queued on stream to from now on wait for the work queued on stream from
-// so far: an event recorded on one, waited for on the other, with no host in between.
+// order makes the work queued on to from now on wait for the work queued on from so far (no host).
 func order(ev gpu.Event, from, to gpu.Stream) error {
 	if err := ev.Record(from); err != nil {
 		return err
@@ -271,10 +247,9 @@ func order(ev gpu.Event, from, to gpu.Stream) error {
 	return to.WaitEvent(ev)
 }
 
-// libraryGemm is the library baseline's row-major product on the compute stream, out (M × N) =
-// a (M × k) · b (k × N) (gpu.RowMajorGemm): cuBLAS SGEMM (fp32), or cuBLASLt with a bf16 output
-// and the algorithm its heuristic picks, as PyTorch's a @ b, then the bias added by a kernel of its
-// own, as the distributed challenge's reference adds it (torch.matmul, then + bias).
+// libraryGemm is the library baseline's row-major out (M × N) = a (M × k) · b (k × N): cuBLAS
+// SGEMM (fp32), or cuBLASLt with a bf16 output as PyTorch's a @ b, then the bias in a kernel of
+// its own, as the distributed challenge's reference adds it.
 func (c *core[T]) libraryGemm(v *lab.Variant, k int, a, b, out gpu.Ptr) error {
 	blas, err := c.env.BLAS()
 	if err != nil {
@@ -292,17 +267,11 @@ func (c *core[T]) libraryGemm(v *lab.Variant, k int, a, b, out gpu.Ptr) error {
 	if err := lt.LtMatmul(c.env.Stream, g); err != nil || c.bias == 0 {
 		return err
 	}
-	kern, cfg, err := c.copyLaunch(v, EntryAddBias, c.sh.M*c.sh.N, c.env.Stream)
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(kern, cfg, out, c.bias, int32(c.sh.M), int32(c.sh.N))
+	return c.copyLaunch(v, EntryAddBias, c.sh.M*c.sh.N, c.env.Stream, out, c.bias, int32(c.sh.M), int32(c.sh.N))
 }
 
-// checkRows compares the block of C in buffer out (rows from row0 on, all N columns) with the
-// float64 product of those rows of A and B, plus biasTimes × the bias (matref.CheckProduct, as
-// lab 02's C), within the suite's tolerance plus, in bf16, rounds × BF16Rounding. what names the
-// block in the method.
+// checkRows compares out, C's rows from row0 on, with the float64 product of those rows of A and
+// B plus biasTimes × the bias, within the suite's tolerance plus, in bf16, rounds × BF16Rounding.
 func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows int, what string, rounds, biasTimes int) (check.Report, error) {
 	got, err := lab.Widened(outs, out)
 	if err != nil {
@@ -310,10 +279,7 @@ func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows in
 	}
 	p := &matref.Product{M: rows, N: c.sh.N, K: c.sh.K, Alpha: 1, A: c.hostA[row0*c.sh.K : (row0+rows)*c.sh.K], B: c.hostB}
 	if c.hostBias != nil {
-		p.C0, p.Beta = make([]float32, 0, rows*c.sh.N), float32(biasTimes)
-		for range rows {
-			p.C0 = append(p.C0, c.hostBias...)
-		}
+		p.C0, p.Beta = slices.Repeat(c.hostBias, rows), float32(biasTimes)
 	}
 	tol := outs.Tolerance()
 	if c.prec == lab.BF16 {
@@ -322,4 +288,82 @@ func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows in
 	rep := matref.CheckProduct(p, got, c.env.RNG.Uint64(), tol)
 	rep.Method = what + ": " + rep.Method
 	return rep, nil
+}
+
+// The timeline of a schedule (suite timeline): its -DKL_TIMELINE builds' kernels append a record
+// for every GEMM tile, every block's copy of a source block and every wait of a fused GEMM block
+// for a ready flag to one buffer (labs/common/timeline.cuh): SM, kind, start and end on the
+// global timer, one clock for both streams. Record (lab.Recorder) returns the last run's records
+// as a results.Timeline (rank 0's become the entry's); internal/site draws it per SM.
+
+// TimelineKinds names the records' kinds, in the order of KL_TL_COMPUTE, KL_TL_COPY, KL_TL_WAIT.
+var TimelineKinds = []string{"compute", "copy", "wait"}
+
+// timeline is a case's record buffer (tl[0]: records taken in the run, tl[1]: records it holds,
+// the records from tl[4] on, four words each) and the kernel launches of its last run.
+type timeline struct {
+	tlOn     bool // the variant now running records
+	tl       *gpu.Buffer[uint64]
+	tlCap    int
+	launches int
+}
+
+// tlPtr is the records' buffer for the kernels, null unless the variant records.
+func (t *timeline) tlPtr() gpu.Ptr {
+	if !t.tlOn {
+		return 0
+	}
+	return t.tl.DevicePtr()
+}
+
+func (t *timeline) launch(k gpu.Kernel, cfg gpu.LaunchConfig, args ...any) error {
+	t.launches++
+	return gpu.Launch(k, cfg, args...)
+}
+
+// TimelineRecords bounds the records of one run: one per GEMM tile (sequential's GEMM has no more
+// tiles than the blocks'), at most one wait per tile, and one per block of a copy (at most
+// SMs × blocks per SM) and source block.
+func TimelineRecords(sh Shape, n, sms, blocksPerSM int) int {
+	return 2*Tiles(sh, n) + n*sms*blocksPerSM
+}
+
+// startTimeline, before a run: whether v records and, if so, its buffer (allocated with its
+// capacity on first use, or when v may leave more records) with the count cleared.
+func (c *core[T]) startTimeline(v *lab.Variant, s gpu.Stream) error {
+	c.launches = 0
+	if c.tlOn = v.Int(ParamTimeline, 0) != 0; !c.tlOn {
+		return nil
+	}
+	if need := TimelineRecords(c.sh, c.n, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2)); need > c.tlCap {
+		host := make([]uint64, 4+4*need)
+		host[1] = uint64(need)
+		var err error // the engine frees the smaller buffer with the case
+		if c.tl, err = lab.Upload(c.env, fmt.Sprintf("the timeline (%d records)", need), host); err != nil {
+			return err
+		}
+		c.tlCap = need
+	}
+	return c.env.Device.MemsetD32(c.tl.DevicePtr(), 0, 2, s)
+}
+
+// Record returns the timeline of the last run for a timeline variant, nothing for the others.
+// Records past the buffer's end (never, while TimelineRecords bounds them) count as missing.
+func (c *core[T]) Record(v *lab.Variant) (map[string]any, error) {
+	if v.Int(ParamTimeline, 0) == 0 || c.tl == nil {
+		return nil, nil
+	}
+	recs, err := c.tl.Download()
+	if err != nil {
+		return nil, fmt.Errorf("reading the timeline: %w", err)
+	}
+	kept := min(recs[0], recs[1])
+	tl := results.TimelineOfRecords(recs[4:4+4*kept], c.env.Device.Info().SMs, c.launches)
+	if len(tl.Tiles) == 0 {
+		// The output was right (the check passed), so the kernels ran without recording.
+		return nil, fmt.Errorf("the run left no timeline record: variant %s runs kernels built without -DKL_TIMELINE", v.Name)
+	}
+	tl.Missing += int(recs[0] - kept)
+	tl.Kinds = TimelineKinds
+	return map[string]any{results.TimelineKey: tl}, nil
 }

@@ -1,16 +1,8 @@
-// Package overlap is lab 05: hiding communication under computation, on AllGather + GEMM (the
-// first layer of tensor parallelism) and GEMM + ReduceScatter (the second), between ranks, one
-// process per GPU.
-//
-// Every rank holds a block of the rows of A and the whole B; every rank computes C = A_full·B.
-// The variants differ only in the schedule of the same two pieces of work, the all-gather of A
-// and the tiles of the GEMM: one after the other (sequential), interleaved by source rank on two
-// streams (chunked), or inside one persistent kernel (fused_pull, fused_signal). The driver
-// supplies this rank's buffers (those its peers read or write shared, lab.AllocShared), the
-// schedules, the reference (a float64 product, from inputs every rank draws alike) and the FLOP
-// count; the engine starts the ranks, poisons, checks every rank, times and frees. The suites named
-// bf16_... run the same schedules on bf16 data (fp32 accumulation), optionally with a bias, plus
-// a wgmma kernel on Hopper GPUs whose TMA producer waits for each block's ready flag.
+// Package overlap is lab 05: hiding communication under computation between ranks (one process
+// per GPU) on AllGather + GEMM and GEMM + ReduceScatter (driver_rs.go), tensor parallelism's two
+// layers. The variants schedule the same communication and GEMM one after the other, chunked on
+// two streams, or fused in one persistent kernel; the bf16_... suites run them on bf16 data, plus
+// wgmma kernels on Hopper.
 package overlap
 
 import (
@@ -20,75 +12,51 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
+	"github.com/kernel-labs/kernellabs/internal/ranks"
 )
 
 // LabDir is the lab's directory name, the key of its driver.
 const LabDir = "05_overlap"
 
-// The variants whose schedule the driver runs (lab.yaml name:), and the library baseline.
+// The suites, variants (lab.yaml name:), library baseline and kernel entries of the lab.
 const (
-	VarSequential  = "sequential"
-	VarChunked     = "chunked"
-	VarFusedPull   = "fused_pull"
-	VarFusedSignal = "fused_signal"
-	LibNCCLCublas  = "nccl_cublas"
+	SuiteAGGemm, SuiteGemmRS = "ag_gemm", "gemm_rs"
 
-	VarEx1Push = "ex1_push_flags" // exercise 1: fused with signals, in the push form
-	VarWgmma   = "wgmma_signal"   // bf16: the wgmma kernel beside the signalling copy
-)
+	VarSequential, VarChunked, VarFusedPull, VarFusedSignal = "sequential", "chunked", "fused_pull", "fused_signal"
+	VarFused, VarEx1Push, VarWgmma                          = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
+	LibNCCLCublas                                           = "nccl_cublas"
 
-// The suites (lab.yaml suites:).
-const (
-	SuiteAGGemm = "ag_gemm"
-	SuiteGemmRS = "gemm_rs"
-)
-
-// The kernel entries the driver launches.
-const (
-	EntryGather      = "gather_rows"
-	EntryGatherTL    = "gather_rows_tl" // helper: the copy with its timeline records (timeline.go)
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
 	EntryFusedSignal = "ag_gemm_fused_signal"
-	EntryWgmma       = "ag_gemm_wgmma" // bf16, sm_90a: the wgmma kernel whose producer waits for the flags
-	EntryAddBias     = "add_bias_bf16" // helper: the library baseline's bias, added after cuBLASLt
-	EntryRaiseFlag   = "raise_flag"    // helper: the copy-engine all-gather's signal, one thread after each copy
-)
+	EntryWgmma       = "ag_gemm_wgmma"  // bf16, sm_90a: kernel 06, whose producer waits for the flags
+	EntryGemmRSFused = "gemm_rs_fused"  // the GEMM whose epilogue adds into peers
+	EntryWgmmaRS     = "gemm_rs_wgmma"  // bf16, sm_90a: kernel 07, which stores or pushes its tiles
+	EntryGather      = "gather_rows"    // helper: the copy of source blocks into A_full
+	EntryGatherTL    = "gather_rows_tl" // helper: the copy with its timeline records (case.go)
+	EntryReduceRows  = "reduce_rows"    // helper: the pull reduction of one destination's rows
+	EntryAddBias     = "add_bias_bf16"  // helper: the library baseline's bias, added after cuBLASLt
+	EntryRaiseFlag   = "raise_flag"     // helper: the copy-engine all-gather's signal after each copy
 
-// Launch parameters a variant may set (lab.yaml params:).
-const (
-	ParamThreads     = "threads"       // threads per block of the gather copy (default 256)
-	ParamBlocksPerSM = "blocks_per_sm" // blocks per SM of the copy's and of the fused kernels' grid
+	// Launch parameters a variant may set (lab.yaml params:), and a problem's bias.
+	ParamThreads     = "threads"       // threads per block of the helper copies (default 256)
+	ParamBlocksPerSM = "blocks_per_sm" // blocks per SM of the copies' and the fused kernels' grids
 	ParamProducers   = "producers"     // producer blocks of fused_signal (default 1)
-	// push: 1, a fused kernel with signals in the push form: it takes this rank's rows, the tables
-	// of every rank's A_full and ready counters, and writes its rows into its peers' A_full
-	// (runFused).
-	ParamPush = "push"
-	// wgmma_signal: the copy's blocks (copiers, default 8) beside the GEMM on a second stream
-	// (beside: 1; 0 copies first on one stream) and the kernel's dynamic shared memory (smem).
-	ParamCopiers, ParamBeside, ParamSmem = "copiers", "beside", "smem"
-	// ce: 1, the copy on the copy engines instead (copyOnEngines); copiers then counts the SMs
-	// left for the one-thread kernels that raise the flags.
-	ParamCE = "ce"
-	// A problem's bias: 1 adds a bias of N values to every row (bf16 suites, the distributed
-	// challenge's has_bias).
-	ParamBias = "bias"
-	// timeline: 1, a -DKL_TIMELINE build whose kernels leave timeline records (timeline.go).
-	ParamTimeline = "timeline"
-)
+	ParamPush        = "push"          // 1: the push form, writing into the peers' buffers
+	ParamCopiers     = "copiers"       // kernel 06: the copy's blocks (default 8); with ce, SMs left to raise_flag
+	ParamBeside      = "beside"        // kernel 06: 1 copies on a second stream beside the GEMM, 0 first
+	ParamCE          = "ce"            // kernel 06: 1 copies on the copy engines (copyOnEngines)
+	ParamSmem        = "smem"          // the wgmma kernels' dynamic shared memory
+	ParamTimeline    = "timeline"      // 1: a -DKL_TIMELINE build that leaves timeline records
+	ParamBias        = "bias"          // a problem's 1: N values added to every row (bf16 suites)
 
-// The GEMM tile of overlap_gemm.cuh, and the wgmma kernel's (kernels/06_ag_gemm_wgmma.cu).
-const (
-	TileM      = 64
-	TileN      = 64
-	GemmThread = 256
-
+	// The tile and block of overlap_gemm.cuh's GEMM, and the wgmma kernels' (06, 07).
+	TileM, TileN, GemmThread             = 64, 64, 256
 	WgmmaTileM, WgmmaTileN, WgmmaThreads = 128, 256, 384
 )
 
-// stagedNaN poisons the gathered A_full with a NaN of another payload than C's: a C computed from
-// rows read before they arrived carries this payload (a NaN operand's payload propagates), so the
-// grader tells "read rows that were not there yet" from "left C unwritten".
+// stagedNaN poisons the gathered A_full with a NaN of another payload than C's, so that a C
+// computed from rows read before they arrived tells itself from a C left unwritten.
 const stagedNaN = 0x7FC0A11F
 
 // Lab is the driver of lab 05.
@@ -104,25 +72,14 @@ type Shape = lab.MNK
 // ShapeOf reads m, n and k of a problem (all three required, lab.MNKOf).
 func ShapeOf(p lab.Problem) (Shape, error) { return lab.MNKOf(p, false) }
 
-// RowsOf is how many rows of A rank s of n holds: M/n, the first M%n ranks one more (the same
-// split as ov_rows_of in overlap_gemm.cuh).
-func RowsOf(s, m, n int) int {
-	r := m / n
-	if s < m%n {
-		r++
-	}
-	return r
-}
-
-// Row0Of is the first row of rank s's block in A_full and in C (ov_row0_of).
+// Row0Of is the first row of rank s's block of m rows over n ranks: M/n rows each, the first M%n
+// ranks one more (ov_row0_of in overlap_gemm.cuh); RowsOf is the block's rows.
 func Row0Of(s, m, n int) int { return s*(m/n) + min(s, m%n) }
+func RowsOf(s, m, n int) int { return Row0Of(s+1, m, n) - Row0Of(s, m, n) }
 
-// Tiles is the number of 64×64 tiles of C one rank computes, tiled block by block of rows (a
-// tile never spans two ranks' blocks): Σ_s ceil(rows_s/64) · ceil(N/64).
+// Tiles is the number of 64×64 tiles of C, each rank's block of rows tiled on its own.
 func Tiles(sh Shape, n int) int { return blockTiles(sh, n, TileM, TileN) }
 
-// blockTiles is the number of tm×tn tiles of C when every one of the n ranks' blocks of rows
-// (RowsOf) is tiled on its own: Σ_s ceil(rows_s/tm) · ceil(N/tn).
 func blockTiles(sh Shape, n, tm, tn int) int {
 	t := 0
 	for s := range n {
@@ -131,15 +88,13 @@ func blockTiles(sh Shape, n, tm, tn int) int {
 	return t
 }
 
-// WorkOf is one run: every one of the n ranks computes the M×N×K product, 2·M·N·K FLOPs each,
-// so the engine's TFLOP/s is the rate of the whole layer over all n devices.
+// WorkOf is one run: each of the n ranks computes the M×N×K product (TFLOP/s over all n devices).
 func WorkOf(sh Shape, n int) lab.Work {
 	return lab.Work{FLOPs: 2 * float64(sh.M) * float64(sh.N) * float64(sh.K) * float64(n)}
 }
 
-// Ring is the order in which rank r visits the source blocks: itself first (its rows are local
-// and need no communication), then r+1, r+2, … round the ring, so that the ranks spread their
-// reads over the peers instead of all reading rank 0 first.
+// Ring is the order in which rank r visits the source blocks: itself first (its rows are local),
+// then r+1, r+2, … so that the ranks do not all read rank 0 first.
 func Ring(r, n int) []int {
 	o := make([]int, n)
 	for j := range n {
@@ -148,9 +103,9 @@ func Ring(r, n int) []int {
 	return o
 }
 
-// PersistentGrid is the grid of a fused kernel: one wave of resident blocks at most (a block that
+// PersistentGrid is a fused kernel's grid: at most one wave of the resident blocks (a block that
 // spins on a flag must never wait for one that cannot start), at least the producers plus one
-// consumer, and no more blocks than there is work for. resident is SMs × blocks per SM.
+// consumer, no more blocks than there is work for.
 func PersistentGrid(resident, producers, tiles int) (int, error) {
 	if resident < producers+1 {
 		return 0, fmt.Errorf("%d resident blocks cannot hold %d producer block(s) and a GEMM block (lower producers:)", resident, producers)
@@ -158,17 +113,27 @@ func PersistentGrid(resident, producers, tiles int) (int, error) {
 	return max(producers+1, min(resident, producers+tiles)), nil
 }
 
+// HopperOnly says whether entry is one of the wgmma kernels (06, 07: inline PTX for sm_90a, bf16
+// suites only), which the emulator skips.
+func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
+
 // param is a launch parameter of v, def when v does not set it or sets it to 0 or less.
 func param(v *lab.Variant, key string, def int) int {
-	if x, ok := v.Params[key]; ok && x > 0 {
+	if x := v.Int(key, 0); x > 0 {
 		return int(x)
 	}
 	return def
 }
 
-// Prepare prepares the suite's case, once every rank has at least one row (and, in gemm_rs, one
-// column of A).
+// Prepare prepares the suite's case once every rank has a row (and, in gemm_rs, a column of A).
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	if lab.PrecisionOf(s) == lab.BF16 {
+		return prepare[uint16](env, s, p)
+	}
+	return prepare[float32](env, s, p)
+}
+
+func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
 		return nil, err
@@ -177,75 +142,52 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if sh.M < w.Size {
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
-	rs := strings.TrimPrefix(s.Name, "bf16_") == SuiteGemmRS
-	if err := splitK(sh, w.Size); rs && err != nil {
+	if strings.TrimPrefix(s.Name, "bf16_") != SuiteGemmRS {
+		return prepareAG[T](env, s, p, sh)
+	}
+	if err := splitK(sh, w.Size); err != nil {
 		return nil, err
 	}
-	switch {
-	case rs && lab.PrecisionOf(s) == lab.BF16:
-		return prepareRS[uint16](env, s, p, sh)
-	case rs:
-		return prepareRS[float32](env, s, p, sh)
-	case lab.PrecisionOf(s) == lab.BF16:
-		return prepare[uint16](env, s, p, sh)
-	}
-	return prepare[float32](env, s, p, sh)
+	return prepareRS[T](env, s, p, sh)
 }
 
-// agCase is one prepared problem on this rank.
+// agCase is an ag_gemm problem on this rank; A_full is core's hostA.
 type agCase[T elem] struct {
-	core[T] // A_full is core's hostA, the concatenation of the ranks' blocks
-
-	a      *lab.Shared[T]      // every rank's block of A (RowsOf × K)
-	dB     *gpu.Buffer[T]      // B (K × N)
-	dAFull *lab.Shared[T]      // every rank's gathered A (M × K), a staging buffer
-	dC     *gpu.Buffer[T]      // C (M × N)
-	flags  *lab.Shared[uint32] // fused kernels with signals: ready counters, one per source rank
-	epoch  uint32              // fused kernels with signals: runs so far
+	core[T]
+	a      *lab.Shared[T] // every rank's block of A (RowsOf × K)
+	dAFull *lab.Shared[T] // every rank's gathered A (M × K), a staging buffer (the push form writes peers')
+	dC     *gpu.Buffer[T] // C (M × N)
 
 	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
 }
 
-// prepare draws A and B (the same on every rank), and allocates this rank's block of A (shared:
-// its peers read it), B, its gathered A_full and ready counters (shared: in the push form its
-// peers write them) and C.
-func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*agCase[T], error) {
+func prepareAG[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*agCase[T], error) {
 	w := env.World()
 	rows, lo := RowsOf(w.Rank, sh.M, w.Size), Row0Of(w.Rank, sh.M, w.Size)
-	cr, err := newCore[T](env, s, p, sh, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
+	cr, pp, err := newCore[T](env, s, p, sh, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
 	if err != nil {
 		return nil, err
 	}
 	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
-	pp := lab.NewPrep(env)
 	c.a = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
 	c.dB = lab.PrepUpload(pp, "B", c.devB)
-	// NaN until gathered, before every checked run: a GEMM tile that reads its rows before they
-	// arrive (a missing wait, a flag raised too early) turns its part of C into NaN.
+	// NaN before every checked run: a tile that reads its rows before they arrive turns C into NaN.
 	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.nan(stagedNaN))
 	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.nan(lab.NaNBits32))
-	if pp.Err != nil {
-		return nil, pp.Err
-	}
-	// The counters are never reset: every run raises them by the epoch's producers, and a wait
-	// compares with the epoch (so a launch after a launch on one case waits for its own rows).
-	if c.flags, err = c.counters("ready counters", c.n); err != nil {
-		return nil, err
-	}
-	// chunked: one event per source block, and one for the start (wgmma_signal: start and end)
-	return c, c.ready(c.n + 1)
+	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.n)) // one per source rank
+	// chunked: an event per source block and one for the start (kernel 06: start and end)
+	c.ready(pp, c.n+1)
+	return lab.Done(pp, c)
 }
 
-// Run runs the variant's schedule between two device barriers (core.run).
 func (c *agCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
 
-// fused: the persistent kernels, pulling, with signals, in the push form, or wgmma's.
+// fused: the persistent kernels, pulling, with signals, in the push form, or kernel 06.
 func (c *agCase[T]) fused(v *lab.Variant) bool {
 	return v.Entry == EntryFusedPull || v.Entry == c.entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
 }
 
-// launchGather copies `count` source blocks, from rank `first` on round the ring, into this
-// rank's A_full, on stream s.
+// launchGather copies count source blocks, from rank first on round the ring, into A_full.
 func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
 	work := 0
 	for j := range count {
@@ -255,10 +197,6 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	if c.tlOn {
 		entry = EntryGatherTL
 	}
-	k, cfg, err := c.copyLaunch(v, entry, work, s)
-	if err != nil {
-		return err
-	}
 	args := []any{c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
@@ -266,31 +204,28 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	if c.tlOn {
 		args = append(args, c.tlPtr())
 	}
-	return c.launch(k, cfg, args...)
+	return c.copyLaunch(v, entry, work, s, args...)
 }
 
-// launchGemm computes rows [row0, row0+rows) of C from a (rows × K, at address a).
+// launchGemm computes rows [row0, row0+rows) of C from a (rows × K).
 func (c *agCase[T]) launchGemm(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
 	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dC.DevicePtr(), row0*c.sh.N), rows, c.sh.K, s)
 }
 
 // runSequential: the all-gather of every block into A_full, then one GEMM over A_full.
 func (c *agCase[T]) runSequential(v *lab.Variant) error {
-	st := c.env.Stream
-	if err := c.launchGather(v, 0, c.n, st); err != nil {
+	if err := c.launchGather(v, 0, c.n, c.env.Stream); err != nil {
 		return fmt.Errorf("all-gather: %w", err)
 	}
-	if err := c.launchGemm(v, c.dAFull.Mine.DevicePtr(), 0, c.sh.M, st); err != nil {
+	if err := c.launchGemm(v, c.dAFull.Mine.DevicePtr(), 0, c.sh.M, c.env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
 	}
 	return nil
 }
 
-// runChunked: the GEMM of this rank's own rows starts at once on the compute stream (they are
-// local), while the blocks of the other ranks are copied one launch each on the side stream, an
-// event recorded after each. The compute stream waits for a block's event (a stream wait, not the
-// host) before that block's GEMM: the copy of block s+1 runs while the GEMM of block s computes,
-// and the whole schedule is queued up front.
+// runChunked: the GEMM of this rank's own (local) rows at once, the other blocks copied one launch
+// each on the side stream; the compute stream waits for a block's event (not the host) before its
+// GEMM, so block s+1 copies while block s multiplies, all queued up front.
 func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	compute := c.env.Stream
 	side, err := c.sideStream()
@@ -300,13 +235,11 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), c.row0(), c.rows(), compute); err != nil {
 		return fmt.Errorf("GEMM of its own rows: %w", err)
 	}
-	ring := Ring(c.rank, c.n)
-	for j := 1; j < c.n; j++ {
-		s := ring[j]
+	for j, s := range Ring(c.rank, c.n)[1:] {
 		if err := c.launchGather(v, s, 1, side); err != nil {
 			return fmt.Errorf("copy of rank %d's rows: %w", s, err)
 		}
-		if err := order(c.events[j], side, compute); err != nil {
+		if err := order(c.events[j+1], side, compute); err != nil {
 			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
 		}
 		row0 := Row0Of(s, c.sh.M, c.n)
@@ -318,11 +251,9 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	return nil
 }
 
-// resident is how many blocks of fused kernel k are sure to run at once on this rank's device:
-// SMs × blocks_per_sm on a GPU, lowered to what the backend's occupancy calculator says fits (a
-// block that spins on a flag must never wait for one that cannot start), and SMs on the emulator
-// (one block per worker thread). Asked once per case, not in every timed run. The ranks of a job
-// run on GPUs of one model, so every rank finds the same number.
+// resident is how many blocks of fused kernel k surely run at once: SMs × blocks_per_sm, lowered
+// to what the occupancy calculator says fits, on a GPU; SMs on the emulator (a block per worker).
+// Asked once per case; the ranks run on GPUs of one model, so all find the same number.
 func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	if n, ok := c.residentBlocks[v.Key()]; ok {
 		return n, nil
@@ -340,11 +271,9 @@ func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	return n, nil
 }
 
-// runFused launches a persistent fused kernel: the pull form reads its peers' rows through the
-// table (fused_pull), the signal form has producer blocks copy them into A_full and raise its
-// counters, which the GEMM blocks wait on (fused_signal), and the push form (params push: 1) has
-// every rank's producers write its rows into its peers' A_full and raise their counters, so that
-// a consumer waits on counters other ranks raise; every rank then counts the same producers.
+// runFused: fused_pull reads the peers' rows through the table; fused_signal's producer blocks
+// copy them into A_full and raise the counters its GEMM blocks wait on; in the push form each
+// rank's producers write its rows into the peers' A_full and raise their counters.
 func (c *agCase[T]) runFused(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
@@ -377,23 +306,21 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	return c.launch(k, cfg, append(c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch), c.tlPtr())...)
 }
 
-// runWgmma (bf16, sm_90a): the copy of every block into A_full, this rank's own first
-// (gather_rows_bf16 with the ready counters, `copiers` blocks), and the wgmma GEMM, whose producer
-// waits for the counters of a tile's rows before it issues their TMA loads. beside: 1 runs the
-// copy on the side stream beside the GEMM, whose grid then leaves the copy SMs of its own (a GEMM
-// block spinning on a flag must never keep the copy from running; one GEMM block fills an SM);
-// without it the copy runs first, on the compute stream.
+// runWgmma (kernel 06): gather_rows_bf16 copies every block into A_full with `copiers` blocks,
+// raising the ready counters the wgmma GEMM's producer waits for before a tile's TMA loads.
+// beside: 1 copies on the side stream, and the GEMM's grid leaves the copy SMs of its own (a
+// spinning GEMM block, one an SM, must never keep the copy from running); else the copy runs first.
 func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
 	}
-	copiers, beside := param(v, ParamCopiers, 8), v.Params[ParamBeside] != 0
-	grid := lab.CeilDiv(c.sh.M, WgmmaTileM) * lab.CeilDiv(c.sh.N, WgmmaTileN)
-	if grid = min(grid, c.env.Device.Info().SMs); beside {
-		grid = min(grid, c.env.Device.Info().SMs-copiers)
+	copiers, beside, sms := param(v, ParamCopiers, 8), v.Params[ParamBeside] != 0, c.env.Device.Info().SMs
+	grid := min(lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), sms)
+	if beside {
+		grid = min(grid, sms-copiers)
 	}
 	if grid < 1 {
-		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.env.Device.Info().SMs)
+		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, sms)
 	}
 	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr(), c.sh.K, c.sh.M)
 	if err != nil {
@@ -425,36 +352,29 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	return order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
 }
 
-// copyOnEngines is the all-gather of runWgmma on the copy engines: one cuMemcpyDtoDAsync per
-// source block, this rank's own first and then round the ring (the order of gather_rows_bf16),
-// each followed on the same stream by raise_flag, which adds 1 to the block's counter once the
-// copy has landed. The copies take no SM; the flags take one thread for a moment, which is why
-// the variant still leaves `copiers` SMs outside the GEMM's grid (a kernel that cannot start
-// because spinning GEMM blocks fill every SM would never raise the flag they wait for).
+// copyOnEngines is runWgmma's all-gather on the copy engines: a cuMemcpyDtoDAsync per source
+// block, each followed by raise_flag, which adds 1 to the block's counter once the copy landed.
+// raise_flag still needs an SM outside the GEMM's grid (copiers), or it would never start.
 func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 	raise, err := c.env.KernelByEntry(EntryRaiseFlag)
 	if err != nil {
 		return err
 	}
-	for i := range c.n {
-		src := (c.rank + i) % c.n
+	for _, src := range Ring(c.rank, c.n) {
 		if rows := RowsOf(src, c.sh.M, c.n); rows > 0 {
 			dst := c.at(c.dAFull.Mine.DevicePtr(), Row0Of(src, c.sh.M, c.n)*c.sh.K)
 			if err := c.env.Device.CopyDtoD(dst, c.a.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
 				return fmt.Errorf("copying block %d: %w", src, err)
 			}
 		}
-		if err := gpu.Launch(raise, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32), Stream: s},
-			c.flags.Mine, int32(src), uint32(1)); err != nil {
+		if err := gpu.Launch(raise, gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32), Stream: s}, c.flags.Mine, int32(src), uint32(1)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it
-// (libraryGemm: cuBLAS SGEMM, or cuBLASLt in bf16). NCCL's all-gather needs equal blocks: M must be
-// a multiple of n.
+// runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it.
 func (c *agCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.libraryComm(v, "all-gather")
 	if err != nil {
@@ -466,11 +386,34 @@ func (c *agCase[T]) runLibrary(v *lab.Variant) error {
 	return c.libraryGemm(v, c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
 }
 
-// Check compares this rank's C with the float64 product A_full·B (+ the bias) (the engine reports
-// the worst rank's). bf16: two roundings, C's and (the library baseline's) the bias add's.
+// Check compares this rank's C with the float64 A_full·B (+ the bias). bf16: two roundings, C's
+// and (the library baseline's) the bias add's.
 func (c *agCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C", 2, 1)
 }
 
-// Work is the FLOPs of the whole layer (see WorkOf).
 func (c *agCase[T]) Work() lab.Work { return WorkOf(c.sh, c.n) }
+
+// PeerRankProblem describes a problem for the PyTorch peer (peers/torch_nccl.py,
+// lab.PeerRanksDriver): the layer, the sizes, this rank's rows and (gemm_rs) columns, and the work
+// of the lab's own variants, so that the rates compare exactly. torch's NCCL collectives take
+// equal blocks, as for the nccl_cublas baseline.
+func (Lab) PeerRankProblem(s *lab.Suite, p lab.Problem, w ranks.World) (map[string]any, lab.Work, error) {
+	sh, err := ShapeOf(p)
+	if err != nil {
+		return nil, lab.Work{}, err
+	}
+	op, work := "all-gather", WorkOf(sh, w.Size)
+	if s.Name == SuiteGemmRS {
+		op, work = "reduce-scatter", RSWorkOf(sh)
+		if err := splitK(sh, w.Size); err != nil {
+			return nil, lab.Work{}, err
+		}
+	}
+	if err := equalBlocks(op, sh, w.Size); err != nil {
+		return nil, lab.Work{}, err
+	}
+	return map[string]any{"layer": s.Name, "m": sh.M, "n": sh.N, "k": sh.K,
+		"row0": Row0Of(w.Rank, sh.M, w.Size), "rows": RowsOf(w.Rank, sh.M, w.Size),
+		"col0": Col0Of(w.Rank, sh.K, w.Size), "cols": ColsOf(w.Rank, sh.K, w.Size)}, work, nil
+}

@@ -1,16 +1,8 @@
 package overlap
 
-// The second suite, gemm_rs: GEMM + ReduceScatter, the second layer of tensor parallelism.
-//
-// Rank r holds A_r, a block of the columns of A (M × K_r), and B_r, the same block of the rows of
-// B (K_r × N), K split like M in the first suite (ColsOf, Col0Of). Its partial product
-// P_r = A_r·B_r is M × N; C = Σ_r P_r, and rank r ends with its block of C's rows (RowsOf,
-// Row0Of of M). The variants: the whole GEMM then a pull reduction (sequential), the GEMM by
-// destination row blocks with a device barrier after each and the owner's reduction of its block
-// on a second stream beside the GEMMs that follow (chunked), the tiles' epilogues adding into the
-// owners' outputs (fused); in bf16 on Hopper, kernel 07's wgmma GEMM, its partial stored locally
-// before the same pull reduction (wgmma_rs_sequential) or pushed tile by tile into the owners'
-// receive slots and reduced there on arrival (wgmma_rs, params push: 1).
+// gemm_rs: rank r holds A_r, a block of the columns of A (M × K_r), and B_r, the same block of the
+// rows of B (K_r × N), K split like M (ColsOf, Col0Of). Its partial product P_r = A_r·B_r is
+// M × N; C = Σ_r P_r, and rank r ends with its block of C's rows (RowsOf, Row0Of of M).
 
 import (
 	"fmt"
@@ -19,19 +11,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
-
-// The variants and entries of gemm_rs that the first suite does not have.
-const (
-	VarFused = "fused"
-
-	EntryReduceRows  = "reduce_rows"   // helper: the pull reduction of one destination's rows
-	EntryGemmRSFused = "gemm_rs_fused" // the fused GEMM whose epilogue adds into peers
-	EntryWgmmaRS     = "gemm_rs_wgmma" // bf16, sm_90a: kernel 07, the wgmma GEMM that stores or pushes its tiles
-)
-
-// HopperOnly says whether entry is one of the lab's wgmma kernels (06, 07: inline PTX for sm_90a,
-// bf16 suites only), which the emulator skips.
-func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
 
 // WgmmaRSTiles is the number of 128×256 tiles of kernel 07's order: with push, every destination's
 // block of rows tiled on its own (a tile never spans two owners); without, the M rows at once.
@@ -42,46 +21,34 @@ func WgmmaRSTiles(sh Shape, n int, push bool) int {
 	return blockTiles(sh, n, WgmmaTileM, WgmmaTileN)
 }
 
-// ColsOf is how many columns of A (rows of B) rank s of n holds in gemm_rs: the split of RowsOf.
+// ColsOf and Col0Of are rank s's block of the k columns of A (rows of B): the split of RowsOf.
 func ColsOf(s, k, n int) int { return RowsOf(s, k, n) }
-
-// Col0Of is the first column of rank s's block of A (row of B) in gemm_rs.
 func Col0Of(s, k, n int) int { return Row0Of(s, k, n) }
 
-// RSWorkOf is one run of gemm_rs: the ranks' partial products together are one M×N×K product,
-// 2·M·N·K FLOPs (each rank does 2·M·N·K_r), so the TFLOP/s is that of the layer on all n devices.
+// RSWorkOf is one run of gemm_rs: the ranks' partial products together are one M×N×K product.
 func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
 
-// rsCase is one prepared gemm_rs problem on this rank.
+// rsCase is one prepared gemm_rs problem on this rank (core's dB is B_r, K_r × N).
 type rsCase[T elem] struct {
 	core[T]
-	kr int // K_r, this rank's columns of A (ColsOf)
-
+	kr   int            // K_r, this rank's columns of A (ColsOf)
 	dA   *gpu.Buffer[T] // A_r (M × K_r)
-	dB   *gpu.Buffer[T] // B_r (K_r × N)
 	dP   *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
 	dOut *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
-
-	// bf16 only, for kernel 07's push (wgmma_rs): every rank's receive slots (n slots of its
-	// RowsOf × N, one per source rank), its arrival counters (one per source and tile of its rows,
-	// never reset: every run adds 1) and the runs so far.
+	// bf16 only, kernel 07's push: every rank's receive slots (one RowsOf × N per source rank), and
+	// core's flags its arrival counters, one per source and tile of its rows.
 	slots *lab.Shared[T]
-	flags *lab.Shared[uint32]
-	epoch uint32
 }
 
-// prepareRS draws A and B (the same on every rank) and allocates this rank's columns of A, rows
-// of B, its partial product (shared: the owners of its rows pull them) and its rows of C (shared:
-// in the fused form every rank adds into them).
 func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rsCase[T], error) {
 	w := env.World()
 	k0, kr := Col0Of(w.Rank, sh.K, w.Size), ColsOf(w.Rank, sh.K, w.Size)
 	rows := RowsOf(w.Rank, sh.M, w.Size)
-	slotElems := 0 // kernel 07's receive slots (bf16 only)
+	slotElems := 0
 	if lab.PrecisionOf(s) == lab.BF16 {
 		slotElems = w.Size * rows * sh.N
 	}
-	cr, err := newCore[T](env, s, p, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
+	cr, pp, err := newCore[T](env, s, p, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
 	if err != nil {
 		return nil, err
 	}
@@ -90,34 +57,20 @@ func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rs
 	for i := range sh.M {
 		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
 	}
-	pp := lab.NewPrep(env)
 	c.dA = lab.PrepUpload(pp, "A (this rank's columns)", ar)
 	c.dB = lab.PrepUpload(pp, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N])
-	// NaN before every checked run: a reduction that runs before its GEMM leaves NaN in C.
+	// NaN before every checked run: a reduction that runs before its GEMM, or reads a receive slot
+	// before its flag, leaves NaN in C.
 	c.dP = lab.PrepSharedScratch[T](pp, "P (partial product)", sh.M*sh.N, c.nan(lab.NaNBits32))
 	c.dOut = lab.PrepSharedOutput[T](pp, "C (this rank's rows)", rows*sh.N, c.nan(lab.NaNBits32))
 	if slotElems > 0 {
-		// NaN before every checked run, like P: a reduction that reads a slot before its flag
-		// leaves NaN in C.
 		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, c.nan(lab.NaNBits32))
+		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, w.Size*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
 	}
-	if pp.Err != nil {
-		return nil, pp.Err
-	}
-	if slotElems > 0 {
-		if c.flags, err = c.counters("arrival counters", w.Size*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)); err != nil {
-			return nil, err
-		}
-	}
-	// chunked: the reduction's start and end
-	if err := c.ready(2); err != nil {
-		return nil, err
-	}
-	return c, nil
+	c.ready(pp, 2) // chunked: the reduction's start and end
+	return lab.Done(pp, c)
 }
 
-// Run runs the variant's schedule between two device barriers (core.run), and one between the
-// GEMMs and the reductions that read them.
 func (c *rsCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
 
 // fused: the GEMM whose epilogue adds into the owners' rows, or kernel 07.
@@ -131,33 +84,29 @@ func (c *rsCase[T]) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) err
 	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dP.Mine.DevicePtr(), row0*c.sh.N), rows, c.kr, s)
 }
 
-// launchReduce sums this rank's rows of every rank's partial product into its rows of C (a pull
-// through the table of partial products).
+// launchReduce pulls this rank's rows of every rank's partial product and sums them into its C.
 func (c *rsCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
-	rows := c.rows()
-	k, cfg, err := c.copyLaunch(v, c.entry(EntryReduceRows), rows*c.sh.N, s)
-	if err != nil {
-		return err
-	}
-	return gpu.Launch(k, cfg, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(rows))
+	return c.copyLaunch(v, c.entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
 }
 
-// runSequential: the whole GEMM, a device barrier (every rank's partial product is complete),
-// then the reduction of this rank's rows.
+// runSequential: the whole GEMM, a device barrier (every partial product is complete), then the
+// reduction of this rank's rows.
 func (c *rsCase[T]) runSequential(v *lab.Variant) error {
-	st := c.env.Stream
-	if err := c.launchGemm(v, 0, c.sh.M, st); err != nil {
+	if err := c.launchGemm(v, 0, c.sh.M, c.env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
 	}
-	if err := c.env.DeviceBarrier(st); err != nil {
-		return err
-	}
-	return c.launchReduce(v, st)
+	return c.barrierThenReduce(v)
 }
 
-// runChunked: the GEMM by destination blocks, in rank order on every rank, a device barrier after
-// each (every rank has that block); the owner's reduction of its block then runs on the side
-// stream while the GEMMs of the blocks after it go on.
+func (c *rsCase[T]) barrierThenReduce(v *lab.Variant) error {
+	if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
+		return err
+	}
+	return c.launchReduce(v, c.env.Stream)
+}
+
+// runChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
+// owner's reduction of its block then runs on the side stream beside the GEMMs that follow.
 func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	st := c.env.Stream
 	side, err := c.env.SideStream()
@@ -184,8 +133,8 @@ func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	return order(c.events[1], side, st) // the final barrier after the reduction too
 }
 
-// runFused: this rank's rows of C zeroed, a device barrier (every rank's are), then the fused
-// GEMM whose epilogue adds each tile into its owner's rows through the table of outputs.
+// runFused: this rank's rows of C zeroed, a device barrier, then the fused GEMM whose epilogue
+// adds each tile into its owner's rows through the table of outputs.
 func (c *rsCase[T]) runFused(v *lab.Variant) error {
 	if v.Entry == EntryWgmmaRS {
 		return c.runWgmma(v)
@@ -205,13 +154,10 @@ func (c *rsCase[T]) runFused(v *lab.Variant) error {
 	return gpu.Launch(k, cfg, c.withBias(c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))...)
 }
 
-// runWgmma (bf16, sm_90a) launches kernel 07 on this rank's K slice, a persistent grid of at
-// most one block an SM. Without push (wgmma_rs_sequential) its tiles go into P, and after a device
-// barrier the pull reduction of the sequential schedule sums this rank's rows; with push: 1
-// (wgmma_rs) each tile goes into its owner's receive slot for this rank, with a flag, and the
-// owner's blocks reduce its own tiles as the partials arrive, into C. TMA needs 16-byte row
-// strides: every rank's K_r and N multiples of 8 (every rank checks every rank's, so all skip
-// alike).
+// runWgmma launches kernel 07, a persistent grid of at most one block an SM. Without push its
+// tiles go into P, reduced after a device barrier as in sequential; with push: 1 each tile goes
+// into its owner's receive slot for this rank, with a flag, and the owner reduces its tiles into C
+// as they arrive. Every rank checks every rank's K_r for TMA, so all skip alike.
 func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 	if c.slots == nil {
 		return fmt.Errorf("variant %s: kernel 07 is bf16 only (suite bf16_%s)", v.Name, SuiteGemmRS)
@@ -241,19 +187,15 @@ func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 		c.epoch++
 		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
 	}
-	st := c.env.Stream
 	args := []any{slots, flags, c.epoch, pushArg, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr), c.bias}
 	if err := gpu.Launch(k, cfg, append(args, maps...)...); err != nil || push {
 		return err
 	}
-	if err := c.env.DeviceBarrier(st); err != nil {
-		return err
-	}
-	return c.launchReduce(v, st)
+	return c.barrierThenReduce(v)
 }
 
-// runLibrary: the library's GEMM into the partial product (libraryGemm: cuBLAS SGEMM, or cuBLASLt
-// in bf16), then ncclReduceScatter of the partial products into every rank's rows. NCCL needs equal blocks: M must be a multiple of n.
+// runLibrary: the library's GEMM into the partial product, then ncclReduceScatter of the partial
+// products into every rank's rows.
 func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.libraryComm(v, "reduce-scatter")
 	if err != nil {
@@ -265,14 +207,10 @@ func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
 	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, c.prec.DataType(), c.env.Stream)
 }
 
-// Check compares this rank's rows of C with the float64 product of its rows of A and B (the
-// engine reports the worst rank's).
-//
-// bf16: the roundings of an element's path — its partial product and the sum (sequential,
-// chunked, and both of kernel 07's forms, whose pushed partials are bf16 and summed in fp32); every
-// add of the fused epilogues (n); the partial product, the bias add and the n−1 hops of NCCL's
-// ring (library). Every rank adds the bias to its partial product, as the
-// distributed challenge's reference does: the sum carries it n times.
+// Check compares this rank's rows of C with the float64 product. bf16 roundings on an element's
+// path: the partial product and the sum (sequential, chunked, kernel 07, whose pushed partials
+// are bf16, summed in fp32); each add of the fused epilogues (n); the partial, the bias add and
+// NCCL's n−1 ring hops (library). Every rank adds the bias, as the challenge's reference does.
 func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	rounds := 2
 	if v.Library != "" || v.Entry == c.entry(EntryGemmRSFused) {
@@ -281,5 +219,4 @@ func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error
 	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)
 }
 
-// Work is the FLOPs of the layer (see RSWorkOf).
 func (c *rsCase[T]) Work() lab.Work { return RSWorkOf(c.sh) }
