@@ -203,8 +203,8 @@ func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Strea
 	if err != nil {
 		return err
 	}
-	threads := param(v, ParamThreads, 256)
-	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2))
+	threads := v.Positive(ParamThreads, 256)
+	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2))
 	return c.launch(k, gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}, args...)
 }
 
@@ -215,14 +215,14 @@ func (c *core[T]) sideStream() (gpu.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return side, order(c.events[0], c.env.Stream, side)
+	return side, lab.Order(c.events[0], c.env.Stream, side)
 }
 
 // wgmmaLaunch readies kernel 06 or 07 for grid blocks on the compute stream with the variant's
 // smem (opted in): the configuration and the TMA maps of a (M × k), b (k × N) and out (outRows ×
 // N), its last arguments, boxes as lab 02's kernel 15 (A 128 × 64, B and out 64 × 64).
 func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, a, b, out gpu.Ptr, k, outRows int) (gpu.LaunchConfig, []any, error) {
-	smem := param(v, ParamSmem, 0)
+	smem := v.Positive(ParamSmem, 0)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.env.Stream}
 	if err := lab.OptInShared(kern, smem); err != nil {
 		return cfg, nil, fmt.Errorf("variant %s: %w", v.Name, err)
@@ -237,14 +237,6 @@ func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what st
 		maps = append(maps, m)
 	}
 	return cfg, maps, nil
-}
-
-// order makes the work queued on to from now on wait for the work queued on from so far (no host).
-func order(ev gpu.Event, from, to gpu.Stream) error {
-	if err := ev.Record(from); err != nil {
-		return err
-	}
-	return to.WaitEvent(ev)
 }
 
 // libraryGemm is the library baseline's row-major out (M × N) = a (M × k) · b (k × N): cuBLAS
@@ -299,12 +291,10 @@ func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows in
 // TimelineKinds names the records' kinds, in the order of KL_TL_COMPUTE, KL_TL_COPY, KL_TL_WAIT.
 var TimelineKinds = []string{"compute", "copy", "wait"}
 
-// timeline is a case's record buffer (tl[0]: records taken in the run, tl[1]: records it holds,
-// the records from tl[4] on, four words each) and the kernel launches of its last run.
+// timeline is a case's record buffer and the kernel launches of its last run.
 type timeline struct {
 	tlOn     bool // the variant now running records
-	tl       *gpu.Buffer[uint64]
-	tlCap    int
+	tl       lab.AppendTimeline
 	launches int
 }
 
@@ -313,7 +303,7 @@ func (t *timeline) tlPtr() gpu.Ptr {
 	if !t.tlOn {
 		return 0
 	}
-	return t.tl.DevicePtr()
+	return t.tl.Ptr()
 }
 
 func (t *timeline) launch(k gpu.Kernel, cfg gpu.LaunchConfig, args ...any) error {
@@ -328,42 +318,29 @@ func TimelineRecords(sh Shape, n, sms, blocksPerSM int) int {
 	return 2*Tiles(sh, n) + n*sms*blocksPerSM
 }
 
-// startTimeline, before a run: whether v records and, if so, its buffer (allocated with its
-// capacity on first use, or when v may leave more records) with the count cleared.
+// startTimeline, before a run: whether v records and, if so, its buffer readied for it.
 func (c *core[T]) startTimeline(v *lab.Variant, s gpu.Stream) error {
 	c.launches = 0
 	if c.tlOn = v.Int(ParamTimeline, 0) != 0; !c.tlOn {
 		return nil
 	}
-	if need := TimelineRecords(c.sh, c.n, c.env.Device.Info().SMs, param(v, ParamBlocksPerSM, 2)); need > c.tlCap {
-		host := make([]uint64, 4+4*need)
-		host[1] = uint64(need)
-		var err error // the engine frees the smaller buffer with the case
-		if c.tl, err = lab.Upload(c.env, fmt.Sprintf("the timeline (%d records)", need), host); err != nil {
-			return err
-		}
-		c.tlCap = need
-	}
-	return c.env.Device.MemsetD32(c.tl.DevicePtr(), 0, 2, s)
+	return c.tl.Start(c.env, TimelineRecords(c.sh, c.n, c.env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2)), s)
 }
 
 // Record returns the timeline of the last run for a timeline variant, nothing for the others.
 // Records past the buffer's end (never, while TimelineRecords bounds them) count as missing.
 func (c *core[T]) Record(v *lab.Variant) (map[string]any, error) {
-	if v.Int(ParamTimeline, 0) == 0 || c.tl == nil {
+	if v.Int(ParamTimeline, 0) == 0 {
 		return nil, nil
 	}
-	recs, err := c.tl.Download()
-	if err != nil {
-		return nil, fmt.Errorf("reading the timeline: %w", err)
+	tl, ok, err := c.tl.Read(c.env.Device.Info().SMs, c.launches)
+	if !ok || err != nil {
+		return nil, err
 	}
-	kept := min(recs[0], recs[1])
-	tl := results.TimelineOfRecords(recs[4:4+4*kept], c.env.Device.Info().SMs, c.launches)
 	if len(tl.Tiles) == 0 {
 		// The output was right (the check passed), so the kernels ran without recording.
 		return nil, fmt.Errorf("the run left no timeline record: variant %s runs kernels built without -DKL_TIMELINE", v.Name)
 	}
-	tl.Missing += int(recs[0] - kept)
 	tl.Kinds = TimelineKinds
 	return map[string]any{results.TimelineKey: tl}, nil
 }

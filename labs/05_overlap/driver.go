@@ -117,14 +117,6 @@ func PersistentGrid(resident, producers, tiles int) (int, error) {
 // suites only), which the emulator skips.
 func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
 
-// param is a launch parameter of v, def when v does not set it or sets it to 0 or less.
-func param(v *lab.Variant, key string, def int) int {
-	if x := v.Int(key, 0); x > 0 {
-		return int(x)
-	}
-	return def
-}
-
 // Prepare prepares the suite's case once every rank has a row (and, in gemm_rs, a column of A).
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if lab.PrecisionOf(s) == lab.BF16 {
@@ -239,7 +231,7 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 		if err := c.launchGather(v, s, 1, side); err != nil {
 			return fmt.Errorf("copy of rank %d's rows: %w", s, err)
 		}
-		if err := order(c.events[j+1], side, compute); err != nil {
+		if err := lab.Order(c.events[j+1], side, compute); err != nil {
 			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
 		}
 		row0 := Row0Of(s, c.sh.M, c.n)
@@ -251,24 +243,17 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	return nil
 }
 
-// resident is how many blocks of fused kernel k surely run at once: SMs × blocks_per_sm, lowered
-// to what the occupancy calculator says fits, on a GPU; SMs on the emulator (a block per worker).
-// Asked once per case; the ranks run on GPUs of one model, so all find the same number.
+// resident is lab.ResidentBlocks of fused kernel k at blocks_per_sm, asked once per case (the
+// ranks run on GPUs of one model, so all find the same number).
 func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
 	if n, ok := c.residentBlocks[v.Key()]; ok {
 		return n, nil
 	}
-	info := c.env.Device.Info()
-	n := max(info.SMs, 1)
-	if !info.Emulated {
-		fits, err := lab.BlocksPerSM(k, GemmThread, 0)
-		if err != nil {
-			return 0, err
-		}
-		n *= min(param(v, ParamBlocksPerSM, 1), fits)
+	n, err := lab.ResidentBlocks(c.env, k, GemmThread, v.Positive(ParamBlocksPerSM, 1))
+	if err == nil {
+		c.residentBlocks[v.Key()] = n
 	}
-	c.residentBlocks[v.Key()] = n
-	return n, nil
+	return n, err
 }
 
 // runFused: fused_pull reads the peers' rows through the table; fused_signal's producer blocks
@@ -293,7 +278,7 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 		return gpu.Launch(k, cfg, c.a.Table, c.dB, c.dC, r, n, M, N, K)
 	}
 	// At least one GEMM block for every producer... and never more producers than half a wave.
-	prod := max(1, min(param(v, ParamProducers, 1), res/2))
+	prod := max(1, min(v.Positive(ParamProducers, 1), res/2))
 	grid, err := PersistentGrid(res, prod, tiles)
 	if err != nil {
 		return err
@@ -314,7 +299,7 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
 	}
-	copiers, beside, sms := param(v, ParamCopiers, 8), v.Params[ParamBeside] != 0, c.env.Device.Info().SMs
+	copiers, beside, sms := v.Positive(ParamCopiers, 8), v.Params[ParamBeside] != 0, c.env.Device.Info().SMs
 	grid := min(lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), sms)
 	if beside {
 		grid = min(grid, sms-copiers)
@@ -349,7 +334,7 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err := gpu.Launch(k, cfg, append([]any{c.flags.Mine, ready, r, n, M, N, K, c.dC, c.bias}, maps...)...); err != nil || !beside {
 		return err
 	}
-	return order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
+	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
 }
 
 // copyOnEngines is runWgmma's all-gather on the copy engines: a cuMemcpyDtoDAsync per source

@@ -123,14 +123,14 @@ func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 		if d != c.rank {
 			continue
 		}
-		if err := order(c.events[0], st, side); err != nil {
+		if err := lab.Order(c.events[0], st, side); err != nil {
 			return err
 		}
 		if err := c.launchReduce(v, side); err != nil {
 			return fmt.Errorf("reduction of its rows: %w", err)
 		}
 	}
-	return order(c.events[1], side, st) // the final barrier after the reduction too
+	return lab.Order(c.events[1], side, st) // the final barrier after the reduction too
 }
 
 // runFused: this rank's rows of C zeroed, a device barrier, then the fused GEMM whose epilogue

@@ -14,3 +14,12 @@ func (p *Prep) Events(n int) []gpu.Event {
 	}
 	return evs
 }
+
+// Order makes the work queued on to from now on wait for the work queued on from so far, through
+// ev (no host in between).
+func Order(ev gpu.Event, from, to gpu.Stream) error {
+	if err := ev.Record(from); err != nil {
+		return err
+	}
+	return to.WaitEvent(ev)
+}

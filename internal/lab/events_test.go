@@ -22,3 +22,14 @@ func TestPrepEvents(t *testing.T) {
 	assert.Nil(t, p.Events(2))
 	assert.Len(t, env.arena().bufs, bufs+3, "nothing is made after an error")
 }
+
+// Order records the event on one stream and makes the other wait for it.
+func TestOrder(t *testing.T) {
+	env := caseEnv(t)
+	p := NewPrep(env)
+	evs := p.Events(1)
+	require.NoError(t, p.Err)
+	side, err := env.SideStream()
+	require.NoError(t, err)
+	assert.NoError(t, Order(evs[0], env.Stream, side))
+}
