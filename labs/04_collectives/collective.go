@@ -26,31 +26,27 @@ const (
 	ReduceScatterV // reduce-scatter into shards of different sizes (alltoallv.go)
 )
 
-// ops are the collectives as nccl-tests describes them: the per-rank input and output (one block
-// of count elements, or n of them), whether the output is a sum or a gather of the ranks'
-// inputs, the bus factor's numerator, and what the reference is (in a report's method).
+// ops are the collectives as nccl-tests describes them.
 var ops = [...]struct {
 	name      string
 	inN, outN bool    // the input (output) is n blocks of count elements, else one
 	sum       bool    // the output sums the ranks' inputs elementwise, else concatenates them
 	bus       float64 // busbw / algbw = bus·(n−1)/n
-	ref       string
+	ref       string  // what the reference is, in a report's method
 }{
 	AllReduce:     {"allreduce", false, false, true, 2, "sum"},
 	AllGather:     {"allgather", false, true, false, 1, "concatenation"},
 	ReduceScatter: {"reduce_scatter", true, false, true, 1, "sum (its block)"},
 	AllToAll:      {"all_to_all", true, true, false, 1, "gather (its block of each)"},
 	AllToAllV:     {"all_to_allv", true, true, false, 1, "gather (its block of each, of the sizes in the table)"},
-	// Shards of n sizes: count is their mean, so that Counts and the bus bytes read as for
-	// reduce_scatter when the shards are equal.
+	// count is the shards' mean, so that the bus bytes read as reduce_scatter's for equal shards.
 	ReduceScatterV: {"reduce_scatter_v", true, false, true, 1, "sum (its shard, of the sizes drawn)"},
 }
 
 func (o Op) String() string { return ops[o].name }
 
-// OpOf says which collective a suite measures, by the start of its name after any "bf16_" (the
-// suites of bf16 data, lab.PrecisionOf): allgather..., reduce_scatter_v..., reduce_scatter...,
-// all_to_allv..., all_to_all...; the others are allreduces.
+// OpOf says which collective a suite measures, by the start of its name after any "bf16_";
+// the suites of no other collective are allreduces.
 func OpOf(s *lab.Suite) Op {
 	for _, o := range []Op{AllGather, ReduceScatterV, ReduceScatter, AllToAllV, AllToAll} { // the v forms before their prefixes
 		if strings.HasPrefix(strings.TrimPrefix(s.Name, "bf16_"), o.String()) {
@@ -60,10 +56,9 @@ func OpOf(s *lab.Suite) Op {
 	return AllReduce
 }
 
-// Counts are the per-rank element counts of a collective's input and output for n ranks and the
-// problem's count: for allreduce count in and out; for all-gather count in, n·count out; for
-// reduce-scatter and all-to-all count is one block (nccl-tests' count): n blocks in, one block
-// (reduce-scatter) or n blocks (all-to-all; all-to-allv when every block has count elements) out.
+// Counts are the per-rank element counts of a collective's input and output, count being one
+// block (nccl-tests' count): n blocks in for reduce-scatter and all-to-all, n out for all-gather
+// and all-to-all.
 func Counts(op Op, n, count int) (in, out int) {
 	in, out = count, count
 	if ops[op].inN {
@@ -75,8 +70,7 @@ func Counts(op Op, n, count int) (in, out int) {
 	return in, out
 }
 
-// CountOf reads a problem's per-rank size in bytes and returns the element count in precision
-// prec (4 bytes an fp32 element, 2 a bf16 one).
+// CountOf reads a problem's per-rank size in bytes and returns the element count in precision prec.
 func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
 	b, e := p.Int("bytes", 0), int64(prec.Bytes())
 	switch {
@@ -90,10 +84,8 @@ func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
 	return int(b / e), nil
 }
 
-// BusFactor is nccl-tests' ratio busbw / algbw for n ranks: 2(n−1)/n for allreduce, (n−1)/n for
-// all-gather, reduce-scatter and all-to-all. It turns the rate of one rank's data into the rate
-// each link must sustain in a bandwidth-optimal algorithm, so that the figure is comparable
-// across n and with the hardware.
+// BusFactor is nccl-tests' ratio busbw / algbw for n ranks: it turns the rate of one rank's data
+// into the rate each link must sustain in a bandwidth-optimal algorithm, comparable across n.
 func BusFactor(op Op, n int) float64 {
 	if n < 1 {
 		return 0
@@ -101,24 +93,22 @@ func BusFactor(op Op, n int) float64 {
 	return ops[op].bus * float64(n-1) / float64(n)
 }
 
-// AlgBytes are the bytes that nccl-tests divides by the time for algbw: the per-rank buffer S
-// for allreduce; n blocks of S = size·count for the others (received by all-gather, sent by
-// reduce-scatter, sent and received by all-to-all), size being the bytes of an element.
+// AlgBytes are the bytes that nccl-tests divides by the time for algbw: the larger of a rank's
+// input and output, of elements of size bytes.
 func AlgBytes(op Op, n, count, size int) float64 {
 	in, out := Counts(op, n, count)
 	return float64(size) * float64(max(in, out))
 }
 
-// WorkOf is the work of one collective: Bytes = AlgBytes · BusFactor, so that the engine's GB/s
-// (Bytes / time) is the bus bandwidth. No FLOPs: the (n−1)·count additions per rank are never
-// what limits a collective, and a TFLOP/s figure would only distract.
+// WorkOf is one collective's work: Bytes = AlgBytes · BusFactor, so that the engine's GB/s is the
+// bus bandwidth. No FLOPs: the additions are never what limits a collective.
 func WorkOf(op Op, n, count, size int) lab.Work {
 	return lab.Work{Bytes: AlgBytes(op, n, count, size) * BusFactor(op, n)}
 }
 
-// Reference computes what rank `rank` must hold, from every rank's input: the float64
-// elementwise sum of the inputs (allreduce), their concatenation (all-gather), block `rank` of
-// the sum (reduce-scatter), block `rank` of every input, concatenated (all-to-all).
+// Reference is what rank `rank` must hold, in float64: the sum of the inputs (allreduce), their
+// concatenation (all-gather), block `rank` of the sum (reduce-scatter), block `rank` of every
+// input, concatenated (all-to-all).
 func Reference(op Op, ins [][]float32, rank int) []float64 {
 	return reference(op, ins, func(_ int, x []float32) []float32 {
 		if !ops[op].inN {
@@ -129,8 +119,7 @@ func Reference(op Op, ins [][]float32, rank int) []float64 {
 	})
 }
 
-// reference sums (or concatenates, in rank order) what a rank gets of every rank's input
-// (part(s, input of rank s)), in float64.
+// reference sums (or concatenates, in rank order) part(s, input of rank s) over the ranks.
 func reference(op Op, ins [][]float32, part func(s int, x []float32) []float32) []float64 {
 	if len(ins) == 0 {
 		return nil
@@ -155,8 +144,8 @@ func reference(op Op, ins [][]float32, part func(s int, x []float32) []float32) 
 // elem is how a case's data lies in device memory: fp32, or bf16 bit patterns.
 type elem interface{ float32 | uint16 }
 
-// fillInputs fills x with values uniform in ±[2^-10, 1): random signs, never zero; rounded to bf16
-// in place for bf16 data (T uint16). It returns them as the device holds them.
+// fillInputs fills x with values uniform in ±[2^-10, 1), never zero, rounded to bf16 in place for
+// bf16 data (T uint16), and returns them as the device holds them.
 func fillInputs[T elem](x []float32, seed uint64) []T {
 	r := rand.New(rand.NewPCG(seed, seed^0xda942042e4dd58b5))
 	for i := range x {
@@ -182,32 +171,11 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	return gpu.GridFor(work, threads, sms, int(cmp.Or(max(params[ParamBlocksPerSM], 0), 2))), threads
 }
 
-// launchOf is the launch of variant v over work elements (Grid) on env's stream.
 func launchOf(env *lab.Env, v *lab.Variant, work int) gpu.LaunchConfig {
 	grid, threads := Grid(v.Params, work, env.Device.Info().SMs)
 	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: env.Stream}
 }
 
-// inOrder runs steps (launches, barriers, library calls on a stream) one after another, up to the
-// first that fails.
-func inOrder(steps ...func() error) error {
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// orOne is xs, or unit zeros where xs is empty: a buffer that would be empty gets one element (row).
-func orOne[T any](xs []T, unit int) []T {
-	if len(xs) == 0 {
-		return make([]T, unit)
-	}
-	return xs
-}
-
-// appendWide appends x, widened to float64, to ref.
 func appendWide(ref []float64, x []float32) []float64 {
 	for _, v := range x {
 		ref = append(ref, float64(v))
@@ -225,8 +193,8 @@ func RingChunk(count, n, c int) (begin, end int) {
 
 // RingStep says what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: which chunk it
 // writes, and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1
-// all-gather steps). It always reads that chunk from its left neighbour, rank (r−1) mod n: at
-// step 0 from the neighbour's input, after that from the neighbour's output.
+// all-gather steps). It reads that chunk from its left neighbour: at step 0 from the neighbour's
+// input, after that from its output.
 func RingStep(n, r, t int) (chunk int, reduce bool) {
 	if t < n-1 {
 		return ((r-1-t)%n + n) % n, true

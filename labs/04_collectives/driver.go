@@ -2,12 +2,10 @@
 // ranks, one process per GPU, over buffers that every rank of the node maps, against NCCL,
 // measured with nccl-tests' bus bandwidth.
 //
-// Like a collective of nccl-tests, the driver supplies only what differs: each rank's buffers
-// and inputs, the reference (a float64 sum or concatenation of every rank's inputs, which every
-// rank draws from the same seeds), one call per variant, and the byte count that makes the
-// engine's GB/s the bus bandwidth. Suites named bf16_... move bf16 data (lab.PrecisionOf), the
-// others fp32, through the same case. The engine starts the ranks, keeps them in step, poisons and
-// checks every rank's output, times back-to-back runs and frees everything.
+// The driver supplies each rank's buffers and inputs, the reference (a float64 sum or
+// concatenation of every rank's inputs, which every rank draws from the same seeds), one call per
+// variant, and the byte count that makes the engine's GB/s the bus bandwidth. Suites named
+// bf16_... move bf16 data (lab.PrecisionOf), the others fp32, through the same case.
 package collectives
 
 import (
@@ -33,21 +31,18 @@ const (
 
 // Kernel entries that the driver launches in ways of their own.
 const (
-	EntryRing = "allreduce_ring_step" // the ring allreduce: one launch per step, a device barrier between steps (see Run)
-	// The kernels on NCCL's symmetric memory and device API (needs: [nccl_device]): they take the
-	// device communicator and the window of the case's NCCL symmetric window (symmetric.go)
-	// instead of the course's table of peer pointers.
+	EntryRing = "allreduce_ring_step" // one launch per step, a device barrier between steps (runRing)
+	// The kernels on NCCL's device API (symmetric.go).
 	EntryNCCLOneShot   = "allreduce_nccl_one_shot"
 	EntryNCCLAllGather = "allgather_nccl_pull"
 )
 
 // Launch parameters a kernel variant may set (lab.yaml params:): threads per block (256) and
-// blocks per SM (2), the grid being min(blocks the elements need, SMs × blocks_per_sm) with the
-// kernels looping over what is left (grid-stride); vec: 8 for kernels whose threads move 8 elements
-// at once (16 bytes of bf16); shared_out: 1 for kernels that write their
-// peers' outputs (a push), whose outputs every rank must map; fused_barrier: 1 for kernels that
-// synchronise the ranks themselves (kl_rank_barrier_start/end, taking the signals after their
-// buffers), which the engine's barrier kernel otherwise brackets.
+// blocks per SM (2) of a grid-stride grid (Grid); vec: 8 for kernels whose threads move 8
+// elements at once; shared_out: 1 for kernels that write their peers' outputs (a push), which
+// every rank must then map; fused_barrier: 1 for kernels that synchronise the ranks themselves
+// (kl_rank_barrier_start/end, taking the signals after their buffers) instead of between two
+// device barriers.
 const (
 	ParamThreads      = "threads"
 	ParamBlocksPerSM  = "blocks_per_sm"
@@ -61,8 +56,6 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.Driver = Lab{}
-
 // collCase is one prepared problem on this rank.
 type collCase[T elem] struct {
 	env         *lab.Env
@@ -70,9 +63,9 @@ type collCase[T elem] struct {
 	prec        lab.Precision
 	rank, n     int
 	count       int
-	ins         [][]float32 // every rank's input (each rank draws them all; bf16 values in bf16 suites), for the reference
-	blocks      Blocks      // an all-to-all's block sizes (the same on every rank), equal for all_to_all
-	shards      []int       // an uneven reduce-scatter's shard sizes (the same on every rank)
+	ins         [][]float32 // every rank's input, for the reference (bf16 values in bf16 suites)
+	blocks      Blocks      // an all-to-all's block sizes, equal for all_to_all
+	shards      []int       // an uneven reduce-scatter's shard sizes
 	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
 	offsets     *gpu.Buffer[int64]  // the n+1 shard offsets of an uneven reduce-scatter (ShardOffsets)
@@ -84,7 +77,7 @@ type collCase[T elem] struct {
 }
 
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
-// the shared input and its output, and the signals of the device barrier.
+// the shared input, its output and the device barrier's signals.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if IsMoE(s) {
 		return prepareMoE(env, s, p) // moe.go
@@ -128,9 +121,7 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	c.inCount, c.oc = c.sizesOf(c.rank)
 	a := lab.NewPrep(env)
 	a.Need(int64(prec.Bytes()) * int64(c.inCount+c.oc))
-	// An empty buffer of an uneven all-to-all still gets one element, so that every rank has a
-	// pointer to hand out; the kernels never touch it.
-	c.in = lab.PrepUploadShared(a, "input", orOne(mine, 1))
+	c.in = lab.PrepUploadShared(a, "input", lab.OrOne(mine, 1)) // an uneven all-to-all's may be empty
 	switch op {
 	case AllToAllV:
 		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.blocks.Row(c.rank))
@@ -160,7 +151,7 @@ func (c *collCase[T]) sizesOf(r int) (in, out int) {
 	case c.blocks != nil:
 		return c.blocks.Sent(r), c.blocks.Received(r)
 	case c.shards != nil:
-		return sum(c.shards), c.shards[r]
+		return lab.Sum(c.shards), c.shards[r]
 	}
 	return Counts(c.op, c.n, c.count)
 }
@@ -181,7 +172,7 @@ func (c *collCase[T]) Run(v *lab.Variant) error {
 		return c.launch(v)
 	}
 	barrier := func() error { return c.env.DeviceBarrier(c.env.Stream) }
-	return inOrder(barrier, func() error { return c.launch(v) }, barrier)
+	return lab.InOrder(barrier, func() error { return c.launch(v) }, barrier)
 }
 
 func (c *collCase[T]) launch(v *lab.Variant) error {
@@ -205,7 +196,7 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 		return gpu.Launch(k, cfg, c.in.Table, c.outs.Table, c.sig, rank, n, cnt)
 	case "allgather_pull", "reduce_scatter_direct":
 		if c.shards != nil {
-			if !allEqual(c.shards) {
+			if !lab.AllEqual(c.shards) {
 				return lab.Skip("kernel 13 takes shards of equal size; this problem's differ")
 			}
 			cnt = int32(c.shards[0])
@@ -235,10 +226,9 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 	return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
 }
 
-// runRing queues the 2(n−1) steps of the ring allreduce on this rank's stream, one launch per
-// step, a device barrier after each: step t+1 starts on no rank before every rank has finished
-// step t, so a rank reads its left neighbour's chunk after it was written (read after write) and
-// overwrites its own chunk after its right neighbour has read it (write after read).
+// runRing queues the 2(n−1) steps of the ring allreduce, a device barrier between two: a rank
+// reads its left neighbour's chunk after it was written and overwrites its own after its right
+// neighbour has read it.
 func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	if c.outs == nil {
 		return fmt.Errorf("variant %s: the ring reads its neighbour's output (set %s: 1 on a variant of the suite in lab.yaml)", v.Name, ParamSharedOut)
@@ -270,8 +260,7 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	return nil
 }
 
-// libCalls are the NCCL calls of the library variants (lab.yaml library:) but all-to-all's, by
-// the collective each computes.
+// libCalls are the NCCL calls of the library variants of the even collectives.
 var libCalls = map[string]struct {
 	op   Op
 	call func(gpu.RankCommunicator, gpu.Ptr, gpu.Ptr, int, gpu.DataType, gpu.Stream) error

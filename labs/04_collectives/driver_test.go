@@ -335,8 +335,8 @@ func TestShards(t *testing.T) {
 		assert.Equal(t, Reference(ReduceScatter, ins2, r), ReferenceRSV(ins2, eq, r))
 	}
 	assert.Equal(t, WorkOf(ReduceScatter, 2, 2, 2), WorkOfRSV(eq, 2))
-	assert.True(t, allEqual(eq))
-	assert.False(t, allEqual(shards))
+	assert.True(t, lab.AllEqual(eq))
+	assert.False(t, lab.AllEqual(shards))
 }
 
 // The block sizes of an uneven all-to-all: offsets, totals and the reference agree.

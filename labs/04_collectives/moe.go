@@ -31,19 +31,19 @@ const (
 	moeMetaWords  = 3    // per received row: source rank, source token, slot
 )
 
-// IsMoE says whether a suite is one of the MoE suites (moe.go), which have their own case.
+// IsMoE says whether a suite is one of the MoE suites, which have their own case.
 func IsMoE(s *lab.Suite) bool { return s.Name == "moe_dispatch" || s.Name == "moe_combine" }
 
 // moeRow is one received row: token `token` of rank src, its slot `slot` of k.
 type moeRow struct{ src, token, slot int }
 
-// moeRouting is a problem's data, drawn the same on every rank (the same seeds).
+// moeRouting is a problem's data, drawn the same on every rank (the same seeds), per rank.
 type moeRouting struct {
 	n, experts, k, hidden int
-	tokens                []int       // per rank
-	topk                  [][]int32   // per rank, tokens·k experts
-	weights               [][]float32 // per rank, tokens·k
-	x                     [][]float32 // per rank, tokens·hidden bf16 values
+	tokens                []int
+	topk                  [][]int32   // tokens·k experts
+	weights               [][]float32 // tokens·k
+	x                     [][]float32 // tokens·hidden bf16 values
 	xBits                 [][]uint16
 	scale                 []float32 // per expert: the expert's output is bf16(scale·row)
 }
@@ -61,7 +61,7 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 	case int64(n)*int64(maxTok)*int64(m.k)*int64(m.hidden) > math.MaxInt32:
 		return nil, fmt.Errorf("problem %q: %d ranks of %d tokens × %d slots × %d elements is beyond the kernels' 32-bit row counts", p.Name, n, maxTok, m.k, m.hidden)
 	}
-	for e := 0; e < m.experts; e++ {
+	for range m.experts {
 		m.scale = append(m.scale, float32(0.5+rng.Float64()))
 	}
 	for range n {
@@ -136,15 +136,13 @@ func (m *moeRouting) rowBlocks() Blocks {
 // row is row r's hidden state, as its source holds it (bf16 values).
 func (m *moeRouting) row(r moeRow) []float32 { return m.x[r.src][r.token*m.hidden:][:m.hidden] }
 
-// expertOf is the expert that row r is routed to.
 func (m *moeRouting) expertOf(r moeRow) int { return int(m.topk[r.src][r.token*m.k+r.slot]) }
 
 // expertOut is the expert's output for row r: bf16(scale_e · x), as the combine's input.
 func (m *moeRouting) expertOut(r moeRow) []float32 {
-	e := m.expertOf(r)
 	y := make([]float32, m.hidden)
 	for c, v := range m.row(r) {
-		y[c] = m.scale[e] * v
+		y[c] = m.scale[m.expertOf(r)] * v
 	}
 	matref.RoundBF16(y)
 	return y
@@ -157,6 +155,7 @@ type moeCase struct {
 	m        *moeRouting
 	rank     int
 	rows     []moeRow
+	blocks   Blocks              // the rows each rank sends to each
 	x        *lab.Shared[uint16] // dispatch: this rank's tokens, which peers pull
 	topk     *gpu.Buffer[int32]
 	counts   *lab.Shared[int32] // dispatch: counts and list starts per expert (kernel 15)
@@ -169,7 +168,6 @@ type moeCase struct {
 	nccl     *moeNCCL  // the NCCL baseline's buffers, made on its first run
 	ref      []float64 // combine: this rank's tokens
 	sumTol   float64   // combine: what the fp32 sum of k terms adds to the tolerance (see Check)
-	blocks   Blocks    // the rows each rank sends to each
 }
 
 func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
@@ -197,8 +195,8 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 			ys = append(ys, m.expertOut(r)...)
 			meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
 		}
-		c.recv = lab.PrepUpload(a, "expert outputs", orOne(matref.RoundBF16(ys), H))
-		c.meta = lab.PrepUpload(a, "metadata", orOne(meta, moeMetaWords))
+		c.recv = lab.PrepUpload(a, "expert outputs", lab.OrOne(matref.RoundBF16(ys), H))
+		c.meta = lab.PrepUpload(a, "metadata", lab.OrOne(meta, moeMetaWords))
 		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
 		c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
 		c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
@@ -241,13 +239,13 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	m, R := c.m, len(c.rows)
+	m, R, bar := c.m, len(c.rows), c.barrier
 	if !c.combine {
-		return inOrder(c.barrier, c.count(h[0], v), c.barrier, c.launch(k, v, R*m.hidden, c.x.Table, c.counts.Table,
-			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), c.barrier)
+		return lab.InOrder(bar, c.count(h[0], v), bar, c.launch(k, v, R*m.hidden, c.x.Table, c.counts.Table,
+			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), bar)
 	}
-	return inOrder(c.barrier, c.launch(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
-		c.barrier, c.reduce(h[0], v), c.barrier)
+	return lab.InOrder(bar, c.launch(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
+		bar, c.reduce(h[0], v), bar)
 }
 
 // moeHelpers are the files of the helper kernels the MoE cases launch by entry.
@@ -256,8 +254,8 @@ var moeHelpers = map[string]string{
 	"moe_rows_by_pair": "kernels/19_nccl_moe_rows.cu", "moe_permute": "kernels/20_nccl_moe_permute.cu",
 }
 
-// helpers are the loaded helper kernels of entries, in their order, then the one that dispatch
-// (kernel 15) or combine (18) launches around the variant's kernel, and the NCCL baseline too.
+// helpers are the loaded helper kernels of entries, in their order, then kernel 15 (dispatch) or
+// 18 (combine), which the variant's kernel and the NCCL baseline launch too.
 func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	var ks []gpu.Kernel
 	for _, e := range append(entries, map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]) {
@@ -270,7 +268,6 @@ func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	return ks, nil
 }
 
-// barrier is a device barrier of the ranks on this rank's stream.
 func (c *moeCase) barrier() error { return c.env.DeviceBarrier(c.env.Stream) }
 
 // launch is the step that launches k over work elements (launchOf) with args.
@@ -298,8 +295,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		if err != nil {
 			return check.Report{}, err
 		}
-		tol := out.Tolerance() + c.sumTol
-		rep := check.Against(got, c.ref, tol)
+		rep := check.Against(got, c.ref, out.Tolerance()+c.sumTol)
 		rep.Method = fmt.Sprintf("every rank's tokens against a float64 sum of their %d expert outputs times the routing weights", c.m.k)
 		return rep, nil
 	}
@@ -312,8 +308,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		return check.Report{}, err
 	}
 	// The rows, then their metadata, as one vector of exact values.
-	got := append(rows[:R*H:R*H], make([]float32, 0, R*moeMetaWords)...)
-	ref := make([]float64, 0, R*(H+moeMetaWords))
+	got, ref := rows[:R*H:R*H], make([]float64, 0, R*(H+moeMetaWords))
 	for _, r := range c.rows {
 		ref = appendWide(ref, c.m.row(r))
 	}
@@ -326,8 +321,7 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 	return rep, nil
 }
 
-// Work: the bytes of hidden state that change hands (every rank's received rows), of all ranks;
-// the time is the metric (µs per call).
+// Work: the bytes of hidden state that change hands, all ranks together; the metric is the time.
 func (c *moeCase) Work() lab.Work {
 	return lab.Work{Bytes: 2 * float64(c.blocks.Total()) * float64(c.m.hidden)}
 }
@@ -378,14 +372,14 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 		counts := func() error {
 			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
 		}
-		return inOrder(c.count(ks[2], v), counts,
+		return lab.InOrder(c.count(ks[2], v), counts,
 			c.launch(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
 			exchange(1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32),
 			exchange(H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16),
 			c.launch(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
 	}
 	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
-	return inOrder(c.launch(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
+	return lab.InOrder(c.launch(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
 		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
 		c.launch(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
 		c.reduce(ks[2], v))
