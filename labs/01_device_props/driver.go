@@ -3,23 +3,23 @@
 // HBM and L2 copy bandwidth, the FP32 FMA rate, the bf16 tensor-core rate through cuBLAS, the
 // cost of a kernel launch, and the host link.
 //
-// Like every lab it only supplies what differs: problems on the device, one call per variant,
-// a check and the work counts (lab.Driver); the engine allocates, poisons, checks, times, records
-// and frees. It also implements lab.DeviceRecorder (the property tables) and lab.Deriver (the
-// measured ceilings).
+// Each suite is one benchmark: its prepare function makes the problem's inputs and returns the
+// variant's launch, the check and the work counts (lab.CaseOf); the engine allocates, poisons,
+// checks, times, records and frees. Lab also implements lab.DeviceRecorder (the property tables)
+// and lab.Deriver (the measured ceilings, derive.go).
 package devprops
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
-	"maps"
-	"math/rand/v2"
 	"slices"
+	"unsafe"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -35,8 +35,7 @@ const (
 	SuiteHostLink = "host_link"
 )
 
-// Library calls that variants name in lab.yaml (library: ...). The driver makes these calls
-// itself, through the device API.
+// Library calls that variants name in lab.yaml (library: ...), made through the device API.
 const (
 	LibMemcpyDtoD   = "memcpy_dtod"   // Device.CopyDtoD (cuMemcpyDtoDAsync)
 	LibMemcpyHtoD   = "memcpy_htod"   // Device.CopyHtoD (cuMemcpyHtoDAsync)
@@ -52,18 +51,20 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.DeviceRecorder = Lab{}
-var _ lab.Deriver = Lab{}
+var _ interface {
+	lab.DeviceRecorder
+	lab.Deriver
+} = Lab{}
 
-// prepares are the suites' Prepare functions.
-var prepares = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
+// benchmarks prepare a problem of each suite.
+var benchmarks = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
 	SuiteHBM: prepareCopy, SuiteL2: prepareL2, SuiteFMA: prepareFMA,
 	SuiteTensor: prepareTensor, SuiteLaunch: prepareLaunch, SuiteHostLink: prepareHostLink,
 }
 
 // Prepare allocates and fills the problem p of suite s.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	prepare, ok := prepares[s.Name]
+	prepare, ok := benchmarks[s.Name]
 	if !ok {
 		return nil, fmt.Errorf("lab %s has no suite %q", LabDir, s.Name)
 	}
@@ -74,18 +75,17 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	return c, nil
 }
 
-// ---- helpers shared by the cases ----
-
-// blockSize reads the variant's block size and checks it against the device.
+// blockSize reads the variant's block size and checks it against the device (1024 threads if it
+// does not say).
 func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
-	b, limit := v.Int("block", def), cmp.Or(int64(max(env.Device.Info().MaxThreadsPerBlock, 0)), 1024) // 1024 if unknown
+	b, limit := v.Int("block", def), cmp.Or(int64(max(env.Device.Info().MaxThreadsPerBlock, 0)), 1024)
 	if b < 1 || b > limit {
 		return 0, fmt.Errorf("variant %s: block %d is outside 1..%d (params.block in lab.yaml)", v.Name, b, limit)
 	}
 	return int(b), nil
 }
 
-// kernelOf is the variant's kernel and its block size (blockSize).
+// kernelOf is the variant's kernel and its block size.
 func kernelOf(env *lab.Env, v *lab.Variant, defBlock int64) (gpu.Kernel, int, error) {
 	k, err := env.Kernel(v)
 	if err != nil {
@@ -103,41 +103,8 @@ func cfg(env *lab.Env, grid, block int) gpu.LaunchConfig {
 	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(block), Stream: env.Stream}
 }
 
-// threadSamples is how many threads a check recomputes on the CPU, at most.
+// threadSamples is how many threads a check recomputes on the CPU, at most (lab.CheckThreads).
 const threadSamples = 96
-
-// checkThreads compares sampled outputs of a grid of threads (blocks of block) bit for bit with
-// want(tid), recomputed on all cores (one thread's work can be millions of steps): the first and
-// last threads of the grid and of its first and last blocks, and random ones (deterministic in
-// seed), up to threadSamples. Wrong outputs are named by thread, and Checked counts every output
-// (the caller checks them all some other way too).
-func checkThreads[T check.Number](out []T, block int, seed uint64, want func(tid int) T) check.Report {
-	n, seen := len(out), map[int]bool{}
-	for _, t := range []int{0, 1, block - 1, block, n - block, n - 1} {
-		if t >= 0 && t < n {
-			seen[t] = true
-		}
-	}
-	for rng := rand.New(rand.NewPCG(seed, 0xF3A)); len(seen) < min(n, threadSamples); {
-		seen[rng.IntN(n)] = true
-	}
-	tids := slices.Sorted(maps.Keys(seen))
-	got, ref := make([]T, len(tids)), make([]T, len(tids))
-	matref.ParallelFor(len(tids), func(lo, hi int) {
-		for s := lo; s < hi; s++ {
-			got[s], ref[s] = out[tids[s]], want(tids[s])
-		}
-	})
-	rep := check.Exact(got, ref)
-	for i := range rep.Mismatches {
-		rep.Mismatches[i].Index = tids[rep.Mismatches[i].Index]
-	}
-	if rep.MaxErrAt >= 0 {
-		rep.MaxErrAt = tids[rep.MaxErrAt]
-	}
-	rep.Checked = n
-	return rep
-}
 
 // failWith fails rep for a reason found beside its comparison, said first in its note.
 func failWith(rep *check.Report, reason string) {
@@ -145,4 +112,147 @@ func failWith(rep *check.Report, reason string) {
 		reason += "; " + rep.Note
 	}
 	rep.OK, rep.Note = false, reason
+}
+
+// flagPoison is the byte the launch flags are poisoned with, flagSentinel a flag that holds it;
+// the token is never equal to it.
+const flagPoison, flagSentinel = 0xA5, 0xA5A5A5A5
+
+// prepareLaunch is one problem of launch_latency: `launches` launches of the (almost) empty
+// kernel in one Run, so Work.Ops = launches and the engine reports the time of one launch. Launch
+// i writes token into flags[i]: every slot written proves that every launch ran with its own
+// arguments.
+func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
+	launches, blocks := p.Int("launches", 1000), p.Int("blocks", 1)
+	if bps := p.Int("blocks_per_sm", 0); bps > 0 {
+		blocks = bps * int64(smCount(env))
+	}
+	if launches < 1 || launches > 1<<24 {
+		return nil, fmt.Errorf("launches = %d must be in 1..%d", launches, 1<<24)
+	}
+	if blocks < 1 || blocks > 1<<31-1 {
+		return nil, fmt.Errorf("blocks = %d must be in 1..2³¹−1", blocks)
+	}
+	var token uint32
+	for token == 0 || token == flagSentinel {
+		token = env.RNG.Uint32()
+	}
+	flags, err := lab.Output[uint32](env, "flags", int(launches), lab.PoisonBytes(flagPoison))
+	if err != nil {
+		return nil, err
+	}
+	// With params.sync = 1 Run waits for each launch to finish before the next one: the time per
+	// op is then the round trip (launch, run, completion seen by the host), not the launch rate.
+	//
+	// gpu.Launch reads the kernel's parameter info and packs the arguments on every call. Here
+	// the launch itself is measured, so the arguments are packed once (gpu.PackArgs) and only the
+	// launch index is re-encoded per launch.
+	run := func(v *lab.Variant) error {
+		k, block, err := kernelOf(env, v, 32)
+		if err != nil {
+			return err
+		}
+		params, err := k.Params()
+		if err != nil {
+			return fmt.Errorf("launch %s: reading parameter info: %w", k.Name(), err)
+		}
+		packed, err := gpu.PackArgs(k.Name(), params, []any{flags, int32(0), token})
+		if err != nil {
+			return err
+		}
+		lc, sync := cfg(env, int(blocks), block), v.Int("sync", 0) != 0
+		for i := int64(0); i < launches; i++ {
+			args := [][]byte{packed[0], binary.LittleEndian.AppendUint32(nil, uint32(i)), packed[2]}
+			if err := k.LaunchPacked(lc, args); err != nil {
+				return fmt.Errorf("launch %d of %s grid %v block %v: %w", i, k.Name(), lc.Grid, lc.Block, err)
+			}
+			if sync {
+				if err := env.Stream.Synchronize(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	chk := func(_ *lab.Variant, out *lab.Outputs) (check.Report, error) {
+		got, err := lab.Raw(out, flags)
+		if err != nil {
+			return check.Report{}, err
+		}
+		rep := check.Exact(got, slices.Repeat([]uint32{token}, len(got)))
+		rep.Method = "exact: every launch wrote its token into its own flag slot"
+		for _, g := range got {
+			if g == flagSentinel {
+				rep.Unwritten++
+			}
+		}
+		if rep.Unwritten > 0 {
+			rep.Note = fmt.Sprintf("%d of %d launches left their flag unwritten", rep.Unwritten, len(got))
+		}
+		return rep, nil
+	}
+	return lab.CaseOf(run, chk, lab.Work{Ops: int(launches)}), nil
+}
+
+// prepareHostLink is one problem of host_link: copies of `bytes` random bytes between host and
+// device, from page-locked (pinned) or ordinary (pageable) host memory. Prepare does not know the
+// variant, so it makes both directions' buffers:
+//
+//	host src (pinned; a pageable twin)  --h2d-->  devDst
+//	host dst (pinned; a pageable twin) <--d2h--   devSrc (a copy of host src)
+//
+// The destinations are outputs the engine poisons, so each check proves that the timed copy
+// moved the data: h2d is checked by reading devDst back, d2h by comparing host dst.
+func prepareHostLink(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
+	n := p.Int("bytes", 0)
+	if n < 1 {
+		return nil, fmt.Errorf("bytes = %d must be at least 1", n)
+	}
+	const poison = 0xA5
+	a := lab.NewPrep(env)
+	a.Need(2 * n)
+	src := a.PinnedHost("pinned source", int(n))
+	for i := 0; i < len(src); i += 8 { // random bytes from the lab's seeded generator (none if src failed: Done says why)
+		copy(src[i:], binary.LittleEndian.AppendUint64(nil, env.RNG.Uint64()))
+	}
+	hostSrc := map[bool][]byte{true: src, false: bytes.Clone(src)} // by pinned
+	hostDst := map[bool][]byte{
+		true:  a.HostOutput("pinned destination", int(n), true, lab.PoisonBytes(poison)),
+		false: a.HostOutput("pageable destination", int(n), false, lab.PoisonBytes(poison)),
+	}
+	devSrc := lab.PrepUpload(a, "device source", src)
+	devDst := lab.PrepOutput[uint8](a, "device destination", int(n), lab.PoisonBytes(poison))
+	direction := func(v *lab.Variant) (h2d, pinned bool, err error) {
+		if v.Library != LibMemcpyHtoD && v.Library != LibMemcpyDtoH {
+			return false, false, fmt.Errorf("variant %s: %s knows the library calls %s and %s, not %q",
+				v.Name, SuiteHostLink, LibMemcpyHtoD, LibMemcpyDtoH, v.Library)
+		}
+		return v.Library == LibMemcpyHtoD, v.Int("pinned", 1) != 0, nil
+	}
+	run := func(v *lab.Variant) error {
+		h2d, pinned, err := direction(v)
+		if err != nil {
+			return err
+		}
+		if h2d {
+			return env.Device.CopyHtoD(devDst.DevicePtr(), unsafe.Pointer(&hostSrc[pinned][0]), n, env.Stream)
+		}
+		return env.Device.CopyDtoH(unsafe.Pointer(&hostDst[pinned][0]), devSrc.DevicePtr(), n, env.Stream)
+	}
+	chk := func(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+		h2d, pinned, err := direction(v)
+		if err != nil {
+			return check.Report{}, err
+		}
+		got := hostDst[pinned]
+		if h2d {
+			if got, err = lab.Raw(out, devDst); err != nil {
+				return check.Report{}, err
+			}
+		}
+		rep := check.Exact(got, src)
+		rep.Method = "exact: random bytes after a round trip through the link"
+		return rep, nil
+	}
+	return lab.Done(a, lab.CaseOf(run, chk, lab.Work{Bytes: float64(n)}))
 }
