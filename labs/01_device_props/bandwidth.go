@@ -55,8 +55,8 @@ func newSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why strin
 	if err != nil {
 		return s, fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
 	}
-	grid := gpu.GridFor(s.buf.Len(), 256, smCount(env), 8)
-	if err := gpu.Launch(k, cfg(env, grid, 256), s.buf, int64(s.buf.Len()), s.seed); err != nil {
+	grid := gpu.GridFor(s.buf.Len(), 256, env.SMs(), 8)
+	if err := gpu.Launch(k, env.Config1D(grid, 256), s.buf, int64(s.buf.Len()), s.seed); err != nil {
 		return s, fmt.Errorf("filling the input on the device: %w", err)
 	}
 	return s, env.Stream.Synchronize()
@@ -91,7 +91,11 @@ func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 			if !v.IsKernel() {
 				return fmt.Errorf("variant %s: %s has no library %q (it knows %s)", v.Name, SuiteHBM, v.Library, LibMemcpyDtoD)
 			}
-			k, block, err := kernelOf(env, v, 256)
+			k, err := env.Kernel(v)
+			if err != nil {
+				return err
+			}
+			block, err := env.Block(v, "block", 256)
 			if err != nil {
 				return err
 			}
@@ -100,12 +104,12 @@ func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 			// blocks_per_sm = 0 asks for a flat grid, for kernels without a loop (copy_f4_flat).
 			grid := lab.CeilDiv(n, block*int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1)))
 			if bps := v.Int("blocks_per_sm", 8); bps > 0 {
-				grid = min(grid, smCount(env)*int(bps))
+				grid = min(grid, env.SMs()*int(bps))
 			}
 			if grid > math.MaxInt32 {
 				return fmt.Errorf("variant %s: %d floats need a grid of %d blocks, more than a launch allows", v.Name, n, grid)
 			}
-			lc := cfg(env, grid, block)
+			lc := env.Config1D(grid, block)
 			pass = func() error { return gpu.Launch(k, lc, src.buf, dst, int64(n)) }
 		}
 		for range src.passes {
@@ -166,12 +170,12 @@ func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	// shape is a full SM's worth of blocks on every SM, no more than the buffer needs, and the
 	// passes per launch.
 	shape := func(v *lab.Variant) (grid, block, perLaunch int64, err error) {
-		b, err := blockSize(env, v, 256)
+		b, err := env.Block(v, "block", 256)
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		block = int64(b)
-		grid = min(int64(smCount(env))*v.Int("blocks_per_sm", 8), (n4+block-1)/block)
+		grid = min(int64(env.SMs())*v.Int("blocks_per_sm", 8), (n4+block-1)/block)
 		if perLaunch = v.Int("passes_per_launch", 0); perLaunch < 0 {
 			return 0, 0, 0, fmt.Errorf("variant %s: passes_per_launch = %d (0: all passes in one launch)", v.Name, perLaunch)
 		}
@@ -209,7 +213,7 @@ func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		used, block = grid*b, b
 		for first := int64(0); first < src.passes; first += perLaunch {
 			n := min(perLaunch, src.passes-first)
-			if err := gpu.Launch(k, cfg(env, int(grid), int(b)), src.buf, n4, int32(first), int32(n), out); err != nil {
+			if err := gpu.Launch(k, env.Config1D(int(grid), int(b)), src.buf, n4, int32(first), int32(n), out); err != nil {
 				return err
 			}
 			lastFirst, lastCount = first, n
@@ -259,7 +263,7 @@ func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		}
 		if want := total.Load() * uint32(lastCount); sum != want {
 			rep.RelErr = 1
-			failWith(&rep, fmt.Sprintf("sum of the outputs %d, want %d (%d passes × the buffer's sum)", sum, want, lastCount))
+			rep.FailWith(fmt.Sprintf("sum of the outputs %d, want %d (%d passes × the buffer's sum)", sum, want, lastCount))
 		}
 		return rep, nil
 	}

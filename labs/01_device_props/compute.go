@@ -71,7 +71,7 @@ func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if fmas < maxFMAChains || fmas%maxFMAChains != 0 || fmas/maxFMAChains > math.MaxInt32 {
 		return nil, fmt.Errorf("fmas = %d must be a positive multiple of %d (so that every chain count divides it)", fmas, maxFMAChains)
 	}
-	threads := int64(smCount(env)) * perSM
+	threads := int64(env.SMs()) * perSM
 	out, err := lab.Output[float32](env, "out", int(threads), lab.PoisonNaN32)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 			return 0, 0, 0, fmt.Errorf("variant %s: params.chains = %d must match the kernel's CHAINS (1..%d, dividing fmas = %d)",
 				v.Name, ch, maxFMAChains, fmas)
 		}
-		b, err := blockSize(env, v, 256)
+		b, err := env.Block(v, "block", 256)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -103,7 +103,7 @@ func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 		if err != nil {
 			return err
 		}
-		return gpu.Launch(k, cfg(env, int(threads)/block, block), out, int32(iters), seed)
+		return gpu.Launch(k, env.Config1D(int(threads)/block, block), out, int32(iters), seed)
 	}
 	chk := func(v *lab.Variant, outs *lab.Outputs) (check.Report, error) {
 		chains, iters, block, err := shape(v)
@@ -118,7 +118,7 @@ func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 		rep.Method = fmt.Sprintf("exact against the FMA chains recomputed on the CPU (FMA32) for %d sampled threads; every output checked for NaN",
 			min(len(got), threadSamples))
 		if rep.Unwritten = matref.NonFinite(got); rep.Unwritten > 0 {
-			failWith(&rep, fmt.Sprintf("%d of %d outputs are NaN or Inf (first at thread %d)", rep.Unwritten, len(got), matref.FirstNonFinite(got)))
+			rep.FailWith(fmt.Sprintf("%d of %d outputs are NaN or Inf (first at thread %d)", rep.Unwritten, len(got), matref.FirstNonFinite(got)))
 		}
 		return rep, nil
 	}

@@ -33,22 +33,16 @@ type datasheet struct {
 	match func(name string) bool
 }
 
-// datasheets are the products with published figures, matched on the CUDA device name (peaks
-// takes the first match).
+// datasheets are the products with published figures (peaks takes the first match). Both
+// datasheets quote BF16 with sparsity (1,979 TFLOPS; dense is half) and PCIe Gen5 as 128 GB/s,
+// both directions together.
 var datasheets = []datasheet{
-	{results.Datasheet{
-		// Source: NVIDIA H200 Tensor Core GPU datasheet (2024), "H200 SXM" column: FP32 67 TFLOPS;
-		// BF16 Tensor Core 1,979 TFLOPS with sparsity (989 dense); GPU memory bandwidth 4.8 TB/s;
-		// interconnect PCIe Gen5 128 GB/s (both directions together).
-		Product: "H200 SXM", Source: "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column",
+	{results.Datasheet{Product: "H200 SXM", Source: "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column",
 		HBMGBps: 4800, FP32TFLOPs: 67, BF16TFLOPs: 989, HostLinkGBps: 64, HostLink: "PCIe Gen5 x16"},
 		func(n string) bool { return strings.Contains(n, "H200") && !strings.Contains(n, "NVL") },
 	},
-	{results.Datasheet{
-		// Source: NVIDIA H100 Tensor Core GPU datasheet, "H100 SXM" column: FP32 67 TFLOPS;
-		// BF16 Tensor Core 1,979 TFLOPS with sparsity (989 dense); GPU memory bandwidth 3.35 TB/s;
-		// PCIe Gen5 128 GB/s. CUDA names the SXM part "NVIDIA H100 80GB HBM3".
-		Product: "H100 SXM", Source: "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column",
+	// CUDA names the SXM part "NVIDIA H100 80GB HBM3".
+	{results.Datasheet{Product: "H100 SXM", Source: "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column",
 		HBMGBps: 3350, FP32TFLOPs: 67, BF16TFLOPs: 989, HostLinkGBps: 64, HostLink: "PCIe Gen5 x16"},
 		func(n string) bool {
 			return strings.Contains(n, "H100") && (strings.Contains(n, "SXM") || strings.Contains(n, "HBM3")) &&
@@ -58,24 +52,17 @@ var datasheets = []datasheet{
 }
 
 // fp32LanesPerSM is the number of FP32 FMA units per SM by compute capability (CUDA C
-// Programming Guide, "Arithmetic Instructions" throughput table: 32-bit floating-point
-// multiply-add results per clock cycle per multiprocessor).
+// Programming Guide, "Arithmetic Instructions": 32-bit floating-point multiply-add results per
+// clock cycle per multiprocessor).
 var fp32LanesPerSM = map[[2]int]int{
-	{6, 0}: 64, {6, 1}: 128, {6, 2}: 128,
-	{7, 0}: 64, {7, 2}: 64, {7, 5}: 64,
-	{8, 0}: 64, {8, 6}: 128, {8, 7}: 128, {8, 9}: 128,
-	{9, 0}:  128,
-	{10, 0}: 128, {12, 0}: 128,
+	{6, 0}: 64, {6, 1}: 128, {6, 2}: 128, {7, 0}: 64, {7, 2}: 64, {7, 5}: 64, {8, 0}: 64,
+	{8, 6}: 128, {8, 7}: 128, {8, 9}: 128, {9, 0}: 128, {10, 0}: 128, {12, 0}: 128,
 }
 
-// bf16FLOPsPerClockPerSM is the dense BF16 tensor-core rate (FLOPs per clock per SM) of the data
-// centre architectures whose rate is uniform across products: A100 (312 TFLOPS = 108 SMs ×
-// 1410 MHz × 2048) and H100 (989 TFLOPS = 132 SMs × 1830 MHz × 4096). Consumer parts of the same
-// compute capability differ, so they are left out.
-var bf16FLOPsPerClockPerSM = map[[2]int]int{
-	{8, 0}: 2048,
-	{9, 0}: 4096,
-}
+// bf16FLOPsPerClockPerSM is the dense BF16 tensor-core rate of the data centre architectures
+// whose rate is uniform across products: A100 (312 TFLOPS = 108 SMs × 1410 MHz × 2048) and H100
+// (989 TFLOPS = 132 SMs × 1830 MHz × 4096). Consumer parts of the same compute capability differ.
+var bf16FLOPsPerClockPerSM = map[[2]int]int{{8, 0}: 2048, {9, 0}: 4096}
 
 // Derive derives the device's measured ceilings from the finished entries
 // (results.DeviceCeilings: later labs, the site and the notes read them by their keys).
@@ -87,10 +74,10 @@ func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any,
 func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilings {
 	pk := peaks(info)
 	out := results.DeviceCeilings{Device: info.Name, Emulated: info.Emulated, Datasheet: pk.Datasheet}
-	ds := cmp.Or(pk.Datasheet, &results.Datasheet{}) // zero figures when there is no datasheet
 	if info.Emulated {
 		out.Note = "emulated device: these figures are not performance figures"
 	}
+	ds := cmp.Or(pk.Datasheet, &results.Datasheet{}) // zero figures when there is no datasheet
 	peakFor := func(dsVal float64, clocks *float64, clocksHow string) (*float64, string) {
 		if dsVal > 0 {
 			return new(dsVal), "datasheet: " + ds.Source
@@ -100,12 +87,47 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 		}
 		return nil, sourceNoneForThis
 	}
-
-	// HBM: the best copy (library or kernel) whose working set is far larger than L2.
-	atHBM := func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes }
 	hbmPeak, hbmSrc := peakFor(ds.HBMGBps, pk.HBMGBpsFromClocks, "2 × memory clock × bus width / 8")
-	out.HBM = against(best(entries, SuiteHBM, "", rateGBps, atHBM), hbmPeak, hbmSrc,
-		"best copy (bytes read + written) at working sets ≥ 1 GiB")
+	fp32Peak, fp32Src := peakFor(ds.FP32TFLOPs, pk.FP32TFLOPsFromClocks, "SMs × FP32 lanes per SM × 2 × SM clock")
+	bf16Peak, bf16Src := peakFor(ds.BF16TFLOPs, pk.BF16TFLOPsFromClocks, "SMs × dense BF16 FLOPs per clock per SM × SM clock")
+	linkPeak, linkSrc := (*float64)(nil), sourceNoneForThis+" (see NVML's PCIe generation and width)"
+	if ds.HostLinkGBps > 0 {
+		linkPeak, linkSrc = new(ds.HostLinkGBps), "datasheet: "+ds.Source+" ("+ds.HostLink+", per direction)"
+	}
+	l2Limit, l2Size := info.L2Bytes, "the L2 size ("+gpu.HumanBytes(info.L2Bytes)+")"
+	if l2Limit <= 0 {
+		l2Limit, l2Size = fallbackL2Bytes, gpu.HumanBytes(fallbackL2Bytes)+" (the device reports no L2 size)"
+	}
+	// HBM is read from copies whose working set is far larger than L2, L2 from the in-kernel
+	// multi-pass read of a buffer that fits in it (a copy of such a buffer, repeated launch after
+	// launch, measures the launch rate instead: see l2_read_launches).
+	atHBM := func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes }
+	inL2 := func(e lab.EntryView) bool { b := problemBytes(e); return b > 0 && b <= l2Limit }
+	for _, c := range []struct {
+		dst            *results.Ceiling
+		suite, variant string // variant "": every variant of the suite
+		r              rate
+		keep           func(lab.EntryView) bool
+		peak           *float64
+		source, note   string
+	}{
+		{&out.HBM, SuiteHBM, "", rateGBps, atHBM, hbmPeak, hbmSrc, "best copy (bytes read + written) at working sets ≥ 1 GiB"},
+		{&out.L2, SuiteL2, VariantL2Read, rateGBps, inL2, nil, sourceNoPeak + " (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps",
+			"best read of a buffer ≤ " + l2Size + ", every pass in one launch (bytes read)"},
+		{&out.FP32, SuiteFMA, "", rateTFLOPs, nil, fp32Peak, fp32Src, "best FMA-chain kernel"},
+		{&out.BF16, SuiteTensor, "", rateTFLOPs, nil, bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)"},
+		{&out.Launch, SuiteLaunch, VariantLaunch, ratePerOpUs, nil, nil, sourceNoPeak, "time per launch, launches back to back (lower is better)"},
+		{&out.LaunchSync, SuiteLaunch, VariantLaunchSync, ratePerOpUs, nil, nil, sourceNoPeak,
+			"launch, run and wait for completion, per launch (lower is better)"},
+		{&out.H2D, SuiteHostLink, VariantH2DPinned, rateGBps, nil, linkPeak, linkSrc, "best pinned host-to-device copy"},
+		{&out.D2H, SuiteHostLink, VariantD2HPinned, rateGBps, nil, linkPeak, linkSrc, "best pinned device-to-host copy"},
+	} {
+		*c.dst = best(entries, c.suite, c.variant, c.r, c.keep)
+		c.dst.Peak, c.dst.Source, c.dst.Note = c.peak, c.source, c.note
+		if c.dst.Measured != nil && c.peak != nil && *c.peak > 0 {
+			c.dst.Ratio = new(*c.dst.Measured / *c.peak)
+		}
+	}
 	if mc := best(entries, SuiteHBM, VariantMemcpyDtoD, rateGBps, atHBM); mc.Measured != nil {
 		out.HBM.Baseline = mc.Measured
 		notMemcpy := func(e lab.EntryView) bool { return e.Variant != VariantMemcpyDtoD && atHBM(e) }
@@ -113,37 +135,6 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 			out.CopyVsMemcpy = &results.CopyRatio{Ratio: *k.Measured / *mc.Measured, Variant: k.Variant, Problem: k.Problem}
 		}
 	}
-
-	// L2: the best in-kernel multi-pass read of a buffer that fits in L2. (A copy of such a buffer,
-	// repeated launch after launch, measures the launch rate instead: see l2_read_launches.)
-	l2Limit, l2Size := info.L2Bytes, "the L2 size ("+gpu.HumanBytes(info.L2Bytes)+")"
-	if l2Limit <= 0 {
-		l2Limit, l2Size = fallbackL2Bytes, gpu.HumanBytes(fallbackL2Bytes)+" (the device reports no L2 size)"
-	}
-	l2Note := "best read of a buffer ≤ " + l2Size + ", every pass in one launch (bytes read)"
-	l2 := best(entries, SuiteL2, VariantL2Read, rateGBps, func(e lab.EntryView) bool {
-		b := problemBytes(e)
-		return b > 0 && b <= l2Limit
-	})
-	out.L2 = against(l2, nil, sourceNoPeak+" (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps", l2Note)
-
-	fp32Peak, fp32Src := peakFor(ds.FP32TFLOPs, pk.FP32TFLOPsFromClocks, "SMs × FP32 lanes per SM × 2 × SM clock")
-	out.FP32 = against(best(entries, SuiteFMA, "", rateTFLOPs, nil), fp32Peak, fp32Src, "best FMA-chain kernel")
-	bf16Peak, bf16Src := peakFor(ds.BF16TFLOPs, pk.BF16TFLOPsFromClocks, "SMs × dense BF16 FLOPs per clock per SM × SM clock")
-	out.BF16 = against(best(entries, SuiteTensor, "", rateTFLOPs, nil), bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)")
-
-	out.Launch = against(best(entries, SuiteLaunch, VariantLaunch, ratePerOpUs, nil), nil, sourceNoPeak,
-		"time per launch, launches back to back (lower is better)")
-	out.LaunchSync = against(best(entries, SuiteLaunch, VariantLaunchSync, ratePerOpUs, nil), nil, sourceNoPeak,
-		"launch, run and wait for completion, per launch (lower is better)")
-
-	linkPeak, linkSrc := (*float64)(nil), sourceNoneForThis+" (see NVML's PCIe generation and width)"
-	if ds.HostLinkGBps > 0 {
-		linkPeak, linkSrc = new(ds.HostLinkGBps), "datasheet: "+ds.Source+" ("+ds.HostLink+", per direction)"
-	}
-	out.H2D = against(best(entries, SuiteHostLink, VariantH2DPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned host-to-device copy")
-	out.D2H = against(best(entries, SuiteHostLink, VariantD2HPinned, rateGBps, nil), linkPeak, linkSrc, "best pinned device-to-host copy")
-
 	out.Ridge = results.Ridge{
 		BF16PerByte: results.RidgeOf(out.BF16, out.HBM), FP32PerByte: results.RidgeOf(out.FP32, out.HBM),
 		BF16PerL2Byte: results.RidgeOf(out.BF16, out.L2), FP32PerL2Byte: results.RidgeOf(out.FP32, out.L2),
@@ -174,16 +165,6 @@ func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.
 			(c.Measured == nil || v*r.sign > *c.Measured*r.sign) {
 			c.Measured, c.Variant, c.Problem = new(v), e.Variant, e.Problem
 		}
-	}
-	return c
-}
-
-// against sets the peak a ceiling is compared with, where it comes from, and how the measured
-// figure was chosen.
-func against(c results.Ceiling, peak *float64, source, note string) results.Ceiling {
-	c.Peak, c.Source, c.Note = peak, source, note
-	if c.Measured != nil && peak != nil && *peak > 0 {
-		c.Ratio = new(*c.Measured / *peak)
 	}
 	return c
 }

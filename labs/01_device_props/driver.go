@@ -11,7 +11,6 @@ package devprops
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -75,44 +74,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	return c, nil
 }
 
-// blockSize reads the variant's block size and checks it against the device (1024 threads if it
-// does not say).
-func blockSize(env *lab.Env, v *lab.Variant, def int64) (int, error) {
-	b, limit := v.Int("block", def), cmp.Or(int64(max(env.Device.Info().MaxThreadsPerBlock, 0)), 1024)
-	if b < 1 || b > limit {
-		return 0, fmt.Errorf("variant %s: block %d is outside 1..%d (params.block in lab.yaml)", v.Name, b, limit)
-	}
-	return int(b), nil
-}
-
-// kernelOf is the variant's kernel and its block size.
-func kernelOf(env *lab.Env, v *lab.Variant, defBlock int64) (gpu.Kernel, int, error) {
-	k, err := env.Kernel(v)
-	if err != nil {
-		return nil, 0, err
-	}
-	block, err := blockSize(env, v, defBlock)
-	return k, block, err
-}
-
-// smCount is the number of SMs, used to size grids (at least 1, even for odd backends).
-func smCount(env *lab.Env) int { return max(env.Device.Info().SMs, 1) }
-
-// cfg is a 1-D launch on the lab's stream.
-func cfg(env *lab.Env, grid, block int) gpu.LaunchConfig {
-	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(block), Stream: env.Stream}
-}
-
 // threadSamples is how many threads a check recomputes on the CPU, at most (lab.CheckThreads).
 const threadSamples = 96
-
-// failWith fails rep for a reason found beside its comparison, said first in its note.
-func failWith(rep *check.Report, reason string) {
-	if rep.Note != "" {
-		reason += "; " + rep.Note
-	}
-	rep.OK, rep.Note = false, reason
-}
 
 // flagPoison is the byte the launch flags are poisoned with, flagSentinel a flag that holds it;
 // the token is never equal to it.
@@ -125,7 +88,7 @@ const flagPoison, flagSentinel = 0xA5, 0xA5A5A5A5
 func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	launches, blocks := p.Int("launches", 1000), p.Int("blocks", 1)
 	if bps := p.Int("blocks_per_sm", 0); bps > 0 {
-		blocks = bps * int64(smCount(env))
+		blocks = bps * int64(env.SMs())
 	}
 	if launches < 1 || launches > 1<<24 {
 		return nil, fmt.Errorf("launches = %d must be in 1..%d", launches, 1<<24)
@@ -148,7 +111,11 @@ func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 	// the launch itself is measured, so the arguments are packed once (gpu.PackArgs) and only the
 	// launch index is re-encoded per launch.
 	run := func(v *lab.Variant) error {
-		k, block, err := kernelOf(env, v, 32)
+		k, err := env.Kernel(v)
+		if err != nil {
+			return err
+		}
+		block, err := env.Block(v, "block", 32)
 		if err != nil {
 			return err
 		}
@@ -160,7 +127,7 @@ func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 		if err != nil {
 			return err
 		}
-		lc, sync := cfg(env, int(blocks), block), v.Int("sync", 0) != 0
+		lc, sync := env.Config1D(int(blocks), block), v.Int("sync", 0) != 0
 		for i := int64(0); i < launches; i++ {
 			args := [][]byte{packed[0], binary.LittleEndian.AppendUint32(nil, uint32(i)), packed[2]}
 			if err := k.LaunchPacked(lc, args); err != nil {
