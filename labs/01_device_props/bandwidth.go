@@ -26,7 +26,7 @@ func UnitFloat(h uint64) float32 {
 func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
 
 // source is what the bandwidth suites share: the problem's `bytes`, the passes one Run makes
-// over them, and a source of floats, element i HashFloat(seed, i).
+// over them (Work counts every pass), and floats HashFloat(seed, i).
 type source struct {
 	bytes, passes int64
 	seed          uint64
@@ -34,9 +34,9 @@ type source struct {
 }
 
 // newSource reads the problem's bytes, a positive multiple of unit (why says of what), and fills
-// a source of one float per bytesPerFloat with the helper kernel fill_f32: gigabytes of input are
-// generated faster on the device than uploaded. A Run makes run_bytes / bytes passes (runBytes by
-// default), at least one; emuPasses on an emulated device, whose timings mean nothing.
+// one float per bytesPerFloat with the helper kernel fill_f32: gigabytes of input are generated
+// faster on the device than uploaded. An emulated device, whose timings mean nothing, makes
+// emuPasses passes; others run_bytes / bytes (runBytes by default), at least one.
 func newSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why string, runBytes, emuPasses int64) (source, error) {
 	s := source{bytes: p.Int("bytes", 0)}
 	if s.bytes < unit || s.bytes%unit != 0 {
@@ -62,21 +62,11 @@ func newSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why strin
 	return s, env.Stream.Synchronize()
 }
 
-// work counts every pass. (Ops stays 0: the rate is bytes over the time of the whole Run.)
-func (s source) work() lab.Work { return lab.Work{Bytes: float64(s.bytes * s.passes)} }
-
-// prepareCopy is one problem of hbm_bandwidth: copy n floats from src to dst, `passes` times in
-// a row within one Run. The problem's `bytes` is the working set, bytes read plus bytes written
-// (2 × 4n): what crosses the memory interface and what the datasheet's bandwidth counts.
-//
-// Why several passes: a copy of a few MiB takes a few microseconds, about what a launch costs, so
-// one copy per Run would measure the launch, not the memory. A Run therefore repeats the copy
-// back to back until about run_bytes (default 1 GiB) have moved. The repeated passes also leave a
-// small working set in L2, which is the point: below the L2 size this suite measures L2, above it
-// HBM. The library copy and the kernels run the same passes.
+// prepareCopy is one problem of hbm_bandwidth: copy the source to dst `passes` times in a row
+// (a copy of a few MiB costs about a launch: one per Run would measure the launch). The passes
+// leave a small working set in L2, which is the point: below the L2 size this measures L2.
 func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
-	// One pass on the emulator: enough to check.
-	src, err := newSource(env, p, 8, 8, "the working set: n floats read plus n written", 1<<30, 1)
+	src, err := newSource(env, p, 8, 8, "the working set: n floats read plus n written", 1<<30, 1) // 1 pass on the emulator
 	if err != nil {
 		return nil, err
 	}
@@ -99,9 +89,8 @@ func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 			if err != nil {
 				return err
 			}
-			// Each thread moves vec × unroll floats per iteration. A grid-stride kernel is correct
-			// with any grid: blocks_per_sm blocks on every SM, but no more than the data needs.
-			// blocks_per_sm = 0 asks for a flat grid, for kernels without a loop (copy_f4_flat).
+			// A thread moves vec × unroll floats per iteration. A grid-stride kernel is correct with
+			// any grid: blocks_per_sm blocks per SM, no more than the data needs (0: a flat grid).
 			grid := lab.CeilDiv(n, block*int(max(v.Int("vec", 1)*v.Int("unroll", 1), 1)))
 			if bps := v.Int("blocks_per_sm", 8); bps > 0 {
 				grid = min(grid, env.SMs()*int(bps))
@@ -133,11 +122,8 @@ func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 		})
 		rep := check.Exact(got, want)
 		rep.Method = "exact (bitwise), every element, against the fill hash recomputed on the CPU"
-		if rep.OK {
-			return rep, nil
-		}
-		for i, g := range got {
-			if d := math.Abs(float64(g) - float64(want[i])); math.IsNaN(d) {
+		for i := 0; !rep.OK && i < len(got); i++ { // a failed copy: count the poison left, and the error
+			if d := math.Abs(float64(got[i]) - float64(want[i])); math.IsNaN(d) {
 				rep.Unwritten++
 			} else {
 				rep.MaxAbsErr = max(rep.MaxAbsErr, d)
@@ -148,17 +134,15 @@ func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 		}
 		return rep, nil
 	}
-	return lab.CaseOf(run, chk, src.work()), nil
+	return lab.CaseOf(run, chk, lab.Work{Bytes: float64(src.bytes * src.passes)}), nil
 }
 
-// prepareL2 is one problem of l2_bandwidth: read a buffer of `bytes` `passes` times (kernels/
-// 04_l2_read.cu), about 2 GiB in all by default (at 8 TB/s 0.25 ms: the one launch is about 2% of
-// the time). The variant's passes_per_launch splits the passes into launches: 0 is all of them in
-// one launch (the launch paid once: L2 bandwidth), 1 is one launch per pass (what a copy repeated
-// launch after launch measures: the launch rate, for a buffer this small). Work counts the bytes
-// read, every pass: a read-only kernel, so this is L2 *read* bandwidth.
+// prepareL2 is one problem of l2_bandwidth: read the source `passes` times (kernels/
+// 04_l2_read.cu), passes_per_launch of them per launch (0: all). Work counts the bytes read,
+// every pass: a read-only kernel, so this is L2 *read* bandwidth.
 func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	// Two passes on the emulator: enough to check that later passes read the same buffer.
+	// 2 GiB: at 8 TB/s 0.25 ms, so that the one launch is about 2% of the time. Two passes on the
+	// emulator: enough to check that later passes read the same buffer.
 	src, err := newSource(env, p, 16, 4, "the buffer, read as 16-byte words", 2<<30, 2)
 	if err != nil {
 		return nil, err
@@ -267,5 +251,5 @@ func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		}
 		return rep, nil
 	}
-	return lab.CaseOf(run, chk, src.work()), nil
+	return lab.CaseOf(run, chk, lab.Work{Bytes: float64(src.bytes * src.passes)}), nil
 }

@@ -14,25 +14,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// FMA32 returns x·y + z rounded once to float32 (round to nearest, ties to even), which is what
-// the GPU's FFMA and C's fmaf compute.
-//
-// float32(math.FMA(x, y, z)) is not quite that: it rounds to float64 first and then to float32,
-// and the two roundings disagree when the float64 result lands exactly halfway between two
-// float32 values while the exact result does not. Rounding to odd in float64 first avoids that
-// (Boldo and Melquiond): an inexact sum is replaced by its odd float64 neighbour, never a
-// float32 halfway point, and float64 carries more than the 2 extra bits that needs.
-func FMA32(x, y, z float32) float32 {
-	p, c := float64(x)*float64(y), float64(z) // the product is exact: 24-bit × 24-bit mantissas fit in 53 bits
-	s := p + c
-	bv := s - p
-	e := (p - (s - bv)) + (c - bv) // TwoSum: s + e == p + c exactly
-	if e != 0 && !math.IsInf(s, 0) && math.Float64bits(s)&1 == 0 {
-		s = math.Nextafter(s, math.Copysign(math.Inf(1), e)) // the odd neighbour on the side of the exact sum
-	}
-	return float32(s)
-}
-
 // fmaKeysPerThread is the stride of hash indices between threads in kernels/02_fma.cu, and
 // maxFMAChains the largest CHAINS its hash layout allows (indices 2..9 of 16).
 const fmaKeysPerThread, maxFMAChains = 16, 8
@@ -49,7 +30,7 @@ func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 	}
 	for i := 0; i < iters; i++ {
 		for j := 0; j < chains; j++ {
-			x[j] = FMA32(x[j], a, b)
+			x[j] = matref.FMA32(x[j], a, b)
 		}
 	}
 	s := x[0]
@@ -60,9 +41,8 @@ func FMAChainRef(seed, tid uint64, chains, iters int) float32 {
 }
 
 // prepareFMA is one problem of fp32_fma: threads_per_sm threads on every SM, each doing `fmas`
-// fused multiply-adds split over the variant's chains. The problem fixes the total work, so the
-// variants (1, 4 or 8 chains per thread) are compared on equal terms. Work counts 2 FLOPs per FMA
-// (not the few additions that sum the chains).
+// FMAs split over the variant's chains, so the variants are compared on equal work. Work counts 2
+// FLOPs per FMA (not the few additions that sum the chains).
 func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	perSM, fmas, seed := p.Int("threads_per_sm", 2048), p.Int("fmas", 4096), env.RNG.Uint64()
 	if perSM < 1 {
@@ -76,9 +56,8 @@ func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	// shape is the variant's chain count, steps per chain and block. Every SM gets
-	// threads_per_sm/block blocks: one wave, all blocks resident at once (as long as threads_per_sm
-	// is within the SM's limit), so no SM idles while a last partial wave runs.
+	// shape is the variant's chains, steps per chain and block. Every SM gets threads_per_sm/block
+	// blocks: one wave, all resident at once, so no SM idles while a last partial wave runs.
 	shape := func(v *lab.Variant) (chains, iters, block int, err error) {
 		ch := v.Int("chains", 0)
 		if ch < 1 || ch > maxFMAChains || fmas%ch != 0 {
@@ -125,16 +104,13 @@ func prepareFMA(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	return lab.CaseOf(run, chk, lab.Work{FLOPs: 2 * float64(threads) * float64(fmas), Bytes: 4 * float64(threads)}), nil
 }
 
-// defaultTensorTol is used when the suite sets no tolerance. The inputs are the same bf16 values
-// on both sides and both accumulate in at least float32, so only float32 rounding separates them.
+// defaultTensorTol is the tolerance when the suite sets none (lab.yaml says why 1e-5).
 const defaultTensorTol = 1e-5
 
 // prepareTensor is one problem of tensor_bf16: C = A·B with row-major bf16 A (m×k) and B (k×n)
-// and a float32 C (m×n), through the vendor BLAS: what the tensor cores deliver on a large,
-// well-shaped product, the ceiling lab 02's GEMM kernels are compared with.
-//
-// A full CPU reference of an 8192³ product would take minutes, so the check scales instead:
-// Freivalds' test on every row, plus a few entries recomputed exactly.
+// and a float32 C (m×n), through the vendor BLAS: the ceiling lab 02's GEMM kernels are compared
+// with. A CPU reference of an 8192³ product would take minutes, so the check is Freivalds' test
+// on every row, plus a few entries recomputed exactly.
 func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	sh, err := lab.MNKOf(p, false)
 	if err != nil {
@@ -169,8 +145,7 @@ func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 		if v.Library != LibCublasGemmEx {
 			return fmt.Errorf("variant %s: %s only knows the library call %q", v.Name, SuiteTensor, LibCublasGemmEx)
 		}
-		d := gpu.RowMajorGemm(m, n, k, dA, dB, dC.DevicePtr(), gpu.BF16, gpu.F32)
-		return blas.GemmEx(env.Stream, d)
+		return blas.GemmEx(env.Stream, gpu.RowMajorGemm(m, n, k, dA, dB, dC.DevicePtr(), gpu.BF16, gpu.F32))
 	}
 	chk := func(_ *lab.Variant, outs *lab.Outputs) (check.Report, error) {
 		got, err := outs.Float32(dC)

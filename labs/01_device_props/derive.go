@@ -175,10 +175,8 @@ func problemBytes(e lab.EntryView) int64 {
 	if b, ok := e.Params["bytes"]; ok {
 		return b
 	}
-	if b, err := lab.ParseSize(e.Problem); err == nil {
-		return b
-	}
-	return 0
+	b, _ := lab.ParseSize(e.Problem) // 0 if it is not a size
+	return b
 }
 
 // RecordDevice records what the device says about itself, for the chapter's property tables

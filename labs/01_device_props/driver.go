@@ -50,12 +50,10 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ interface {
-	lab.DeviceRecorder
-	lab.Deriver
-} = Lab{}
+var _ lab.DeviceRecorder = Lab{}
+var _ lab.Deriver = Lab{}
 
-// benchmarks prepare a problem of each suite.
+// benchmarks are the suites' prepare functions.
 var benchmarks = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
 	SuiteHBM: prepareCopy, SuiteL2: prepareL2, SuiteFMA: prepareFMA,
 	SuiteTensor: prepareTensor, SuiteLaunch: prepareLaunch, SuiteHostLink: prepareHostLink,
@@ -104,12 +102,9 @@ func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err != nil {
 		return nil, err
 	}
-	// With params.sync = 1 Run waits for each launch to finish before the next one: the time per
-	// op is then the round trip (launch, run, completion seen by the host), not the launch rate.
-	//
-	// gpu.Launch reads the kernel's parameter info and packs the arguments on every call. Here
-	// the launch itself is measured, so the arguments are packed once (gpu.PackArgs) and only the
-	// launch index is re-encoded per launch.
+	// With params.sync = 1 Run waits for each launch: the time per op is the round trip (launch,
+	// run, completion seen by the host). gpu.Launch packs the arguments on every call; here the
+	// launch itself is measured, so they are packed once and only the index is re-encoded.
 	run := func(v *lab.Variant) error {
 		k, err := env.Kernel(v)
 		if err != nil {

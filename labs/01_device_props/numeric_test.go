@@ -3,8 +3,6 @@ package devprops
 import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
-	"math/big"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,39 +28,6 @@ func TestFillHashIsDeterministicAndNeverZero(t *testing.T) {
 	assert.Equal(t, float32(1-1.0/(1<<24)), UnitFloat(math.MaxUint64))
 }
 
-// fma32Big is the correctly rounded float32 FMA by exact arithmetic (normal range only).
-func fma32Big(x, y, z float32) float32 {
-	p := new(big.Float).SetPrec(200).SetFloat64(float64(x))
-	p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(y)))
-	p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(z)))
-	f, _ := new(big.Float).SetPrec(24).SetMode(big.ToNearestEven).Set(p).Float32()
-	return f
-}
-
-func TestFMA32IsCorrectlyRounded(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 200000; i++ {
-		x := float32((rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(40)-20)))
-		y := float32((rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(40)-20)))
-		z := float32((rng.Float64()*2 - 1) * math.Pow(2, float64(rng.IntN(80)-40)))
-		require.Equal(t, math.Float32bits(fma32Big(x, y, z)), math.Float32bits(FMA32(x, y, z)), "fma(%g, %g, %g)", x, y, z)
-	}
-}
-
-func TestFMA32AvoidsDoubleRounding(t *testing.T) {
-	// x·y = 1 + 2⁻¹¹ + 2⁻²⁴ exactly, halfway between two float32 values; z = 2⁻⁶⁰ tips it up.
-	// Rounding to float64 first loses z and then ties to even (down): the wrong answer.
-	x := float32(1 + 1.0/(1<<12))
-	z := float32(math.Ldexp(1, -60))
-	want := float32(1 + 1.0/(1<<11) + 1.0/(1<<23))
-	naive := float32(math.FMA(float64(x), float64(x), float64(z)))
-	assert.NotEqual(t, want, naive, "the naive float64 route should fail this case")
-	assert.Equal(t, want, FMA32(x, x, z))
-	assert.Equal(t, want, fma32Big(x, x, z))
-	// And the mirror image below zero.
-	assert.Equal(t, -want, FMA32(-x, x, -z))
-}
-
 func TestFMAChainRef(t *testing.T) {
 	seed := uint64(7)
 	// No steps: the sum of the starting values, in chain order.
@@ -73,7 +38,7 @@ func TestFMAChainRef(t *testing.T) {
 	a := float32(0x8000+uint32(matref.SplitMix64(seed, key)>>49)) / 65536
 	b := HashFloat(seed, key+1)
 	x := HashFloat(seed, key+2)
-	x = FMA32(FMA32(x, a, b), a, b)
+	x = matref.FMA32(matref.FMA32(x, a, b), a, b)
 	assert.Equal(t, x, FMAChainRef(seed, 5, 1, 2))
 	assert.True(t, a >= 0.5 && a < 1)
 	// Long chains stay finite and normal (no overflow, no subnormals) for any thread.
