@@ -1,7 +1,6 @@
 package devprops
 
-// The bandwidth suites: hbm_bandwidth copies a buffer, l2_bandwidth reads one many times; both
-// read a source the fill kernel wrote, with the hash of kernels/hash.cuh.
+// The bandwidth suites (hbm_bandwidth copies, l2_bandwidth reads), on a source the fill kernel wrote.
 
 import (
 	"fmt"
@@ -55,8 +54,8 @@ func newSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why strin
 	if err != nil {
 		return s, fmt.Errorf("the input generator %s (kernels/00_fill.cu, a helper in lab.yaml) is not loaded: did it build? %w", FillEntry, err)
 	}
-	grid := gpu.GridFor(s.buf.Len(), 256, env.SMs(), 8)
-	if err := gpu.Launch(k, env.Config1D(grid, 256), s.buf, int64(s.buf.Len()), s.seed); err != nil {
+	lc := env.Config1D(gpu.GridFor(s.buf.Len(), 256, env.SMs(), 8), 256)
+	if err := gpu.Launch(k, lc, s.buf, int64(s.buf.Len()), s.seed); err != nil {
 		return s, fmt.Errorf("filling the input on the device: %w", err)
 	}
 	return s, env.Stream.Synchronize()
@@ -151,8 +150,7 @@ func prepareL2(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		return nil, fmt.Errorf("run_bytes / bytes = %d passes: more than a launch parameter holds", src.passes)
 	}
 	n4 := src.bytes / 16 // 16-byte words in the buffer
-	// shape is a full SM's worth of blocks on every SM, no more than the buffer needs, and the
-	// passes per launch.
+	// shape is blocks_per_sm blocks on every SM (no more than the buffer needs) and the passes per launch.
 	shape := func(v *lab.Variant) (grid, block, perLaunch int64, err error) {
 		b, err := env.Block(v, "block", 256)
 		if err != nil {

@@ -1,7 +1,6 @@
 package devprops
 
-// The compute suites: fp32_fma (FMA chains, checked exactly against the same chains on the CPU)
-// and tensor_bf16 (a bf16 product through cuBLAS).
+// The compute suites: fp32_fma (FMA chains, exact against the CPU's) and tensor_bf16 (cuBLAS).
 
 import (
 	"cmp"

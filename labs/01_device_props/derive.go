@@ -2,6 +2,7 @@ package devprops
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -64,8 +65,7 @@ var fp32LanesPerSM = map[[2]int]int{
 // (989 TFLOPS = 132 SMs × 1830 MHz × 4096). Consumer parts of the same compute capability differ.
 var bf16FLOPsPerClockPerSM = map[[2]int]int{{8, 0}: 2048, {9, 0}: 4096}
 
-// Derive derives the device's measured ceilings from the finished entries
-// (results.DeviceCeilings: later labs, the site and the notes read them by their keys).
+// Derive records Ceilings (results.DeviceCeilings: later labs, the site and the notes read them).
 func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
 	return results.ExtraOf(Ceilings(info, entries))
 }
@@ -104,34 +104,33 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 	atHBM := func(e lab.EntryView) bool { return problemBytes(e) >= hbmMinBytes }
 	inL2 := func(e lab.EntryView) bool { b := problemBytes(e); return b > 0 && b <= l2Limit }
 	for _, c := range []struct {
-		dst            *results.Ceiling
-		suite, variant string // variant "": every variant of the suite
-		r              rate
-		keep           func(lab.EntryView) bool
-		peak           *float64
-		source, note   string
+		dst                  *results.Ceiling
+		suite, variant, unit string // variant "": every variant of the suite
+		keep                 func(lab.EntryView) bool
+		peak                 *float64
+		source, note         string
 	}{
-		{&out.HBM, SuiteHBM, "", rateGBps, atHBM, hbmPeak, hbmSrc, "best copy (bytes read + written) at working sets ≥ 1 GiB"},
-		{&out.L2, SuiteL2, VariantL2Read, rateGBps, inL2, nil, sourceNoPeak + " (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps",
+		{&out.HBM, SuiteHBM, "", "GB/s", atHBM, hbmPeak, hbmSrc, "best copy (bytes read + written) at working sets ≥ 1 GiB"},
+		{&out.L2, SuiteL2, VariantL2Read, "GB/s", inL2, nil, sourceNoPeak + " (NVIDIA does not publish L2 bandwidth); compare with hbm_gbps",
 			"best read of a buffer ≤ " + l2Size + ", every pass in one launch (bytes read)"},
-		{&out.FP32, SuiteFMA, "", rateTFLOPs, nil, fp32Peak, fp32Src, "best FMA-chain kernel"},
-		{&out.BF16, SuiteTensor, "", rateTFLOPs, nil, bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)"},
-		{&out.Launch, SuiteLaunch, VariantLaunch, ratePerOpUs, nil, nil, sourceNoPeak, "time per launch, launches back to back (lower is better)"},
-		{&out.LaunchSync, SuiteLaunch, VariantLaunchSync, ratePerOpUs, nil, nil, sourceNoPeak,
+		{&out.FP32, SuiteFMA, "", "TFLOP/s", nil, fp32Peak, fp32Src, "best FMA-chain kernel"},
+		{&out.BF16, SuiteTensor, "", "TFLOP/s", nil, bf16Peak, bf16Src, "best cuBLAS bf16 GEMM (dense)"},
+		{&out.Launch, SuiteLaunch, VariantLaunch, "us", nil, nil, sourceNoPeak, "time per launch, launches back to back (lower is better)"},
+		{&out.LaunchSync, SuiteLaunch, VariantLaunchSync, "us", nil, nil, sourceNoPeak,
 			"launch, run and wait for completion, per launch (lower is better)"},
-		{&out.H2D, SuiteHostLink, VariantH2DPinned, rateGBps, nil, linkPeak, linkSrc, "best pinned host-to-device copy"},
-		{&out.D2H, SuiteHostLink, VariantD2HPinned, rateGBps, nil, linkPeak, linkSrc, "best pinned device-to-host copy"},
+		{&out.H2D, SuiteHostLink, VariantH2DPinned, "GB/s", nil, linkPeak, linkSrc, "best pinned host-to-device copy"},
+		{&out.D2H, SuiteHostLink, VariantD2HPinned, "GB/s", nil, linkPeak, linkSrc, "best pinned device-to-host copy"},
 	} {
-		*c.dst = best(entries, c.suite, c.variant, c.r, c.keep)
+		*c.dst = best(entries, c.suite, c.variant, c.unit, c.keep)
 		c.dst.Peak, c.dst.Source, c.dst.Note = c.peak, c.source, c.note
 		if c.dst.Measured != nil && c.peak != nil && *c.peak > 0 {
 			c.dst.Ratio = new(*c.dst.Measured / *c.peak)
 		}
 	}
-	if mc := best(entries, SuiteHBM, VariantMemcpyDtoD, rateGBps, atHBM); mc.Measured != nil {
+	if mc := best(entries, SuiteHBM, VariantMemcpyDtoD, "GB/s", atHBM); mc.Measured != nil {
 		out.HBM.Baseline = mc.Measured
 		notMemcpy := func(e lab.EntryView) bool { return e.Variant != VariantMemcpyDtoD && atHBM(e) }
-		if k := best(entries, SuiteHBM, "", rateGBps, notMemcpy); k.Measured != nil {
+		if k := best(entries, SuiteHBM, "", "GB/s", notMemcpy); k.Measured != nil {
 			out.CopyVsMemcpy = &results.CopyRatio{Ratio: *k.Measured / *mc.Measured, Variant: k.Variant, Problem: k.Problem}
 		}
 	}
@@ -142,27 +141,21 @@ func Ceilings(info gpu.DeviceInfo, entries []lab.EntryView) results.DeviceCeilin
 	return out
 }
 
-// rate picks the figure a ceiling is made of, in its unit; higher is better, unless sign is -1.
-type rate struct {
-	unit string
-	of   func(lab.EntryView) float64
-	sign float64
-}
-
-var (
-	rateGBps    = rate{"GB/s", func(e lab.EntryView) float64 { return e.GBps }, 1}
-	rateTFLOPs  = rate{"TFLOP/s", func(e lab.EntryView) float64 { return e.TFLOPs }, 1}
-	ratePerOpUs = rate{"us", func(e lab.EntryView) float64 { return e.PerOpUs }, -1}
-)
-
 // best is the ceiling measured by the best successful entry of a suite (of one variant when
-// variant != "") that passes keep; its Measured is nil when there is none.
-func best(entries []lab.EntryView, suite, variant string, r rate, keep func(lab.EntryView) bool) results.Ceiling {
-	c := results.Ceiling{Unit: r.unit}
+// variant != "") that passes keep, in unit: GB/s or TFLOP/s, where higher is better, or us (a
+// time per op), where lower is. Its Measured is nil when there is none.
+func best(entries []lab.EntryView, suite, variant, unit string, keep func(lab.EntryView) bool) results.Ceiling {
+	c := results.Ceiling{Unit: unit}
 	for _, e := range entries {
-		v := r.of(e)
+		v, sign := e.GBps, 1.0
+		switch unit {
+		case "TFLOP/s":
+			v = e.TFLOPs
+		case "us":
+			v, sign = e.PerOpUs, -1
+		}
 		if e.OK && e.Suite == suite && (variant == "" || e.Variant == variant) && (keep == nil || keep(e)) && v > 0 &&
-			(c.Measured == nil || v*r.sign > *c.Measured*r.sign) {
+			(c.Measured == nil || v*sign > *c.Measured*sign) {
 			c.Measured, c.Variant, c.Problem = new(v), e.Variant, e.Problem
 		}
 	}
@@ -185,10 +178,9 @@ func problemBytes(e lab.EntryView) int64 {
 func (Lab) RecordDevice(env *lab.Env) (map[string]any, error) {
 	info := env.Device.Info()
 	p := results.DeviceProperties{Info: info, Peaks: peaks(info), NVML: nvml.Properties(info)}
-	if attrs, err := env.Device.Attributes(); err != nil {
-		p.AttributesError = err.Error()
-	} else {
-		p.Attributes = attrs
+	var err error
+	if p.Attributes, err = env.Device.Attributes(); err != nil {
+		p.Attributes, p.AttributesError = nil, err.Error()
 	}
 	if free, total, err := env.Device.MemInfo(); err != nil {
 		p.MemoryError = err.Error()
@@ -203,11 +195,8 @@ func (Lab) RecordDevice(env *lab.Env) (map[string]any, error) {
 // from the clocks, where they are known.
 func peaks(info gpu.DeviceInfo) results.Peaks {
 	var p results.Peaks
-	for _, d := range datasheets {
-		if d.match(info.Name) {
-			p.Datasheet = &d.Datasheet
-			break
-		}
+	if i := slices.IndexFunc(datasheets, func(d datasheet) bool { return d.match(info.Name) }); i >= 0 {
+		p.Datasheet = new(datasheets[i].Datasheet) // a copy: the table stays as it is
 	}
 	// Memory: two transfers per clock (double data rate) × bus width in bytes.
 	if info.MemClockKHz > 0 && info.MemBusWidthBits > 0 {

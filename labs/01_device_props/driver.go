@@ -50,8 +50,7 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.DeviceRecorder = Lab{}
-var _ lab.Deriver = Lab{}
+var _, _ = lab.DeviceRecorder(Lab{}), lab.Deriver(Lab{})
 
 // benchmarks are the suites' prepare functions.
 var benchmarks = map[string]func(*lab.Env, *lab.Suite, lab.Problem) (lab.Case, error){
@@ -79,10 +78,9 @@ const threadSamples = 96
 // the token is never equal to it.
 const flagPoison, flagSentinel = 0xA5, 0xA5A5A5A5
 
-// prepareLaunch is one problem of launch_latency: `launches` launches of the (almost) empty
-// kernel in one Run, so Work.Ops = launches and the engine reports the time of one launch. Launch
-// i writes token into flags[i]: every slot written proves that every launch ran with its own
-// arguments.
+// prepareLaunch is one problem of launch_latency: `launches` launches of the (almost) empty kernel
+// in one Run (Work.Ops: the time of one launch). Launch i writes token into flags[i]: every slot
+// written proves that every launch ran with its own arguments.
 func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	launches, blocks := p.Int("launches", 1000), p.Int("blocks", 1)
 	if bps := p.Int("blocks_per_sm", 0); bps > 0 {
@@ -163,8 +161,8 @@ func prepareLaunch(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 //	host src (pinned; a pageable twin)  --h2d-->  devDst
 //	host dst (pinned; a pageable twin) <--d2h--   devSrc (a copy of host src)
 //
-// The destinations are outputs the engine poisons, so each check proves that the timed copy
-// moved the data: h2d is checked by reading devDst back, d2h by comparing host dst.
+// The destinations are outputs the engine poisons: each check proves that the timed copy moved
+// the data.
 func prepareHostLink(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
 	n := p.Int("bytes", 0)
 	if n < 1 {
