@@ -13,17 +13,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
-// never zero. It is kl_unit_float in kernels/hash.cuh.
-func UnitFloat(h uint64) float32 {
-	u := int32(h >> 40)
-	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
-}
-
-// HashFloat is element i of the float stream for seed (kl_hash_float on the device), from
-// matref.SplitMix64 (kl_splitmix64 in kernels/hash.cuh).
-func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
-
 // source is what the bandwidth suites share: the problem's `bytes`, the passes one Run makes
 // over them (Work counts every pass), and floats HashFloat(seed, i).
 type source struct {

@@ -1,6 +1,6 @@
 package devprops
 
-// The compute suites: fp32_fma (FMA chains, exact against the CPU's) and tensor_bf16 (cuBLAS).
+// The host twins of the kernels' numerics (hash.cuh, 02_fma.cu), and the fp32_fma and tensor_bf16 suites.
 
 import (
 	"cmp"
@@ -12,6 +12,17 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
+
+// UnitFloat maps the top 24 bits of h to an odd multiple of 2⁻²⁴ in (−1, 1): exact in float32,
+// never zero. It is kl_unit_float in kernels/hash.cuh.
+func UnitFloat(h uint64) float32 {
+	u := int32(h >> 40)
+	return float32(2*u+1-(1<<24)) * (1.0 / 16777216.0)
+}
+
+// HashFloat is element i of the float stream for seed (kl_hash_float on the device), from
+// matref.SplitMix64 (kl_splitmix64 in kernels/hash.cuh).
+func HashFloat(seed, i uint64) float32 { return UnitFloat(matref.SplitMix64(seed, i)) }
 
 // fmaKeysPerThread is the stride of hash indices between threads in kernels/02_fma.cu, and
 // maxFMAChains the largest CHAINS its hash layout allows (indices 2..9 of 16).
@@ -111,11 +122,10 @@ const defaultTensorTol = 1e-5
 // with. A CPU reference of an 8192³ product would take minutes, so the check is Freivalds' test
 // on every row, plus a few entries recomputed exactly.
 func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
-	sh, err := lab.MNKOf(p, false)
-	if err != nil {
-		return nil, err
+	m, n, k := int(p.Int("m", 0)), int(p.Int("n", 0)), int(p.Int("k", 0))
+	if m < 1 || n < 1 || k < 1 {
+		return nil, fmt.Errorf("m, n, k = %d, %d, %d: all three must be at least 1", m, n, k)
 	}
-	m, n, k := sh.M, sh.N, sh.K
 	if err := lab.NeedMemory(env, int64(m*k+k*n)*2+int64(m*n)*4); err != nil {
 		return nil, err
 	}
