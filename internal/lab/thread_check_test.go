@@ -16,7 +16,7 @@ func TestCheckThreads(t *testing.T) {
 	rep := CheckThreads(out, 128, 20, 1, want)
 	assert.True(t, rep.OK, rep.Detail())
 	assert.Equal(t, 1000, rep.Checked, "every output counts as checked")
-	assert.Equal(t, 20, calls, "samples threads are recomputed")
+	assert.Equal(t, 20, calls, "only the sampled threads are recomputed")
 
 	out[999]++ // the last thread is always sampled
 	rep = CheckThreads(out, 128, 20, 1, want)

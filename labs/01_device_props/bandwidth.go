@@ -54,7 +54,7 @@ func newSource(env *lab.Env, p lab.Problem, unit, bytesPerFloat int64, why strin
 // (a copy of a few MiB costs about a launch: one per Run would measure the launch). The passes
 // leave a small working set in L2, which is the point: below the L2 size this measures L2.
 func prepareCopy(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) {
-	src, err := newSource(env, p, 8, 8, "the working set: n floats read plus n written", 1<<30, 1) // 1 pass on the emulator
+	src, err := newSource(env, p, 8, 8, "the working set: n floats read plus n written", 1<<30, 1) // 1 GiB a Run; 1 pass on the emulator
 	if err != nil {
 		return nil, err
 	}
