@@ -2,28 +2,19 @@
 // row-major A (M×K), B (K×N) and C (M×N), in fp32 on the CUDA cores and with bf16 inputs and fp32
 // accumulation on the tensor cores, every variant checked and timed against cuBLAS in the same run.
 //
-// Like every lab it supplies only what differs (lab.Driver): the problem on the device, one call
-// per variant, the check and the work counts; the engine builds, checks, times and records.
-//
 // Conventions of the lab:
-//   - Suites whose name starts with "bf16" have bf16 inputs (A, B); the others are all fp32. In
-//     bf16 suites C is fp32, except for the variants that write a bf16 C (cuBLASLt, and kernels
-//     with cbf16: 1): they get a bf16 copy of the same C, and the check allows for the rounding
-//     of the output to bf16. The initial C of a bf16 suite is rounded to bf16 for every variant,
-//     so that both kinds start from the same values.
-//   - alpha = 1.25 and beta = -0.5, with a random initial C, unless the problem sets beta0: 1
-//     (then beta = 0 and C is poisoned with NaN: a kernel that reads C when beta is 0 fails).
-//     cuBLAS gets the same alpha and beta. With beta ≠ 0, C is an input: the engine restores the
-//     pristine random C0 before the checked run (lab.RestoreFrom) (a stale or unwritten element then holds a value
-//     that no correct kernel leaves there), and the timed runs accumulate into C, which stays
-//     bounded since |beta| < 1 and costs every variant, the baseline included, the same read of C.
-//   - Problems up to M·N·K = 2^30 are checked element by element against a float64 CPU product;
-//     larger ones with Freivalds' check (float64, on the CPU) and 64 exactly computed samples.
-//   - Variations of the interface, set by a variant's params (see Layout): A stored
-//     column-major, B stored transposed (N×K, a linear layer's weight), and a bias + ReLU
-//     epilogue. A case holds what the variants of its suite need (copies of A or B in the other
-//     layout, a bias vector), so every variant of a suite runs on one case and is checked against
-//     the same float64 product.
+//   - Suites named "bf16…" have bf16 A and B and an fp32 C. Variants that write a bf16 C
+//     (cuBLASLt, cbf16: 1) get a bf16 copy of the same initial C (rounded to bf16 for every
+//     variant, so both kinds start alike), and the check allows for the output's rounding.
+//   - alpha = 1.25 and beta = -0.5 with a random initial C, which the engine restores before the
+//     checked run (a stale element then holds a value no correct kernel leaves); the timed runs
+//     accumulate into C, bounded since |beta| < 1. With beta0: 1, beta = 0 and C is poisoned with
+//     NaN, so a kernel that reads C when beta is 0 fails. cuBLAS gets the same alpha and beta.
+//   - Up to M·N·K = 2^30 every element is checked against a float64 CPU product; above, Freivalds'
+//     check and 64 exact samples.
+//   - A variant's params may take A column-major, B transposed (N×K, a linear layer's weight) or
+//     add a bias + ReLU epilogue (Layout). A case holds the copies its suite's variants need, so
+//     all of them are checked against one float64 product.
 package gemm
 
 import (
@@ -65,27 +56,38 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var (
-	_ lab.Driver = Lab{}
-	_ lab.Case   = (*gemmCase)(nil)
-)
-
-// Shape is one problem: the sizes and whether beta is 0.
+// Shape is one problem: its sizes and its beta (0 for a beta0 problem).
 type Shape struct {
-	M, N, K int
-	Beta0   bool
+	lab.MNK
+	Beta float32
 }
 
 // ShapeOf reads a problem's m, n, k (n and k default to m) and beta0.
 func ShapeOf(p lab.Problem) (Shape, error) {
 	s, err := lab.MNKOf(p, true)
-	return Shape{M: s.M, N: s.N, K: s.K, Beta0: p.Int("beta0", 0) != 0}, err
+	if p.Int("beta0", 0) != 0 {
+		return Shape{s, 0}, err
+	}
+	return Shape{s, Beta}, err
 }
 
 // CheckProblem refuses a custom problem the kernels cannot take, before anything runs.
 func (Lab) CheckProblem(s *lab.Suite, p lab.Problem) error {
 	_, err := ShapeOf(p)
 	return err
+}
+
+// PeerProblem describes a problem for the lab's peer scripts (peers/*.py): the sizes, the
+// kernels' alpha and beta, the precision of A and B, and the lab's own work, so the rates compare
+// exactly. The peers write C in the precision of A and B (torch's bf16 matmul returns bf16).
+func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, error) {
+	sh, err := ShapeOf(p)
+	if err != nil {
+		return nil, lab.Work{}, err
+	}
+	prec := lab.PrecisionOf(s)
+	return map[string]any{"m": sh.M, "n": sh.N, "k": sh.K, "alpha": Alpha, "beta": float64(sh.Beta), "inputs": prec.String()},
+		WorkOf(prec, sh, prec.Bytes()), nil
 }
 
 // Layout is how a kernel variant takes its operands, beyond the lab's row-major default.
@@ -101,9 +103,8 @@ func LayoutOf(params map[string]int64) Layout {
 		BiasReLU: params[ParamBiasReLU] != 0}
 }
 
-// suiteNeeds is what the variants of a suite need beyond the default: a case prepares a
-// column-major copy of A, a transposed copy of B, a bias or a bf16 C (bf16 suites) only when one
-// of them asks for it.
+// suiteNeeds is what the variants of a suite need beyond A, B and an fp32 C: a case prepares the
+// other layouts, the bias or a bf16 C (bf16 suites) only when one of them asks for it.
 func suiteNeeds(s *lab.Suite) (need Layout, bf16Out bool) {
 	for _, v := range s.Variants {
 		l := LayoutOf(v.Params)
@@ -138,69 +139,62 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	where := func(err error) error { return fmt.Errorf("%s, problem %q: %w", s.Name, p.Name, err) }
 	prec, m, n, k := lab.PrecisionOf(s), sh.M, sh.N, sh.K
 	need, bf16Out := suiteNeeds(s)
-	mats := func(twice bool) int64 { // one matrix, or two: A or B in a second layout, C0 beside C
-		if twice {
-			return 2
+	c := &gemmCase{env: env, prec: prec, sh: sh}
+	a := lab.NewPrep(env)
+	// With beta ≠ 0, C is an input too, restored from a pristine C0 before every checked run;
+	// else it is poisoned with NaN.
+	c0, poison, poison16 := sh.Beta != 0, lab.PoisonNaN32, lab.PoisonNaN
+	var c0bits []uint16
+	mk, kn, mn, pb := int64(m)*int64(k), int64(k)*int64(n), int64(m)*int64(n), int64(prec.Bytes())
+	// The case's device buffers, in the order they are made, each when the suite needs it.
+	bufs := []struct {
+		on    bool
+		bytes int64
+		make  func()
+	}{
+		// A bf16 suite's A and B are rounded in place: the reference multiplies what the device has.
+		{true, pb * mk, func() { c.a = a.UploadAs("A", prec, c.prod.A) }},
+		{true, pb * kn, func() { c.b = a.UploadAs("B", prec, c.prod.B) }},
+		{c0, 4 * mn, func() { poison = lab.RestoreFrom(lab.PrepUpload(a, "the initial C", c.prod.C0)) }},
+		{c0 && bf16Out, 2 * mn, func() { poison16 = lab.RestoreFrom(lab.PrepUpload(a, "the initial bf16 C", c0bits)) }},
+		{true, 4 * mn, func() { c.dC = lab.PrepOutput[float32](a, "C", m*n, poison) }},
+		{bf16Out, 2 * mn, func() { c.dC16 = lab.PrepOutput[uint16](a, "the bf16 C", m*n, poison16) }},
+		{need.AColMajor, pb * mk, func() { c.aT = a.UploadAs("A (column-major)", prec, transpose(c.prod.A, m, k)) }},
+		// The same B stored N×K: the product is still A·B, checked against the same reference.
+		{need.BTransposed, pb * kn, func() { c.bT = a.UploadAs("B (transposed)", prec, transpose(c.prod.B, k, n)) }},
+		{need.BiasReLU, 4 * int64(n), func() {
+			// From the case's seed, not env.RNG, so that adding the epilogue to a suite leaves
+			// the inputs of its other variants as they were.
+			c.bias = make([]float32, n)
+			matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
+			c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
+		}},
+	}
+	var bytes int64
+	for _, b := range bufs {
+		if b.on {
+			bytes += b.bytes
 		}
-		return 1
 	}
-	cBytes := int64(4) // an fp32 C, and a bf16 one beside it
-	if bf16Out {
-		cBytes += 2
-	}
-	bytes := int64(prec.Bytes())*(mats(need.AColMajor)*int64(m)*int64(k)+mats(need.BTransposed)*int64(k)*int64(n)) +
-		mats(!sh.Beta0)*cBytes*int64(m)*int64(n)
-	if err := lab.NeedMemory(env, bytes); err != nil {
-		return nil, where(err)
+	if a.Need(bytes); a.Err != nil {
+		return nil, where(a.Err)
 	}
 
-	c := &gemmCase{env: env, prec: prec, sh: sh, seed: env.RNG.Uint64()}
-	c.prod = matref.Product{M: m, N: n, K: k, Alpha: Alpha, Beta: Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
-	if sh.Beta0 {
-		c.prod.Beta = 0
-	}
+	c.seed = env.RNG.Uint64()
+	c.prod = matref.Product{M: m, N: n, K: k, Alpha: Alpha, Beta: sh.Beta, A: make([]float32, m*k), B: make([]float32, k*n)}
 	matref.FillUniform(c.prod.A, env.RNG.Uint64())
 	matref.FillUniform(c.prod.B, env.RNG.Uint64())
-	var c0bits []uint16
-	if !sh.Beta0 {
+	if c0 {
 		c.prod.C0 = make([]float32, m*n)
 		matref.FillUniform(c.prod.C0, env.RNG.Uint64())
 		if prec == lab.BF16 {
 			c0bits = matref.RoundBF16(c.prod.C0) // so that a bf16 C starts from exactly the same values
 		}
 	}
-
-	// The inputs in the suite's precision: a bf16 suite's A and B are rounded in place, so the
-	// reference multiplies exactly what the device has.
-	a := lab.NewPrep(env)
-	c.a, c.b = a.UploadAs("A", prec, c.prod.A), a.UploadAs("B", prec, c.prod.B)
-	// C is poisoned with NaN when beta is 0; otherwise it is an input too, restored to the
-	// pristine C0 before every checked run.
-	poison, poison16 := lab.PoisonNaN32, lab.PoisonNaN
-	if !sh.Beta0 {
-		poison = lab.RestoreFrom(lab.PrepUpload(a, "the initial C", c.prod.C0))
-		if bf16Out {
-			poison16 = lab.RestoreFrom(lab.PrepUpload(a, "the initial bf16 C", c0bits))
+	for _, b := range bufs {
+		if b.on {
+			b.make()
 		}
-	}
-	c.dC = lab.PrepOutput[float32](a, "C", m*n, poison)
-	if bf16Out {
-		c.dC16 = lab.PrepOutput[uint16](a, "the bf16 C", m*n, poison16)
-	}
-	if need.AColMajor {
-		c.aT = a.UploadAs("A (column-major)", prec, transpose(c.prod.A, m, k))
-	}
-	if need.BTransposed {
-		// The same B, stored N×K: the kernel's product is still A·B, checked against the same
-		// float64 reference.
-		c.bT = a.UploadAs("B (transposed)", prec, transpose(c.prod.B, k, n))
-	}
-	if need.BiasReLU {
-		// Drawn from the case's seed, not from env.RNG, so that adding the epilogue to a suite
-		// leaves the inputs of its other variants as they were.
-		c.bias = make([]float32, n)
-		matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
-		c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
 	}
 	if a.Err != nil {
 		return nil, where(a.Err)
@@ -280,34 +274,22 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 	if c.prec != lab.BF16 {
 		return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
 	}
-	da, db := TensorMapDescs(c.a, c.b, c.sh.M, c.sh.N, c.sh.K, ls.BM, ls.BK)
-	names, descs := []string{"A", "B"}, []gpu.TensorMapDesc{da, db}
-	if ls.TMAC { // tmac needs cbf16, so out is the suite's bf16 C
-		names, descs = append(names, "C"), append(descs, CTensorMapDesc(c.dC16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox))
+	// The maps the wgmma kernels expect (kernels/12_wgmma_tma.cu): A in boxes of bk × bm (K
+	// innermost), B of 64 × bk (N innermost, 64 bf16 = the swizzle span), a bf16 C (tmac: 1, so
+	// out is the suite's bf16 C) of cbox_m × cbox_n.
+	descs := []gpu.TensorMapDesc{lab.BF16Tiles(c.a, c.sh.M, c.sh.K, ls.BM, ls.BK), lab.BF16Tiles(c.b, c.sh.K, c.sh.N, ls.BK, 64)}
+	if ls.TMAC {
+		descs = append(descs, lab.BF16Tiles(c.dC16.DevicePtr(), c.sh.M, c.sh.N, ls.CBox[0], ls.CBox[1]))
 	}
 	args := []any{m, n, kk, alpha, beta, out}
 	for i, d := range descs {
-		tm, err := lab.TensorMap(c.env, names[i], d)
+		tm, err := lab.TensorMap(c.env, "ABC"[i:i+1], d)
 		if err != nil {
 			return err
 		}
 		args = append(args, tm)
 	}
 	return gpu.Launch(k, cfg, args...)
-}
-
-// TensorMapDescs are the TMA descriptions of A and B that the wgmma kernels expect (see
-// kernels/12_wgmma_tma.cu): bf16, 128-byte swizzle, A boxes of bk × bm (K innermost), B boxes of
-// 64 × bk (N innermost, 64 columns = 128 bytes, the swizzle span).
-func TensorMapDescs(a, b gpu.Ptr, m, n, k, bm, bk int) (gpu.TensorMapDesc, gpu.TensorMapDesc) {
-	return lab.BF16Tiles(a, m, k, bm, bk), lab.BF16Tiles(b, k, n, bk, 64)
-}
-
-// CTensorMapDesc is the TMA description of a bf16 C (M×N, row-major) that kernels with tmac: 1
-// store through: boxes of box[0] rows × box[1] columns, 128-byte swizzle (the layout the kernel
-// writes its staging buffer in, which spreads a warp's rows over all 32 banks).
-func CTensorMapDesc(c gpu.Ptr, m, n int, box [2]int) gpu.TensorMapDesc {
-	return lab.BF16Tiles(c, m, n, box[0], box[1])
 }
 
 // runLibrary calls cuBLAS, which is column-major: the row-major C = A·B is the column-major
@@ -355,8 +337,7 @@ func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	return matref.CheckProduct(&c.prod, out, c.seed, tol), nil
 }
 
-// Work is 2·M·N·K flops; the bytes are the least traffic possible: A and B read once, C written
-// once (and read once when beta ≠ 0).
+// Work is the work of an fp32 C (WorkOf).
 func (c *gemmCase) Work() lab.Work { return WorkOf(c.prec, c.sh, 4) }
 
 // WorkFor is the work of variant v: a variant that writes a bf16 C moves half the bytes of C.
@@ -367,12 +348,12 @@ func (c *gemmCase) WorkFor(v *lab.Variant) lab.Work {
 	return c.Work()
 }
 
-// WorkOf is the work of one product whose C elements are cBytes wide: A and B read, C written,
-// and C read too when beta ≠ 0.
+// WorkOf is 2·M·N·K flops and the least traffic possible for C elements of cBytes: A and B read
+// once, C written once (and read once when beta ≠ 0).
 func WorkOf(prec lab.Precision, sh Shape, cBytes int) lab.Work {
 	m, n, k := float64(sh.M), float64(sh.N), float64(sh.K)
 	cb := float64(cBytes) * m * n
-	if !sh.Beta0 {
+	if sh.Beta != 0 {
 		cb *= 2
 	}
 	return lab.Work{FLOPs: 2 * m * n * k, Bytes: float64(prec.Bytes())*(m*k+k*n) + cb}
