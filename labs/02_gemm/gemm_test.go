@@ -540,12 +540,6 @@ func TestNotesCellsPointAtRealThings(t *testing.T) {
 	}
 }
 
-func TestTranspose(t *testing.T) {
-	x := []float32{1, 2, 3, 4, 5, 6} // 2×3 row-major
-	assert.Equal(t, []float32{1, 4, 2, 5, 3, 6}, transpose(x, 2, 3))
-	assert.Equal(t, []float32{7}, transpose([]float32{7}, 1, 1))
-}
-
 // The epilogue's reference: bias by column, clamped at 0, the bias in the error scale.
 func TestBiasReLU(t *testing.T) {
 	ref := []float64{-1, 0.5, 2, -3} // 2×2

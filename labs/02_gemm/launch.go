@@ -10,49 +10,35 @@ import (
 
 // Launch parameters a variant may set in lab.yaml (params:), with their defaults.
 const (
-	ParamBM, ParamBN = "bm", "bn"    // the tile of C one block computes (32, 32): grid = (ceil(N/bn), ceil(M/bm))
-	ParamThreads     = "threads"     // a 1-D block of this many threads; else bx × by
-	ParamBX, ParamBY = "bx", "by"    // the block's x and y when threads is not set (32 × 1)
-	ParamSmem        = "smem"        // dynamic shared memory in bytes (0); above 48 KiB the driver opts the kernel in
-	ParamTMA         = "tma"         // 1: the kernel takes two TMA tensor maps (tmA, tmB) and needs K % 8 == 0, N % 8 == 0
-	ParamBK          = "bk"          // the K step of the tensor maps' boxes (64)
-	ParamCBF16       = "cbf16"       // 1: the kernel writes a bf16 C (bf16 suites only); else C is fp32
-	ParamTMAC        = "tmac"        // 1: the kernel also takes a TMA tensor map of its bf16 C (tmC, after tmA and tmB), for TMA stores
-	ParamCBoxM       = "cbox_m"      // the rows of the C map's 128-byte swizzled boxes (64)
-	ParamCBoxN       = "cbox_n"      // their columns (64)
-	ParamPersistent  = "persistent"  // 1: grid = min(tiles, SMs × ctas_per_sm), one dimension; the kernel loops over tiles
-	ParamCTAsPerSM   = "ctas_per_sm" // blocks per SM of a persistent grid (1)
-	// blocks per thread-block cluster along x (1): the kernel declares the same number with
-	// __cluster_dims__, and the grid's x is made a multiple of it (a persistent grid gets whole
-	// clusters, at most SMs × ctas_per_sm blocks)
-	ParamCluster = "cluster"
-	// the most blocks of a persistent grid (0: SMs × ctas_per_sm). A device may hold fewer clusters
-	// at once than SMs / cluster (a GPC with an odd number of free SMs leaves one idle); blocks
-	// beyond what it holds would wait for a second round
-	ParamMaxBlocks = "max_blocks"
-	// blocks that share one tile of C, each summing a slice of K (1): grid.x = ceil(N/bn) ×
-	// split_k, the blocks of a tile consecutive (with cluster = split_k, one cluster a tile,
-	// reduced through distributed shared memory)
-	ParamSplitK    = "split_k"
-	ParamMaxGFLOP  = "max_gflop"   // refuse problems above this many GFLOP (2·M·N·K/1e9) as too slow to time (0: no limit)
-	ParamAColMajor = "a_col_major" // 1: the kernel reads A stored column-major (element (i, k) at A[k·M + i], lda = M)
-	// 1: the kernel reads B stored as Bᵀ, N×K row-major (element (k, j) at B[j·K + k], ldb = K):
-	// the layout of a linear layer's weight in PyTorch (nn.Linear)
-	ParamBTransposed = "b_transposed"
-	// 1: the kernel takes a bias vector of N floats after C and writes
-	// C = max(0, alpha·A·B + beta·C + bias[j]) (fp32 suites)
-	ParamBiasReLU = "bias_relu"
+	ParamBM, ParamBN = "bm", "bn"     // the tile of C one block computes (32, 32)
+	ParamThreads     = "threads"      // a 1-D block of this many threads; else bx × by
+	ParamBX, ParamBY = "bx", "by"     // the block's x and y when threads is not set (32 × 1)
+	ParamSmem        = "smem"         // dynamic shared memory in bytes (0); above 48 KiB the kernel is opted in
+	ParamTMA         = "tma"          // 1: the kernel takes TMA tensor maps of A and B (tmA, tmB) instead of pointers
+	ParamBK          = "bk"           // the K step of the tensor maps' boxes (64)
+	ParamCBF16       = "cbf16"        // 1: the kernel writes a bf16 C (bf16 suites only)
+	ParamTMAC        = "tmac"         // 1: and takes a tensor map of it (tmC, after tmA and tmB), for TMA stores
+	ParamCBoxM       = "cbox_m"       // the rows of the C map's boxes (64)
+	ParamCBoxN       = "cbox_n"       // their columns (64)
+	ParamPersistent  = "persistent"   // 1: a 1-D grid of whole clusters, no more than the SMs hold; the kernel loops over tiles
+	ParamCTAsPerSM   = "ctas_per_sm"  // blocks per SM of a persistent grid (1)
+	ParamCluster     = "cluster"      // blocks per cluster along x (1), as the kernel's __cluster_dims__
+	ParamMaxBlocks   = "max_blocks"   // the most blocks of a persistent grid (0: SMs × ctas_per_sm)
+	ParamSplitK      = "split_k"      // blocks that share a tile of C, each summing a slice of K (1), consecutive in x
+	ParamMaxGFLOP    = "max_gflop"    // skip problems above this many GFLOP, too slow to time (0: no limit)
+	ParamAColMajor   = "a_col_major"  // 1: A stored column-major (Layout)
+	ParamBTransposed = "b_transposed" // 1: B stored as Bᵀ, N×K, as PyTorch stores a linear layer's weight
+	ParamBiasReLU    = "bias_relu"    // 1: the bias + ReLU epilogue (Layout)
 )
 
 // launchShape is how a kernel variant is launched on one problem.
 type launchShape struct {
 	Grid, Block gpu.Dim3
 	Shared      int
-	TMA         bool
 	BM, BN, BK  int
+	TMA, TMAC   bool // tensor maps of A and B; and of C
+	CBF16       bool // C is bf16
 	Persistent  bool
-	CBF16       bool   // C is bf16
-	TMAC        bool   // a third tensor map, of C
 	CBox        [2]int // the C map's box: rows (cbox_m), columns (cbox_n)
 	Cluster     int    // blocks per cluster (the grid's x is a multiple of it)
 }
@@ -62,14 +48,14 @@ type launchShape struct {
 func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error) {
 	name, get := v.Name, v.Int
 	var ls launchShape
+	var splitK int
 	ls.BM, ls.BN, ls.BK = int(get(ParamBM, 32)), int(get(ParamBN, 32)), int(get(ParamBK, 64))
 	if ls.BM < 1 || ls.BN < 1 || ls.BK < 1 {
 		return ls, fmt.Errorf("variant %s: tile bm=%d bn=%d bk=%d must be positive (params in lab.yaml)", name, ls.BM, ls.BN, ls.BK)
 	}
+	ls.Block = gpu.D2(int(get(ParamBX, 32)), int(get(ParamBY, 1)))
 	if t := get(ParamThreads, 0); t > 0 {
 		ls.Block = gpu.D1(int(t))
-	} else {
-		ls.Block = gpu.D2(int(get(ParamBX, 32)), int(get(ParamBY, 1)))
 	}
 	maxThreads = cmp.Or(max(maxThreads, 0), 1024)
 	if c := ls.Block.Count(); c < 1 || c > int64(maxThreads) {
@@ -78,12 +64,9 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 	if ls.Shared = int(get(ParamSmem, 0)); ls.Shared < 0 {
 		return ls, fmt.Errorf("variant %s: negative smem %d", name, ls.Shared)
 	}
-	if limit := get(ParamMaxGFLOP, 0); limit > 0 {
-		if gf := 2 * float64(m) * float64(n) * float64(k) / 1e9; gf > float64(limit) {
-			// A refusal (lab.Skip), not a failure: the engine records the entry as skipped, with this reason.
-			return ls, lab.Skip("too slow for this size: %s would run %.0f GFLOP per call, above its limit of %d (params.max_gflop in lab.yaml)",
-				name, gf, limit)
-		}
+	if limit, gf := get(ParamMaxGFLOP, 0), 2*float64(m)*float64(n)*float64(k)/1e9; limit > 0 && gf > float64(limit) {
+		return ls, lab.Skip("too slow for this size: %s would run %.0f GFLOP per call, above its limit of %d (params.max_gflop in lab.yaml)",
+			name, gf, limit)
 	}
 	if ls.TMA = get(ParamTMA, 0) != 0; ls.TMA && (k%8 != 0 || n%8 != 0) {
 		return ls, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
@@ -100,29 +83,28 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 				name, ls.CBox[0], ls.CBox[1])
 		}
 	}
-	cluster, splitK := int(get(ParamCluster, 1)), int(get(ParamSplitK, 1))
-	if cluster < 1 || cluster > 16 || splitK < 1 {
-		return ls, fmt.Errorf("variant %s: cluster=%d must be 1..16 and split_k=%d positive (params in lab.yaml)", name, cluster, splitK)
+	ls.Cluster, splitK = int(get(ParamCluster, 1)), int(get(ParamSplitK, 1))
+	if ls.Cluster < 1 || ls.Cluster > 16 || splitK < 1 {
+		return ls, fmt.Errorf("variant %s: cluster=%d must be 1..16 and split_k=%d positive (params in lab.yaml)", name, ls.Cluster, splitK)
 	}
-	ls.Cluster = cluster
 	tilesM, tilesN := lab.CeilDiv(m, ls.BM), lab.CeilDiv(n, ls.BN)
 	if get(ParamPersistent, 0) != 0 {
 		if splitK != 1 {
 			return ls, fmt.Errorf("variant %s: split_k and persistent do not go together (params in lab.yaml)", name)
 		}
-		ls.Persistent = true
-		per := max(int(get(ParamCTAsPerSM, 1)), 1)
 		// Whole clusters: as many as the tiles need (the last may hold a block with no tile), as
-		// many as the SMs hold.
-		slots := max(sms, 1) * per
+		// many as the SMs hold. A device may hold fewer clusters than SMs / cluster (a GPC with an
+		// odd number of free SMs leaves one idle), hence max_blocks: blocks beyond what it holds
+		// would wait for a second round.
+		ls.Persistent = true
+		slots := max(sms, 1) * max(int(get(ParamCTAsPerSM, 1)), 1)
 		if mb := int(get(ParamMaxBlocks, 0)); mb > 0 {
 			slots = min(slots, mb)
 		}
-		clusters := min(lab.CeilDiv(tilesM*tilesN, cluster), max(slots/cluster, 1))
-		ls.Grid = gpu.D1(clusters * cluster)
+		ls.Grid = gpu.D1(min(lab.CeilDiv(tilesM*tilesN, ls.Cluster), max(slots/ls.Cluster, 1)) * ls.Cluster)
 		return ls, nil
 	}
-	gx := lab.CeilDiv(tilesN*splitK, cluster) * cluster
+	gx := lab.CeilDiv(tilesN*splitK, ls.Cluster) * ls.Cluster
 	if gx > 1<<31-1 || tilesM > 65535 {
 		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, gx, tilesM)
 	}
