@@ -1,23 +1,17 @@
 // Package gemm is lab 02, "GEMM from naive to cuBLAS-class": C = alpha·A·B + beta·C with
-// row-major A (M×K), B (K×N) and C (M×N), in fp32 on the CUDA cores and with bf16 inputs and fp32
-// accumulation on the tensor cores, every variant checked and timed against cuBLAS in the same run.
+// row-major A (M×K), B (K×N) and C (M×N), fp32 on the CUDA cores and bf16 inputs with fp32
+// accumulation on the tensor cores, every variant checked and timed against cuBLAS in one run.
 //
-// Conventions of the lab:
-//   - Suites named "bf16…" have bf16 A and B and an fp32 C. Variants that write a bf16 C
-//     (cuBLASLt, cbf16: 1) get a bf16 copy of the same initial C (rounded to bf16 for every
-//     variant, so both kinds start alike), and the check allows for the output's rounding.
-//   - alpha = 1.25 and beta = -0.5 with a random initial C, which the engine restores before the
-//     checked run (a stale element then holds a value no correct kernel leaves); the timed runs
-//     accumulate into C, bounded since |beta| < 1. With beta0: 1, beta = 0 and C is poisoned with
-//     NaN, so a kernel that reads C when beta is 0 fails. cuBLAS gets the same alpha and beta.
-//   - Up to M·N·K = 2^30 every element is checked against a float64 CPU product; above, Freivalds'
-//     check and 64 exact samples.
-//   - A variant's params may take A column-major, B transposed (N×K, a linear layer's weight) or
-//     add a bias + ReLU epilogue (Layout). A case holds the copies its suite's variants need, so
-//     all of them are checked against one float64 product.
+// C starts random and is restored before the checked run (a stale element then holds a value no
+// correct kernel leaves); the timed runs accumulate into it, bounded since |beta| < 1. With
+// beta0: 1, beta = 0 and C is poisoned with NaN, so a kernel that reads C then fails. "bf16…"
+// suites have bf16 A and B and an fp32 C, plus a bf16 copy of it for the variants that write one
+// (cuBLASLt, cbf16: 1), checked with the output's rounding allowed. A case holds the operand
+// layouts its suite's variants take (Layout), so all of them are checked against one product.
 package gemm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -35,6 +29,29 @@ const (
 	LibSgemm  = "cublas_sgemm"  // cublasSgemm, default math mode: true FP32, no TF32
 	LibGemmEx = "cublas_gemmex" // cublasGemmEx, bf16 inputs, fp32 output and accumulation
 	LibLt     = "cublaslt_bf16" // cublasLtMatmul, heuristic algorithm: bf16 inputs and output, fp32 accumulation
+)
+
+// Launch parameters a variant may set in lab.yaml (params:), with their defaults.
+const (
+	ParamBM, ParamBN = "bm", "bn"     // the tile of C one block computes (32, 32)
+	ParamThreads     = "threads"      // a 1-D block of this many threads; else bx × by
+	ParamBX, ParamBY = "bx", "by"     // the block's x and y when threads is not set (32 × 1)
+	ParamSmem        = "smem"         // dynamic shared memory in bytes (0); above 48 KiB the kernel is opted in
+	ParamTMA         = "tma"          // 1: the kernel takes TMA tensor maps of A and B (tmA, tmB) instead of pointers
+	ParamBK          = "bk"           // the K step of the tensor maps' boxes (64)
+	ParamCBF16       = "cbf16"        // 1: the kernel writes a bf16 C (bf16 suites only)
+	ParamTMAC        = "tmac"         // 1: and takes a tensor map of it (tmC, after tmA and tmB), for TMA stores
+	ParamCBoxM       = "cbox_m"       // the rows of the C map's boxes (64)
+	ParamCBoxN       = "cbox_n"       // their columns (64)
+	ParamPersistent  = "persistent"   // 1: a 1-D grid of whole clusters, no more than the SMs hold; the kernel loops over tiles
+	ParamCTAsPerSM   = "ctas_per_sm"  // blocks per SM of a persistent grid (1)
+	ParamCluster     = "cluster"      // blocks per cluster along x (1), as the kernel's __cluster_dims__
+	ParamMaxBlocks   = "max_blocks"   // the most blocks of a persistent grid (0: SMs × ctas_per_sm)
+	ParamSplitK      = "split_k"      // blocks that share a tile of C, each summing a slice of K (1), consecutive in x
+	ParamMaxGFLOP    = "max_gflop"    // skip problems above this many GFLOP, too slow to time (0: no limit)
+	ParamAColMajor   = "a_col_major"  // 1: A stored column-major (Layout)
+	ParamBTransposed = "b_transposed" // 1: B stored as Bᵀ, N×K, as PyTorch stores a linear layer's weight
+	ParamBiasReLU    = "bias_relu"    // 1: the bias + ReLU epilogue (Layout)
 )
 
 // BF16OutputRounding is what the check adds to a suite's tolerance for a variant that writes a
@@ -75,9 +92,8 @@ func (Lab) CheckProblem(s *lab.Suite, p lab.Problem) error {
 	return err
 }
 
-// PeerProblem describes a problem for the lab's peer scripts (peers/*.py): the sizes, the
-// kernels' alpha and beta, the precision of A and B, and the lab's own work, so the rates compare
-// exactly. The peers write C in the precision of A and B (torch's bf16 matmul returns bf16).
+// PeerProblem is a problem for the peer scripts (peers/*.py), with the kernels' alpha and beta and
+// the lab's own work, so the rates compare exactly; peers write C in the inputs' precision (torch).
 func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
@@ -97,8 +113,7 @@ type Layout struct {
 
 // LayoutOf reads a variant's layout from its params (a_col_major, b_transposed, bias_relu).
 func LayoutOf(params map[string]int64) Layout {
-	return Layout{AColMajor: params[ParamAColMajor] != 0, BTransposed: params[ParamBTransposed] != 0,
-		BiasReLU: params[ParamBiasReLU] != 0}
+	return Layout{params[ParamAColMajor] != 0, params[ParamBTransposed] != 0, params[ParamBiasReLU] != 0}
 }
 
 // suiteNeeds is what the variants of a suite need beyond A, B and an fp32 C: a case prepares the
@@ -139,41 +154,35 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	need, bf16Out := suiteNeeds(s)
 	c := &gemmCase{env: env, prec: prec, sh: sh}
 	a := lab.NewPrep(env)
-	// With beta ≠ 0, C is an input too, restored from a pristine C0 before every checked run;
-	// else it is poisoned with NaN.
+	// With beta ≠ 0, C is an input, restored from a pristine C0 (else poisoned with NaN).
 	c0, poison, poison16 := sh.Beta != 0, lab.PoisonNaN32, lab.PoisonNaN
 	var c0bits []uint16
-	mk, kn, mn, pb := int64(m)*int64(k), int64(k)*int64(n), int64(m)*int64(n), int64(prec.Bytes())
-	// The case's device buffers, in the order they are made, each when the suite needs it.
-	bufs := []struct {
-		on    bool
-		bytes int64
-		make  func()
-	}{
-		// A bf16 suite's A and B are rounded in place: the reference multiplies what the device has.
-		{true, pb * mk, func() { c.a = a.UploadAs("A", prec, c.prod.A) }},
-		{true, pb * kn, func() { c.b = a.UploadAs("B", prec, c.prod.B) }},
-		{c0, 4 * mn, func() { poison = lab.RestoreFrom(lab.PrepUpload(a, "the initial C", c.prod.C0)) }},
-		{c0 && bf16Out, 2 * mn, func() { poison16 = lab.RestoreFrom(lab.PrepUpload(a, "the initial bf16 C", c0bits)) }},
-		{true, 4 * mn, func() { c.dC = lab.PrepOutput[float32](a, "C", m*n, poison) }},
-		{bf16Out, 2 * mn, func() { c.dC16 = lab.PrepOutput[uint16](a, "the bf16 C", m*n, poison16) }},
-		{need.AColMajor, pb * mk, func() { c.aT = a.UploadAs("A (column-major)", prec, matref.Transpose(c.prod.A, m, k)) }},
-		// The same B stored N×K: the product is still A·B, checked against the same reference.
-		{need.BTransposed, pb * kn, func() { c.bT = a.UploadAs("B (transposed)", prec, matref.Transpose(c.prod.B, k, n)) }},
-		{need.BiasReLU, 4 * int64(n), func() {
-			// From the case's seed, not env.RNG, so that adding the epilogue to a suite leaves
-			// the inputs of its other variants as they were.
-			c.bias = make([]float32, n)
-			matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
-			c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
-		}},
-	}
+	// The case's device buffers, each when the suite needs it: counted now, made once the inputs are drawn.
+	var bufs []func()
 	var bytes int64
-	for _, b := range bufs {
-		if b.on {
-			bytes += b.bytes
+	buf := func(on bool, n int64, alloc func()) {
+		if on {
+			bufs, bytes = append(bufs, alloc), bytes+n
 		}
 	}
+	mk, kn, mn, pb := int64(m)*int64(k), int64(k)*int64(n), int64(m)*int64(n), int64(prec.Bytes())
+	// A bf16 suite's A and B are rounded in place: the reference multiplies what the device has.
+	buf(true, pb*mk, func() { c.a = a.UploadAs("A", prec, c.prod.A) })
+	buf(true, pb*kn, func() { c.b = a.UploadAs("B", prec, c.prod.B) })
+	buf(c0, 4*mn, func() { poison = lab.RestoreFrom(lab.PrepUpload(a, "the initial C", c.prod.C0)) })
+	buf(c0 && bf16Out, 2*mn, func() { poison16 = lab.RestoreFrom(lab.PrepUpload(a, "the initial bf16 C", c0bits)) })
+	buf(true, 4*mn, func() { c.dC = lab.PrepOutput[float32](a, "C", m*n, poison) })
+	buf(bf16Out, 2*mn, func() { c.dC16 = lab.PrepOutput[uint16](a, "the bf16 C", m*n, poison16) })
+	buf(need.AColMajor, pb*mk, func() { c.aT = a.UploadAs("A (column-major)", prec, matref.Transpose(c.prod.A, m, k)) })
+	// The same B stored N×K: the product is still A·B, checked against the same reference.
+	buf(need.BTransposed, pb*kn, func() { c.bT = a.UploadAs("B (transposed)", prec, matref.Transpose(c.prod.B, k, n)) })
+	buf(need.BiasReLU, 4*int64(n), func() {
+		// From the case's seed, not env.RNG, so that adding the epilogue to a suite leaves the
+		// inputs of its other variants as they were.
+		c.bias = make([]float32, n)
+		matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
+		c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
+	})
 	if a.Need(bytes); a.Err != nil {
 		return nil, where(a.Err)
 	}
@@ -189,10 +198,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 			c0bits = matref.RoundBF16(c.prod.C0) // so that a bf16 C starts from exactly the same values
 		}
 	}
-	for _, b := range bufs {
-		if b.on {
-			b.make()
-		}
+	for _, alloc := range bufs {
+		alloc()
 	}
 	if a.Err != nil {
 		return nil, where(a.Err)
@@ -218,19 +225,8 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		return fmt.Errorf("variant %s: %w", v.Name, err)
 	}
 	cfg := gpu.LaunchConfig{Grid: ls.Grid, Block: ls.Block, SharedBytes: ls.Shared, Stream: c.env.Stream}
-	m, n, kk := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
-	alpha, beta := c.prod.Alpha, c.prod.Beta
-	// A column-major A, a transposed B and the bias + ReLU epilogue are for kernels that take
-	// pointers and write an fp32 C.
+	m, n, kk, alpha, beta := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), c.prod.Alpha, c.prod.Beta
 	lay := LayoutOf(v.Params)
-	switch {
-	case lay != (Layout{}) && ls.CBF16:
-		return fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
-			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
-	case lay != (Layout{}) && ls.TMA:
-		return fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
-			v.Name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
-	}
 	var out any = c.dC
 	if ls.CBF16 {
 		if c.dC16 == nil {
@@ -272,6 +268,93 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		args = append(args, tm)
 	}
 	return gpu.Launch(k, cfg, args...)
+}
+
+// launchShape is how a kernel variant is launched on one problem.
+type launchShape struct {
+	Grid, Block gpu.Dim3
+	Shared      int
+	BM, BN, BK  int
+	TMA, TMAC   bool   // tensor maps of A and B; and of C
+	CBF16       bool   // C is bf16
+	Persistent  bool   // a 1-D grid whose blocks loop over the tiles
+	CBox        [2]int // the C map's box: rows (cbox_m), columns (cbox_n)
+	Cluster     int    // blocks per cluster (the grid's x is a multiple of it)
+}
+
+// shapeFor computes the launch of kernel variant v (params from lab.yaml) on an M×N×K problem,
+// or refuses it. sms is the device's multiprocessor count, maxThreads its block-size limit.
+func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error) {
+	name, get := v.Name, v.Int
+	var ls launchShape
+	var splitK int
+	ls.BM, ls.BN, ls.BK = int(get(ParamBM, 32)), int(get(ParamBN, 32)), int(get(ParamBK, 64))
+	if ls.BM < 1 || ls.BN < 1 || ls.BK < 1 {
+		return ls, fmt.Errorf("variant %s: tile bm=%d bn=%d bk=%d must be positive (params in lab.yaml)", name, ls.BM, ls.BN, ls.BK)
+	}
+	ls.Block = gpu.D2(int(get(ParamBX, 32)), int(get(ParamBY, 1)))
+	if t := get(ParamThreads, 0); t > 0 {
+		ls.Block = gpu.D1(int(t))
+	}
+	maxThreads = cmp.Or(max(maxThreads, 0), 1024)
+	if c := ls.Block.Count(); c < 1 || c > int64(maxThreads) {
+		return ls, fmt.Errorf("variant %s: block %v has %d threads, the device allows 1..%d", name, ls.Block, c, maxThreads)
+	}
+	if ls.Shared = int(get(ParamSmem, 0)); ls.Shared < 0 {
+		return ls, fmt.Errorf("variant %s: negative smem %d", name, ls.Shared)
+	}
+	if limit, gf := get(ParamMaxGFLOP, 0), 2*float64(m)*float64(n)*float64(k)/1e9; limit > 0 && gf > float64(limit) {
+		return ls, lab.Skip("too slow for this size: %s would run %.0f GFLOP per call, above its limit of %d (params.max_gflop in lab.yaml)",
+			name, gf, limit)
+	}
+	if ls.TMA = get(ParamTMA, 0) != 0; ls.TMA && (k%8 != 0 || n%8 != 0) {
+		return ls, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
+			name, k, n)
+	}
+	ls.CBF16, ls.TMAC = get(ParamCBF16, 0) != 0, get(ParamTMAC, 0) != 0
+	ls.CBox = [2]int{int(get(ParamCBoxM, 64)), int(get(ParamCBoxN, 64))}
+	// A column-major A, a transposed B and the bias + ReLU epilogue are for kernels that take
+	// pointers and write an fp32 C.
+	switch box, lay := ls.CBox, LayoutOf(v.Params); {
+	case lay != (Layout{}) && ls.CBF16:
+		return ls, fmt.Errorf("variant %s: a bf16 C and %s/%s/%s do not go together (params in lab.yaml)",
+			name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case lay != (Layout{}) && ls.TMA:
+		return ls, fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
+			name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case ls.TMAC && (!ls.TMA || !ls.CBF16):
+		return ls, fmt.Errorf("variant %s: tmac (a tensor map of C) needs tma: 1 and cbf16: 1 (params in lab.yaml)", name)
+	case ls.TMAC && (box[0] < 1 || box[0] > 256 || box[1] < 1 || box[1]*2 > 128):
+		return ls, fmt.Errorf("variant %s: C box %d×%d: rows must be 1..256 and a row at most 128 bytes (64 bf16, the swizzle span)",
+			name, box[0], box[1])
+	}
+	ls.Cluster, splitK = int(get(ParamCluster, 1)), int(get(ParamSplitK, 1))
+	if ls.Cluster < 1 || ls.Cluster > 16 || splitK < 1 {
+		return ls, fmt.Errorf("variant %s: cluster=%d must be 1..16 and split_k=%d positive (params in lab.yaml)", name, ls.Cluster, splitK)
+	}
+	tilesM, tilesN := lab.CeilDiv(m, ls.BM), lab.CeilDiv(n, ls.BN)
+	if get(ParamPersistent, 0) != 0 {
+		if splitK != 1 {
+			return ls, fmt.Errorf("variant %s: split_k and persistent do not go together (params in lab.yaml)", name)
+		}
+		// Whole clusters: as many as the tiles need (the last may hold a block with no tile), as
+		// many as the SMs hold. A device may hold fewer clusters than SMs / cluster (a GPC with an
+		// odd number of free SMs leaves one idle), hence max_blocks: blocks beyond what it holds
+		// would wait for a second round.
+		ls.Persistent = true
+		slots := max(sms, 1) * max(int(get(ParamCTAsPerSM, 1)), 1)
+		if mb := int(get(ParamMaxBlocks, 0)); mb > 0 {
+			slots = min(slots, mb)
+		}
+		ls.Grid = gpu.D1(min(lab.CeilDiv(tilesM*tilesN, ls.Cluster), max(slots/ls.Cluster, 1)) * ls.Cluster)
+		return ls, nil
+	}
+	gx := lab.CeilDiv(tilesN*splitK, ls.Cluster) * ls.Cluster
+	if gx > 1<<31-1 || tilesM > 65535 {
+		return ls, fmt.Errorf("variant %s: grid (%d, %d) is beyond the device's limits (y ≤ 65535)", name, gx, tilesM)
+	}
+	ls.Grid = gpu.D2(gx, tilesM)
+	return ls, nil
 }
 
 // runLibrary calls cuBLAS, which is column-major: the row-major C = A·B is the column-major
@@ -323,10 +406,9 @@ func (c *gemmCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 // matref.FullCheckLimit: the ReLU is not linear, so Freivalds' check does not apply to its output.
 const EpilogueSamples = 4096
 
-// BiasReLU applies the fused epilogue in place to float64 references of elements of alpha·A·B +
-// beta·C0 (M×N, row-major): ref[s] = max(0, ref[s] + bias[j]), j the column of the element at
-// index at[s] (s itself when at is nil: the whole product). The error scale of each element grows
-// by |bias[j]|; an element the ReLU clamps keeps its scale, so a kernel that clamps a value that
+// BiasReLU applies the epilogue in place to float64 references of elements of C (M×N): ref[s] =
+// max(0, ref[s] + bias[j]), j the column of element at[s] (of s when at is nil). The error scale
+// grows by |bias[j]| and a clamped element keeps its scale, so a kernel that clamps a value that
 // should be slightly positive (or the reverse) within rounding still passes.
 func BiasReLU(ref, scale []float64, bias []float32, at []int, n int) {
 	for s := range ref {
@@ -352,9 +434,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 		return r
 	}
 	samples := matref.SampleEntries(m, n, EpilogueSamples, c.seed)
-	at := make([]int, len(samples))
-	ref := make([]float64, len(samples))
-	scale := make([]float64, len(samples))
+	at, ref, scale := make([]int, len(samples)), make([]float64, len(samples)), make([]float64, len(samples))
 	matref.ParallelFor(len(samples), func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			i, j := samples[s][0], samples[s][1]
@@ -366,9 +446,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 	r := matref.CheckAt(out, at, ref, scale, tol)
 	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
 	if nan := matref.NonFinite(out); nan > 0 {
-		r.OK = false
-		r.Unwritten = nan
-		r.Note = fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from a NaN poison)", nan, len(out))
+		r.OK, r.Unwritten, r.Note = false, nan, fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from a NaN poison)", nan, len(out))
 	}
 	r.Checked = len(out)
 	return r
@@ -387,5 +465,5 @@ func (c *gemmCase) WorkFor(v *lab.Variant) lab.Work {
 
 // WorkOf is the work of one product whose C elements are cBytes wide (lab.MNK.Work).
 func WorkOf(prec lab.Precision, sh Shape, cBytes int) lab.Work {
-	return sh.MNK.Work(prec.Bytes(), cBytes, sh.Beta != 0)
+	return sh.Work(prec.Bytes(), cBytes, sh.Beta != 0)
 }
