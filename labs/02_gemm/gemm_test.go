@@ -365,8 +365,9 @@ func TestLaunchRefusals(t *testing.T) {
 
 }
 
+// The tensor maps Run builds for the wgmma kernels (bm 128, bk 64, cbox 64 × 64), through lab.BF16Tiles.
 func TestTensorMapDescs(t *testing.T) {
-	a, b := TensorMapDescs(0x1000, 0x2000, 4096, 11008, 4096, 128, 64)
+	a, b := lab.BF16Tiles(0x1000, 4096, 4096, 128, 64), lab.BF16Tiles(0x2000, 4096, 11008, 64, 64)
 	assert.Equal(t, []uint64{4096, 4096}, a.Dims, "A: K innermost, then M")
 	assert.Equal(t, []uint64{4096 * 2}, a.Strides)
 	assert.Equal(t, []uint32{64, 128}, a.Box)
@@ -419,7 +420,7 @@ func TestLaunchCTensorMap(t *testing.T) {
 }
 
 func TestCTensorMapDesc(t *testing.T) {
-	d := CTensorMapDesc(0x3000, 4096, 11008, [2]int{64, 64})
+	d := lab.BF16Tiles(0x3000, 4096, 11008, 64, 64)
 	assert.Equal(t, gpu.BF16, d.DataType)
 	assert.Equal(t, []uint64{11008, 4096}, d.Dims, "C: N innermost, then M")
 	assert.Equal(t, []uint64{11008 * 2}, d.Strides, "bf16 rows")
@@ -471,21 +472,21 @@ func TestBF16OutputTolerance(t *testing.T) {
 func TestShapeAndWork(t *testing.T) {
 	sh, err := ShapeOf(lab.Problem{Name: "sq", Params: map[string]int64{"m": 64}})
 	require.NoError(t, err)
-	assert.Equal(t, Shape{M: 64, N: 64, K: 64}, sh)
+	assert.Equal(t, Shape{lab.MNK{M: 64, N: 64, K: 64}, Beta}, sh)
 	sh, err = ShapeOf(lab.Problem{Name: "r", Params: map[string]int64{"m": 4096, "n": 11008, "k": 4096, "beta0": 1}})
 	require.NoError(t, err)
-	assert.True(t, sh.Beta0)
+	assert.Zero(t, sh.Beta)
 	_, err = ShapeOf(lab.Problem{Name: "zero", Params: map[string]int64{"m": 0}})
 	assert.Error(t, err)
 	_, err = ShapeOf(lab.Problem{Name: "huge", Params: map[string]int64{"m": 1 << 16, "n": 1 << 16, "k": 8}})
 	assert.ErrorContains(t, err, "32-bit")
 
-	w := WorkOf(lab.FP32, Shape{M: 4096, N: 4096, K: 4096}, 4)
+	w := WorkOf(lab.FP32, Shape{lab.MNK{M: 4096, N: 4096, K: 4096}, Beta}, 4)
 	assert.Equal(t, 2*math.Pow(4096, 3), w.FLOPs)
 	assert.Equal(t, 4*3*4096*4096.0+4*4096*4096.0, w.Bytes, "A, B, C read and C written")
-	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096, Beta0: true}, 4)
+	w = WorkOf(lab.BF16, Shape{lab.MNK{M: 4096, N: 4096, K: 4096}, 0}, 4)
 	assert.Equal(t, 2*2*4096*4096.0+4*4096*4096.0, w.Bytes, "bf16 A and B, fp32 C written only")
-	w = WorkOf(lab.BF16, Shape{M: 4096, N: 4096, K: 4096}, 2)
+	w = WorkOf(lab.BF16, Shape{lab.MNK{M: 4096, N: 4096, K: 4096}, Beta}, 2)
 	assert.Equal(t, 2*2*4096*4096.0+2*2*4096*4096.0, w.Bytes, "bf16 A and B, bf16 C read and written")
 }
 
@@ -537,12 +538,6 @@ func TestNotesCellsPointAtRealThings(t *testing.T) {
 			}
 		}
 	}
-}
-
-func TestTranspose(t *testing.T) {
-	x := []float32{1, 2, 3, 4, 5, 6} // 2×3 row-major
-	assert.Equal(t, []float32{1, 4, 2, 5, 3, 6}, transpose(x, 2, 3))
-	assert.Equal(t, []float32{7}, transpose([]float32{7}, 1, 1))
 }
 
 // The epilogue's reference: bias by column, clamped at 0, the bias in the error scale.
