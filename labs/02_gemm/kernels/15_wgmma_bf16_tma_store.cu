@@ -30,7 +30,7 @@
 // alignment slack: 214 080 bytes with 4 stages and 1 buffer a warpgroup (as kept), 230 464 with 2
 // buffers, under the 227 KiB (232 448 bytes) a block may have; 4 buffers need 3 stages.
 //
-// Tensor maps: A and B as kernel 12; C bf16, box {64, 64}, swizzle 128B (CTensorMapDesc in
+// Tensor maps: A and B as kernel 12; C bf16, box {64, 64}, swizzle 128B (lab.BF16Tiles and
 // driver.go). Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides); any M otherwise.
 // Launch: block 384, grid min(number of tiles, number of SMs), dynamic shared memory as above.
 
