@@ -4,19 +4,16 @@
 // whose tile scheduler keeps every SM busy across all groups.
 //
 // Like every lab it supplies only what differs (lab.Driver): the groups on the device, one call
-// per variant, the check and the work counts; the engine builds, checks, times and records. Its
-// cases also implement lab.Recorder: the debug variants (built with -DKL_TIMELINE) leave, per tile,
-// the SM that ran it and when, and Record returns that timeline for the chapter's figure.
+// per variant, the check and the work counts; the engine builds, checks, times and records. The
+// debug variants (built with -DKL_TIMELINE) leave, per tile, the SM that ran it and when, and
+// Record (lab.Recorder) returns that timeline for the chapter's figure.
 //
-// Conventions of the lab:
-//   - Suites whose name starts with "bf16" have bf16 A, B and C with fp32 accumulation (a model's
-//     activations and weights); the others are all fp32. C = A·B: no alpha, no beta.
-//   - A problem is a list of groups (problem.go: explicit shapes, or a MoE layer's experts with
-//     uniform or skewed token counts and empty experts) in three arenas (layout.go): when all
-//     groups share N and K, exactly the token matrix X, the stacked weights W and the output Y.
-//   - Inputs are fresh for every check (matref.FillHash of seeds drawn from the run's seed). The
-//     engine poisons C with NaN before the checked run: every element of every group must be
-//     written and right (reference.go), and nothing outside the groups may be written (canaries).
+// Suites whose name starts with "bf16" have bf16 A, B and C with fp32 accumulation; the others are
+// all fp32. C = A·B: no alpha, no beta. A problem is a list of groups (problem.go) in three arenas
+// (Layout): when all groups share N and K, exactly the token matrix X, the stacked weights W and
+// the output Y. Inputs are fresh for every check (matref.FillHash of seeds drawn from the run's
+// seed). The engine poisons C with NaN before the checked run: every element of every group must
+// be written and right (reference.go), and nothing outside the groups may be written (canaries).
 package grouped
 
 import (
@@ -27,6 +24,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/matref"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -43,6 +41,64 @@ const (
 	LibDense   = "cublas_dense"   // one dense GEMM of the same FLOPs: X (T×K) · W_0 (K×N), shared N and K only
 )
 
+// Launch parameters a kernel variant sets in lab.yaml (params:; a switch is on at 1). The kernels'
+// arguments follow from them (manifest_test.go checks each kernel's signature).
+const (
+	ParamLoop       = "loop"        // one launch per non-empty group of a one-GEMM kernel, grid (ceil(N/bn), ceil(M/bm))
+	ParamPersistent = "persistent"  // one launch of SMs × ctas_per_sm blocks over all groups (the kl_group array)
+	ParamMoE        = "moe"         // persistent, the MoE form: X, W, Y and the row offsets
+	ParamGather     = "gather"      // moe, fp32: the dispatch fused, X in token order and the routing's row list
+	ParamTMA        = "tma"         // moe: the wgmma kernel, tensor maps of X and W (N and K multiples of 8)
+	ParamDecode     = "decode"      // moe: the decode kernel, max_split·T·N fp32 partials, a counter per item
+	ParamMaxSplit   = "max_split"   // decode: the most units an item's K is split into (default 16)
+	ParamAlign      = "align"       // N and K must be multiples of align; other problems are skipped (default 1)
+	ParamDynamic    = "dynamic"     // a grouped-form persistent kernel that takes tiles from a counter
+	ParamLPT        = "lpt"         // the groups in the metadata ordered longest tile first (LongestFirst)
+	ParamBM         = "bm"          // the kernel's tile, bm × bn (128 × 128): for the loop's grid and the timeline
+	ParamBN         = "bn"          // (with bm)
+	ParamThreads    = "threads"     // block size (1-D)
+	ParamSmem       = "smem"        // dynamic shared memory in bytes (the driver opts in above 48 KiB)
+	ParamCTAsPerSM  = "ctas_per_sm" // the most blocks per SM of a persistent grid (default 2), lowered to what fits
+	ParamTimeline   = "timeline"    // built with -DKL_TIMELINE: the driver keeps the tile records
+)
+
+const defaultMaxSplit = 16
+
+// launchShape is how a kernel variant is launched.
+type launchShape struct {
+	Loop, Persistent, MoE, Gather, TMA, Decode, Dynamic, LPT, Timeline bool
+	BM, BN, Threads, Smem, CTAsPerSM, MaxSplit, Align                  int
+}
+
+// shapeOf reads a kernel variant's launch parameters.
+func shapeOf(v *lab.Variant) (launchShape, error) {
+	ls := launchShape{BM: int(v.Int(ParamBM, 128)), BN: int(v.Int(ParamBN, 128)), Threads: int(v.Int(ParamThreads, 128)),
+		Smem: int(v.Int(ParamSmem, 0)), CTAsPerSM: int(v.Int(ParamCTAsPerSM, 2)), MaxSplit: int(v.Int(ParamMaxSplit, defaultMaxSplit)),
+		Align: int(v.Int(ParamAlign, 1))}
+	for p, flag := range map[string]*bool{ParamLoop: &ls.Loop, ParamPersistent: &ls.Persistent, ParamMoE: &ls.MoE,
+		ParamGather: &ls.Gather, ParamTMA: &ls.TMA, ParamDecode: &ls.Decode, ParamDynamic: &ls.Dynamic, ParamLPT: &ls.LPT,
+		ParamTimeline: &ls.Timeline} {
+		*flag = v.Int(p, 0) != 0 // the switches: 1 on, 0 or absent off
+	}
+	switch {
+	case ls.Loop == ls.Persistent:
+		return ls, fmt.Errorf("variant %s: set exactly one of loop: 1 and persistent: 1 (params in lab.yaml)", v.Name)
+	case ls.MoE && !ls.Persistent:
+		return ls, fmt.Errorf("variant %s: moe: 1 is a persistent kernel (add persistent: 1)", v.Name)
+	case ls.Gather && (!ls.MoE || ls.TMA):
+		return ls, fmt.Errorf("variant %s: gather: 1 is the MoE form with pointers (add moe: 1; not with tma: 1)", v.Name)
+	case ls.TMA && !ls.MoE:
+		return ls, fmt.Errorf("variant %s: tma: 1 is the MoE-form wgmma kernel (add moe: 1)", v.Name)
+	case ls.Decode && (!ls.MoE || ls.TMA || ls.Gather):
+		return ls, fmt.Errorf("variant %s: decode: 1 is the MoE-form decode kernel (add moe: 1; not with tma or gather)", v.Name)
+	case ls.Dynamic && (ls.MoE || ls.Loop):
+		return ls, fmt.Errorf("variant %s: dynamic: 1 is a grouped-form persistent kernel", v.Name)
+	case ls.BM < 1 || ls.BN < 1 || ls.Threads < 32 || ls.Threads > 1024 || ls.Smem < 0 || ls.CTAsPerSM < 1 || ls.MaxSplit < 1 || ls.Align < 1:
+		return ls, fmt.Errorf("variant %s: bad launch parameters %v", v.Name, v.Params)
+	}
+	return ls, nil
+}
+
 // Lab is the driver of lab 03.
 type Lab struct{}
 
@@ -50,26 +106,37 @@ func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
 var (
 	_ lab.Driver   = Lab{}
-	_ lab.Case     = (*groupedCase)(nil)
 	_ lab.Recorder = (*groupedCase)(nil)
 )
 
 // Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
-// with the metadata every variant needs.
+// with the metadata every variant of the suite needs.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	shapes, err := GroupsOf(p)
 	if err != nil {
 		return nil, err
 	}
-	maxSplit := 0
-	if suiteMax(s, ParamDecode) != 0 {
-		maxSplit = int(max(defaultMaxSplit, suiteMax(s, ParamMaxSplit)))
-	}
-	c, err := prepare(env, lab.PrecisionOf(s), shapes, suiteMax(s, ParamGather) != 0, maxSplit)
+	c, err := prepare(env, s, shapes)
 	if err != nil {
 		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, GroupsLine(shapes), err)
 	}
 	return c, nil
+}
+
+// PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDriver):
+// the groups exactly as GroupsOf decodes them (a MoE problem's token counts come from its own
+// seed, so a peer must get them from here), and the data's precision. C = A·B, no scalars.
+func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, error) {
+	shapes, err := GroupsOf(p)
+	if err != nil {
+		return nil, lab.Work{}, err
+	}
+	groups := make([][3]int, len(shapes))
+	for i, g := range shapes {
+		groups[i] = [3]int{g.M, g.N, g.K}
+	}
+	c := groupedCase{shapes: shapes, prec: lab.PrecisionOf(s)}
+	return map[string]any{"groups": groups, "shared_nk": SharedNK(shapes), "data": c.prec.String()}, c.Work(), nil
 }
 
 // groupedCase is one prepared problem on the device (its buffers belong to the engine).
@@ -80,11 +147,9 @@ type groupedCase struct {
 	lay    Layout
 	seed   uint64 // of the check's random vectors and samples
 
-	hA, hB []float32 // the inputs as the device has them (bf16 values widened exactly)
-
-	a, b, c gpu.Ptr              // the A, B and C arenas, in the suite's precision
-	dC32    *gpu.Buffer[float32] // the C arena (fp32 suites)
-	dC16    *gpu.Buffer[uint16]  // the C arena (bf16 suites)
+	hA, hB  []float32     // the inputs as the device has them (bf16 values widened exactly)
+	a, b, c gpu.Ptr       // the A, B and C arenas, in the suite's precision
+	dC      *lab.OutputIn // the C arena
 
 	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
 	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
@@ -103,22 +168,15 @@ type groupedCase struct {
 	tlL int                 // launches in the last Run
 }
 
-// suiteMax is the largest value of a launch parameter over the variants of suite s (0 if none sets
-// it): every case of the suite provides for the variant that needs most. gather: the token matrix
-// in token order and the routing's row list; decode: the decode kernel's workspace.
-func suiteMax(s *lab.Suite, param string) int64 {
-	most := int64(0)
-	for _, v := range s.Variants {
-		most = max(most, v.Int(param, 0))
-	}
-	return most
-}
-
-func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool, maxSplit int) (*groupedCase, error) {
+// prepare provides for the variant of suite s that needs most: gather, the token matrix in token
+// order and the routing's row list; decode, the decode kernel's workspace.
+func prepare(env *lab.Env, s *lab.Suite, shapes []Shape) (*groupedCase, error) {
+	prec := lab.PrecisionOf(s)
 	in := prec.Bytes()
 	lay := NewLayout(shapes, in)
-	wsLen, items := 0, 0 // the decode kernel's (MoE form only): split-K partials, one counter per item
-	if lay.MoE && maxSplit > 0 {
+	maxSplit, wsLen, items := 0, 0, 0 // the decode kernel's (MoE form only): split-K partials, one counter per item
+	if lay.MoE && s.MaxParam(ParamDecode) != 0 {
+		maxSplit = int(max(defaultMaxSplit, s.MaxParam(ParamMaxSplit)))
 		wsLen, items = max(maxSplit*lay.Rows()*shapes[0].N, 1), max(lay.Rows()*lab.CeilDiv(shapes[0].N, decodeCols), 1)
 	}
 	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes)) + 4*int64(wsLen+items)
@@ -134,19 +192,18 @@ func prepare(env *lab.Env, prec lab.Precision, shapes []Shape, gather bool, maxS
 	a := lab.NewPrep(env)
 	c.a, c.b = a.UploadAs("A", prec, c.hA), a.UploadAs("B", prec, c.hB)
 	// C, the groups and the canaries around them, is poisoned with NaN (0xFF bytes, in fp32 and bf16).
-	if prec == lab.BF16 {
-		if c.dC16 = lab.PrepOutput[uint16](a, "C", int(lay.CLen), lab.PoisonNaN); c.dC16 != nil {
-			c.c = c.dC16.DevicePtr()
-		}
-	} else if c.dC32 = lab.PrepOutput[float32](a, "C", int(lay.CLen), lab.PoisonNaN); c.dC32 != nil {
-		c.c = c.dC32.DevicePtr()
+	c.dC = lab.PrepOutputIn(a, "C", prec, int(lay.CLen), lab.PoisonNaN)
+	c.c = c.dC.Ptr()
+	order := make([]int, len(shapes)) // the natural order, then longest first
+	for i := range order {
+		order[i] = i
 	}
-	order := append(NaturalOrder(len(shapes)), LongestFirst(shapes)...)
+	order = append(order, LongestFirst(shapes)...)
 	c.dGroups = lab.PrepUpload(a, "the group descriptors", lay.EncodeGroups(order, uint64(c.a), uint64(c.b), uint64(c.c), in))
 	if lay.MoE {
 		c.dOffs = lab.PrepUpload(a, "the row offsets", lay.Offsets)
 	}
-	if gather && lay.MoE && prec == lab.FP32 {
+	if s.MaxParam(ParamGather) != 0 && lay.MoE && prec == lab.FP32 {
 		xtok, rows := c.gatherInputs(env.RNG)
 		c.dXTok32 = lab.PrepUpload(a, "the token matrix", xtok)
 		c.dRows = lab.PrepUpload(a, "the routing's row list", rows)
@@ -197,10 +254,21 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 		return err
 	}
 	tl := gpu.Ptr(0)
-	if ls.Timeline {
-		if tl, err = c.timelineBuffer(ls); err != nil {
-			return err
+	if ls.Timeline { // the records' buffer for the variant's tile size, allocated and cleared on first use
+		n := 0
+		for _, s := range c.shapes {
+			n += s.Tiles(ls.BM, ls.BN)
 		}
+		if c.tl == nil || c.tlN != n { // another size: a new buffer (the engine frees both with the case)
+			if c.tl, err = lab.Alloc[uint64](c.env, fmt.Sprintf("the timeline (%d tiles)", n), 4*n); err != nil {
+				return err
+			}
+			c.tlN = n
+			if err = c.tl.FillBytes(0, c.env.Stream); err != nil {
+				return err
+			}
+		}
+		tl = c.tl.DevicePtr()
 	}
 	cfg := func(grid gpu.Dim3) gpu.LaunchConfig {
 		return gpu.LaunchConfig{Grid: grid, Block: gpu.D1(ls.Threads), SharedBytes: ls.Smem, Stream: c.env.Stream}
@@ -302,14 +370,7 @@ func (c *groupedCase) tensorMaps(v *lab.Variant, bm int) (mx, mw gpu.RawArg, err
 // Check compares the output of the last Run with the CPU's float64 products, group by group, and
 // checks that nothing outside the groups was written.
 func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
-	// Still the poison: 0xFFFFFFFF in fp32; 0xFFFF in bf16, 0xFFFF0000 once widened.
-	out, poison, err := []float32(nil), uint32(0xFFFFFFFF), error(nil)
-	if c.prec == lab.BF16 {
-		out, err = o.BF16(c.dC16)
-		poison = 0xFFFF0000
-	} else {
-		out, err = o.Float32(c.dC32)
-	}
+	out, err := c.dC.Read(o)
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -330,7 +391,8 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 			}
 		}
 	}
-	gc.canaries(out, c.lay.Canaries, poison)
+	// Still the poison: 0xFFFFFFFF in fp32; 0xFFFF in bf16, 0xFFFF0000 once widened.
+	gc.canaries(out, c.lay.Canaries, uint32(0xFFFFFFFF)<<(32-8*c.prec.Bytes()))
 	return gc.report(), nil
 }
 
@@ -346,4 +408,27 @@ func (c *groupedCase) Work() lab.Work {
 		}
 	}
 	return w
+}
+
+// The SM timeline: each tile of a timeline variant leaves four numbers in a device buffer
+// (timeline.cuh): the SM that ran it, its group, and the global timer in nanoseconds when its
+// block started and finished it. A tile that left no record is missing (a kernel that skipped
+// work: never, if correct). internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
+
+// Record returns the timeline of the last Run for a timeline variant, nothing for the others.
+func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
+	if v.Int(ParamTimeline, 0) == 0 || c.tl == nil {
+		return nil, nil
+	}
+	recs, err := c.tl.Download()
+	if err != nil {
+		return nil, fmt.Errorf("reading the timeline: %w", err)
+	}
+	tl := results.TimelineOfRecords(recs, c.env.Device.Info().SMs, c.tlL)
+	if len(tl.Tiles) == 0 && tl.Missing > 0 {
+		// The output was right (the check passed), so the kernel ran without recording: it was not
+		// built with -DKL_TIMELINE (the image of the timed build was loaded in its place?).
+		return nil, fmt.Errorf("none of the %d tiles left a timeline record: variant %s runs a kernel built without -DKL_TIMELINE", tl.Missing, v.Name)
+	}
+	return map[string]any{results.TimelineKey: tl}, nil
 }

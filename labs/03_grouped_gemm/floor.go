@@ -2,12 +2,10 @@ package grouped
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // The weight-read floor. At decode a MoE layer does a few flops per byte of weights, so no kernel
@@ -35,32 +33,17 @@ type Floor struct {
 	OverFloor   map[string]float64 `json:"over_floor"`   // each ok variant's median time over Us
 }
 
-// Derive records the weight-read floors of the run (lab.Deriver; it runs in labrun's process,
-// from the course folder, where lab 01's results are).
+// Derive records the weight-read floors of the run (lab.Deriver).
 func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
 	if info.Emulated {
 		return nil, nil
 	}
-	root, err := lab.FindRoot(".")
-	if err != nil {
-		return nil, err
-	}
-	path := results.PathFor(root, info, "01_device_props")
-	f, err := results.Load(path) // a missing file is (nil, nil)
+	hbm, source, err := lab.MeasuredCeiling(info, "hbm_gbps")
 	if err != nil {
 		return nil, fmt.Errorf("no weight-read floor: %w", err)
 	}
-	var hbm *results.Ceiling
-	if f != nil {
-		hbm = results.FindCeiling(results.CeilingsIn(f.Extra), "hbm_gbps")
-	}
-	if hbm == nil || hbm.Measured == nil || *hbm.Measured <= 0 {
-		return nil, fmt.Errorf("no weight-read floor: %s has no measured hbm_gbps (labrun 01 on this device measures it)", path)
-	}
-	fl := FloorsOf(entries, *hbm.Measured)
-	if rel, err := filepath.Rel(root, path); err == nil {
-		fl.Source = filepath.ToSlash(rel) + " ceiling hbm_gbps"
-	}
+	fl := FloorsOf(entries, hbm)
+	fl.Source = source
 	return map[string]any{FloorKey: fl}, nil
 }
 

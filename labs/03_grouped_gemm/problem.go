@@ -1,10 +1,14 @@
 package grouped
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
@@ -24,24 +28,19 @@ func (s Shape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.N) * float6
 
 func (s Shape) String() string { return fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K) }
 
+// Tiles is the number of bm×bn tiles of the group (none for an empty one).
+func (s Shape) Tiles(bm, bn int) int { return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn) }
+
 // Problem parameters (lab.yaml). A problem is a list of groups, given one of two ways:
-//
-// Explicit groups: g (the number of groups) and, for each group i, mI (rows), nI and kI; a
-// missing nI or kI takes the shared n or k. Four square GEMMs: {g: 4, m0: 128, n0: 128, k0: 128,
-// m1: 256, ...}; four M×8192×8192: {g: 4, m0: 128, m1: 256, m2: 512, m3: 1024, n: 8192, k: 8192}.
-//
-// A mixture-of-experts layer: experts (E), tokens (T, the rows routed in total: tokens × top-k),
-// n and k (every expert multiplies its rows, K wide, by its own K×N weights), and how the rows
-// are spread over the experts:
-//
-//	dist   0 uniform (T/E each, the remainder to the first experts), 1 Zipf-like: expert of rank r
-//	       gets a share ∝ 1/r^s, the ranks shuffled over the experts
-//	skew   s × 100 for dist 1 (default 100, s = 1)
-//	empty  how many experts receive no token at all (chosen at random; default 0)
-//	seed   the seed of those random choices (default 1): the sizes are a property of the problem,
-//	       the same in every run, while the matrices' values change from run to run
-//
-// The sizes are rounded so that they add up to T exactly (largest remainders).
+//   - explicit: g groups, group i with mI rows and nI, kI (or the shared n, k): {g: 4, m0: 128,
+//     m1: 256, m2: 512, m3: 1024, n: 8192, k: 8192};
+//   - a MoE layer: experts E, tokens T (the rows routed in all: tokens × top-k), n and k (each
+//     expert multiplies its rows, K wide, by its own K×N weights), the rows spread over the
+//     experts by dist (0 uniform: T/E each, the remainder to the first experts; 1 Zipf-like: the
+//     expert of rank r gets a share ∝ 1/r^s, the ranks shuffled), skew (s × 100, default 100),
+//     empty (how many experts, chosen at random, get no token; default 0) and seed (of those
+//     choices, default 1: the sizes are a property of the problem, the same in every run, while
+//     the values change from run to run). The sizes add up to T exactly (largest remainders).
 const (
 	ParamGroups  = "g"
 	ParamExperts = "experts"
@@ -199,4 +198,176 @@ func GroupsLine(shapes []Shape) string {
 		return out + fmt.Sprintf(", N %d, K %d", shapes[0].N, shapes[0].K)
 	}
 	return out + ", N and K per group"
+}
+
+// Layout places the matrices of all groups in three arenas, one device allocation each for A, B
+// and C, as a real MoE layer keeps them. When every group has the same N and K, the arenas are
+// exactly the token matrix X (T×K, the groups' rows one after the other), the weights W (E×K×N)
+// and the output Y (T×N), with no gaps: the MoE-form kernels and the dense GEMM use them as such,
+// the grouped-form kernels through per-group pointers. Otherwise each matrix starts on a 256-byte
+// boundary, and at least 64 bytes after each group's C belong to no group; C ends with 256 such
+// bytes. Those gaps are canaries: the engine poisons the whole C arena with NaN bytes before the
+// checked run, and Check fails a kernel that wrote outside its groups (an empty group's tiles, a
+// tile's rows past the end of its group).
+type Layout struct {
+	Shapes           []Shape
+	A, B, C          []int64 // element offset of each group's matrices in their arenas
+	ALen, BLen, CLen int64   // arena lengths in elements
+	MoE              bool    // shared N and K: X, W, Y with row offsets
+	Offsets          []int32 // MoE: offs[0..E], the first row of each expert
+	Canaries         [][2]int64
+}
+
+const (
+	alignBytes  = 256
+	gapBytes    = 64
+	canaryBytes = 256
+)
+
+// NewLayout lays out the groups for elements of elemBytes (A, B and C are all in the suite's
+// precision).
+func NewLayout(shapes []Shape, elemBytes int) Layout {
+	n := len(shapes)
+	l := Layout{Shapes: shapes, MoE: SharedNK(shapes), A: make([]int64, n), B: make([]int64, n), C: make([]int64, n)}
+	// A MoE layer's matrices lie back to back; other groups' are aligned, with a gap after each C.
+	align, gap := func(x int64) int64 { return x }, int64(0)
+	if !l.MoE {
+		align = func(x int64) int64 {
+			a := int64(alignBytes / elemBytes)
+			return (x + a - 1) / a * a
+		}
+		gap = int64(gapBytes / elemBytes)
+	}
+	var a, b, c, end int64 // end: where the previous group's C ends
+	if l.MoE {
+		l.Offsets = []int32{0}
+	}
+	for i, s := range shapes {
+		l.A[i], l.B[i], l.C[i] = align(a), align(b), align(c)
+		if l.C[i] > end { // the canaries are everything of C outside the groups (which lie in order)
+			l.Canaries = append(l.Canaries, [2]int64{end, l.C[i]})
+		}
+		a, b, end = l.A[i]+int64(s.M)*int64(s.K), l.B[i]+int64(s.K)*int64(s.N), l.C[i]+int64(s.M)*int64(s.N)
+		c = end + gap // at least gap belongs to no group
+		if l.MoE {
+			l.Offsets = append(l.Offsets, l.Offsets[i]+int32(s.M))
+		}
+	}
+	l.ALen, l.BLen, l.CLen = a, b, align(c)+int64(canaryBytes/elemBytes)
+	l.Canaries = append(l.Canaries, [2]int64{end, l.CLen})
+	return l
+}
+
+// Rows is the number of rows of all groups together (T of a MoE layer).
+func (l Layout) Rows() int {
+	t := 0
+	for _, s := range l.Shapes {
+		t += s.M
+	}
+	return t
+}
+
+// Dense is the one GEMM of the same FLOPs as the groups (MoE form only, shared N and K): the
+// token matrix X (T×K) by one K×N matrix, W_0 — what the dense variant (LibDense) computes.
+func (l Layout) Dense() Shape { return Shape{M: l.Rows(), N: l.Shapes[0].N, K: l.Shapes[0].K} }
+
+// GroupDescBytes is the size of one kl_group (grouped_sched.cuh): three pointers, six ints.
+const GroupDescBytes = 48
+
+// EncodeGroups writes the kl_group array of the groups in the given order, with the arenas at
+// bases aBase, bBase, cBase (device addresses) and elements of elemBytes: per group the three
+// pointers, then the six int32 M, N, K, lda, ldb, ldc, two to a little-endian word.
+func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, elemBytes int) []uint64 {
+	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
+	out, e := make([]uint64, 0, len(order)*GroupDescBytes/8), uint64(elemBytes)
+	for _, g := range order {
+		s := l.Shapes[g]
+		out = append(out, aBase+uint64(l.A[g])*e, bBase+uint64(l.B[g])*e, cBase+uint64(l.C[g])*e,
+			pair(s.M, s.N), pair(s.K, s.K), pair(s.N, s.N))
+	}
+	return out
+}
+
+// LongestFirst orders the groups by decreasing cost of one tile (K: every tile of a group does
+// tile_m·tile_n·K multiply-adds), larger groups first among equals: list scheduling's "longest
+// processing time first", which lets the short tiles fill the tail.
+func LongestFirst(shapes []Shape) []int {
+	o := make([]int, len(shapes))
+	for i := range o {
+		o[i] = i
+	}
+	slices.SortStableFunc(o, func(a, b int) int {
+		sa, sb := shapes[a], shapes[b]
+		return cmp.Or(cmp.Compare(sb.K, sa.K), cmp.Compare(int64(sb.M)*int64(sb.N), int64(sa.M)*int64(sa.N)))
+	})
+	return o
+}
+
+// ParseCustom builds a MoE problem from the command line (labrun 03 --experts 128 --tokens
+// zipf:17480 --k 7168 --n 2048): --tokens is a row count, optionally with its distribution over
+// the experts, uniform:N, zipf:N (Zipf exponent 1) or zipf1.3:N (exponent 1.3); --param sets any
+// other parameter (empty=4, seed=7). Suites without MoE problems do not take these flags.
+func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, error) {
+	if !slices.ContainsFunc(s.Problems.All(), func(q lab.Problem) bool { return q.Params[ParamExperts] > 0 }) {
+		return lab.Problem{}, &lab.NotApplicable{Reason: "has no MoE problems (experts, tokens, n, k)"}
+	}
+	p := lab.Problem{Params: map[string]int64{}}
+	set := func(key, v string) error {
+		x, err := lab.ParseSize(v)
+		if err != nil {
+			return fmt.Errorf("--%s: %v", key, err)
+		}
+		if x < 0 {
+			return fmt.Errorf("--%s: %d is negative", key, x)
+		}
+		p.Params[key] = x
+		return nil
+	}
+	for name, v := range flags {
+		var err error
+		switch name {
+		case "experts", "n", "k":
+			err = set(name, v)
+		case "tokens":
+			err = parseTokens(p.Params, v, set)
+		case lab.ParamFlag:
+			err = lab.EachParam(v, "empty=4", set)
+		default:
+			return p, &lab.NotApplicable{Reason: fmt.Sprintf("takes --experts, --tokens, --n, --k and --param, not --%s", name)}
+		}
+		if err != nil {
+			return p, err
+		}
+	}
+	for _, need := range []string{ParamExperts, ParamTokens, "n", "k"} {
+		if _, ok := p.Params[need]; !ok {
+			return p, fmt.Errorf("a MoE problem needs --experts, --tokens, --n and --k (missing --%s)", need)
+		}
+	}
+	_, err := GroupsOf(p) // the same validation as the built-in problems
+	return p, err
+}
+
+// parseTokens reads N, uniform:N, zipf:N or zipfS:N (S the exponent, e.g. zipf1.2:17480).
+func parseTokens(params map[string]int64, v string, set func(key, v string) error) error {
+	dist, count, hasDist := strings.Cut(v, ":")
+	if !hasDist {
+		dist, count = "uniform", v
+	}
+	switch {
+	case dist == "uniform":
+		params[ParamDist] = DistUniform
+	case strings.HasPrefix(dist, "zipf"):
+		params[ParamDist] = DistZipf
+		if exp := strings.TrimPrefix(dist, "zipf"); exp != "" {
+			s, err := strconv.ParseFloat(exp, 64)
+			if err != nil || s < 0 {
+				return fmt.Errorf("--tokens %s: the Zipf exponent %q is not a number ≥ 0", v, exp)
+			}
+			params[ParamSkew] = int64(s*100 + 0.5)
+		}
+	default:
+		return fmt.Errorf("--tokens %s: write N, uniform:N, zipf:N or zipf1.2:N", v)
+	}
+	return set(ParamTokens, count)
 }
