@@ -19,12 +19,12 @@ package grouped
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/matref"
-	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // LabDir is the lab's directory name, under which the driver registers.
@@ -104,24 +104,7 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var (
-	_ lab.Driver   = Lab{}
-	_ lab.Recorder = (*groupedCase)(nil)
-)
-
-// Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
-// with the metadata every variant of the suite needs.
-func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	shapes, err := GroupsOf(p)
-	if err != nil {
-		return nil, err
-	}
-	c, err := prepare(env, s, shapes)
-	if err != nil {
-		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, GroupsLine(shapes), err)
-	}
-	return c, nil
-}
+var _ lab.Recorder = (*groupedCase)(nil) // the engine asks a case for it at run time
 
 // PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDriver):
 // the groups exactly as GroupsOf decodes them (a MoE problem's token counts come from its own
@@ -154,34 +137,38 @@ type groupedCase struct {
 	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
 	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
 
-	dGroups    *gpu.Buffer[uint64]  // kl_group arrays: natural order, then longest first
-	dOffs      *gpu.Buffer[int32]   // MoE row offsets (E+1)
-	dCounters  *gpu.Buffer[int32]   // the dynamic scheduler's two counters
-	dWS        *gpu.Buffer[float32] // decode: max_split·T·N partial sums
-	dItems     *gpu.Buffer[int32]   // decode: one counter per item (T·ceil(N/256))
-	maxSplit   int                  // decode: the splits dWS has room for
-	dPtrs      *gpu.Buffer[uint64]  // cuBLAS grouped: the A, B and C pointer arrays in a row
-	blasGroups []gpu.GemmGroup
+	dGroups     *gpu.Buffer[uint64]  // kl_group arrays: natural order, then longest first
+	dOffs       *gpu.Buffer[int32]   // MoE row offsets (E+1)
+	dCounters   *gpu.Buffer[int32]   // the dynamic scheduler's two counters
+	dWS         *gpu.Buffer[float32] // decode: max_split·T·N partial sums
+	dItems      *gpu.Buffer[int32]   // decode: one counter per item (T·ceil(N/256))
+	maxSplit    int                  // decode: the splits dWS has room for
+	blasGrouped *lab.GroupedGemm     // the groups as one cuBLAS grouped batched call
 
-	tl  *gpu.Buffer[uint64] // the timeline records of the last timeline Run
-	tlN int                 // tiles recorded
-	tlL int                 // launches in the last Run
+	tl lab.TileTimeline // the records of the last timeline Run
 }
 
-// prepare provides for the variant of suite s that needs most: gather, the token matrix in token
-// order and the routing's row list; decode, the decode kernel's workspace.
-func prepare(env *lab.Env, s *lab.Suite, shapes []Shape) (*groupedCase, error) {
+// Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
+// with the metadata that the variant of suite s that needs most needs: gather, the token matrix in
+// token order and the routing's row list; decode, the decode kernel's workspace.
+func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
+	shapes, err := GroupsOf(p)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (lab.Case, error) {
+		return nil, fmt.Errorf("%s, problem %q (%s): %w", s.Name, p.Name, GroupsLine(shapes), err)
+	}
 	prec := lab.PrecisionOf(s)
-	in := prec.Bytes()
-	lay := NewLayout(shapes, in)
+	in, lay := prec.Bytes(), NewLayout(shapes, prec.Bytes())
 	maxSplit, wsLen, items := 0, 0, 0 // the decode kernel's (MoE form only): split-K partials, one counter per item
 	if lay.MoE && s.MaxParam(ParamDecode) != 0 {
 		maxSplit = int(max(defaultMaxSplit, s.MaxParam(ParamMaxSplit)))
-		wsLen, items = max(maxSplit*lay.Rows()*shapes[0].N, 1), max(lay.Rows()*lab.CeilDiv(shapes[0].N, decodeCols), 1)
+		wsLen, items = max(maxSplit*lay.Rows*shapes[0].N, 1), max(lay.Rows*lab.CeilDiv(shapes[0].N, decodeCols), 1)
 	}
 	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes)) + 4*int64(wsLen+items)
 	if err := lab.NeedMemory(env, need); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, seed: env.RNG.Uint64(),
 		hA: make([]float32, lay.ALen), hB: make([]float32, lay.BLen)}
@@ -194,11 +181,8 @@ func prepare(env *lab.Env, s *lab.Suite, shapes []Shape) (*groupedCase, error) {
 	// C, the groups and the canaries around them, is poisoned with NaN (0xFF bytes, in fp32 and bf16).
 	c.dC = lab.PrepOutputIn(a, "C", prec, int(lay.CLen), lab.PoisonNaN)
 	c.c = c.dC.Ptr()
-	order := make([]int, len(shapes)) // the natural order, then longest first
-	for i := range order {
-		order[i] = i
-	}
-	order = append(order, LongestFirst(shapes)...)
+	lpt := LongestFirst(shapes)
+	order := append(slices.Sorted(slices.Values(lpt)), lpt...) // the natural order, then longest first
 	c.dGroups = lab.PrepUpload(a, "the group descriptors", lay.EncodeGroups(order, uint64(c.a), uint64(c.b), uint64(c.c), in))
 	if lay.MoE {
 		c.dOffs = lab.PrepUpload(a, "the row offsets", lay.Offsets)
@@ -214,8 +198,10 @@ func prepare(env *lab.Env, s *lab.Suite, shapes []Shape) (*groupedCase, error) {
 		c.dItems = lab.PrepScratch[int32](a, "the split-K counters", items, lab.PoisonBytes(0))
 		c.maxSplit = maxSplit
 	}
-	c.prepareBLAS(a)
-	return lab.Done(a, c)
+	if c.prepareBLAS(a); a.Err != nil {
+		return fail(a.Err)
+	}
+	return c, nil
 }
 
 // eachGroup calls fn for every non-empty group with the device addresses of its matrices, as a
@@ -254,28 +240,21 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 		return err
 	}
 	tl := gpu.Ptr(0)
-	if ls.Timeline { // the records' buffer for the variant's tile size, allocated and cleared on first use
+	if ls.Timeline {
 		n := 0
 		for _, s := range c.shapes {
 			n += s.Tiles(ls.BM, ls.BN)
 		}
-		if c.tl == nil || c.tlN != n { // another size: a new buffer (the engine frees both with the case)
-			if c.tl, err = lab.Alloc[uint64](c.env, fmt.Sprintf("the timeline (%d tiles)", n), 4*n); err != nil {
-				return err
-			}
-			c.tlN = n
-			if err = c.tl.FillBytes(0, c.env.Stream); err != nil {
-				return err
-			}
+		if tl, err = c.tl.Start(c.env, n); err != nil {
+			return err
 		}
-		tl = c.tl.DevicePtr()
 	}
 	cfg := func(grid gpu.Dim3) gpu.LaunchConfig {
 		return gpu.LaunchConfig{Grid: grid, Block: gpu.D1(ls.Threads), SharedBytes: ls.Smem, Stream: c.env.Stream}
 	}
 	if ls.Loop {
 		base := 0 // the timeline numbers the tiles of all launches one after the other
-		c.tlL = 0
+		c.tl.Launches = 0
 		return c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error {
 			tilesM, tilesN := lab.CeilDiv(s.M, ls.BM), lab.CeilDiv(s.N, ls.BN)
 			if tilesM > 65535 {
@@ -283,13 +262,13 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 			}
 			err := gpu.Launch(k, cfg(gpu.D2(tilesN, tilesM)), a, b, cc, int32(s.M), int32(s.N), int32(s.K),
 				int32(s.K), int32(s.N), int32(s.N), tl, int32(base), int32(g))
-			base, c.tlL = base+tilesM*tilesN, c.tlL+1
+			base, c.tl.Launches = base+tilesM*tilesN, c.tl.Launches+1
 			return err
 		})
 	}
 	// A persistent grid: ctas_per_sm blocks per SM, or as many as fit (1 on the emulator, which
 	// has no occupancy calculator and runs one block per worker at a time).
-	c.tlL = 1
+	c.tl.Launches = 1
 	fit, err := lab.BlocksPerSM(k, ls.Threads, ls.Smem)
 	if err != nil {
 		return err
@@ -337,7 +316,7 @@ func (c *groupedCase) runKernel(v *lab.Variant) error {
 // A arena, T×K) come from a token matrix X_tok in another order, a random permutation drawn for
 // this case, and rows[j] says which row of X_tok routed row j is. The reference stays X_sorted·W.
 func (c *groupedCase) gatherInputs(rng *rand.Rand) ([]float32, []int32) {
-	t, k := c.lay.Rows(), c.shapes[0].K
+	t, k := c.lay.Rows, c.shapes[0].K
 	perm := rng.Perm(t)
 	rows := make([]int32, max(t, 1)) // one element at least, so that there is a pointer to pass
 	xtok := make([]float32, max(t*k, 1))
@@ -359,7 +338,7 @@ func (c *groupedCase) tensorMaps(v *lab.Variant, bm int) (mx, mw gpu.RawArg, err
 	if c.prec != lab.BF16 {
 		return mx, mw, fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", v.Name, c.prec)
 	}
-	if mx, err = lab.TensorMap(c.env, "X", lab.BF16Tiles(c.a, max(c.lay.Rows(), 1), c.shapes[0].K, bm, 64)); err != nil {
+	if mx, err = lab.TensorMap(c.env, "X", lab.BF16Tiles(c.a, max(c.lay.Rows, 1), c.shapes[0].K, bm, 64)); err != nil {
 		return mx, mw, err
 	}
 	mw, err = lab.TensorMap(c.env, "W", gpu.TensorMapDesc{DataType: gpu.BF16, Global: c.b, Dims: []uint64{n, k, e},
@@ -410,25 +389,59 @@ func (c *groupedCase) Work() lab.Work {
 	return w
 }
 
-// The SM timeline: each tile of a timeline variant leaves four numbers in a device buffer
-// (timeline.cuh): the SM that ran it, its group, and the global timer in nanoseconds when its
-// block started and finished it. A tile that left no record is missing (a kernel that skipped
-// work: never, if correct). internal/site draws it as a Gantt chart per SM (kl-plot kind: timeline).
-
-// Record returns the timeline of the last Run for a timeline variant, nothing for the others.
+// Record returns the timeline of the last Run for a timeline variant (the SM, group, start and end
+// of each tile: a Gantt chart per SM on the site), nothing for the others.
 func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
-	if v.Int(ParamTimeline, 0) == 0 || c.tl == nil {
+	if v.Int(ParamTimeline, 0) == 0 {
 		return nil, nil
 	}
-	recs, err := c.tl.Download()
+	return c.tl.Record(c.env, v)
+}
+
+// cuBLAS is column-major: every call is gpu.RowMajorGemm's, C_gᵀ = B_gᵀ·A_gᵀ (operands and sizes swapped).
+
+// prepareBLAS buckets the non-empty groups by shape for cublasGemmGroupedBatchedEx (uploaded
+// through a, the case's allocations): there is nothing to compute in an empty group.
+func (c *groupedCase) prepareBLAS(a *lab.Prep) {
+	var ds []gpu.GemmDesc
+	t := c.prec.DataType()
+	_ = c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error {
+		ds = append(ds, gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t))
+		return nil
+	})
+	c.blasGrouped = lab.PrepGroupedGemm(a, ds, t, t)
+}
+
+// gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream.
+func (c *groupedCase) gemm(blas gpu.BLAS, s Shape, a, b, cc gpu.Ptr) error {
+	t := c.prec.DataType()
+	d := gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t)
+	if c.prec == lab.FP32 {
+		return blas.Sgemm(c.env.Stream, d) // true FP32, no TF32
+	}
+	return blas.GemmEx(c.env.Stream, d) // bf16 in and out, fp32 accumulation
+}
+
+// runLibrary makes the cuBLAS calls of a library variant.
+func (c *groupedCase) runLibrary(v *lab.Variant) error {
+	blas, err := c.env.BLAS()
 	if err != nil {
-		return nil, fmt.Errorf("reading the timeline: %w", err)
+		return err
 	}
-	tl := results.TimelineOfRecords(recs, c.env.Device.Info().SMs, c.tlL)
-	if len(tl.Tiles) == 0 && tl.Missing > 0 {
-		// The output was right (the check passed), so the kernel ran without recording: it was not
-		// built with -DKL_TIMELINE (the image of the timed build was loaded in its place?).
-		return nil, fmt.Errorf("none of the %d tiles left a timeline record: variant %s runs a kernel built without -DKL_TIMELINE", tl.Missing, v.Name)
+	switch v.Library {
+	case LibLoop:
+		return c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error { return c.gemm(blas, s, a, b, cc) })
+	case LibGrouped:
+		gb, ok := blas.(gpu.GroupedBLAS)
+		if !ok {
+			return fmt.Errorf("variant %s: this BLAS has no grouped batched GEMM (cuBLAS 12.5 or newer has cublasGemmGroupedBatchedEx)", v.Name)
+		}
+		return c.blasGrouped.Run(gb, c.env.Stream)
+	case LibDense:
+		if !c.lay.MoE {
+			return lab.Skip("%s is one GEMM of the token matrix X (T×K) by one K×N matrix: the groups must share N and K", v.Name)
+		}
+		return c.gemm(blas, c.lay.Dense(), c.a, c.b, c.c)
 	}
-	return map[string]any{results.TimelineKey: tl}, nil
+	return fmt.Errorf("variant %s: unknown library %q (lab 03 knows %s, %s and %s)", v.Name, v.Library, LibLoop, LibGrouped, LibDense)
 }

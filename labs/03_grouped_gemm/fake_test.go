@@ -469,10 +469,10 @@ func TestBLASBuckets(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Release()
 	gc := c.Case.(*groupedCase)
-	require.Len(t, gc.blasGroups, 2)
-	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGroups[0])
-	assert.Equal(t, 1, gc.blasGroups[1].Count)
-	assert.Equal(t, 3*4, gc.dPtrs.Len(), "one A, B and C pointer per non-empty group")
+	require.Len(t, gc.blasGrouped.Groups, 2)
+	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGrouped.Groups[0])
+	assert.Equal(t, 1, gc.blasGrouped.Groups[1].Count)
+	assert.Equal(t, 3*4, gc.blasGrouped.Ptrs.Len(), "one A, B and C pointer per non-empty group")
 }
 
 var _ gpu.GroupedBLAS = (*fakeBLAS)(nil)

@@ -45,10 +45,6 @@ const (
 	ParamGroups  = "g"
 	ParamExperts = "experts"
 	ParamTokens  = "tokens"
-	ParamDist    = "dist"
-	ParamSkew    = "skew"
-	ParamEmpty   = "empty"
-	ParamSeed    = "seed"
 )
 
 // Distributions of tokens over experts.
@@ -91,8 +87,8 @@ func GroupsOf(p lab.Problem) ([]Shape, error) {
 		if t < 0 || n < 0 || k < 0 {
 			return nil, fmt.Errorf("problem %q: a MoE problem needs tokens, n and k", p.Name)
 		}
-		rows, err := ExpertRows(e, int(t), int(p.Int(ParamDist, DistUniform)), float64(p.Int(ParamSkew, 100))/100,
-			int(p.Int(ParamEmpty, 0)), uint64(p.Int(ParamSeed, 1)))
+		rows, err := ExpertRows(e, int(t), int(p.Int("dist", DistUniform)), float64(p.Int("skew", 100))/100,
+			int(p.Int("empty", 0)), uint64(p.Int("seed", 1)))
 		if err != nil {
 			return nil, fmt.Errorf("problem %q: %w", p.Name, err)
 		}
@@ -216,13 +212,10 @@ type Layout struct {
 	MoE              bool    // shared N and K: X, W, Y with row offsets
 	Offsets          []int32 // MoE: offs[0..E], the first row of each expert
 	Canaries         [][2]int64
+	Rows             int // of all groups together (T of a MoE layer)
 }
 
-const (
-	alignBytes  = 256
-	gapBytes    = 64
-	canaryBytes = 256
-)
+const alignBytes, gapBytes, canaryBytes = 256, 64, 256
 
 // NewLayout lays out the groups for elements of elemBytes (A, B and C are all in the suite's
 // precision).
@@ -230,19 +223,17 @@ func NewLayout(shapes []Shape, elemBytes int) Layout {
 	n := len(shapes)
 	l := Layout{Shapes: shapes, MoE: SharedNK(shapes), A: make([]int64, n), B: make([]int64, n), C: make([]int64, n)}
 	// A MoE layer's matrices lie back to back; other groups' are aligned, with a gap after each C.
-	align, gap := func(x int64) int64 { return x }, int64(0)
+	al, gap := int64(1), int64(0)
 	if !l.MoE {
-		align = func(x int64) int64 {
-			a := int64(alignBytes / elemBytes)
-			return (x + a - 1) / a * a
-		}
-		gap = int64(gapBytes / elemBytes)
+		al, gap = int64(alignBytes/elemBytes), int64(gapBytes/elemBytes)
 	}
+	align := func(x int64) int64 { return (x + al - 1) / al * al }
 	var a, b, c, end int64 // end: where the previous group's C ends
 	if l.MoE {
 		l.Offsets = []int32{0}
 	}
 	for i, s := range shapes {
+		l.Rows += s.M
 		l.A[i], l.B[i], l.C[i] = align(a), align(b), align(c)
 		if l.C[i] > end { // the canaries are everything of C outside the groups (which lie in order)
 			l.Canaries = append(l.Canaries, [2]int64{end, l.C[i]})
@@ -258,18 +249,9 @@ func NewLayout(shapes []Shape, elemBytes int) Layout {
 	return l
 }
 
-// Rows is the number of rows of all groups together (T of a MoE layer).
-func (l Layout) Rows() int {
-	t := 0
-	for _, s := range l.Shapes {
-		t += s.M
-	}
-	return t
-}
-
 // Dense is the one GEMM of the same FLOPs as the groups (MoE form only, shared N and K): the
 // token matrix X (T×K) by one K×N matrix, W_0 — what the dense variant (LibDense) computes.
-func (l Layout) Dense() Shape { return Shape{M: l.Rows(), N: l.Shapes[0].N, K: l.Shapes[0].K} }
+func (l Layout) Dense() Shape { return Shape{M: l.Rows, N: l.Shapes[0].N, K: l.Shapes[0].K} }
 
 // GroupDescBytes is the size of one kl_group (grouped_sched.cuh): three pointers, six ints.
 const GroupDescBytes = 48
@@ -356,15 +338,15 @@ func parseTokens(params map[string]int64, v string, set func(key, v string) erro
 	}
 	switch {
 	case dist == "uniform":
-		params[ParamDist] = DistUniform
+		params["dist"] = DistUniform
 	case strings.HasPrefix(dist, "zipf"):
-		params[ParamDist] = DistZipf
+		params["dist"] = DistZipf
 		if exp := strings.TrimPrefix(dist, "zipf"); exp != "" {
 			s, err := strconv.ParseFloat(exp, 64)
 			if err != nil || s < 0 {
 				return fmt.Errorf("--tokens %s: the Zipf exponent %q is not a number ≥ 0", v, exp)
 			}
-			params[ParamSkew] = int64(s*100 + 0.5)
+			params["skew"] = int64(s*100 + 0.5)
 		}
 	default:
 		return fmt.Errorf("--tokens %s: write N, uniform:N, zipf:N or zipf1.2:N", v)

@@ -125,7 +125,7 @@ func TestLayoutMoE(t *testing.T) {
 	assert.Equal(t, int64(3*4*8), l.BLen)
 	assert.Equal(t, int64(8*8+128), l.CLen, "Y then a 256-byte canary")
 	assert.Equal(t, [][2]int64{{64, 192}}, l.Canaries)
-	assert.Equal(t, 8, l.Rows())
+	assert.Equal(t, 8, l.Rows)
 }
 
 func TestLayoutGeneral(t *testing.T) {
