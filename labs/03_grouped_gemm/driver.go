@@ -1,25 +1,19 @@
 // Package grouped is lab 03, "grouped GEMM for mixture-of-experts": G independent products
 // C_g = A_g·B_g of different shapes — the experts of a MoE layer — computed by a host loop of
 // launches, by cuBLAS (a loop of calls, and its grouped batched call), and by persistent kernels
-// whose tile scheduler keeps every SM busy across all groups.
-//
-// Like every lab it supplies only what differs (lab.Driver): the groups on the device, one call
-// per variant, the check and the work counts; the engine builds, checks, times and records. The
-// debug variants (built with -DKL_TIMELINE) leave, per tile, the SM that ran it and when, and
-// Record (lab.Recorder) returns that timeline for the chapter's figure.
-//
-// Suites whose name starts with "bf16" have bf16 A, B and C with fp32 accumulation; the others are
-// all fp32. C = A·B: no alpha, no beta. A problem is a list of groups (problem.go) in three arenas
-// (Layout): when all groups share N and K, exactly the token matrix X, the stacked weights W and
-// the output Y. Inputs are fresh for every check (matref.FillHash of seeds drawn from the run's
-// seed). The engine poisons C with NaN before the checked run: every element of every group must
-// be written and right (reference.go), and nothing outside the groups may be written (canaries).
+// whose tile scheduler keeps every SM busy across all groups. The driver supplies the groups on
+// the device, one call per variant, the check and the work counts; the engine builds, checks,
+// times and records. Suites named bf16... have bf16 A, B and C with fp32 accumulation, the others
+// are all fp32; C = A·B, no alpha, no beta. The engine poisons C with NaN before the checked run:
+// every element of every group must be written and right (reference.go), and nothing outside the
+// groups may be written (the canaries of Layout).
 package grouped
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -30,9 +24,10 @@ import (
 // LabDir is the lab's directory name, under which the driver registers.
 const LabDir = "03_grouped_gemm"
 
-// decodeCols is the columns of one work item of the decode kernels (DEC_COLS in kernels/07_decode_moe.cu,
-// DM_COLS in kernels/08_decode_mma.cu).
-const decodeCols = 256
+const (
+	decodeCols      = 256 // of one work item of the decode kernels (DEC_COLS in 07_decode_moe.cu, DM_COLS in 08_decode_mma.cu)
+	defaultMaxSplit = 16
+)
 
 // Library calls that variants name in lab.yaml (library: ...).
 const (
@@ -61,8 +56,6 @@ const (
 	ParamCTAsPerSM  = "ctas_per_sm" // the most blocks per SM of a persistent grid (default 2), lowered to what fits
 	ParamTimeline   = "timeline"    // built with -DKL_TIMELINE: the driver keeps the tile records
 )
-
-const defaultMaxSplit = 16
 
 // launchShape is how a kernel variant is launched.
 type launchShape struct {
@@ -104,11 +97,8 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.Recorder = (*groupedCase)(nil) // the engine asks a case for it at run time
-
-// PeerProblem describes a problem for the lab's peer scripts (peers/*.py, lab.PeerDriver):
-// the groups exactly as GroupsOf decodes them (a MoE problem's token counts come from its own
-// seed, so a peer must get them from here), and the data's precision. C = A·B, no scalars.
+// PeerProblem describes a problem for the peer scripts (peers/*.py, lab.PeerDriver): the groups as
+// GroupsOf decodes them (a MoE problem's token counts come from its seed), and the precision.
 func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, error) {
 	shapes, err := GroupsOf(p)
 	if err != nil {
@@ -130,13 +120,11 @@ type groupedCase struct {
 	lay    Layout
 	seed   uint64 // of the check's random vectors and samples
 
-	hA, hB  []float32     // the inputs as the device has them (bf16 values widened exactly)
-	a, b, c gpu.Ptr       // the A, B and C arenas, in the suite's precision
-	dC      *lab.OutputIn // the C arena
-
-	dXTok32 *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
-	dRows   *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
-
+	hA, hB      []float32            // the inputs as the device has them (bf16 values widened exactly)
+	a, b, c     gpu.Ptr              // the A, B and C arenas, in the suite's precision
+	dC          *lab.OutputIn        // the C arena
+	dXTok32     *gpu.Buffer[float32] // gather: the token matrix in token order (fp32, MoE problems)
+	dRows       *gpu.Buffer[int32]   // gather: the routing's row list, X_sorted[j] = X_tok[rows[j]]
 	dGroups     *gpu.Buffer[uint64]  // kl_group arrays: natural order, then longest first
 	dOffs       *gpu.Buffer[int32]   // MoE row offsets (E+1)
 	dCounters   *gpu.Buffer[int32]   // the dynamic scheduler's two counters
@@ -224,10 +212,6 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runLibrary(v)
 	}
-	return c.runKernel(v)
-}
-
-func (c *groupedCase) runKernel(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
 		return err
@@ -375,9 +359,8 @@ func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error
 	return gc.report(), nil
 }
 
-// Work is the FLOPs of all groups (2·M·N·K each) and the least traffic: every A_g and B_g read
-// once, every C_g written once. The dense variant does the same FLOPs (with shared N and K,
-// Σ 2·M_g·N·K = 2·T·N·K).
+// Work is the FLOPs of all groups, which the dense variant does too (Σ 2·M_g·N·K = 2·T·N·K), and
+// the least traffic: every A_g and B_g read once, every C_g written once.
 func (c *groupedCase) Work() lab.Work {
 	var w lab.Work
 	for _, s := range c.shapes {
@@ -444,4 +427,76 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 		return c.gemm(blas, c.lay.Dense(), c.a, c.b, c.c)
 	}
 	return fmt.Errorf("variant %s: unknown library %q (lab 03 knows %s, %s and %s)", v.Name, v.Library, LibLoop, LibGrouped, LibDense)
+}
+
+// The weight-read floor. At decode a MoE layer does a few flops per byte of weights, so no kernel
+// can be faster than reading, once, the weights of every expert that got a row: Σ 2·K·N bytes
+// (bf16) over the non-empty groups, at the HBM bandwidth lab 01 measured on the same device
+// (results/<device>/01_device_props.json, ceiling hbm_gbps). Derive records it per problem of the
+// run's bf16 suites, with each variant's time over it, under the key FloorKey of the results'
+// extra data. Not on the emulator, whose times and bandwidth are no performance figures.
+
+// FloorKey is the key of the floors in the extra data of results/<device>/03_grouped_gemm.json.
+const FloorKey = "weight_read_floor"
+
+// Floors is what Derive records: the bandwidth divided by, where it was read, and the floors.
+type Floors struct {
+	HBMGBps float64                      `json:"hbm_gbps"`
+	Source  string                       `json:"source"` // the file and ceiling of HBMGBps
+	Suites  map[string]map[string]*Floor `json:"suites"` // suite → problem → floor
+}
+
+// Floor is one problem's weight-read floor.
+type Floor struct {
+	WeightBytes float64            `json:"weight_bytes"` // the weights of the groups with rows
+	Experts     int                `json:"experts_read"` // how many groups those are
+	Us          float64            `json:"floor_us"`     // WeightBytes at HBMGBps, in µs
+	OverFloor   map[string]float64 `json:"over_floor"`   // each ok variant's median time over Us
+}
+
+// Derive records the weight-read floors of the run (lab.Deriver).
+func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
+	if info.Emulated {
+		return nil, nil
+	}
+	hbm, source, err := lab.MeasuredCeiling(info, "hbm_gbps")
+	if err != nil {
+		return nil, fmt.Errorf("no weight-read floor: %w", err)
+	}
+	fl := FloorsOf(entries, hbm)
+	fl.Source = source
+	return map[string]any{FloorKey: fl}, nil
+}
+
+// FloorsOf computes the floors of the bf16 suites' problems among entries at hbmGBps.
+func FloorsOf(entries []lab.EntryView, hbmGBps float64) Floors {
+	fl := Floors{HBMGBps: hbmGBps, Suites: map[string]map[string]*Floor{}}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Suite, "bf16") {
+			continue
+		}
+		if fl.Suites[e.Suite] == nil {
+			fl.Suites[e.Suite] = map[string]*Floor{}
+		}
+		f := fl.Suites[e.Suite][e.Problem]
+		if f == nil {
+			shapes, err := GroupsOf(lab.Problem{Name: e.Problem, Params: e.Params})
+			if err != nil {
+				continue // not a problem of this lab's kind: nothing to read
+			}
+			f = &Floor{OverFloor: map[string]float64{}}
+			for _, s := range shapes {
+				if !s.Empty() {
+					f.WeightBytes += float64(lab.BF16.Bytes()) * float64(s.K) * float64(s.N)
+					f.Experts++
+				}
+			}
+			f.Us = f.WeightBytes / (hbmGBps * 1e3) // bytes / (GB/s) = ns; /1e3 µs
+			fl.Suites[e.Suite][e.Problem] = f
+		}
+		if e.OK && e.PerOpUs > 0 && f.Us > 0 {
+			f.OverFloor[e.Variant] = e.PerOpUs / f.Us
+		}
+	}
+	return fl
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -42,15 +41,8 @@ func (s Shape) Tiles(bm, bn int) int { return lab.CeilDiv(s.M, bm) * lab.CeilDiv
 //     choices, default 1: the sizes are a property of the problem, the same in every run, while
 //     the values change from run to run). The sizes add up to T exactly (largest remainders).
 const (
-	ParamGroups  = "g"
-	ParamExperts = "experts"
-	ParamTokens  = "tokens"
-)
-
-// Distributions of tokens over experts.
-const (
-	DistUniform = 0
-	DistZipf    = 1
+	ParamGroups, ParamExperts, ParamTokens = "g", "experts", "tokens"
+	DistUniform, DistZipf                  = 0, 1 // dist: how the tokens spread over the experts
 )
 
 // GroupsOf decodes a problem's groups and checks them.
@@ -136,34 +128,7 @@ func ExpertRows(e, t, dist int, skew float64, empty int, seed uint64) ([]int, er
 	for _, i := range r.Perm(e)[:empty] {
 		weights[i] = 0
 	}
-	var sum float64
-	for _, w := range weights {
-		sum += w
-	}
-	rows := make([]int, e)
-	if t == 0 {
-		return rows, nil
-	}
-	// Each expert's share rounded down; the rows left go to the largest remainders (uniform: all
-	// remainders are equal, so to the first experts).
-	frac := make([]float64, e)
-	var takers []int // the experts with a share, by decreasing remainder
-	given := 0
-	for i, w := range weights {
-		exact := float64(t) * w / sum
-		rows[i] = int(math.Floor(exact))
-		frac[i] = exact - float64(rows[i])
-		given += rows[i]
-		if w > 0 {
-			takers = append(takers, i)
-		}
-	}
-	sort.SliceStable(takers, func(a, b int) bool { return frac[takers[a]] > frac[takers[b]] })
-	for j := 0; given < t; j++ {
-		rows[takers[j%len(takers)]]++
-		given++
-	}
-	return rows, nil
+	return lab.Apportion(t, weights), nil // the sizes add up to t exactly
 }
 
 // SharedNK reports whether every group has the same N and K: then the groups are the experts of a
