@@ -11,7 +11,6 @@ package grouped
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -158,11 +157,10 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if err := lab.NeedMemory(env, need); err != nil {
 		return fail(err)
 	}
-	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, seed: env.RNG.Uint64(),
+	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, seed: env.RNG.Uint64(), maxSplit: maxSplit,
 		hA: make([]float32, lay.ALen), hB: make([]float32, lay.BLen)}
 	matref.FillHash(c.hA, env.RNG.Uint64())
 	matref.FillHash(c.hB, env.RNG.Uint64())
-
 	// A bf16 suite's inputs are rounded in place: the reference multiplies what the device has.
 	a := lab.NewPrep(env)
 	c.a, c.b = a.UploadAs("A", prec, c.hA), a.UploadAs("B", prec, c.hB)
@@ -176,7 +174,15 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		c.dOffs = lab.PrepUpload(a, "the row offsets", lay.Offsets)
 	}
 	if s.MaxParam(ParamGather) != 0 && lay.MoE && prec == lab.FP32 {
-		xtok, rows := c.gatherInputs(env.RNG)
+		// The kernels that fuse the dispatch read the routed rows X_sorted (the A arena, T×K) from a
+		// token matrix X_tok in an order drawn for this case: rows[j] is the row of X_tok that routed
+		// row j is. The reference stays X_sorted·W.
+		t, k := lay.Rows, shapes[0].K
+		rows, xtok := make([]int32, max(t, 1)), make([]float32, max(t*k, 1)) // one element at least: a pointer to pass
+		for j, tok := range env.RNG.Perm(t) {
+			rows[j] = int32(tok)
+			copy(xtok[tok*k:(tok+1)*k], c.hA[j*k:(j+1)*k])
+		}
 		c.dXTok32 = lab.PrepUpload(a, "the token matrix", xtok)
 		c.dRows = lab.PrepUpload(a, "the routing's row list", rows)
 	}
@@ -184,16 +190,21 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	if wsLen > 0 { // NaN partials: a sum over a slot that no unit wrote shows in the output
 		c.dWS = lab.PrepScratch[float32](a, "the split-K workspace", wsLen, lab.PoisonNaN)
 		c.dItems = lab.PrepScratch[int32](a, "the split-K counters", items, lab.PoisonBytes(0))
-		c.maxSplit = maxSplit
 	}
-	if c.prepareBLAS(a); a.Err != nil {
+	var ds []gpu.GemmDesc // the non-empty groups, bucketed by shape for cublasGemmGroupedBatchedEx
+	t := prec.DataType()
+	_ = c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error {
+		ds = append(ds, gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t))
+		return nil
+	})
+	if c.blasGrouped = lab.PrepGroupedGemm(a, ds, t, t); a.Err != nil {
 		return fail(a.Err)
 	}
 	return c, nil
 }
 
 // eachGroup calls fn for every non-empty group with the device addresses of its matrices, as a
-// host loop does: it knows the sizes, and launches nothing for an empty group.
+// host loop does (it launches nothing for an empty group).
 func (c *groupedCase) eachGroup(fn func(g int, s Shape, a, b, cc gpu.Ptr) error) error {
 	e := gpu.Ptr(c.prec.Bytes())
 	for g, s := range c.shapes {
@@ -282,7 +293,21 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 		}
 		return gpu.Launch(k, grid, c.a, c.b, c.c, c.dOffs, G, n, kk, c.dWS, c.dItems, int32(ls.MaxSplit))
 	case ls.TMA:
-		mx, mw, err := c.tensorMaps(v, ls.BM)
+		// The maps of the token matrix X (T×K, boxes of 64 × bm) and of the stack of weights W
+		// (E×K×N as the 3-D tensor (N, K, E), boxes of 64 columns × 64 rows of k × 1 expert).
+		if n%8 != 0 || kk%8 != 0 {
+			return lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: N and K must be multiples of 8 (this problem has N=%d, K=%d)", v.Name, n, kk)
+		}
+		if c.prec != lab.BF16 {
+			return fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", v.Name, c.prec)
+		}
+		mx, err := lab.TensorMap(c.env, "X", lab.BF16Tiles(c.a, max(c.lay.Rows, 1), c.shapes[0].K, ls.BM, 64))
+		if err != nil {
+			return err
+		}
+		un, uk := uint64(n), uint64(kk)
+		mw, err := lab.TensorMap(c.env, "W", gpu.TensorMapDesc{DataType: gpu.BF16, Global: c.b, Dims: []uint64{un, uk, uint64(len(c.shapes))},
+			Strides: []uint64{un * 2, uk * un * 2}, Box: []uint32{64, 64, 1}, Swizzle: 128, L2Promotion: 256})
 		if err != nil {
 			return err
 		}
@@ -294,40 +319,6 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 		return gpu.Launch(k, grid, c.dXTok32, c.dRows, c.b, c.c, c.dOffs, G, n, kk, tl)
 	}
 	return gpu.Launch(k, grid, c.a, c.b, c.c, c.dOffs, G, n, kk, tl)
-}
-
-// gatherInputs undoes the dispatch for the kernels that fuse it: the routed rows X_sorted (the
-// A arena, T×K) come from a token matrix X_tok in another order, a random permutation drawn for
-// this case, and rows[j] says which row of X_tok routed row j is. The reference stays X_sorted·W.
-func (c *groupedCase) gatherInputs(rng *rand.Rand) ([]float32, []int32) {
-	t, k := c.lay.Rows, c.shapes[0].K
-	perm := rng.Perm(t)
-	rows := make([]int32, max(t, 1)) // one element at least, so that there is a pointer to pass
-	xtok := make([]float32, max(t*k, 1))
-	for j, tok := range perm {
-		rows[j] = int32(tok)
-		copy(xtok[tok*k:(tok+1)*k], c.hA[j*k:(j+1)*k])
-	}
-	return xtok, rows
-}
-
-// tensorMaps are the TMA maps kernel 06 takes: the token matrix X (T×K, K innermost, boxes of
-// 64 × bm) and the stack of weights W (E×K×N as the 3-D tensor (N, K, E), boxes of 64 columns ×
-// 64 rows of k × 1 expert), bf16, 128-byte swizzle.
-func (c *groupedCase) tensorMaps(v *lab.Variant, bm int) (mx, mw gpu.RawArg, err error) {
-	n, k, e := uint64(c.shapes[0].N), uint64(c.shapes[0].K), uint64(len(c.shapes))
-	if n%8 != 0 || k%8 != 0 {
-		return mx, mw, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: N and K must be multiples of 8 (this problem has N=%d, K=%d)", v.Name, n, k)
-	}
-	if c.prec != lab.BF16 {
-		return mx, mw, fmt.Errorf("variant %s: the TMA kernel takes bf16 data; this suite is %s", v.Name, c.prec)
-	}
-	if mx, err = lab.TensorMap(c.env, "X", lab.BF16Tiles(c.a, max(c.lay.Rows, 1), c.shapes[0].K, bm, 64)); err != nil {
-		return mx, mw, err
-	}
-	mw, err = lab.TensorMap(c.env, "W", gpu.TensorMapDesc{DataType: gpu.BF16, Global: c.b, Dims: []uint64{n, k, e},
-		Strides: []uint64{n * 2, k * n * 2}, Box: []uint32{64, 64, 1}, Swizzle: 128, L2Promotion: 256})
-	return mx, mw, err
 }
 
 // Check compares the output of the last Run with the CPU's float64 products, group by group, and
@@ -382,18 +373,6 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 }
 
 // cuBLAS is column-major: every call is gpu.RowMajorGemm's, C_gᵀ = B_gᵀ·A_gᵀ (operands and sizes swapped).
-
-// prepareBLAS buckets the non-empty groups by shape for cublasGemmGroupedBatchedEx (uploaded
-// through a, the case's allocations): there is nothing to compute in an empty group.
-func (c *groupedCase) prepareBLAS(a *lab.Prep) {
-	var ds []gpu.GemmDesc
-	t := c.prec.DataType()
-	_ = c.eachGroup(func(g int, s Shape, a, b, cc gpu.Ptr) error {
-		ds = append(ds, gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t))
-		return nil
-	})
-	c.blasGrouped = lab.PrepGroupedGemm(a, ds, t, t)
-}
 
 // gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream.
 func (c *groupedCase) gemm(blas gpu.BLAS, s Shape, a, b, cc gpu.Ptr) error {

@@ -22,7 +22,6 @@ type Shape struct{ M, N, K int }
 // Empty reports whether the group has no output.
 func (s Shape) Empty() bool { return s.M == 0 || s.N == 0 }
 
-// FLOPs is 2·M·N·K.
 func (s Shape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.N) * float64(s.K) }
 
 func (s Shape) String() string { return fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K) }
@@ -112,9 +111,7 @@ func ExpertRows(e, t, dist int, skew float64, empty int, seed uint64) ([]int, er
 	weights := make([]float64, e)
 	switch dist {
 	case DistUniform:
-		for i := range weights {
-			weights[i] = 1
-		}
+		weights = slices.Repeat([]float64{1}, e)
 	case DistZipf:
 		if skew < 0 || skew > 10 {
 			return nil, fmt.Errorf("skew=%g: the Zipf exponent must be 0..10", skew)
@@ -162,14 +159,11 @@ func GroupsLine(shapes []Shape) string {
 }
 
 // Layout places the matrices of all groups in three arenas, one device allocation each for A, B
-// and C, as a real MoE layer keeps them. When every group has the same N and K, the arenas are
-// exactly the token matrix X (T×K, the groups' rows one after the other), the weights W (E×K×N)
-// and the output Y (T×N), with no gaps: the MoE-form kernels and the dense GEMM use them as such,
-// the grouped-form kernels through per-group pointers. Otherwise each matrix starts on a 256-byte
-// boundary, and at least 64 bytes after each group's C belong to no group; C ends with 256 such
-// bytes. Those gaps are canaries: the engine poisons the whole C arena with NaN bytes before the
-// checked run, and Check fails a kernel that wrote outside its groups (an empty group's tiles, a
-// tile's rows past the end of its group).
+// and C. When every group has the same N and K, they are exactly the token matrix X (T×K), the
+// weights W (E×K×N) and the output Y (T×N), with no gaps. Otherwise each matrix starts on a
+// 256-byte boundary, and at least 64 bytes after each group's C, and 256 at the end, belong to no
+// group: canaries, which must keep the NaN poison (an empty group's tiles or rows past the end of
+// a group would overwrite them).
 type Layout struct {
 	Shapes           []Shape
 	A, B, C          []int64 // element offset of each group's matrices in their arenas
@@ -182,8 +176,7 @@ type Layout struct {
 
 const alignBytes, gapBytes, canaryBytes = 256, 64, 256
 
-// NewLayout lays out the groups for elements of elemBytes (A, B and C are all in the suite's
-// precision).
+// NewLayout lays out the groups for elements of elemBytes (A, B and C alike).
 func NewLayout(shapes []Shape, elemBytes int) Layout {
 	n := len(shapes)
 	l := Layout{Shapes: shapes, MoE: SharedNK(shapes), A: make([]int64, n), B: make([]int64, n), C: make([]int64, n)}
@@ -221,9 +214,8 @@ func (l Layout) Dense() Shape { return Shape{M: l.Rows, N: l.Shapes[0].N, K: l.S
 // GroupDescBytes is the size of one kl_group (grouped_sched.cuh): three pointers, six ints.
 const GroupDescBytes = 48
 
-// EncodeGroups writes the kl_group array of the groups in the given order, with the arenas at
-// bases aBase, bBase, cBase (device addresses) and elements of elemBytes: per group the three
-// pointers, then the six int32 M, N, K, lda, ldb, ldc, two to a little-endian word.
+// EncodeGroups writes the kl_group array of the groups in the given order, the arenas at device
+// addresses aBase, bBase, cBase: three pointers, then M, N, K, lda, ldb, ldc, two int32 a word.
 func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, elemBytes int) []uint64 {
 	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
 	out, e := make([]uint64, 0, len(order)*GroupDescBytes/8), uint64(elemBytes)
@@ -235,9 +227,8 @@ func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, elemBytes 
 	return out
 }
 
-// LongestFirst orders the groups by decreasing cost of one tile (K: every tile of a group does
-// tile_m·tile_n·K multiply-adds), larger groups first among equals: list scheduling's "longest
-// processing time first", which lets the short tiles fill the tail.
+// LongestFirst orders the groups by decreasing cost of one tile (K), larger groups first among
+// equals: list scheduling's "longest processing time first", which lets short tiles fill the tail.
 func LongestFirst(shapes []Shape) []int {
 	o := make([]int, len(shapes))
 	for i := range o {

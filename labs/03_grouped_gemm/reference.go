@@ -8,8 +8,6 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// ---- checking all groups ----
-
 // Check limits: a group of up to FullCheckLimit multiply-adds is compared element by element with
 // its float64 product; a larger one with Freivalds' check (FreivaldsVectors random ±1 vectors)
 // plus SamplesPerGroup exactly computed elements.
