@@ -11,6 +11,7 @@ package grouped
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -113,12 +114,11 @@ func (Lab) PeerProblem(s *lab.Suite, p lab.Problem) (map[string]any, lab.Work, e
 
 // groupedCase is one prepared problem on the device (its buffers belong to the engine).
 type groupedCase struct {
-	env    *lab.Env
-	prec   lab.Precision
-	shapes []Shape
-	lay    Layout
-	seed   uint64 // of the check's random vectors and samples
-
+	env         *lab.Env
+	prec        lab.Precision
+	shapes      []Shape
+	lay         Layout
+	seed        uint64               // of the check's random vectors and samples
 	hA, hB      []float32            // the inputs as the device has them (bf16 values widened exactly)
 	a, b, c     gpu.Ptr              // the A, B and C arenas, in the suite's precision
 	dC          *lab.OutputIn        // the C arena
@@ -131,13 +131,11 @@ type groupedCase struct {
 	dItems      *gpu.Buffer[int32]   // decode: one counter per item (T·ceil(N/256))
 	maxSplit    int                  // decode: the splits dWS has room for
 	blasGrouped *lab.GroupedGemm     // the groups as one cuBLAS grouped batched call
-
-	tl lab.TileTimeline // the records of the last timeline Run
+	tl          lab.TileTimeline     // the records of the last timeline Run
 }
 
-// Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them
-// with the metadata that the variant of suite s that needs most needs: gather, the token matrix in
-// token order and the routing's row list; decode, the decode kernel's workspace.
+// Prepare lays out the groups of problem p, fills them with fresh random inputs and uploads them with
+// what the variants of suite s need: the gather variants' token matrix, the decode kernel's workspace.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	shapes, err := GroupsOf(p)
 	if err != nil {
@@ -174,9 +172,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		c.dOffs = lab.PrepUpload(a, "the row offsets", lay.Offsets)
 	}
 	if s.MaxParam(ParamGather) != 0 && lay.MoE && prec == lab.FP32 {
-		// The kernels that fuse the dispatch read the routed rows X_sorted (the A arena, T×K) from a
-		// token matrix X_tok in an order drawn for this case: rows[j] is the row of X_tok that routed
-		// row j is. The reference stays X_sorted·W.
+		// The kernels that fuse the dispatch read the routed rows X_sorted (the A arena) from a token
+		// matrix X_tok in an order drawn for this case: X_sorted[j] = X_tok[rows[j]].
 		t, k := lay.Rows, shapes[0].K
 		rows, xtok := make([]int32, max(t, 1)), make([]float32, max(t*k, 1)) // one element at least: a pointer to pass
 		for j, tok := range env.RNG.Perm(t) {
@@ -293,8 +290,7 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 		}
 		return gpu.Launch(k, grid, c.a, c.b, c.c, c.dOffs, G, n, kk, c.dWS, c.dItems, int32(ls.MaxSplit))
 	case ls.TMA:
-		// The maps of the token matrix X (T×K, boxes of 64 × bm) and of the stack of weights W
-		// (E×K×N as the 3-D tensor (N, K, E), boxes of 64 columns × 64 rows of k × 1 expert).
+		// The maps of X (T×K, boxes of 64 × bm) and W (E×K×N as the 3-D tensor (N, K, E), boxes 64 × 64 × 1).
 		if n%8 != 0 || kk%8 != 0 {
 			return lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: N and K must be multiples of 8 (this problem has N=%d, K=%d)", v.Name, n, kk)
 		}
@@ -321,8 +317,7 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 	return gpu.Launch(k, grid, c.a, c.b, c.c, c.dOffs, G, n, kk, tl)
 }
 
-// Check compares the output of the last Run with the CPU's float64 products, group by group, and
-// checks that nothing outside the groups was written.
+// Check compares each group's output with its float64 product, and the canaries with the poison.
 func (c *groupedCase) Check(v *lab.Variant, o *lab.Outputs) (check.Report, error) {
 	out, err := c.dC.Read(o)
 	if err != nil {
@@ -363,8 +358,7 @@ func (c *groupedCase) Work() lab.Work {
 	return w
 }
 
-// Record returns the timeline of the last Run for a timeline variant (the SM, group, start and end
-// of each tile: a Gantt chart per SM on the site), nothing for the others.
+// Record returns the SM, group, start and end of each tile of the last Run of a timeline variant.
 func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 	if v.Int(ParamTimeline, 0) == 0 {
 		return nil, nil
@@ -372,9 +366,8 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 	return c.tl.Record(c.env, v)
 }
 
-// cuBLAS is column-major: every call is gpu.RowMajorGemm's, C_gᵀ = B_gᵀ·A_gᵀ (operands and sizes swapped).
-
-// gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream.
+// gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream: cuBLAS
+// is column-major, so the call is C_gᵀ = B_gᵀ·A_gᵀ (gpu.RowMajorGemm swaps operands and sizes).
 func (c *groupedCase) gemm(blas gpu.BLAS, s Shape, a, b, cc gpu.Ptr) error {
 	t := c.prec.DataType()
 	d := gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t)
@@ -410,12 +403,9 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 
 // The weight-read floor. At decode a MoE layer does a few flops per byte of weights, so no kernel
 // can be faster than reading, once, the weights of every expert that got a row: Σ 2·K·N bytes
-// (bf16) over the non-empty groups, at the HBM bandwidth lab 01 measured on the same device
-// (results/<device>/01_device_props.json, ceiling hbm_gbps). Derive records it per problem of the
-// run's bf16 suites, with each variant's time over it, under the key FloorKey of the results'
-// extra data. Not on the emulator, whose times and bandwidth are no performance figures.
-
-// FloorKey is the key of the floors in the extra data of results/<device>/03_grouped_gemm.json.
+// (bf16) over the non-empty groups, at the HBM bandwidth lab 01 measured on the same device.
+// Derive records it per problem of the run's bf16 suites, with each variant's time over it, under
+// FloorKey in the results' extra data; not on the emulator, whose times are no performance figures.
 const FloorKey = "weight_read_floor"
 
 // Floors is what Derive records: the bandwidth divided by, where it was read, and the floors.
@@ -478,4 +468,124 @@ func FloorsOf(entries []lab.EntryView, hbmGBps float64) Floors {
 		}
 	}
 	return fl
+}
+
+// Check limits: a group of up to FullCheckLimit multiply-adds is compared element by element with
+// its float64 product; a larger one with Freivalds' check (FreivaldsVectors random ±1 vectors)
+// plus SamplesPerGroup exactly computed elements.
+const (
+	FullCheckLimit   = 1 << 26
+	FreivaldsVectors = 2
+	SamplesPerGroup  = 24
+)
+
+// groupCheck accumulates the comparison of several groups into one report.
+type groupCheck struct {
+	*matref.Tally
+	freivalds int     // groups checked with Freivalds' method
+	full      int     // groups checked element by element
+	worst     string  // the group of the largest relative error
+	worstRel  float64 // and that error
+	firstNaN  string  // the first group with NaN or Inf outputs
+}
+
+func newGroupCheck(tol float64) *groupCheck { return &groupCheck{Tally: matref.NewTally(tol)} }
+
+// group checks one group's output out (M×N, row-major, contiguous) against p; base is the index
+// of its first element in the C arena (for the mismatch list), label names it in messages.
+func (gc *groupCheck) group(p *matref.Product, out []float32, base int, label string, seed uint64) {
+	gc.R.Checked += len(out)
+	// NaN or Inf anywhere: never written (the poison), or computed from garbage.
+	before := gc.R.Unwritten
+	for i, v := range out {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			if gc.R.Unwritten == 0 {
+				gc.firstNaN = label
+			}
+			gc.R.Unwritten++
+			gc.Mismatch(base+i, f, math.NaN())
+		}
+	}
+	if gc.R.Unwritten > before {
+		return
+	}
+	// The group's own sums first, then added to the others' (its share of the relative error).
+	num0, den0 := gc.Num, gc.Den
+	gc.Num, gc.Den = 0, 0
+	if int64(p.M)*int64(p.N)*int64(p.K) <= FullCheckLimit {
+		gc.full++
+		ref, scale := p.Reference()
+		for i, o := range out {
+			gc.Element(base+i, float64(o), ref[i], scale[i])
+		}
+	} else {
+		gc.freivalds++
+		gc.Num, gc.Den = matref.FreivaldsSums(p, out, FreivaldsVectors, seed)
+		for _, s := range matref.SampleEntries(p.M, p.N, SamplesPerGroup, seed) {
+			i, j := s[0], s[1]
+			want, scale := p.Entry(i, j)
+			gc.Sample(base+i*p.N+j, float64(out[i*p.N+j]), want, scale)
+		}
+	}
+	if rel := check.RelErr(gc.Num, gc.Den); rel > gc.worstRel || gc.worst == "" {
+		gc.worstRel, gc.worst = rel, label
+	}
+	gc.Num, gc.Den = num0+gc.Num, den0+gc.Den
+}
+
+// canaries checks that the C arena outside every group (the spans) still holds the poison bits.
+func (gc *groupCheck) canaries(out []float32, spans [][2]int64, poison uint32) {
+	written, first := 0, int64(0)
+	for _, r := range spans {
+		for i := r[0]; i < r[1]; i++ {
+			if math.Float32bits(out[i]) != poison {
+				if written == 0 {
+					first = i
+					gc.Mismatch(int(i), float64(out[i]), math.NaN())
+				}
+				written++
+			}
+		}
+	}
+	if written > 0 {
+		gc.Bad += written
+		gc.R.Note = joinNote(gc.R.Note, fmt.Sprintf("%d element(s) outside every group were written (first at C arena element %d): "+
+			"a tile of an empty group, or rows or columns past the end of a group", written, first))
+	}
+}
+
+// report finishes the check.
+func (gc *groupCheck) report() check.Report {
+	r := gc.R
+	switch {
+	case gc.full > 0 && gc.freivalds > 0:
+		r.Method = fmt.Sprintf("every group against float64: %d element by element, %d by Freivalds' check (%d ±1 vectors) and %d sampled elements each",
+			gc.full, gc.freivalds, FreivaldsVectors, SamplesPerGroup)
+	case gc.freivalds > 0:
+		r.Method = fmt.Sprintf("every group by Freivalds' check in float64 (%d ±1 vectors) and %d exactly computed elements each",
+			FreivaldsVectors, SamplesPerGroup)
+	default:
+		r.Method = "every element of every group against a float64 CPU reference"
+	}
+	r.Method += "; the output outside the groups must keep its NaN poison"
+	if r.Unwritten > 0 {
+		r.RelErr = math.Inf(1)
+		r.Note = joinNote(fmt.Sprintf("%d outputs are NaN or Inf (never written?), first in %s", r.Unwritten, gc.firstNaN), r.Note)
+	} else {
+		r.RelErr = check.RelErr(gc.Num, gc.Den)
+		if gc.Bad > 0 && r.Note == "" {
+			r.Note = fmt.Sprintf("%d element(s) off by more than tolerance × their error scale; worst group: %s", gc.Bad, gc.worst)
+		} else if r.RelErr > r.Tolerance {
+			r.Note = joinNote(r.Note, fmt.Sprintf("worst group: %s (relative error %.2e)", gc.worst, gc.worstRel))
+		}
+	}
+	r.OK = r.Unwritten == 0 && gc.Bad == 0 && r.RelErr <= r.Tolerance
+	return r
+}
+
+func joinNote(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }

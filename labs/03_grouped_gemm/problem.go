@@ -184,12 +184,11 @@ func NewLayout(shapes []Shape, elemBytes int) Layout {
 	al, gap := int64(1), int64(0)
 	if !l.MoE {
 		al, gap = int64(alignBytes/elemBytes), int64(gapBytes/elemBytes)
+	} else {
+		l.Offsets = []int32{0}
 	}
 	align := func(x int64) int64 { return (x + al - 1) / al * al }
 	var a, b, c, end int64 // end: where the previous group's C ends
-	if l.MoE {
-		l.Offsets = []int32{0}
-	}
 	for i, s := range shapes {
 		l.Rows += s.M
 		l.A[i], l.B[i], l.C[i] = align(a), align(b), align(c)
@@ -242,9 +241,8 @@ func LongestFirst(shapes []Shape) []int {
 }
 
 // ParseCustom builds a MoE problem from the command line (labrun 03 --experts 128 --tokens
-// zipf:17480 --k 7168 --n 2048): --tokens is a row count, optionally with its distribution over
-// the experts, uniform:N, zipf:N (Zipf exponent 1) or zipf1.3:N (exponent 1.3); --param sets any
-// other parameter (empty=4, seed=7). Suites without MoE problems do not take these flags.
+// zipf:17480 --k 7168 --n 2048; --tokens N, uniform:N, zipf:N or zipf1.3:N, the Zipf exponent 1.3).
+// --param sets any other parameter (empty=4, seed=7). Suites without MoE problems take none.
 func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, error) {
 	if !slices.ContainsFunc(s.Problems.All(), func(q lab.Problem) bool { return q.Params[ParamExperts] > 0 }) {
 		return lab.Problem{}, &lab.NotApplicable{Reason: "has no MoE problems (experts, tokens, n, k)"}
