@@ -5,7 +5,7 @@
 // the device, one call per variant, the check and the work counts; the engine builds, checks,
 // times and records. Suites named bf16... have bf16 A, B and C with fp32 accumulation, the others
 // are all fp32; C = A·B, no alpha, no beta. The engine poisons C with NaN before the checked run:
-// every element of every group must be written and right (reference.go), and nothing outside the
+// every element of every group must be written and right (Check), and nothing outside the
 // groups may be written (the canaries of Layout).
 package grouped
 
