@@ -272,7 +272,7 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 			ints := func(i int) int { return int(int32(binary.LittleEndian.Uint32(r[24+4*i:]))) }
 			m, n, k := ints(0), ints(1), ints(2)
 			product(rowMajor(argPtr(r[0:]), ints(3)), rowMajor(argPtr(r[8:]), ints(4)), matrix{d, in, argPtr(r[16:]), int64(ints(5)), 1}, m, n, k)
-			for i := 0; i < Tiles(Shape{m, n, k}, 128, 128); i++ {
+			for i := 0; i < (Shape{m, n, k}).Tiles(128, 128); i++ {
 				writeTimeline(d, argPtr(a[len(a)-1]), t, g)
 				t++
 			}
@@ -311,7 +311,7 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 				w := matrix{d, in, mw.global + gpu.Ptr(int64(e)*int64(mw.stride[2])), int64(mw.stride[1] / 2), 1}
 				y := matrix{d, in, argPtr(a[4]) + gpu.Ptr(2*int64(offs[e])*int64(N)), int64(N), 1}
 				product(x, w, y, m, N, K)
-				for i := 0; i < Tiles(Shape{m, N, K}, 128, 256); i++ {
+				for i := 0; i < (Shape{m, N, K}).Tiles(128, 256); i++ {
 					writeTimeline(d, argPtr(a[7]), t, e)
 					t++
 				}
@@ -469,10 +469,10 @@ func TestBLASBuckets(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Release()
 	gc := c.Case.(*groupedCase)
-	require.Len(t, gc.blasGroups, 2)
-	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGroups[0])
-	assert.Equal(t, 1, gc.blasGroups[1].Count)
-	assert.Equal(t, 3*4, gc.dPtrs.Len(), "one A, B and C pointer per non-empty group")
+	require.Len(t, gc.blasGrouped.Groups, 2)
+	assert.Equal(t, gpu.GemmGroup{M: 8, N: 3, K: 16, Alpha: 1, LDA: 8, LDB: 16, LDC: 8, Count: 3}, gc.blasGrouped.Groups[0])
+	assert.Equal(t, 1, gc.blasGrouped.Groups[1].Count)
+	assert.Equal(t, 3*4, gc.blasGrouped.Ptrs.Len(), "one A, B and C pointer per non-empty group")
 }
 
 var _ gpu.GroupedBLAS = (*fakeBLAS)(nil)

@@ -71,7 +71,7 @@ func TestManifestVariants(t *testing.T) {
 			timelineBuild := len(v.Flags) == 1 && v.Flags[0] == "-DKL_TIMELINE"
 			assert.Equal(t, timelineBuild, ls.Timeline, "%s: timeline: 1 exactly for the -DKL_TIMELINE builds", name)
 			assert.Equal(t, strings.HasSuffix(v.Name, "_tl"), ls.Timeline, "%s: timeline variants end in _tl", name)
-			// The launch parameters match what the kernel takes (launch.go passes these arguments).
+			// The launch parameters match what the kernel takes (Run passes these arguments).
 			sig := func(params string) *regexp.Regexp {
 				return regexp.MustCompile(regexp.QuoteMeta(v.Entry) + `\(` + strings.ReplaceAll(regexp.QuoteMeta(params), " ", `\s+`) + `\)`)
 			}

@@ -1,10 +1,13 @@
 package grouped
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
@@ -19,43 +22,26 @@ type Shape struct{ M, N, K int }
 // Empty reports whether the group has no output.
 func (s Shape) Empty() bool { return s.M == 0 || s.N == 0 }
 
-// FLOPs is 2·M·N·K.
 func (s Shape) FLOPs() float64 { return 2 * float64(s.M) * float64(s.N) * float64(s.K) }
 
 func (s Shape) String() string { return fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K) }
 
-// Problem parameters (lab.yaml). A problem is a list of groups, given one of two ways:
-//
-// Explicit groups: g (the number of groups) and, for each group i, mI (rows), nI and kI; a
-// missing nI or kI takes the shared n or k. Four square GEMMs: {g: 4, m0: 128, n0: 128, k0: 128,
-// m1: 256, ...}; four M×8192×8192: {g: 4, m0: 128, m1: 256, m2: 512, m3: 1024, n: 8192, k: 8192}.
-//
-// A mixture-of-experts layer: experts (E), tokens (T, the rows routed in total: tokens × top-k),
-// n and k (every expert multiplies its rows, K wide, by its own K×N weights), and how the rows
-// are spread over the experts:
-//
-//	dist   0 uniform (T/E each, the remainder to the first experts), 1 Zipf-like: expert of rank r
-//	       gets a share ∝ 1/r^s, the ranks shuffled over the experts
-//	skew   s × 100 for dist 1 (default 100, s = 1)
-//	empty  how many experts receive no token at all (chosen at random; default 0)
-//	seed   the seed of those random choices (default 1): the sizes are a property of the problem,
-//	       the same in every run, while the matrices' values change from run to run
-//
-// The sizes are rounded so that they add up to T exactly (largest remainders).
-const (
-	ParamGroups  = "g"
-	ParamExperts = "experts"
-	ParamTokens  = "tokens"
-	ParamDist    = "dist"
-	ParamSkew    = "skew"
-	ParamEmpty   = "empty"
-	ParamSeed    = "seed"
-)
+// Tiles is the number of bm×bn tiles of the group (none for an empty one).
+func (s Shape) Tiles(bm, bn int) int { return lab.CeilDiv(s.M, bm) * lab.CeilDiv(s.N, bn) }
 
-// Distributions of tokens over experts.
+// Problem parameters (lab.yaml). A problem is a list of groups, given one of two ways:
+//   - explicit: g groups, group i with mI rows and nI, kI (or the shared n, k): {g: 4, m0: 128,
+//     m1: 256, m2: 512, m3: 1024, n: 8192, k: 8192};
+//   - a MoE layer: experts E, tokens T (the rows routed in all: tokens × top-k), n and k (each
+//     expert multiplies its rows, K wide, by its own K×N weights), the rows spread over the
+//     experts by dist (0 uniform: T/E each, the remainder to the first experts; 1 Zipf-like: the
+//     expert of rank r gets a share ∝ 1/r^s, the ranks shuffled), skew (s × 100, default 100),
+//     empty (how many experts, chosen at random, get no token; default 0) and seed (of those
+//     choices, default 1: the sizes are a property of the problem, the same in every run, while
+//     the values change from run to run). The sizes add up to T exactly (largest remainders).
 const (
-	DistUniform = 0
-	DistZipf    = 1
+	ParamGroups, ParamExperts, ParamTokens = "g", "experts", "tokens"
+	DistUniform, DistZipf                  = 0, 1 // dist: how the tokens spread over the experts
 )
 
 // GroupsOf decodes a problem's groups and checks them.
@@ -92,8 +78,8 @@ func GroupsOf(p lab.Problem) ([]Shape, error) {
 		if t < 0 || n < 0 || k < 0 {
 			return nil, fmt.Errorf("problem %q: a MoE problem needs tokens, n and k", p.Name)
 		}
-		rows, err := ExpertRows(e, int(t), int(p.Int(ParamDist, DistUniform)), float64(p.Int(ParamSkew, 100))/100,
-			int(p.Int(ParamEmpty, 0)), uint64(p.Int(ParamSeed, 1)))
+		rows, err := ExpertRows(e, int(t), int(p.Int("dist", DistUniform)), float64(p.Int("skew", 100))/100,
+			int(p.Int("empty", 0)), uint64(p.Int("seed", 1)))
 		if err != nil {
 			return nil, fmt.Errorf("problem %q: %w", p.Name, err)
 		}
@@ -125,9 +111,7 @@ func ExpertRows(e, t, dist int, skew float64, empty int, seed uint64) ([]int, er
 	weights := make([]float64, e)
 	switch dist {
 	case DistUniform:
-		for i := range weights {
-			weights[i] = 1
-		}
+		weights = slices.Repeat([]float64{1}, e)
 	case DistZipf:
 		if skew < 0 || skew > 10 {
 			return nil, fmt.Errorf("skew=%g: the Zipf exponent must be 0..10", skew)
@@ -141,34 +125,7 @@ func ExpertRows(e, t, dist int, skew float64, empty int, seed uint64) ([]int, er
 	for _, i := range r.Perm(e)[:empty] {
 		weights[i] = 0
 	}
-	var sum float64
-	for _, w := range weights {
-		sum += w
-	}
-	rows := make([]int, e)
-	if t == 0 {
-		return rows, nil
-	}
-	// Each expert's share rounded down; the rows left go to the largest remainders (uniform: all
-	// remainders are equal, so to the first experts).
-	frac := make([]float64, e)
-	var takers []int // the experts with a share, by decreasing remainder
-	given := 0
-	for i, w := range weights {
-		exact := float64(t) * w / sum
-		rows[i] = int(math.Floor(exact))
-		frac[i] = exact - float64(rows[i])
-		given += rows[i]
-		if w > 0 {
-			takers = append(takers, i)
-		}
-	}
-	sort.SliceStable(takers, func(a, b int) bool { return frac[takers[a]] > frac[takers[b]] })
-	for j := 0; given < t; j++ {
-		rows[takers[j%len(takers)]]++
-		given++
-	}
-	return rows, nil
+	return lab.Apportion(t, weights), nil // the sizes add up to t exactly
 }
 
 // SharedNK reports whether every group has the same N and K: then the groups are the experts of a
@@ -199,4 +156,154 @@ func GroupsLine(shapes []Shape) string {
 		return out + fmt.Sprintf(", N %d, K %d", shapes[0].N, shapes[0].K)
 	}
 	return out + ", N and K per group"
+}
+
+// Layout places the matrices of all groups in three arenas, one device allocation each for A, B
+// and C. When every group has the same N and K, they are exactly the token matrix X (T×K), the
+// weights W (E×K×N) and the output Y (T×N), with no gaps. Otherwise each matrix starts on a
+// 256-byte boundary, and at least 64 bytes after each group's C, and 256 at the end, belong to no
+// group: canaries, which must keep the NaN poison (an empty group's tiles or rows past the end of
+// a group would overwrite them).
+type Layout struct {
+	Shapes           []Shape
+	A, B, C          []int64 // element offset of each group's matrices in their arenas
+	ALen, BLen, CLen int64   // arena lengths in elements
+	MoE              bool    // shared N and K: X, W, Y with row offsets
+	Offsets          []int32 // MoE: offs[0..E], the first row of each expert
+	Canaries         [][2]int64
+	Rows             int // of all groups together (T of a MoE layer)
+}
+
+const alignBytes, gapBytes, canaryBytes = 256, 64, 256
+
+// NewLayout lays out the groups for elements of elemBytes (A, B and C alike).
+func NewLayout(shapes []Shape, elemBytes int) Layout {
+	n := len(shapes)
+	l := Layout{Shapes: shapes, MoE: SharedNK(shapes), A: make([]int64, n), B: make([]int64, n), C: make([]int64, n)}
+	// A MoE layer's matrices lie back to back; other groups' are aligned, with a gap after each C.
+	al, gap := int64(1), int64(0)
+	if !l.MoE {
+		al, gap = int64(alignBytes/elemBytes), int64(gapBytes/elemBytes)
+	} else {
+		l.Offsets = []int32{0}
+	}
+	align := func(x int64) int64 { return (x + al - 1) / al * al }
+	var a, b, c, end int64 // end: where the previous group's C ends
+	for i, s := range shapes {
+		l.Rows += s.M
+		l.A[i], l.B[i], l.C[i] = align(a), align(b), align(c)
+		if l.C[i] > end { // the canaries are everything of C outside the groups (which lie in order)
+			l.Canaries = append(l.Canaries, [2]int64{end, l.C[i]})
+		}
+		a, b, end = l.A[i]+int64(s.M)*int64(s.K), l.B[i]+int64(s.K)*int64(s.N), l.C[i]+int64(s.M)*int64(s.N)
+		c = end + gap // at least gap belongs to no group
+		if l.MoE {
+			l.Offsets = append(l.Offsets, l.Offsets[i]+int32(s.M))
+		}
+	}
+	l.ALen, l.BLen, l.CLen = a, b, align(c)+int64(canaryBytes/elemBytes)
+	l.Canaries = append(l.Canaries, [2]int64{end, l.CLen})
+	return l
+}
+
+// Dense is the one GEMM of the same FLOPs as the groups (MoE form only, shared N and K): the
+// token matrix X (T×K) by one K×N matrix, W_0 — what the dense variant (LibDense) computes.
+func (l Layout) Dense() Shape { return Shape{M: l.Rows, N: l.Shapes[0].N, K: l.Shapes[0].K} }
+
+// GroupDescBytes is the size of one kl_group (grouped_sched.cuh): three pointers, six ints.
+const GroupDescBytes = 48
+
+// EncodeGroups writes the kl_group array of the groups in the given order, the arenas at device
+// addresses aBase, bBase, cBase: three pointers, then M, N, K, lda, ldb, ldc, two int32 a word.
+func (l Layout) EncodeGroups(order []int, aBase, bBase, cBase uint64, elemBytes int) []uint64 {
+	pair := func(lo, hi int) uint64 { return uint64(uint32(lo)) | uint64(uint32(hi))<<32 }
+	out, e := make([]uint64, 0, len(order)*GroupDescBytes/8), uint64(elemBytes)
+	for _, g := range order {
+		s := l.Shapes[g]
+		out = append(out, aBase+uint64(l.A[g])*e, bBase+uint64(l.B[g])*e, cBase+uint64(l.C[g])*e,
+			pair(s.M, s.N), pair(s.K, s.K), pair(s.N, s.N))
+	}
+	return out
+}
+
+// LongestFirst orders the groups by decreasing cost of one tile (K), larger groups first among
+// equals: list scheduling's "longest processing time first", which lets short tiles fill the tail.
+func LongestFirst(shapes []Shape) []int {
+	o := make([]int, len(shapes))
+	for i := range o {
+		o[i] = i
+	}
+	slices.SortStableFunc(o, func(a, b int) int {
+		sa, sb := shapes[a], shapes[b]
+		return cmp.Or(cmp.Compare(sb.K, sa.K), cmp.Compare(int64(sb.M)*int64(sb.N), int64(sa.M)*int64(sa.N)))
+	})
+	return o
+}
+
+// ParseCustom builds a MoE problem from the command line (labrun 03 --experts 128 --tokens
+// zipf:17480 --k 7168 --n 2048; --tokens N, uniform:N, zipf:N or zipf1.3:N, the Zipf exponent 1.3).
+// --param sets any other parameter (empty=4, seed=7). Suites without MoE problems take none.
+func (Lab) ParseCustom(s *lab.Suite, flags map[string]string) (lab.Problem, error) {
+	if !slices.ContainsFunc(s.Problems.All(), func(q lab.Problem) bool { return q.Params[ParamExperts] > 0 }) {
+		return lab.Problem{}, &lab.NotApplicable{Reason: "has no MoE problems (experts, tokens, n, k)"}
+	}
+	p := lab.Problem{Params: map[string]int64{}}
+	set := func(key, v string) error {
+		x, err := lab.ParseSize(v)
+		if err != nil {
+			return fmt.Errorf("--%s: %v", key, err)
+		}
+		if x < 0 {
+			return fmt.Errorf("--%s: %d is negative", key, x)
+		}
+		p.Params[key] = x
+		return nil
+	}
+	for name, v := range flags {
+		var err error
+		switch name {
+		case "experts", "n", "k":
+			err = set(name, v)
+		case "tokens":
+			err = parseTokens(p.Params, v, set)
+		case lab.ParamFlag:
+			err = lab.EachParam(v, "empty=4", set)
+		default:
+			return p, &lab.NotApplicable{Reason: fmt.Sprintf("takes --experts, --tokens, --n, --k and --param, not --%s", name)}
+		}
+		if err != nil {
+			return p, err
+		}
+	}
+	for _, need := range []string{ParamExperts, ParamTokens, "n", "k"} {
+		if _, ok := p.Params[need]; !ok {
+			return p, fmt.Errorf("a MoE problem needs --experts, --tokens, --n and --k (missing --%s)", need)
+		}
+	}
+	_, err := GroupsOf(p) // the same validation as the built-in problems
+	return p, err
+}
+
+// parseTokens reads N, uniform:N, zipf:N or zipfS:N (S the exponent, e.g. zipf1.2:17480).
+func parseTokens(params map[string]int64, v string, set func(key, v string) error) error {
+	dist, count, hasDist := strings.Cut(v, ":")
+	if !hasDist {
+		dist, count = "uniform", v
+	}
+	switch {
+	case dist == "uniform":
+		params["dist"] = DistUniform
+	case strings.HasPrefix(dist, "zipf"):
+		params["dist"] = DistZipf
+		if exp := strings.TrimPrefix(dist, "zipf"); exp != "" {
+			s, err := strconv.ParseFloat(exp, 64)
+			if err != nil || s < 0 {
+				return fmt.Errorf("--tokens %s: the Zipf exponent %q is not a number ≥ 0", v, exp)
+			}
+			params["skew"] = int64(s*100 + 0.5)
+		}
+	default:
+		return fmt.Errorf("--tokens %s: write N, uniform:N, zipf:N or zipf1.2:N", v)
+	}
+	return set(ParamTokens, count)
 }

@@ -106,7 +106,7 @@ def grouped_gemm(a_ptr, b_ptr, c_ptr, a_off, b_off, c_off, ms, ns, ks, G, counte
 
 
 def longest_first(shapes):
-    """The chapter's LongestFirst (layout.go): larger K first, then larger M·N; stable."""
+    """The chapter's LongestFirst (problem.go): larger K first, then larger M·N; stable."""
     return sorted(range(len(shapes)), key=lambda g: (-shapes[g][2], -shapes[g][0] * shapes[g][1]))
 
 
