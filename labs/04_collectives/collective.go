@@ -22,8 +22,8 @@ const (
 	AllGather
 	ReduceScatter
 	AllToAll
-	AllToAllV      // all-to-all with blocks of different sizes (alltoallv.go)
-	ReduceScatterV // reduce-scatter into shards of different sizes (alltoallv.go)
+	AllToAllV      // all-to-all with blocks of different sizes
+	ReduceScatterV // reduce-scatter into shards of different sizes
 )
 
 // ops are the collectives as nccl-tests describes them.
@@ -57,8 +57,7 @@ func OpOf(s *lab.Suite) Op {
 }
 
 // Counts are the per-rank element counts of a collective's input and output, count being one
-// block (nccl-tests' count): n blocks in for reduce-scatter and all-to-all, n out for all-gather
-// and all-to-all.
+// block (nccl-tests' count).
 func Counts(op Op, n, count int) (in, out int) {
 	in, out = count, count
 	if ops[op].inN {
@@ -141,6 +140,105 @@ func reference(op Op, ins [][]float32, part func(s int, x []float32) []float32) 
 	return ref
 }
 
+func appendWide(ref []float64, x []float32) []float64 {
+	for _, v := range x {
+		ref = append(ref, float64(v))
+	}
+	return ref
+}
+
+// The uneven all-to-all (suites all_to_allv...) is a MoE dispatch whose blocks have the sizes the
+// routing gave them (lab.Blocks). Each rank's row of sizes lies on its own device; a kernel reads
+// its peers' rows through peer memory (the exchange of sizes that precedes the data) from a table
+// of the n row pointers, like the table of inputs. The uneven reduce-scatter (suites
+// reduce_scatter_v...) packs n shards in every rank's input, shard j of shards[j] elements on every
+// rank (a sharded model's parameters); rank r keeps the sum of shard r, and the kernels get the
+// n+1 offsets of the shards.
+//
+// Problem parameters beyond bytes (the mean block size):
+//
+//	uneven     1: every block's size is drawn uniformly from 0 … 2·count, afresh for every run
+//	empty_pct  each block is empty with this probability, in percent (0 … 100)
+//
+// Without them every block has count elements: the layout of all_to_all, which kernel 06 runs.
+const (
+	ParamUneven   = "uneven"
+	ParamEmptyPct = "empty_pct"
+)
+
+// BlockSizes draws the sizes of problem p for n ranks, count being its mean block size.
+func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (lab.Blocks, error) {
+	b := make(lab.Blocks, n)
+	for s := range b {
+		row, err := ShardSizes(p, n, count, rng)
+		if err != nil {
+			return nil, err
+		}
+		b[s] = row
+	}
+	return b, nil
+}
+
+// ShardSizes draws n sizes of mean count as problem p says: one rank's row of an uneven
+// all-to-all, or the shards of an uneven reduce-scatter.
+func ShardSizes(p lab.Problem, n, count int, rng *rand.Rand) ([]int, error) {
+	uneven, empty := p.Int(ParamUneven, 0) != 0, p.Int(ParamEmptyPct, 0)
+	if empty < 0 || empty > 100 {
+		return nil, fmt.Errorf("problem %q: %s = %d must be a percentage, 0 to 100", p.Name, ParamEmptyPct, empty)
+	}
+	if uneven && 2*int64(count) > 1<<31-1 {
+		return nil, fmt.Errorf("problem %q: blocks of up to 2·%d elements are beyond the kernels' 32-bit sizes", p.Name, count)
+	}
+	row := make([]int, n)
+	for d := range row {
+		row[d] = count
+		if uneven {
+			row[d] = rng.IntN(2*count + 1)
+		}
+		if empty > 0 && rng.IntN(100) < int(empty) {
+			row[d] = 0
+		}
+	}
+	return row, nil
+}
+
+// ReferenceV is what rank r must receive: the block addressed to it in every rank's send buffer,
+// concatenated in source order.
+func ReferenceV(ins [][]float32, b lab.Blocks, r int) []float64 {
+	return reference(AllToAllV, ins, func(s int, x []float32) []float32 { return x[b.SendOffset(s, r):][:b[s][r]] })
+}
+
+// WorkOfV counts the bytes of an uneven all-to-all as nccl-tests counts all_to_all's, S being the
+// mean block.
+func WorkOfV(b lab.Blocks, size int) lab.Work {
+	n := len(b)
+	if n == 0 {
+		return lab.Work{}
+	}
+	return lab.Work{Bytes: float64(size) * float64(b.Total()) / float64(n) * BusFactor(AllToAllV, n)}
+}
+
+// ShardOffsets are the n+1 element offsets of the shards: shard j is [off[j], off[j+1]).
+func ShardOffsets(shards []int) []int64 {
+	off := make([]int64, len(shards)+1)
+	for j, s := range shards {
+		off[j+1] = off[j] + int64(s)
+	}
+	return off
+}
+
+// ReferenceRSV is what rank r must hold: the float64 sum over the ranks of their shard r.
+func ReferenceRSV(ins [][]float32, shards []int, r int) []float64 {
+	off := ShardOffsets(shards)
+	return reference(ReduceScatterV, ins, func(_ int, x []float32) []float32 { return x[off[r]:off[r+1]] })
+}
+
+// WorkOfRSV counts the bytes of an uneven reduce-scatter as nccl-tests counts reduce_scatter's,
+// S being the mean shard.
+func WorkOfRSV(shards []int, size int) lab.Work {
+	return lab.Work{Bytes: float64(size) * float64(lab.Sum(shards)) * BusFactor(ReduceScatterV, len(shards))}
+}
+
 // elem is how a case's data lies in device memory: fp32, or bf16 bit patterns.
 type elem interface{ float32 | uint16 }
 
@@ -169,18 +267,6 @@ func Grid(params map[string]int64, work, sms int) (grid, threads int) {
 	}
 	threads = int(cmp.Or(max(params[ParamThreads], 0), 256))
 	return gpu.GridFor(work, threads, sms, int(cmp.Or(max(params[ParamBlocksPerSM], 0), 2))), threads
-}
-
-func launchOf(env *lab.Env, v *lab.Variant, work int) gpu.LaunchConfig {
-	grid, threads := Grid(v.Params, work, env.Device.Info().SMs)
-	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: env.Stream}
-}
-
-func appendWide(ref []float64, x []float32) []float64 {
-	for _, v := range x {
-		ref = append(ref, float64(v))
-	}
-	return ref
 }
 
 // RingChunk is the element range [begin, end) of chunk c when count elements are cut into n

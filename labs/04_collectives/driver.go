@@ -31,8 +31,9 @@ const (
 
 // Kernel entries that the driver launches in ways of their own.
 const (
-	EntryRing = "allreduce_ring_step" // one launch per step, a device barrier between steps (runRing)
-	// The kernels on NCCL's device API (symmetric.go).
+	EntryRing         = "allreduce_ring_step" // one launch per step, a device barrier between steps (runRing)
+	EntryAllToAllPull = "all_to_all_pull"     // kernel 06, which takes equal blocks only
+	// The kernels on NCCL's device API (runSymmetric).
 	EntryNCCLOneShot   = "allreduce_nccl_one_shot"
 	EntryNCCLAllGather = "allgather_nccl_pull"
 )
@@ -56,33 +57,61 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
+// ranked is what every case of the lab holds (collCase, moeCase): its Env and its place in the job.
+type ranked struct {
+	env     *lab.Env
+	rank, n int
+}
+
+func rankedOn(env *lab.Env) ranked { w := env.World(); return ranked{env, w.Rank, w.Size} }
+
+func (r ranked) barrier() error { return r.env.DeviceBarrier(r.env.Stream) }
+
+// launchOf is v's grid over work elements (Grid) on this rank's stream.
+func (r ranked) launchOf(v *lab.Variant, work int) gpu.LaunchConfig {
+	grid, threads := Grid(v.Params, work, r.env.Device.Info().SMs)
+	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: r.env.Stream}
+}
+
+// step is the launch of k over work elements with args, as a step of lab.InOrder.
+func (r ranked) step(k gpu.Kernel, v *lab.Variant, work int, args ...any) func() error {
+	return func() error { return gpu.Launch(k, r.launchOf(v, work), args...) }
+}
+
+// kernel is v's kernel, or a skip where this rank cannot reach every rank's shared buffers.
+func (r ranked) kernel(v *lab.Variant) (gpu.Kernel, error) {
+	if ok, why := r.env.AllReachable(); !ok {
+		return nil, lab.Skip("%s", why)
+	}
+	return r.env.Kernel(v)
+}
+
 // collCase is one prepared problem on this rank.
 type collCase[T elem] struct {
-	env         *lab.Env
+	ranked
 	op          Op
 	prec        lab.Precision
-	rank, n     int
 	count       int
 	ins         [][]float32 // every rank's input, for the reference (bf16 values in bf16 suites)
-	blocks      Blocks      // an all-to-all's block sizes, equal for all_to_all
+	blocks      lab.Blocks  // an all-to-all's block sizes, equal for all_to_all
 	shards      []int       // an uneven reduce-scatter's shard sizes
 	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
-	offsets     *gpu.Buffer[int64]  // the n+1 shard offsets of an uneven reduce-scatter (ShardOffsets)
-	out         *gpu.Buffer[T]      // this rank's output
-	outs        *lab.Shared[T]      // every rank's output, for kernels that push (shared_out)
-	sig         *gpu.Buffer[uint64] // the device barrier's signals
-	inCount, oc int                 // this rank's input and output lengths
-	sym         *symmetric          // NCCL's symmetric window of the input, made on first use
+	offsets     *gpu.Buffer[int64] // the n+1 shard offsets of an uneven reduce-scatter
+	out         *gpu.Buffer[T]     // this rank's output
+	outs        *lab.Shared[T]     // every rank's output, for kernels that push (shared_out)
+	sig         *gpu.Buffer[uint64]
+	inCount, oc int        // this rank's input and output lengths
+	sym         *symmetric // NCCL's symmetric window of the input, made on first use
 }
 
 // Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
 // the shared input, its output and the device barrier's signals.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	if IsMoE(s) {
-		return prepareMoE(env, s, p) // moe.go
-	}
-	if lab.PrecisionOf(s) == lab.BF16 {
+	switch {
+	case IsMoE(s):
+		return prepareMoE(env, s, p)
+	case lab.PrecisionOf(s) == lab.BF16:
 		return prepare[uint16](env, s, p)
 	}
 	return prepare[float32](env, s, p)
@@ -94,20 +123,17 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	if err != nil {
 		return nil, err
 	}
-	w := env.World()
-	op := OpOf(s)
-	c := &collCase[T]{env: env, op: op, prec: prec, rank: w.Rank, n: w.Size, count: count}
-	switch op {
+	c := &collCase[T]{ranked: rankedOn(env), op: OpOf(s), prec: prec, count: count}
+	switch c.op {
 	case AllToAll:
-		c.blocks = EqualBlocks(c.n, count)
+		c.blocks = lab.EqualBlocks(c.n, count)
 	case AllToAllV:
-		if c.blocks, err = BlockSizes(p, c.n, count, env.RNG); err != nil {
-			return nil, err
-		}
+		c.blocks, err = BlockSizes(p, c.n, count, env.RNG)
 	case ReduceScatterV:
-		if c.shards, err = ShardSizes(p, c.n, count, env.RNG); err != nil {
-			return nil, err
-		}
+		c.shards, err = ShardSizes(p, c.n, count, env.RNG)
+	}
+	if err != nil {
+		return nil, err
 	}
 	var mine []T
 	for r := range c.n {
@@ -122,21 +148,17 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	a := lab.NewPrep(env)
 	a.Need(int64(prec.Bytes()) * int64(c.inCount+c.oc))
 	c.in = lab.PrepUploadShared(a, "input", lab.OrOne(mine, 1)) // an uneven all-to-all's may be empty
-	switch op {
+	switch c.op {
 	case AllToAllV:
 		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.blocks.Row(c.rank))
 	case ReduceScatterV:
 		c.offsets = lab.PrepUpload(a, "shard offsets", ShardOffsets(c.shards))
 	}
 	// The output, NaN-poisoned: shared when a variant of the suite pushes into its peers' (shared_out).
-	poison := lab.PoisonNaN32
-	if prec == lab.BF16 {
-		poison = lab.PoisonNaN // 0xFFFF, a bf16 NaN
-	}
 	if slices.ContainsFunc(s.Variants, func(v *lab.Variant) bool { return v.Params[ParamSharedOut] != 0 }) {
-		c.outs = lab.PrepSharedOutput[T](a, "output", max(c.oc, 1), poison)
+		c.outs = lab.PrepSharedOutput[T](a, "output", max(c.oc, 1), prec.NaNPoison())
 	} else {
-		c.out = lab.PrepOutput[T](a, "output", max(c.oc, 1), poison)
+		c.out = lab.PrepOutput[T](a, "output", max(c.oc, 1), prec.NaNPoison())
 	}
 	c.sig = a.Signals()
 	if c.outs != nil {
@@ -165,21 +187,17 @@ func (c *collCase[T]) Run(v *lab.Variant) error {
 	if OnNCCLDevice(v) {
 		return c.runSymmetric(v)
 	}
-	if ok, why := c.env.AllReachable(); !ok {
-		return lab.Skip("%s", why)
-	}
-	if v.Params[ParamFusedBarrier] != 0 {
-		return c.launch(v)
-	}
-	barrier := func() error { return c.env.DeviceBarrier(c.env.Stream) }
-	return lab.InOrder(barrier, func() error { return c.launch(v) }, barrier)
-}
-
-func (c *collCase[T]) launch(v *lab.Variant) error {
-	k, err := c.env.Kernel(v)
+	k, err := c.kernel(v)
 	if err != nil {
 		return err
 	}
+	if v.Params[ParamFusedBarrier] != 0 {
+		return c.launch(k, v)
+	}
+	return lab.InOrder(c.barrier, func() error { return c.launch(k, v) }, c.barrier)
+}
+
+func (c *collCase[T]) launch(k gpu.Kernel, v *lab.Variant) error {
 	if v.Entry == EntryRing {
 		return c.runRing(k, v)
 	}
@@ -187,7 +205,7 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 	if v.Entry == "allreduce_two_shot" {
 		work = lab.CeilDiv(c.count, c.n)
 	}
-	cfg := launchOf(c.env, v, work)
+	cfg := c.launchOf(v, work)
 	n, cnt, rank := int32(c.n), int32(c.count), int32(c.rank)
 	switch v.Entry {
 	case "allreduce_one_shot":
@@ -201,7 +219,6 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 			}
 			cnt = int32(c.shards[0])
 		}
-		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
 	case EntryAllToAllPull:
 		if c.op == AllToAllV && !c.blocks.Equal() {
 			return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
@@ -209,21 +226,18 @@ func (c *collCase[T]) launch(v *lab.Variant) error {
 		if c.blocks != nil {
 			cnt = int32(c.blocks[0][0]) // the one size, drawn (or not) around the problem's mean
 		}
-		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
+	default:
+		switch c.op {
+		case AllToAllV: // sizes: the table of the n ranks' rows
+			return gpu.Launch(k, cfg, c.in.Table, c.out, c.sizeRows.Table, rank, n)
+		case ReduceScatterV: // offsets: the n+1 starts of the shards
+			return gpu.Launch(k, cfg, c.in.Table, c.out, c.offsets, rank, n)
+		case ReduceScatter: // every reduce-scatter kernel (05, 13, exercise 2) takes kernel 05's arguments
+		default:
+			return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
+		}
 	}
-	if c.op == ReduceScatter {
-		// Every reduce-scatter kernel (05, 13, exercise 2) takes kernel 05's arguments.
-		return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
-	}
-	if c.op == AllToAllV {
-		// (ins, out, sizes, rank, nranks): sizes is the table of the n ranks' rows.
-		return gpu.Launch(k, cfg, c.in.Table, c.out, c.sizeRows.Table, rank, n)
-	}
-	if c.op == ReduceScatterV {
-		// (ins, out, offsets, rank, nranks): offsets are the n+1 starts of the shards.
-		return gpu.Launch(k, cfg, c.in.Table, c.out, c.offsets, rank, n)
-	}
-	return fmt.Errorf("variant %s: the driver does not know how to launch entry %s", v.Name, v.Entry)
+	return gpu.Launch(k, cfg, c.in.Table, c.out, rank, n, cnt)
 }
 
 // runRing queues the 2(n−1) steps of the ring allreduce, a device barrier between two: a rank
@@ -239,7 +253,7 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	left := (c.rank + c.n - 1) % c.n
 	for t := range 2 * (c.n - 1) {
 		if t > 0 {
-			if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
+			if err := c.barrier(); err != nil {
 				return err
 			}
 		}
@@ -253,7 +267,7 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 		if reduce {
 			mine = c.in.Mine.DevicePtr()
 		}
-		if err := gpu.Launch(k, launchOf(c.env, v, end-begin), src, mine, c.out, int32(begin), int32(end)); err != nil {
+		if err := gpu.Launch(k, c.launchOf(v, end-begin), src, mine, c.out, int32(begin), int32(end)); err != nil {
 			return fmt.Errorf("step %d: %w", t, err)
 		}
 	}

@@ -341,7 +341,7 @@ func TestShards(t *testing.T) {
 
 // The block sizes of an uneven all-to-all: offsets, totals and the reference agree.
 func TestBlocks(t *testing.T) {
-	b := Blocks{{2, 0, 1}, {3, 4, 0}, {0, 0, 5}} // b[src][dst]
+	b := lab.Blocks{{2, 0, 1}, {3, 4, 0}, {0, 0, 5}} // b[src][dst]
 	assert.Equal(t, []int{3, 7, 5}, []int{b.Sent(0), b.Sent(1), b.Sent(2)})
 	assert.Equal(t, []int{5, 4, 6}, []int{b.Received(0), b.Received(1), b.Received(2)})
 	assert.Equal(t, 15, b.Total())
@@ -349,7 +349,7 @@ func TestBlocks(t *testing.T) {
 	assert.Equal(t, 7, b.SendOffset(1, 2))
 	assert.Equal(t, 1, b.RecvOffset(2, 2), "rank 2 receives 1 element from rank 0, then 0 from rank 1")
 	assert.False(t, b.Equal())
-	assert.True(t, Blocks{{4, 4}, {4, 4}}.Equal())
+	assert.True(t, lab.Blocks{{4, 4}, {4, 4}}.Equal())
 	assert.Equal(t, []int32{3, 4, 0}, b.Row(1))
 
 	ins := [][]float32{{1, 2, 3}, {10, 11, 12, 13, 14, 15, 16}, {20, 21, 22, 23, 24}}
@@ -357,7 +357,7 @@ func TestBlocks(t *testing.T) {
 	assert.Equal(t, []float64{13, 14, 15, 16}, ReferenceV(ins, b, 1))
 	assert.Equal(t, []float64{3, 20, 21, 22, 23, 24}, ReferenceV(ins, b, 2))
 	// Equal blocks are kernel 06's layout: the same reference as all_to_all.
-	eq := Blocks{{2, 2}, {2, 2}}
+	eq := lab.Blocks{{2, 2}, {2, 2}}
 	ins2 := [][]float32{{1, 2, 3, 4}, {5, 6, 7, 8}}
 	for r := range 2 {
 		assert.Equal(t, Reference(AllToAll, ins2, r), ReferenceV(ins2, eq, r))
@@ -423,7 +423,7 @@ func TestPerPeerMovesTheReference(t *testing.T) {
 			assert.Equal(t, ReferenceV(ins, b, dst), got, "n=%d rank %d", n, dst)
 		}
 	}
-	assert.Equal(t, Blocks{{2, 2}, {2, 2}}, EqualBlocks(2, 2))
+	assert.Equal(t, lab.Blocks{{2, 2}, {2, 2}}, lab.EqualBlocks(2, 2))
 }
 
 // The kernels on NCCL's device API: one allreduce and one all-gather, NVIDIA-only (RCCL has no

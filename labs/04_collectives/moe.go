@@ -123,14 +123,23 @@ func (m *moeRouting) sendList(src int) []int32 {
 }
 
 // rowBlocks are the rows each rank sends to each: [src][dst], src's pairs routed to dst's experts.
-func (m *moeRouting) rowBlocks() Blocks {
-	b := EqualBlocks(m.n, 0)
+func (m *moeRouting) rowBlocks() lab.Blocks {
+	b := lab.EqualBlocks(m.n, 0)
 	for src, idx := range m.topk {
 		for _, e := range idx {
 			b[src][int(e)/m.perRank()]++
 		}
 	}
 	return b
+}
+
+// moeMeta is the metadata of rows, as kernels 16 and 20 write it.
+func moeMeta(rows []moeRow) []int32 {
+	meta := make([]int32, 0, len(rows)*moeMetaWords)
+	for _, r := range rows {
+		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
+	}
+	return meta
 }
 
 // row is row r's hidden state, as its source holds it (bf16 values).
@@ -150,12 +159,11 @@ func (m *moeRouting) expertOut(r moeRow) []float32 {
 
 // moeCase is one prepared problem on this rank.
 type moeCase struct {
-	env      *lab.Env
+	ranked
 	combine  bool
 	m        *moeRouting
-	rank     int
 	rows     []moeRow
-	blocks   Blocks              // the rows each rank sends to each
+	blocks   lab.Blocks          // the rows each rank sends to each
 	x        *lab.Shared[uint16] // dispatch: this rank's tokens, which peers pull
 	topk     *gpu.Buffer[int32]
 	counts   *lab.Shared[int32] // dispatch: counts and list starts per expert (kernel 15)
@@ -171,12 +179,12 @@ type moeCase struct {
 }
 
 func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	w := env.World()
-	m, err := drawRouting(p, w.Size, env.RNG)
+	c := &moeCase{ranked: rankedOn(env), combine: s.Name == "moe_combine"}
+	m, err := drawRouting(p, c.n, env.RNG)
 	if err != nil {
 		return nil, err
 	}
-	c := &moeCase{env: env, combine: s.Name == "moe_combine", m: m, rank: w.Rank, rows: m.rowsOf(w.Rank), blocks: m.rowBlocks()}
+	c.m, c.rows, c.blocks = m, m.rowsOf(c.rank), m.rowBlocks()
 	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
 	a := lab.NewPrep(env)
 	a.Need(2 * int64(R+T*k+T) * int64(H))
@@ -190,30 +198,29 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	} else {
 		// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
 		// dispatch suite checks), and the reference is the weighted sum of their outputs.
-		ys, meta := make([]float32, 0, max(1, R)*H), make([]int32, 0, max(1, R)*moeMetaWords)
+		ys := make([]float32, 0, max(1, R)*H)
 		for _, r := range c.rows {
 			ys = append(ys, m.expertOut(r)...)
-			meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
 		}
 		c.recv = lab.PrepUpload(a, "expert outputs", lab.OrOne(matref.RoundBF16(ys), H))
-		c.meta = lab.PrepUpload(a, "metadata", lab.OrOne(meta, moeMetaWords))
+		c.meta = lab.PrepUpload(a, "metadata", lab.OrOne(moeMeta(c.rows), moeMetaWords))
 		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
 		c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
 		c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
 		c.ref = make([]float64, T*H)
-		abs := make([]float64, T*H)
+		absMax, refMax, outs := 0.0, 0.0, make([][]float32, k)
 		for t := range T {
-			for j := range k {
-				g := float64(m.weights[c.rank][t*k+j])
-				for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
-					c.ref[t*H+i] += g * float64(y)
-					abs[t*H+i] += math.Abs(g * float64(y))
-				}
+			for j := range outs {
+				outs[j] = m.expertOut(moeRow{c.rank, t, j})
 			}
-		}
-		absMax, refMax := 0.0, 0.0
-		for i, a := range abs {
-			absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
+			for i := range H {
+				var sum, abs float64
+				for j, y := range outs {
+					g := float64(m.weights[c.rank][t*k+j]) * float64(y[i])
+					sum, abs = sum+g, abs+math.Abs(g)
+				}
+				c.ref[t*H+i], absMax, refMax = sum, max(absMax, abs), max(refMax, math.Abs(sum))
+			}
 		}
 		// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
 		c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
@@ -228,10 +235,7 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runNCCL(v)
 	}
-	if ok, why := c.env.AllReachable(); !ok {
-		return lab.Skip("%s", why)
-	}
-	k, err := c.env.Kernel(v) // kernel 16 (dispatch) or 17 (combine)
+	k, err := c.kernel(v) // kernel 16 (dispatch) or 17 (combine)
 	if err != nil {
 		return err
 	}
@@ -241,10 +245,10 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	}
 	m, R, bar := c.m, len(c.rows), c.barrier
 	if !c.combine {
-		return lab.InOrder(bar, c.count(h[0], v), bar, c.launch(k, v, R*m.hidden, c.x.Table, c.counts.Table,
+		return lab.InOrder(bar, c.count(h[0], v), bar, c.step(k, v, R*m.hidden, c.x.Table, c.counts.Table,
 			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), bar)
 	}
-	return lab.InOrder(bar, c.launch(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
+	return lab.InOrder(bar, c.step(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
 		bar, c.reduce(h[0], v), bar)
 }
 
@@ -268,22 +272,15 @@ func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	return ks, nil
 }
 
-func (c *moeCase) barrier() error { return c.env.DeviceBarrier(c.env.Stream) }
-
-// launch is the step that launches k over work elements (launchOf) with args.
-func (c *moeCase) launch(k gpu.Kernel, v *lab.Variant, work int, args ...any) func() error {
-	return func() error { return gpu.Launch(k, launchOf(c.env, v, work), args...) }
-}
-
 // count is kernel 15 on one block: this rank's counts and list starts per expert, its send list.
 func (c *moeCase) count(k gpu.Kernel, v *lab.Variant) func() error {
-	return c.launch(k, v, 1, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
+	return c.step(k, v, 1, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
 }
 
 // reduce is kernel 18: every token's weighted sum of its k staged rows.
 func (c *moeCase) reduce(k gpu.Kernel, v *lab.Variant) func() error {
 	T, H := c.m.tokens[c.rank], c.m.hidden
-	return c.launch(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
+	return c.step(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
 }
 
 // Check: dispatch's rows and metadata exactly (a copy); combine's tokens against the float64
@@ -312,9 +309,8 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 	for _, r := range c.rows {
 		ref = appendWide(ref, c.m.row(r))
 	}
-	for i, r := range c.rows {
-		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
-		ref = append(ref, float64(r.src), float64(r.token), float64(r.slot))
+	for i, w := range moeMeta(c.rows) {
+		got, ref = append(got, float32(meta[i])), append(ref, float64(w))
 	}
 	rep := check.Against(got, ref, out.Tolerance())
 	rep.Method = "every rank's received rows, then their (source rank, token, slot), exactly against the host's routing"
@@ -373,15 +369,15 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
 		}
 		return lab.InOrder(c.count(ks[2], v), counts,
-			c.launch(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
+			c.step(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
 			exchange(1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32),
 			exchange(H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16),
-			c.launch(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
+			c.step(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
 	}
 	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
-	return lab.InOrder(c.launch(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
+	return lab.InOrder(c.step(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
 		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
-		c.launch(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
+		c.step(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
 		c.reduce(ks[2], v))
 }
 
