@@ -99,45 +99,74 @@ func AlgBytes(op Op, n, count, size int) float64 {
 	return float64(size) * float64(max(in, out))
 }
 
-// WorkOf is one collective's work: Bytes = AlgBytes · BusFactor, so that the engine's GB/s is the
-// bus bandwidth. No FLOPs: the additions are never what limits a collective.
-func WorkOf(op Op, n, count, size int) lab.Work {
-	return lab.Work{Bytes: AlgBytes(op, n, count, size) * BusFactor(op, n)}
+// Layout is where a collective's data lies on N ranks: blocks of Count elements (nccl-tests'
+// count), or the sizes of an all-to-all's blocks (Blocks, equal for all_to_all) or of an uneven
+// reduce-scatter's shards (Shards).
+type Layout struct {
+	Op       Op
+	N, Count int
+	Blocks   lab.Blocks
+	Shards   []int
 }
 
-// Reference is what rank `rank` must hold, in float64: the sum of the inputs (allreduce), their
-// concatenation (all-gather), block `rank` of the sum (reduce-scatter), block `rank` of every
-// input, concatenated (all-to-all).
-func Reference(op Op, ins [][]float32, rank int) []float64 {
-	return reference(op, ins, func(_ int, x []float32) []float32 {
-		if !ops[op].inN {
-			return x
-		}
-		b := len(x) / len(ins)
-		return x[rank*b : (rank+1)*b]
-	})
-}
-
-// reference sums (or concatenates, in rank order) part(s, input of rank s) over the ranks.
-func reference(op Op, ins [][]float32, part func(s int, x []float32) []float32) []float64 {
-	if len(ins) == 0 {
-		return nil
+// Sizes are rank r's input and output lengths.
+func (l Layout) Sizes(r int) (in, out int) {
+	switch {
+	case l.Blocks != nil:
+		return l.Blocks.Sent(r), l.Blocks.Received(r)
+	case l.Shards != nil:
+		return lab.Sum(l.Shards), l.Shards[r]
 	}
+	return Counts(l.Op, l.N, l.Count)
+}
+
+// Span is the part [lo, hi) of rank s's input that goes into rank r's output.
+func (l Layout) Span(s, r int) (lo, hi int) {
+	switch {
+	case l.Blocks != nil:
+		lo = l.Blocks.SendOffset(s, r)
+		return lo, lo + l.Blocks[s][r]
+	case l.Shards != nil:
+		lo = lab.Sum(l.Shards[:r])
+		return lo, lo + l.Shards[r]
+	case ops[l.Op].inN:
+		return r * l.Count, (r + 1) * l.Count
+	}
+	return 0, l.Count
+}
+
+// Reference is what rank r must hold, in float64: the sum of the ranks' spans for it (allreduce,
+// reduce-scatter), or their concatenation in rank order (all-gather, all-to-all).
+func (l Layout) Reference(ins [][]float32, r int) []float64 {
 	ref := []float64{}
 	for s, x := range ins {
-		p := part(s, x)
-		if !ops[op].sum {
-			ref = appendWide(ref, p)
+		lo, hi := l.Span(s, r)
+		if !ops[l.Op].sum {
+			ref = appendWide(ref, x[lo:hi])
 			continue
 		}
 		if s == 0 {
-			ref = make([]float64, len(p))
+			ref = make([]float64, hi-lo)
 		}
-		for i, v := range p {
+		for i, v := range x[lo:hi] {
 			ref[i] += float64(v)
 		}
 	}
 	return ref
+}
+
+// Work is one collective's work: Bytes = AlgBytes · BusFactor, so that the engine's GB/s is the
+// bus bandwidth, the uneven forms counted with their mean block (shard) as count. No FLOPs: the
+// additions are never what limits a collective.
+func (l Layout) Work(size int) lab.Work {
+	bytes := AlgBytes(l.Op, l.N, l.Count, size)
+	switch {
+	case l.Op == AllToAllV && l.N > 0:
+		bytes = float64(size) * float64(l.Blocks.Total()) / float64(l.N)
+	case l.Op == ReduceScatterV:
+		bytes = float64(size) * float64(lab.Sum(l.Shards))
+	}
+	return lab.Work{Bytes: bytes * BusFactor(l.Op, l.N)}
 }
 
 func appendWide(ref []float64, x []float32) []float64 {
@@ -202,22 +231,6 @@ func ShardSizes(p lab.Problem, n, count int, rng *rand.Rand) ([]int, error) {
 	return row, nil
 }
 
-// ReferenceV is what rank r must receive: the block addressed to it in every rank's send buffer,
-// concatenated in source order.
-func ReferenceV(ins [][]float32, b lab.Blocks, r int) []float64 {
-	return reference(AllToAllV, ins, func(s int, x []float32) []float32 { return x[b.SendOffset(s, r):][:b[s][r]] })
-}
-
-// WorkOfV counts the bytes of an uneven all-to-all as nccl-tests counts all_to_all's, S being the
-// mean block.
-func WorkOfV(b lab.Blocks, size int) lab.Work {
-	n := len(b)
-	if n == 0 {
-		return lab.Work{}
-	}
-	return lab.Work{Bytes: float64(size) * float64(b.Total()) / float64(n) * BusFactor(AllToAllV, n)}
-}
-
 // ShardOffsets are the n+1 element offsets of the shards: shard j is [off[j], off[j+1]).
 func ShardOffsets(shards []int) []int64 {
 	off := make([]int64, len(shards)+1)
@@ -225,18 +238,6 @@ func ShardOffsets(shards []int) []int64 {
 		off[j+1] = off[j] + int64(s)
 	}
 	return off
-}
-
-// ReferenceRSV is what rank r must hold: the float64 sum over the ranks of their shard r.
-func ReferenceRSV(ins [][]float32, shards []int, r int) []float64 {
-	off := ShardOffsets(shards)
-	return reference(ReduceScatterV, ins, func(_ int, x []float32) []float32 { return x[off[r]:off[r+1]] })
-}
-
-// WorkOfRSV counts the bytes of an uneven reduce-scatter as nccl-tests counts reduce_scatter's,
-// S being the mean shard.
-func WorkOfRSV(shards []int, size int) lab.Work {
-	return lab.Work{Bytes: float64(size) * float64(lab.Sum(shards)) * BusFactor(ReduceScatterV, len(shards))}
 }
 
 // elem is how a case's data lies in device memory: fp32, or bf16 bit patterns.

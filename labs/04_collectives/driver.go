@@ -89,12 +89,9 @@ func (r ranked) kernel(v *lab.Variant) (gpu.Kernel, error) {
 // collCase is one prepared problem on this rank.
 type collCase[T elem] struct {
 	ranked
-	op          Op
+	Layout
 	prec        lab.Precision
-	count       int
 	ins         [][]float32 // every rank's input, for the reference (bf16 values in bf16 suites)
-	blocks      lab.Blocks  // an all-to-all's block sizes, equal for all_to_all
-	shards      []int       // an uneven reduce-scatter's shard sizes
 	in          *lab.Shared[T]
 	sizeRows    *lab.Shared[int32]
 	offsets     *gpu.Buffer[int64] // the n+1 shard offsets of an uneven reduce-scatter
@@ -123,36 +120,37 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	if err != nil {
 		return nil, err
 	}
-	c := &collCase[T]{ranked: rankedOn(env), op: OpOf(s), prec: prec, count: count}
-	switch c.op {
+	c := &collCase[T]{ranked: rankedOn(env), prec: prec}
+	c.Layout = Layout{Op: OpOf(s), N: c.n, Count: count}
+	switch c.Op {
 	case AllToAll:
-		c.blocks = lab.EqualBlocks(c.n, count)
+		c.Blocks = lab.EqualBlocks(c.n, count)
 	case AllToAllV:
-		c.blocks, err = BlockSizes(p, c.n, count, env.RNG)
+		c.Blocks, err = BlockSizes(p, c.n, count, env.RNG)
 	case ReduceScatterV:
-		c.shards, err = ShardSizes(p, c.n, count, env.RNG)
+		c.Shards, err = ShardSizes(p, c.n, count, env.RNG)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var mine []T
 	for r := range c.n {
-		in, _ := c.sizesOf(r)
+		in, _ := c.Sizes(r)
 		x := make([]float32, in)
 		if dev := fillInputs[T](x, env.RNG.Uint64()); r == c.rank {
 			mine = dev
 		}
 		c.ins = append(c.ins, x)
 	}
-	c.inCount, c.oc = c.sizesOf(c.rank)
+	c.inCount, c.oc = c.Sizes(c.rank)
 	a := lab.NewPrep(env)
 	a.Need(int64(prec.Bytes()) * int64(c.inCount+c.oc))
 	c.in = lab.PrepUploadShared(a, "input", lab.OrOne(mine, 1)) // an uneven all-to-all's may be empty
-	switch c.op {
+	switch c.Op {
 	case AllToAllV:
-		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.blocks.Row(c.rank))
+		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.Blocks.Row(c.rank))
 	case ReduceScatterV:
-		c.offsets = lab.PrepUpload(a, "shard offsets", ShardOffsets(c.shards))
+		c.offsets = lab.PrepUpload(a, "shard offsets", ShardOffsets(c.Shards))
 	}
 	// The output, NaN-poisoned: shared when a variant of the suite pushes into its peers' (shared_out).
 	if slices.ContainsFunc(s.Variants, func(v *lab.Variant) bool { return v.Params[ParamSharedOut] != 0 }) {
@@ -165,17 +163,6 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 		c.out = c.outs.Mine
 	}
 	return lab.Done[lab.Case](a, c)
-}
-
-// sizesOf are rank r's input and output lengths.
-func (c *collCase[T]) sizesOf(r int) (in, out int) {
-	switch {
-	case c.blocks != nil:
-		return c.blocks.Sent(r), c.blocks.Received(r)
-	case c.shards != nil:
-		return lab.Sum(c.shards), c.shards[r]
-	}
-	return Counts(c.op, c.n, c.count)
 }
 
 // Run is one collective on this rank's stream, with no host in between: NCCL's call, or the
@@ -203,31 +190,31 @@ func (c *collCase[T]) launch(k gpu.Kernel, v *lab.Variant) error {
 	}
 	work := c.oc // a thread per output element, but for the two-shot's share of the sum
 	if v.Entry == "allreduce_two_shot" {
-		work = lab.CeilDiv(c.count, c.n)
+		work = lab.CeilDiv(c.Count, c.n)
 	}
 	cfg := c.launchOf(v, work)
-	n, cnt, rank := int32(c.n), int32(c.count), int32(c.rank)
+	n, cnt, rank := int32(c.n), int32(c.Count), int32(c.rank)
 	switch v.Entry {
 	case "allreduce_one_shot":
 		return gpu.Launch(k, cfg, c.in.Table, c.out, c.sig, rank, n, cnt)
 	case "allreduce_two_shot":
 		return gpu.Launch(k, cfg, c.in.Table, c.outs.Table, c.sig, rank, n, cnt)
 	case "allgather_pull", "reduce_scatter_direct":
-		if c.shards != nil {
-			if !lab.AllEqual(c.shards) {
+		if c.Shards != nil {
+			if !lab.AllEqual(c.Shards) {
 				return lab.Skip("kernel 13 takes shards of equal size; this problem's differ")
 			}
-			cnt = int32(c.shards[0])
+			cnt = int32(c.Shards[0])
 		}
 	case EntryAllToAllPull:
-		if c.op == AllToAllV && !c.blocks.Equal() {
+		if c.Op == AllToAllV && !c.Blocks.Equal() {
 			return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
 		}
-		if c.blocks != nil {
-			cnt = int32(c.blocks[0][0]) // the one size, drawn (or not) around the problem's mean
+		if c.Blocks != nil {
+			cnt = int32(c.Blocks[0][0]) // the one size, drawn (or not) around the problem's mean
 		}
 	default:
-		switch c.op {
+		switch c.Op {
 		case AllToAllV: // sizes: the table of the n ranks' rows
 			return gpu.Launch(k, cfg, c.in.Table, c.out, c.sizeRows.Table, rank, n)
 		case ReduceScatterV: // offsets: the n+1 starts of the shards
@@ -258,7 +245,7 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 			}
 		}
 		chunk, reduce := RingStep(c.n, c.rank, t)
-		begin, end := RingChunk(c.count, c.n, chunk)
+		begin, end := RingChunk(c.Count, c.n, chunk)
 		src := c.outs.Ptr(left)
 		if t == 0 {
 			src = c.in.Ptr(left)
@@ -289,17 +276,17 @@ func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 		return err
 	}
 	send, recv, t, st := c.in.Mine.DevicePtr(), c.out.DevicePtr(), c.prec.DataType(), c.env.Stream
-	if l, ok := libCalls[v.Library]; ok && l.op == c.op {
-		return l.call(comm, send, recv, c.count, t, st)
+	if l, ok := libCalls[v.Library]; ok && l.op == c.Op {
+		return l.call(comm, send, recv, c.Count, t, st)
 	}
-	if v.Library == LibAllToAll && c.blocks != nil {
-		return c.blocks.AllToAllV(comm, c.rank, 1, false, send, recv, t, st)
+	if v.Library == LibAllToAll && c.Blocks != nil {
+		return c.Blocks.AllToAllV(comm, c.rank, 1, false, send, recv, t, st)
 	}
-	if v.Library == LibReduceV && c.shards != nil {
-		return comm.ReduceScatterV(send, c.shards, recv, t, st)
+	if v.Library == LibReduceV && c.Shards != nil {
+		return comm.ReduceScatterV(send, c.Shards, recv, t, st)
 	}
 	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s, %s and %s)",
-		v.Name, v.Library, c.op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll, LibReduceV)
+		v.Name, v.Library, c.Op, LibAllReduce, LibAllGather, LibReduceScatter, LibAllToAll, LibReduceV)
 }
 
 // Check compares this rank's output with the reference (the engine reports the worst rank's).
@@ -308,35 +295,17 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 	if err != nil {
 		return check.Report{}, err
 	}
-	var ref []float64
-	lo := 0 // where this rank's elements start in the inputs
-	switch c.op {
-	case AllToAllV:
-		ref = ReferenceV(c.ins, c.blocks, c.rank)
-	case ReduceScatterV:
-		ref, lo = ReferenceRSV(c.ins, c.shards, c.rank), int(ShardOffsets(c.shards)[c.rank])
-	case ReduceScatter:
-		ref, lo = Reference(c.op, c.ins, c.rank), c.rank*c.count
-	default:
-		ref = Reference(c.op, c.ins, c.rank)
-	}
+	ref := c.Reference(c.ins, c.rank)
+	lo, _ := c.Span(c.rank, c.rank) // where this rank's elements start in the inputs
 	// lab.yaml's bf16 tolerance is one rounding of the sum; the ring and NCCL round n−2 partial sums too.
 	tol := out.Tolerance()
-	if c.prec == lab.BF16 && c.n > 2 && ops[c.op].sum && (v.Library != "" || v.Entry == EntryRing) {
+	if c.prec == lab.BF16 && c.n > 2 && ops[c.Op].sum && (v.Library != "" || v.Entry == EntryRing) {
 		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
 	}
 	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
-	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", ops[c.op].ref, c.n)
+	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", ops[c.Op].ref, c.n)
 	return rep, nil
 }
 
-// Work makes the engine's GB/s the bus bandwidth (see WorkOf).
-func (c *collCase[T]) Work() lab.Work {
-	switch c.op {
-	case AllToAllV:
-		return WorkOfV(c.blocks, c.prec.Bytes())
-	case ReduceScatterV:
-		return WorkOfRSV(c.shards, c.prec.Bytes())
-	}
-	return WorkOf(c.op, c.n, c.count, c.prec.Bytes())
-}
+// Work makes the engine's GB/s the bus bandwidth (Layout.Work).
+func (c *collCase[T]) Work() lab.Work { return c.Layout.Work(c.prec.Bytes()) }

@@ -56,9 +56,9 @@ func (c *collCase[T]) runSymmetric(v *lab.Variant) error {
 	// barriers (the kernels loop over what is left), and it is the same on every rank.
 	cfg := c.launchOf(v, c.oc)
 	cfg.Grid = gpu.D1(min(int(cfg.Grid.X), c.sym.barriers))
-	if v.Entry == EntryNCCLOneShot && c.op == AllReduce || v.Entry == EntryNCCLAllGather && c.op == AllGather {
-		return gpu.Launch(k, cfg, c.sym.win.DevComm(), c.sym.win.Window(), c.out, int32(c.count))
+	if v.Entry == EntryNCCLOneShot && c.Op == AllReduce || v.Entry == EntryNCCLAllGather && c.Op == AllGather {
+		return gpu.Launch(k, cfg, c.sym.win.DevComm(), c.sym.win.Window(), c.out, int32(c.Count))
 	}
 	return fmt.Errorf("variant %s: entry %s on NCCL's device API does not compute an %s (lab 04 has %s for allreduce and %s for allgather)",
-		v.Name, v.Entry, c.op, EntryNCCLOneShot, EntryNCCLAllGather)
+		v.Name, v.Entry, c.Op, EntryNCCLOneShot, EntryNCCLAllGather)
 }
