@@ -38,18 +38,14 @@ const (
 	EntryNCCLAllGather = "allgather_nccl_pull"
 )
 
-// Launch parameters a kernel variant may set (lab.yaml params:): threads per block (256) and
-// blocks per SM (2) of a grid-stride grid (Grid); vec: 8 for kernels whose threads move 8
-// elements at once; shared_out: 1 for kernels that write their peers' outputs (a push), which
+// Launch parameters a kernel variant may set (lab.yaml params:) besides lab.GridStride's threads,
+// blocks_per_sm and vec: shared_out: 1 for kernels that write their peers' outputs (a push), which
 // every rank must then map; fused_barrier: 1 for kernels that synchronise the ranks themselves
 // (kl_rank_barrier_start/end, taking the signals after their buffers) instead of between two
 // device barriers.
 const (
-	ParamThreads      = "threads"
-	ParamBlocksPerSM  = "blocks_per_sm"
 	ParamSharedOut    = "shared_out"
 	ParamFusedBarrier = "fused_barrier"
-	ParamVec          = "vec"
 )
 
 // Lab is the driver of lab 04.
@@ -67,10 +63,9 @@ func rankedOn(env *lab.Env) ranked { w := env.World(); return ranked{env, w.Rank
 
 func (r ranked) barrier() error { return r.env.DeviceBarrier(r.env.Stream) }
 
-// launchOf is v's grid over work elements (Grid) on this rank's stream.
+// launchOf is v's grid-stride launch over work elements on this rank's stream.
 func (r ranked) launchOf(v *lab.Variant, work int) gpu.LaunchConfig {
-	grid, threads := Grid(v.Params, work, r.env.Device.Info().SMs)
-	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: r.env.Stream}
+	return lab.GridStride(r.env, v, work, r.env.Stream)
 }
 
 // step is the launch of k over work elements with args, as a step of lab.InOrder.

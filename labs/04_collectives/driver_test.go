@@ -232,20 +232,6 @@ func TestPartialSums(t *testing.T) {
 	assert.InDelta(t, 5, PartialSums(ins, reference(ReduceScatter, ins, 1), 2), 1e-12)
 }
 
-func TestGrid(t *testing.T) {
-	g, th := Grid(map[string]int64{"threads": 512, "blocks_per_sm": 2}, 1<<20, 132)
-	assert.Equal(t, 264, g)
-	assert.Equal(t, 512, th)
-	g, th = Grid(nil, 1, 132)
-	assert.Equal(t, 1, g)
-	assert.Equal(t, 256, th)
-	g, _ = Grid(nil, 0, 0)
-	assert.Equal(t, 1, g, "an empty chunk still launches one block")
-	// vec: 8 elements a thread, so 8·512 + 1 elements need two blocks, not nine.
-	g, _ = Grid(map[string]int64{"threads": 512, "vec": 8}, 8*512+1, 132)
-	assert.Equal(t, 2, g)
-}
-
 func TestManifest(t *testing.T) {
 	m, err := lab.LoadManifest(".")
 	require.NoError(t, err)

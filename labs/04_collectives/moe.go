@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -297,11 +298,8 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		return rep, nil
 	}
 	rows, err := out.BF16(c.recv)
-	if err != nil {
-		return check.Report{}, err
-	}
-	meta, err := lab.Raw(out, c.meta)
-	if err != nil {
+	meta, err2 := lab.Raw(out, c.meta)
+	if err = cmp.Or(err, err2); err != nil {
 		return check.Report{}, err
 	}
 	// The rows, then their metadata, as one vector of exact values.
@@ -343,14 +341,30 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	rows, perm := ks[0], ks[1]
+	rows, perm, m, st := ks[0], ks[1], c.m, c.env.Stream
+	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
 	if c.nccl == nil {
-		if c.nccl, err = c.ncclBuffers(); err != nil {
+		// The staging: T·k rows out (dispatch) or back (combine), R rows in NCCL's order; for combine
+		// also this rank's send list and the layout's counts, which the dispatch left (the host's copies).
+		a, b := lab.NewPrep(c.env), &moeNCCL{}
+		b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
+		b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)
+		if !c.combine {
+			b.pairs = lab.PrepAlloc[int32](a, "NCCL received pairs", max(1, R))
+			b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
+		} else {
+			counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
+			for _, r := range c.rows {
+				counts[r.src*P+m.expertOf(r)-c.rank*P]++
+			}
+			b.counts = lab.PrepUpload(a, "layout counts", counts)
+			b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
+		}
+		if c.nccl, err = lab.Done(a, b); err != nil {
 			return err
 		}
 	}
-	b, m, st := c.nccl, c.m, c.env.Stream
-	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
+	b := c.nccl
 	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
 	// NCCL's all-to-allv of this rank's blocks (of unit elements), or back to their senders.
 	exchange := func(unit int, back bool, send, recv gpu.Ptr, t gpu.DataType) func() error {
@@ -379,27 +393,4 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
 		c.step(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
 		c.reduce(ks[2], v))
-}
-
-// ncclBuffers allocates the baseline's staging: T·k rows out (dispatch) or back (combine), R rows in
-// NCCL's order; for combine also this rank's send list and the layout's counts, which the dispatch
-// left (the host's copies of them).
-func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
-	m := c.m
-	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
-	a, b := lab.NewPrep(c.env), &moeNCCL{}
-	b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
-	b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)
-	if !c.combine {
-		b.pairs = lab.PrepAlloc[int32](a, "NCCL received pairs", max(1, R))
-		b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
-		return lab.Done(a, b)
-	}
-	counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
-	for _, r := range c.rows {
-		counts[r.src*P+m.expertOf(r)-c.rank*P]++
-	}
-	b.counts = lab.PrepUpload(a, "layout counts", counts)
-	b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
-	return lab.Done(a, b)
 }

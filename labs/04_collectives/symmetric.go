@@ -32,7 +32,7 @@ type symmetric struct {
 // the same variants in the same order), with one LSA barrier per block of the largest grid.
 func (c *collCase[T]) runSymmetric(v *lab.Variant) error {
 	if c.sym == nil {
-		barriers, _ := Grid(v.Params, math.MaxInt32, c.env.Device.Info().SMs)
+		barriers := int(c.launchOf(v, math.MaxInt32).Grid.X)
 		bytes := int64(c.prec.Bytes()) * int64(c.inCount)
 		w, err := lab.SymmetricWindow(c.env, "input", bytes, barriers)
 		// Ranks on other nodes need the network, which LSA pointers do not cross.
