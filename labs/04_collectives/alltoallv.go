@@ -8,35 +8,35 @@ import (
 )
 
 // The uneven all-to-all (suites all_to_allv...) is a MoE dispatch whose blocks have the sizes the
-// routing gave them (lab.Blocks). Each rank's row of sizes lies on its own device; a kernel reads
-// its peers' rows through peer memory (the exchange of sizes that precedes the data) from a table
-// of the n row pointers, like the table of inputs. The uneven reduce-scatter (suites
-// reduce_scatter_v...) packs n shards in every rank's input, shard j of shards[j] elements on every
-// rank (a sharded model's parameters); rank r keeps the sum of shard r, and the kernels get the
-// n+1 offsets of the shards.
-//
-// Problem parameters beyond bytes (the mean block size):
-//
-//	uneven     1: every block's size is drawn uniformly from 0 … 2·count, afresh for every run
-//	empty_pct  each block is empty with this probability, in percent (0 … 100)
-//
-// Without them every block has count elements: the layout of all_to_all, which kernel 06 runs.
+// routing gave them (lab.Blocks); a kernel reads its peers' rows of sizes through peer memory (the
+// exchange of sizes that precedes the data) from a table of the n row pointers. The uneven
+// reduce-scatter (suites reduce_scatter_v...) packs n shards of the same sizes in every rank's
+// input (a sharded model's parameters); rank r keeps the sum of shard r. Sizes (lab.yaml): uneven:
+// 1 draws each from 0 … 2·count afresh for every run; empty_pct: P empties each with probability
+// P %. Without them every block has count elements: all_to_all's layout, which kernel 06 runs.
 const (
 	ParamUneven   = "uneven"
 	ParamEmptyPct = "empty_pct"
 )
 
-// BlockSizes draws the sizes of problem p for n ranks, count being its mean block size.
-func BlockSizes(p lab.Problem, n, count int, rng *rand.Rand) (lab.Blocks, error) {
-	b := make(lab.Blocks, n)
-	for s := range b {
-		row, err := ShardSizes(p, n, count, rng)
-		if err != nil {
-			return nil, err
+// LayoutOf is problem p's layout of op on n ranks, count being its (mean) block: equal blocks for
+// all_to_all, the sizes drawn from rng for the uneven forms.
+func LayoutOf(op Op, p lab.Problem, n, count int, rng *rand.Rand) (l Layout, err error) {
+	l = Layout{Op: op, Ranks: n, Count: count}
+	switch op {
+	case AllToAll:
+		l.Blocks = lab.EqualBlocks(n, count)
+	case AllToAllV:
+		l.Blocks = make(lab.Blocks, n)
+		for s := range l.Blocks {
+			if l.Blocks[s], err = ShardSizes(p, n, count, rng); err != nil {
+				return l, err
+			}
 		}
-		b[s] = row
+	case ReduceScatterV:
+		l.Shards, err = ShardSizes(p, n, count, rng)
 	}
-	return b, nil
+	return l, err
 }
 
 // ShardSizes draws n sizes of mean count as problem p says: one rank's row of an uneven

@@ -54,19 +54,6 @@ func OpOf(s *lab.Suite) Op {
 	return AllReduce
 }
 
-// Counts are the per-rank element counts of a collective's input and output, count being one
-// block (nccl-tests' count).
-func Counts(op Op, n, count int) (in, out int) {
-	in, out = count, count
-	if ops[op].inN {
-		in *= n
-	}
-	if ops[op].outN {
-		out *= n
-	}
-	return in, out
-}
-
 // CountOf reads a problem's per-rank size in bytes and returns the element count in precision prec.
 func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
 	b, e := p.Int("bytes", 0), int64(prec.Bytes())
@@ -90,21 +77,14 @@ func BusFactor(op Op, n int) float64 {
 	return ops[op].bus * float64(n-1) / float64(n)
 }
 
-// AlgBytes are the bytes that nccl-tests divides by the time for algbw: the larger of a rank's
-// input and output, of elements of size bytes.
-func AlgBytes(op Op, n, count, size int) float64 {
-	in, out := Counts(op, n, count)
-	return float64(size) * float64(max(in, out))
-}
-
-// Layout is where a collective's data lies on N ranks: blocks of Count elements (nccl-tests'
+// Layout is where a collective's data lies on its ranks: blocks of Count elements (nccl-tests'
 // count), or the sizes of an all-to-all's blocks (Blocks, equal for all_to_all) or of an uneven
 // reduce-scatter's shards (Shards).
 type Layout struct {
-	Op       Op
-	N, Count int
-	Blocks   lab.Blocks
-	Shards   []int
+	Op           Op
+	Ranks, Count int
+	Blocks       lab.Blocks
+	Shards       []int
 }
 
 // Sizes are rank r's input and output lengths.
@@ -115,7 +95,14 @@ func (l Layout) Sizes(r int) (in, out int) {
 	case l.Shards != nil:
 		return lab.Sum(l.Shards), l.Shards[r]
 	}
-	return Counts(l.Op, l.N, l.Count)
+	in, out = l.Count, l.Count
+	if ops[l.Op].inN {
+		in *= l.Ranks
+	}
+	if ops[l.Op].outN {
+		out *= l.Ranks
+	}
+	return in, out
 }
 
 // Span is the part [lo, hi) of rank s's input that goes into rank r's output.
@@ -153,18 +140,16 @@ func (l Layout) Reference(ins [][]float32, r int) []float64 {
 	return ref
 }
 
-// Work is one collective's work: Bytes = AlgBytes · BusFactor, so that the engine's GB/s is the
-// bus bandwidth, the uneven forms counted with their mean block (shard) as count. No FLOPs: the
-// additions are never what limits a collective.
+// Work is one collective's work: nccl-tests' algbw bytes (the larger of a rank's input and
+// output; for the uneven all-to-all the mean over the ranks) times BusFactor, so that the engine's
+// GB/s is the bus bandwidth. No FLOPs: the additions are never what limits a collective.
 func (l Layout) Work(size int) lab.Work {
-	bytes := AlgBytes(l.Op, l.N, l.Count, size)
-	switch {
-	case l.Op == AllToAllV && l.N > 0:
-		bytes = float64(size) * float64(l.Blocks.Total()) / float64(l.N)
-	case l.Op == ReduceScatterV:
-		bytes = float64(size) * float64(lab.Sum(l.Shards))
+	in, out := l.Sizes(0)
+	bytes := float64(size) * float64(max(in, out))
+	if l.Op == AllToAllV {
+		bytes = float64(size) * float64(l.Blocks.Total()) / float64(l.Ranks)
 	}
-	return lab.Work{Bytes: bytes * BusFactor(l.Op, l.N)}
+	return lab.Work{Bytes: bytes * BusFactor(l.Op, l.Ranks)}
 }
 
 func appendWide(ref []float64, x []float32) []float64 {

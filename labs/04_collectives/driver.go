@@ -53,37 +53,9 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-// ranked is what every case of the lab holds (collCase, moeCase): its Env and its place in the job.
-type ranked struct {
-	env     *lab.Env
-	rank, n int
-}
-
-func rankedOn(env *lab.Env) ranked { w := env.World(); return ranked{env, w.Rank, w.Size} }
-
-func (r ranked) barrier() error { return r.env.DeviceBarrier(r.env.Stream) }
-
-// launchOf is v's grid-stride launch over work elements on this rank's stream.
-func (r ranked) launchOf(v *lab.Variant, work int) gpu.LaunchConfig {
-	return lab.GridStride(r.env, v, work, r.env.Stream)
-}
-
-// step is the launch of k over work elements with args, as a step of lab.InOrder.
-func (r ranked) step(k gpu.Kernel, v *lab.Variant, work int, args ...any) func() error {
-	return func() error { return gpu.Launch(k, r.launchOf(v, work), args...) }
-}
-
-// kernel is v's kernel, or a skip where this rank cannot reach every rank's shared buffers.
-func (r ranked) kernel(v *lab.Variant) (gpu.Kernel, error) {
-	if ok, why := r.env.AllReachable(); !ok {
-		return nil, lab.Skip("%s", why)
-	}
-	return r.env.Kernel(v)
-}
-
 // collCase is one prepared problem on this rank.
 type collCase[T elem] struct {
-	ranked
+	lab.RankCase
 	Layout
 	prec        lab.Precision
 	ins         [][]float32 // every rank's input, for the reference (bf16 values in bf16 suites)
@@ -115,35 +87,26 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	if err != nil {
 		return nil, err
 	}
-	c := &collCase[T]{ranked: rankedOn(env), prec: prec}
-	c.Layout = Layout{Op: OpOf(s), N: c.n, Count: count}
-	switch c.Op {
-	case AllToAll:
-		c.Blocks = lab.EqualBlocks(c.n, count)
-	case AllToAllV:
-		c.Blocks, err = BlockSizes(p, c.n, count, env.RNG)
-	case ReduceScatterV:
-		c.Shards, err = ShardSizes(p, c.n, count, env.RNG)
-	}
-	if err != nil {
+	c := &collCase[T]{RankCase: lab.NewRankCase(env), prec: prec}
+	if c.Layout, err = LayoutOf(OpOf(s), p, c.N, count, env.RNG); err != nil {
 		return nil, err
 	}
 	var mine []T
-	for r := range c.n {
+	for r := range c.N {
 		in, _ := c.Sizes(r)
 		x := make([]float32, in)
-		if dev := fillInputs[T](x, env.RNG.Uint64()); r == c.rank {
+		if dev := fillInputs[T](x, env.RNG.Uint64()); r == c.Rank {
 			mine = dev
 		}
 		c.ins = append(c.ins, x)
 	}
-	c.inCount, c.oc = c.Sizes(c.rank)
+	c.inCount, c.oc = c.Sizes(c.Rank)
 	a := lab.NewPrep(env)
 	a.Need(int64(prec.Bytes()) * int64(c.inCount+c.oc))
 	c.in = lab.PrepUploadShared(a, "input", lab.OrOne(mine, 1)) // an uneven all-to-all's may be empty
 	switch c.Op {
 	case AllToAllV:
-		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.Blocks.Row(c.rank))
+		c.sizeRows = lab.PrepUploadShared(a, "block sizes", c.Blocks.Row(c.Rank))
 	case ReduceScatterV:
 		c.offsets = lab.PrepUpload(a, "shard offsets", ShardOffsets(c.Shards))
 	}
@@ -169,14 +132,14 @@ func (c *collCase[T]) Run(v *lab.Variant) error {
 	if OnNCCLDevice(v) {
 		return c.runSymmetric(v)
 	}
-	k, err := c.kernel(v)
+	k, err := c.Kernel(v)
 	if err != nil {
 		return err
 	}
 	if v.Params[ParamFusedBarrier] != 0 {
 		return c.launch(k, v)
 	}
-	return lab.InOrder(c.barrier, func() error { return c.launch(k, v) }, c.barrier)
+	return lab.InOrder(c.Barrier, func() error { return c.launch(k, v) }, c.Barrier)
 }
 
 func (c *collCase[T]) launch(k gpu.Kernel, v *lab.Variant) error {
@@ -185,10 +148,10 @@ func (c *collCase[T]) launch(k gpu.Kernel, v *lab.Variant) error {
 	}
 	work := c.oc // a thread per output element, but for the two-shot's share of the sum
 	if v.Entry == "allreduce_two_shot" {
-		work = lab.CeilDiv(c.Count, c.n)
+		work = lab.CeilDiv(c.Count, c.N)
 	}
-	cfg := c.launchOf(v, work)
-	n, cnt, rank := int32(c.n), int32(c.Count), int32(c.rank)
+	cfg := c.GridStride(v, work)
+	n, cnt, rank := int32(c.N), int32(c.Count), int32(c.Rank)
 	switch v.Entry {
 	case "allreduce_one_shot":
 		return gpu.Launch(k, cfg, c.in.Table, c.out, c.sig, rank, n, cnt)
@@ -229,18 +192,18 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	if c.outs == nil {
 		return fmt.Errorf("variant %s: the ring reads its neighbour's output (set %s: 1 on a variant of the suite in lab.yaml)", v.Name, ParamSharedOut)
 	}
-	if c.n == 1 {
+	if c.N == 1 {
 		return lab.Skip("a ring needs at least 2 ranks")
 	}
-	left := (c.rank + c.n - 1) % c.n
-	for t := range 2 * (c.n - 1) {
+	left := (c.Rank + c.N - 1) % c.N
+	for t := range 2 * (c.N - 1) {
 		if t > 0 {
-			if err := c.barrier(); err != nil {
+			if err := c.Barrier(); err != nil {
 				return err
 			}
 		}
-		chunk, reduce := RingStep(c.n, c.rank, t)
-		begin, end := RingChunk(c.Count, c.n, chunk)
+		chunk, reduce := RingStep(c.N, c.Rank, t)
+		begin, end := RingChunk(c.Count, c.N, chunk)
 		src := c.outs.Ptr(left)
 		if t == 0 {
 			src = c.in.Ptr(left)
@@ -249,35 +212,30 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 		if reduce {
 			mine = c.in.Mine.DevicePtr()
 		}
-		if err := gpu.Launch(k, c.launchOf(v, end-begin), src, mine, c.out, int32(begin), int32(end)); err != nil {
+		if err := gpu.Launch(k, c.GridStride(v, end-begin), src, mine, c.out, int32(begin), int32(end)); err != nil {
 			return fmt.Errorf("step %d: %w", t, err)
 		}
 	}
 	return nil
 }
 
-// libCalls are the NCCL calls of the library variants of the even collectives.
-var libCalls = map[string]struct {
-	op   Op
-	call func(gpu.RankCommunicator, gpu.Ptr, gpu.Ptr, int, gpu.DataType, gpu.Stream) error
-}{
-	LibAllReduce: {AllReduce, gpu.RankCommunicator.AllReduce}, LibAllGather: {AllGather, gpu.RankCommunicator.AllGather},
-	LibReduceScatter: {ReduceScatter, gpu.RankCommunicator.ReduceScatter},
-}
-
+// runLibrary is the library variant's NCCL call (nccl-tests' for the even collectives).
 func (c *collCase[T]) runLibrary(v *lab.Variant) error {
-	comm, err := c.env.RankCommunicator()
+	comm, err := c.Env.RankCommunicator()
 	if err != nil {
 		return err
 	}
-	send, recv, t, st := c.in.Mine.DevicePtr(), c.out.DevicePtr(), c.prec.DataType(), c.env.Stream
-	if l, ok := libCalls[v.Library]; ok && l.op == c.Op {
-		return l.call(comm, send, recv, c.Count, t, st)
-	}
-	if v.Library == LibAllToAll && c.Blocks != nil {
-		return c.Blocks.AllToAllV(comm, c.rank, 1, false, send, recv, t, st)
-	}
-	if v.Library == LibReduceV && c.Shards != nil {
+	send, recv, t, st := c.in.Mine.DevicePtr(), c.out.DevicePtr(), c.prec.DataType(), c.Env.Stream
+	switch {
+	case v.Library == LibAllReduce && c.Op == AllReduce:
+		return comm.AllReduce(send, recv, c.Count, t, st)
+	case v.Library == LibAllGather && c.Op == AllGather:
+		return comm.AllGather(send, recv, c.Count, t, st)
+	case v.Library == LibReduceScatter && c.Op == ReduceScatter:
+		return comm.ReduceScatter(send, recv, c.Count, t, st)
+	case v.Library == LibAllToAll && c.Blocks != nil:
+		return c.Blocks.AllToAllV(comm, c.Rank, 1, false, send, recv, t, st)
+	case v.Library == LibReduceV && c.Shards != nil:
 		return comm.ReduceScatterV(send, c.Shards, recv, t, st)
 	}
 	return fmt.Errorf("variant %s: library %q does not compute an %s (lab 04 knows %s, %s, %s, %s and %s)",
@@ -290,15 +248,15 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 	if err != nil {
 		return check.Report{}, err
 	}
-	ref := c.Reference(c.ins, c.rank)
-	lo, _ := c.Span(c.rank, c.rank) // where this rank's elements start in the inputs
+	ref := c.Reference(c.ins, c.Rank)
+	lo, _ := c.Span(c.Rank, c.Rank) // where this rank's elements start in the inputs
 	// lab.yaml's bf16 tolerance is one rounding of the sum; the ring and NCCL round n−2 partial sums too.
 	tol := out.Tolerance()
-	if c.prec == lab.BF16 && c.n > 2 && ops[c.Op].sum && (v.Library != "" || v.Entry == EntryRing) {
-		tol *= 1 + float64(c.n-2)*PartialSums(c.ins, ref, lo)
+	if c.prec == lab.BF16 && c.N > 2 && ops[c.Op].sum && (v.Library != "" || v.Entry == EntryRing) {
+		tol *= 1 + float64(c.N-2)*PartialSums(c.ins, ref, lo)
 	}
 	rep := check.Against(got[:c.oc], ref, tol) // an empty output has one unwritten element
-	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", ops[c.Op].ref, c.n)
+	rep.Method = fmt.Sprintf("every rank's output elementwise against a float64 %s of the %d ranks' inputs", ops[c.Op].ref, c.N)
 	return rep, nil
 }
 

@@ -19,22 +19,35 @@ func layoutOf(op Op, ins [][]float32) Layout {
 	if ops[op].inN {
 		count /= len(ins)
 	}
-	return Layout{Op: op, N: len(ins), Count: count}
+	return Layout{Op: op, Ranks: len(ins), Count: count}
+}
+
+// algBytes are nccl-tests' algbw bytes of an even collective: the larger of a rank's input and output.
+func algBytes(op Op, n, count, size int) float64 {
+	in, out := Layout{Op: op, Ranks: n, Count: count}.Sizes(0)
+	return float64(size) * float64(max(in, out))
+}
+
+func blockSizes(p lab.Problem, n, count int, rng *rand.Rand) (lab.Blocks, error) {
+	l, err := LayoutOf(AllToAllV, p, n, count, rng)
+	return l.Blocks, err
 }
 
 func reference(op Op, ins [][]float32, r int) []float64 { return layoutOf(op, ins).Reference(ins, r) }
-func workOf(op Op, n, count, size int) lab.Work         { return Layout{Op: op, N: n, Count: count}.Work(size) }
+func workOf(op Op, n, count, size int) lab.Work {
+	return Layout{Op: op, Ranks: n, Count: count}.Work(size)
+}
 func referenceV(ins [][]float32, b lab.Blocks, r int) []float64 {
-	return Layout{Op: AllToAllV, N: len(b), Blocks: b}.Reference(ins, r)
+	return Layout{Op: AllToAllV, Ranks: len(b), Blocks: b}.Reference(ins, r)
 }
 func workOfV(b lab.Blocks, size int) lab.Work {
-	return Layout{Op: AllToAllV, N: len(b), Blocks: b}.Work(size)
+	return Layout{Op: AllToAllV, Ranks: len(b), Blocks: b}.Work(size)
 }
 func referenceRSV(ins [][]float32, shards []int, r int) []float64 {
-	return Layout{Op: ReduceScatterV, N: len(shards), Shards: shards}.Reference(ins, r)
+	return Layout{Op: ReduceScatterV, Ranks: len(shards), Shards: shards}.Reference(ins, r)
 }
 func workOfRSV(shards []int, size int) lab.Work {
-	return Layout{Op: ReduceScatterV, N: len(shards), Shards: shards}.Work(size)
+	return Layout{Op: ReduceScatterV, Ranks: len(shards), Shards: shards}.Work(size)
 }
 
 func TestBusFactorsAreNCCLTests(t *testing.T) {
@@ -62,11 +75,11 @@ func TestWorkIsBusBytes(t *testing.T) {
 	// All-gather: algbw counts the n·S received, busbw (n−1)/n of it = (n−1)·S.
 	w = workOf(AllGather, 8, s/4, 4)
 	assert.InDelta(t, float64(s)*7, w.Bytes, 1)
-	assert.InDelta(t, 8*float64(s), AlgBytes(AllGather, 8, s/4, 4), 1)
+	assert.InDelta(t, 8*float64(s), algBytes(AllGather, 8, s/4, 4), 1)
 	// Reduce-scatter and all-to-all: S is one block (nccl-tests' count); algbw counts the n·S
 	// sent, busbw (n−1)/n of it.
 	for _, op := range []Op{ReduceScatter, AllToAll} {
-		assert.InDelta(t, 8*float64(s), AlgBytes(op, 8, s/4, 4), 1, "%v", op)
+		assert.InDelta(t, 8*float64(s), algBytes(op, 8, s/4, 4), 1, "%v", op)
 		assert.InDelta(t, float64(s)*7, workOf(op, 8, s/4, 4).Bytes, 1, "%v", op)
 	}
 }
@@ -77,7 +90,7 @@ func TestCounts(t *testing.T) {
 		in, out int
 	}{{AllReduce, 10, 10}, {AllGather, 10, 40}, {ReduceScatter, 40, 10}, {AllToAll, 40, 40}}
 	for _, tc := range tests {
-		in, out := Counts(tc.op, 4, 10)
+		in, out := Layout{Op: tc.op, Ranks: 4, Count: 10}.Sizes(0)
 		assert.Equal(t, tc.in, in, "%v", tc.op)
 		assert.Equal(t, tc.out, out, "%v", tc.op)
 	}
@@ -378,7 +391,7 @@ func TestBlocks(t *testing.T) {
 func TestBlockSizes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := lab.Problem{Name: "x", Params: map[string]int64{"bytes": 400}}
-	b, err := BlockSizes(p, 3, 100, rng)
+	b, err := blockSizes(p, 3, 100, rng)
 	require.NoError(t, err)
 	assert.True(t, b.Equal())
 	assert.Equal(t, 100, b[0][0])
@@ -386,7 +399,7 @@ func TestBlockSizes(t *testing.T) {
 	p.Params[ParamUneven], p.Params[ParamEmptyPct] = 1, 50
 	empty, sizes := 0, map[int]bool{}
 	for range 50 {
-		b, err = BlockSizes(p, 4, 100, rng)
+		b, err = blockSizes(p, 4, 100, rng)
 		require.NoError(t, err)
 		for _, row := range b {
 			for _, v := range row {
@@ -402,7 +415,7 @@ func TestBlockSizes(t *testing.T) {
 	assert.Greater(t, len(sizes), 50, "the sizes vary")
 
 	p.Params[ParamEmptyPct] = 101
-	_, err = BlockSizes(p, 2, 100, rng)
+	_, err = blockSizes(p, 2, 100, rng)
 	assert.ErrorContains(t, err, "percentage")
 }
 
@@ -411,7 +424,7 @@ func TestBlockSizes(t *testing.T) {
 func TestPerPeerMovesTheReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 2, 3, 4} {
-		b, err := BlockSizes(lab.Problem{Name: "u", Params: map[string]int64{"uneven": 1, "empty_pct": 25}}, n, 5, rng)
+		b, err := blockSizes(lab.Problem{Name: "u", Params: map[string]int64{"uneven": 1, "empty_pct": 25}}, n, 5, rng)
 		require.NoError(t, err)
 		ins := make([][]float32, n)
 		for r := range ins {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -12,16 +13,13 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// MoE dispatch and combine (suites moe_dispatch and moe_combine, kernels 15–18), with the
-// semantics of the distributed inference challenge's all2all problem: every rank has a random
-// number of tokens (1 … max_tokens), each routed to topk distinct experts, bf16 hidden states of
-// `hidden` elements and fp32 routing weights. Expert e lives on rank e / ⌈experts / n⌉.
-//
-// Dispatch: every rank receives, for each of its experts, the rows routed to it from every rank,
-// packed by local expert, then by source rank, then in the source's token order, with each row's
-// metadata (source rank, source token, slot). Combine: every rank sends its experts' outputs (here
-// the dispatched row times a per-expert scale, computed on the host) back to the tokens' home
-// ranks, which sum the k of them with the routing weights (fp32, rounded to bf16 once).
+// MoE dispatch and combine (suites moe_dispatch and moe_combine, kernels 15–18), the distributed
+// inference challenge's all2all: every rank has 1 … max_tokens tokens, each routed to topk distinct
+// experts, of bf16 hidden states of `hidden` elements and fp32 routing weights; expert e lives on
+// rank e / ⌈experts / n⌉. Dispatch: every rank receives the rows routed to its experts, packed by
+// local expert, then source rank, then token, with each row's (source rank, token, slot). Combine:
+// every rank sends its experts' outputs (here the row times a per-expert scale) back to the tokens'
+// home ranks, which sum the k of them with the routing weights (fp32, rounded to bf16 once).
 const (
 	ParamExperts   = "experts"
 	ParamTopK      = "topk"
@@ -86,19 +84,17 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 	return m, nil
 }
 
-// rowsOf lists what rank d receives, in the receive buffer's order.
-func (m *moeRouting) rowsOf(d int) []moeRow {
-	var rows []moeRow
+// rowsOf lists what rank d receives, in the receive buffer's order: by expert, then source, then token.
+func (m *moeRouting) rowsOf(d int) (rows []moeRow) {
 	lo, hi := m.expertsOn(d)
-	for e := lo; e < hi; e++ {
-		for src := range m.n {
-			for i, ex := range m.topk[src] {
-				if int(ex) == e {
-					rows = append(rows, moeRow{src, i / m.k, i % m.k})
-				}
+	for src := range m.n {
+		for i, e := range m.topk[src] {
+			if lo <= int(e) && int(e) < hi {
+				rows = append(rows, moeRow{src, i / m.k, i % m.k})
 			}
 		}
 	}
+	slices.SortStableFunc(rows, func(a, b moeRow) int { return m.expertOf(a) - m.expertOf(b) })
 	return rows
 }
 
@@ -112,14 +108,11 @@ func (m *moeRouting) expertsOn(r int) (lo, hi int) {
 
 // sendList is kernel 15's list of rank src: its (token, slot) pairs as t·k + j, by expert, then token.
 func (m *moeRouting) sendList(src int) []int32 {
-	var l []int32
-	for e := range m.experts {
-		for i, ex := range m.topk[src] {
-			if int(ex) == e {
-				l = append(l, int32(i))
-			}
-		}
+	l := make([]int32, len(m.topk[src]))
+	for i := range l {
+		l[i] = int32(i)
 	}
+	slices.SortStableFunc(l, func(a, b int32) int { return int(m.topk[src][a] - m.topk[src][b]) })
 	return l
 }
 
@@ -160,7 +153,7 @@ func (m *moeRouting) expertOut(r moeRow) []float32 {
 
 // moeCase is one prepared problem on this rank.
 type moeCase struct {
-	ranked
+	lab.RankCase
 	combine  bool
 	m        *moeRouting
 	rows     []moeRow
@@ -180,18 +173,18 @@ type moeCase struct {
 }
 
 func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	c := &moeCase{ranked: rankedOn(env), combine: s.Name == "moe_combine"}
-	m, err := drawRouting(p, c.n, env.RNG)
+	c := &moeCase{RankCase: lab.NewRankCase(env), combine: s.Name == "moe_combine"}
+	m, err := drawRouting(p, c.N, env.RNG)
 	if err != nil {
 		return nil, err
 	}
-	c.m, c.rows, c.blocks = m, m.rowsOf(c.rank), m.rowBlocks()
-	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
+	c.m, c.rows, c.blocks = m, m.rowsOf(c.Rank), m.rowBlocks()
+	T, H, k, R := m.tokens[c.Rank], m.hidden, m.k, len(c.rows)
 	a := lab.NewPrep(env)
 	a.Need(2 * int64(R+T*k+T) * int64(H))
 	if !c.combine {
-		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.rank])
-		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.rank])
+		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.Rank])
+		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.Rank])
 		c.counts = lab.PrepSharedScratch[int32](a, "counts", 2*m.experts, lab.PoisonBytes(0xFF))
 		c.sendlist = lab.PrepSharedScratch[int32](a, "send list", T*k, lab.PoisonBytes(0xFF))
 		c.recv = lab.PrepOutput[uint16](a, "received rows", max(1, R)*H, lab.PoisonNaN)
@@ -205,19 +198,19 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 		}
 		c.recv = lab.PrepUpload(a, "expert outputs", lab.OrOne(matref.RoundBF16(ys), H))
 		c.meta = lab.PrepUpload(a, "metadata", lab.OrOne(moeMeta(c.rows), moeMetaWords))
-		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
+		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.Rank])
 		c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
 		c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
 		c.ref = make([]float64, T*H)
 		absMax, refMax, outs := 0.0, 0.0, make([][]float32, k)
 		for t := range T {
 			for j := range outs {
-				outs[j] = m.expertOut(moeRow{c.rank, t, j})
+				outs[j] = m.expertOut(moeRow{c.Rank, t, j})
 			}
 			for i := range H {
 				var sum, abs float64
 				for j, y := range outs {
-					g := float64(m.weights[c.rank][t*k+j]) * float64(y[i])
+					g := float64(m.weights[c.Rank][t*k+j]) * float64(y[i])
 					sum, abs = sum+g, abs+math.Abs(g)
 				}
 				c.ref[t*H+i], absMax, refMax = sum, max(absMax, abs), max(refMax, math.Abs(sum))
@@ -236,7 +229,7 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runNCCL(v)
 	}
-	k, err := c.kernel(v) // kernel 16 (dispatch) or 17 (combine)
+	k, err := c.Kernel(v) // kernel 16 (dispatch) or 17 (combine)
 	if err != nil {
 		return err
 	}
@@ -244,12 +237,12 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	m, R, bar := c.m, len(c.rows), c.barrier
+	m, R, bar := c.m, len(c.rows), c.Barrier
 	if !c.combine {
-		return lab.InOrder(bar, c.count(h[0], v), bar, c.step(k, v, R*m.hidden, c.x.Table, c.counts.Table,
-			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), bar)
+		return lab.InOrder(bar, c.count(h[0], v), bar, c.Step(k, v, R*m.hidden, c.x.Table, c.counts.Table,
+			c.sendlist.Table, c.recv, c.meta, int32(c.Rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), bar)
 	}
-	return lab.InOrder(bar, c.step(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
+	return lab.InOrder(bar, c.Step(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
 		bar, c.reduce(h[0], v), bar)
 }
 
@@ -264,7 +257,7 @@ var moeHelpers = map[string]string{
 func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	var ks []gpu.Kernel
 	for _, e := range append(entries, map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]) {
-		k, err := c.env.KernelByEntry(e)
+		k, err := c.Env.KernelByEntry(e)
 		if err != nil {
 			return nil, fmt.Errorf("%w (list %s under helpers: in lab.yaml)", err, moeHelpers[e])
 		}
@@ -275,19 +268,18 @@ func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 
 // count is kernel 15 on one block: this rank's counts and list starts per expert, its send list.
 func (c *moeCase) count(k gpu.Kernel, v *lab.Variant) func() error {
-	return c.step(k, v, 1, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
+	return c.Step(k, v, 1, c.topk, int32(c.m.tokens[c.Rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
 }
 
 // reduce is kernel 18: every token's weighted sum of its k staged rows.
 func (c *moeCase) reduce(k gpu.Kernel, v *lab.Variant) func() error {
-	T, H := c.m.tokens[c.rank], c.m.hidden
-	return c.step(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
+	T, H := c.m.tokens[c.Rank], c.m.hidden
+	return c.Step(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
 }
 
 // Check: dispatch's rows and metadata exactly (a copy); combine's tokens against the float64
 // weighted sum within one bf16 rounding plus the fp32 accumulation of k terms (lab.yaml).
 func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	H, R := c.m.hidden, len(c.rows)
 	if c.combine {
 		got, err := out.BF16(c.out)
 		if err != nil {
@@ -303,7 +295,8 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		return check.Report{}, err
 	}
 	// The rows, then their metadata, as one vector of exact values.
-	got, ref := rows[:R*H:R*H], make([]float64, 0, R*(H+moeMetaWords))
+	n := len(c.rows) * c.m.hidden
+	got, ref := rows[:n:n], make([]float64, 0, n+len(c.rows)*moeMetaWords)
 	for _, r := range c.rows {
 		ref = appendWide(ref, c.m.row(r))
 	}
@@ -333,7 +326,7 @@ type moeNCCL struct {
 }
 
 func (c *moeCase) runNCCL(v *lab.Variant) error {
-	comm, err := c.env.RankCommunicator()
+	comm, err := c.Env.RankCommunicator()
 	if err != nil {
 		return err
 	}
@@ -341,12 +334,12 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	rows, perm, m, st := ks[0], ks[1], c.m, c.env.Stream
-	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
+	rows, perm, m, st := ks[0], ks[1], c.m, c.Env.Stream
+	T, H, R, P := m.tokens[c.Rank], m.hidden, len(c.rows), m.perRank()
 	if c.nccl == nil {
 		// The staging: T·k rows out (dispatch) or back (combine), R rows in NCCL's order; for combine
 		// also this rank's send list and the layout's counts, which the dispatch left (the host's copies).
-		a, b := lab.NewPrep(c.env), &moeNCCL{}
+		a, b := lab.NewPrep(c.Env), &moeNCCL{}
 		b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
 		b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)
 		if !c.combine {
@@ -355,42 +348,42 @@ func (c *moeCase) runNCCL(v *lab.Variant) error {
 		} else {
 			counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
 			for _, r := range c.rows {
-				counts[r.src*P+m.expertOf(r)-c.rank*P]++
+				counts[r.src*P+m.expertOf(r)-c.Rank*P]++
 			}
 			b.counts = lab.PrepUpload(a, "layout counts", counts)
-			b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
+			b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.Rank), 0))
 		}
 		if c.nccl, err = lab.Done(a, b); err != nil {
 			return err
 		}
 	}
 	b := c.nccl
-	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
+	rank, n, E, k, h := int32(c.Rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
 	// NCCL's all-to-allv of this rank's blocks (of unit elements), or back to their senders.
 	exchange := func(unit int, back bool, send, recv gpu.Ptr, t gpu.DataType) func() error {
-		return func() error { return c.blocks.AllToAllV(comm, c.rank, unit, back, send, recv, t, st) }
+		return func() error { return c.blocks.AllToAllV(comm, c.Rank, unit, back, send, recv, t, st) }
 	}
 	if !c.combine {
 		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns hiJ−loJ.
 		var sc, so, rc, ro []int
-		lo, hi := m.expertsOn(c.rank)
+		lo, hi := m.expertsOn(c.Rank)
 		for j := range m.n {
 			loJ, hiJ := m.expertsOn(j)
 			sc, so = append(sc, hiJ-loJ), append(so, j*P)
 			rc, ro = append(rc, hi-lo), append(ro, j*P)
 		}
-		counts := func() error {
-			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
-		}
-		return lab.InOrder(c.count(ks[2], v), counts,
-			c.step(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
+		return lab.InOrder(c.count(ks[2], v),
+			func() error {
+				return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
+			},
+			c.Step(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
 			exchange(1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32),
 			exchange(H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16),
-			c.step(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
+			c.Step(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
 	}
 	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
-	return lab.InOrder(c.step(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
+	return lab.InOrder(c.Step(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
 		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
-		c.step(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
+		c.Step(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
 		c.reduce(ks[2], v))
 }

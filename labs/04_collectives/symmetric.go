@@ -32,29 +32,29 @@ type symmetric struct {
 // the same variants in the same order), with one LSA barrier per block of the largest grid.
 func (c *collCase[T]) runSymmetric(v *lab.Variant) error {
 	if c.sym == nil {
-		barriers := int(c.launchOf(v, math.MaxInt32).Grid.X)
+		barriers := int(c.GridStride(v, math.MaxInt32).Grid.X)
 		bytes := int64(c.prec.Bytes()) * int64(c.inCount)
-		w, err := lab.SymmetricWindow(c.env, "input", bytes, barriers)
+		w, err := lab.SymmetricWindow(c.Env, "input", bytes, barriers)
 		// Ranks on other nodes need the network, which LSA pointers do not cross.
-		if err == nil && w.LSARanks() != c.n {
+		if err == nil && w.LSARanks() != c.N {
 			err = lab.Skip("NCCL's load/store team (LSA) of rank %d has %d of the %d ranks: the others are on other nodes, "+
-				"which LSA pointers do not reach (NCCL 2.28.7's GPU-initiated networking, GIN, would carry these kernels across nodes)", c.rank, w.LSARanks(), c.n)
+				"which LSA pointers do not reach (NCCL 2.28.7's GPU-initiated networking, GIN, would carry these kernels across nodes)", c.Rank, w.LSARanks(), c.N)
 		}
 		if err == nil {
-			err = c.env.Device.CopyDtoD(w.Local(), c.in.Mine.DevicePtr(), bytes, c.env.Stream)
+			err = c.Env.Device.CopyDtoD(w.Local(), c.in.Mine.DevicePtr(), bytes, c.Env.Stream)
 		}
 		c.sym = &symmetric{w, barriers, err}
 	}
 	if c.sym.err != nil {
 		return c.sym.err
 	}
-	k, err := c.env.Kernel(v)
+	k, err := c.Env.Kernel(v)
 	if err != nil {
 		return err
 	}
 	// A block waits at the barrier of its index on every rank: the grid never exceeds the
 	// barriers (the kernels loop over what is left), and it is the same on every rank.
-	cfg := c.launchOf(v, c.oc)
+	cfg := c.GridStride(v, c.oc)
 	cfg.Grid = gpu.D1(min(int(cfg.Grid.X), c.sym.barriers))
 	if v.Entry == EntryNCCLOneShot && c.Op == AllReduce || v.Entry == EntryNCCLAllGather && c.Op == AllGather {
 		return gpu.Launch(k, cfg, c.sym.win.DevComm(), c.sym.win.Window(), c.out, int32(c.Count))
