@@ -7,13 +7,12 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-// The uneven all-to-all (suites all_to_allv...) is a MoE dispatch whose blocks have the sizes the
-// routing gave them (lab.Blocks); a kernel reads its peers' rows of sizes through peer memory (the
-// exchange of sizes that precedes the data) from a table of the n row pointers. The uneven
-// reduce-scatter (suites reduce_scatter_v...) packs n shards of the same sizes in every rank's
-// input (a sharded model's parameters); rank r keeps the sum of shard r. Sizes (lab.yaml): uneven:
-// 1 draws each from 0 … 2·count afresh for every run; empty_pct: P empties each with probability
-// P %. Without them every block has count elements: all_to_all's layout, which kernel 06 runs.
+// The uneven all-to-all (suites all_to_allv...) is a MoE dispatch with the routing's block sizes
+// (lab.Blocks); a kernel reads its peers' rows of sizes through peer memory (the exchange of sizes
+// before the data) from a table of the n row pointers. The uneven reduce-scatter (reduce_scatter_v)
+// packs n shards of the same sizes in every rank's input (a sharded model's parameters); rank r
+// keeps the sum of shard r. Sizes (lab.yaml): uneven: 1 draws each from 0 … 2·count afresh every
+// run, empty_pct: P empties each with probability P %; else all_to_all's (kernel 06's) layout.
 const (
 	ParamUneven   = "uneven"
 	ParamEmptyPct = "empty_pct"

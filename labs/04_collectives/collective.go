@@ -43,8 +43,7 @@ var ops = [...]struct {
 
 func (o Op) String() string { return ops[o].name }
 
-// OpOf says which collective a suite measures, by the start of its name after any "bf16_";
-// the suites of no other collective are allreduces.
+// OpOf is the collective a suite measures, by the start of its name after any "bf16_" (else allreduce).
 func OpOf(s *lab.Suite) Op {
 	for _, o := range []Op{AllGather, ReduceScatterV, ReduceScatter, AllToAllV, AllToAll} { // the v forms before their prefixes
 		if strings.HasPrefix(strings.TrimPrefix(s.Name, "bf16_"), o.String()) {
@@ -68,18 +67,8 @@ func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
 	return int(b / e), nil
 }
 
-// BusFactor is nccl-tests' ratio busbw / algbw for n ranks: it turns the rate of one rank's data
-// into the rate each link must sustain in a bandwidth-optimal algorithm, comparable across n.
-func BusFactor(op Op, n int) float64 {
-	if n < 1 {
-		return 0
-	}
-	return ops[op].bus * float64(n-1) / float64(n)
-}
-
 // Layout is where a collective's data lies on its ranks: blocks of Count elements (nccl-tests'
-// count), or the sizes of an all-to-all's blocks (Blocks, equal for all_to_all) or of an uneven
-// reduce-scatter's shards (Shards).
+// count), or an all-to-all's block sizes (equal for all_to_all), or uneven reduce-scatter shards.
 type Layout struct {
 	Op           Op
 	Ranks, Count int
@@ -107,17 +96,16 @@ func (l Layout) Sizes(r int) (in, out int) {
 
 // Span is the part [lo, hi) of rank s's input that goes into rank r's output.
 func (l Layout) Span(s, r int) (lo, hi int) {
+	size := l.Count
 	switch {
 	case l.Blocks != nil:
-		lo = l.Blocks.SendOffset(s, r)
-		return lo, lo + l.Blocks[s][r]
+		lo, size = l.Blocks.SendOffset(s, r), l.Blocks[s][r]
 	case l.Shards != nil:
-		lo = lab.Sum(l.Shards[:r])
-		return lo, lo + l.Shards[r]
+		lo, size = lab.Sum(l.Shards[:r]), l.Shards[r]
 	case ops[l.Op].inN:
-		return r * l.Count, (r + 1) * l.Count
+		lo = r * l.Count
 	}
-	return 0, l.Count
+	return lo, lo + size
 }
 
 // Reference is what rank r must hold, in float64: the sum of the ranks' spans for it (allreduce,
@@ -140,16 +128,17 @@ func (l Layout) Reference(ins [][]float32, r int) []float64 {
 	return ref
 }
 
-// Work is one collective's work: nccl-tests' algbw bytes (the larger of a rank's input and
-// output; for the uneven all-to-all the mean over the ranks) times BusFactor, so that the engine's
-// GB/s is the bus bandwidth. No FLOPs: the additions are never what limits a collective.
+// Work is nccl-tests' algbw bytes (the larger of a rank's input and output; the uneven all-to-all's
+// mean over the ranks) times busbw / algbw = bus·(n−1)/n, the rate each link must sustain in a
+// bandwidth-optimal algorithm, comparable across n: the engine's GB/s is the bus bandwidth. No
+// FLOPs: the additions are never what limits a collective.
 func (l Layout) Work(size int) lab.Work {
 	in, out := l.Sizes(0)
 	bytes := float64(size) * float64(max(in, out))
 	if l.Op == AllToAllV {
 		bytes = float64(size) * float64(l.Blocks.Total()) / float64(l.Ranks)
 	}
-	return lab.Work{Bytes: bytes * BusFactor(l.Op, l.Ranks)}
+	return lab.Work{Bytes: bytes * (ops[l.Op].bus * float64(l.Ranks-1) / float64(l.Ranks))}
 }
 
 func appendWide(ref []float64, x []float32) []float64 {
@@ -187,10 +176,9 @@ func RingChunk(count, n, c int) (begin, end int) {
 	return begin, min(count, begin+size)
 }
 
-// RingStep says what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: which chunk it
-// writes, and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1
-// all-gather steps). It reads that chunk from its left neighbour: at step 0 from the neighbour's
-// input, after that from its output.
+// RingStep is what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: the chunk it writes,
+// and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1 all-gather
+// steps). It reads that chunk from its left neighbour's input at step 0, from its output after.
 func RingStep(n, r, t int) (chunk int, reduce bool) {
 	if t < n-1 {
 		return ((r-1-t)%n + n) % n, true

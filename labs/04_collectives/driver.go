@@ -17,8 +17,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
-// LabDir is the lab's directory name, the key of its driver.
-const LabDir = "04_collectives"
+const LabDir = "04_collectives" // the lab's directory name, the key of its driver
 
 // The library variants (lab.yaml library:).
 const (
@@ -31,21 +30,16 @@ const (
 
 // Kernel entries that the driver launches in ways of their own.
 const (
-	EntryRing         = "allreduce_ring_step" // one launch per step, a device barrier between steps (runRing)
-	EntryAllToAllPull = "all_to_all_pull"     // kernel 06, which takes equal blocks only
+	EntryRing = "allreduce_ring_step" // one launch per step, a device barrier between steps (runRing)
 	// The kernels on NCCL's device API (runSymmetric).
 	EntryNCCLOneShot   = "allreduce_nccl_one_shot"
 	EntryNCCLAllGather = "allgather_nccl_pull"
 )
 
-// Launch parameters a kernel variant may set (lab.yaml params:) besides lab.GridStride's threads,
-// blocks_per_sm and vec: shared_out: 1 for kernels that write their peers' outputs (a push), which
-// every rank must then map; fused_barrier: 1 for kernels that synchronise the ranks themselves
-// (kl_rank_barrier_start/end, taking the signals after their buffers) instead of between two
-// device barriers.
+// Launch parameters a kernel variant may set (lab.yaml params:) besides lab.GridStride's.
 const (
-	ParamSharedOut    = "shared_out"
-	ParamFusedBarrier = "fused_barrier"
+	ParamSharedOut    = "shared_out"    // 1: the kernel writes its peers' outputs (a push), so every rank maps its own
+	ParamFusedBarrier = "fused_barrier" // 1: it synchronises the ranks itself (kl_rank_barrier_start/end, the signals after its buffers)
 )
 
 // Lab is the driver of lab 04.
@@ -53,7 +47,6 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-// collCase is one prepared problem on this rank.
 type collCase[T elem] struct {
 	lab.RankCase
 	Layout
@@ -69,11 +62,10 @@ type collCase[T elem] struct {
 	sym         *symmetric // NCCL's symmetric window of the input, made on first use
 }
 
-// Prepare draws every rank's input (the same seeds on every rank), allocates this rank's part of
-// the shared input, its output and the device barrier's signals.
+// Prepare draws every rank's input (the same seeds on every rank) and allocates this rank's buffers.
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	switch {
-	case IsMoE(s):
+	case s.Name == "moe_dispatch" || s.Name == "moe_combine": // moe.go
 		return prepareMoE(env, s, p)
 	case lab.PrecisionOf(s) == lab.BF16:
 		return prepare[uint16](env, s, p)
@@ -94,11 +86,10 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	var mine []T
 	for r := range c.N {
 		in, _ := c.Sizes(r)
-		x := make([]float32, in)
-		if dev := fillInputs[T](x, env.RNG.Uint64()); r == c.Rank {
+		c.ins = append(c.ins, make([]float32, in))
+		if dev := fillInputs[T](c.ins[r], env.RNG.Uint64()); r == c.Rank {
 			mine = dev
 		}
-		c.ins = append(c.ins, x)
 	}
 	c.inCount, c.oc = c.Sizes(c.Rank)
 	a := lab.NewPrep(env)
@@ -164,7 +155,7 @@ func (c *collCase[T]) launch(k gpu.Kernel, v *lab.Variant) error {
 			}
 			cnt = int32(c.Shards[0])
 		}
-	case EntryAllToAllPull:
+	case "all_to_all_pull": // kernel 06
 		if c.Op == AllToAllV && !c.Blocks.Equal() {
 			return lab.Skip("%s (kernel 06) takes blocks of equal size; this problem's differ", v.Name)
 		}
@@ -204,11 +195,10 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 		}
 		chunk, reduce := RingStep(c.N, c.Rank, t)
 		begin, end := RingChunk(c.Count, c.N, chunk)
-		src := c.outs.Ptr(left)
+		src, mine := c.outs.Ptr(left), gpu.Ptr(0)
 		if t == 0 {
 			src = c.in.Ptr(left)
 		}
-		var mine gpu.Ptr
 		if reduce {
 			mine = c.in.Mine.DevicePtr()
 		}
@@ -219,7 +209,6 @@ func (c *collCase[T]) runRing(k gpu.Kernel, v *lab.Variant) error {
 	return nil
 }
 
-// runLibrary is the library variant's NCCL call (nccl-tests' for the even collectives).
 func (c *collCase[T]) runLibrary(v *lab.Variant) error {
 	comm, err := c.Env.RankCommunicator()
 	if err != nil {
@@ -260,5 +249,4 @@ func (c *collCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, err
 	return rep, nil
 }
 
-// Work makes the engine's GB/s the bus bandwidth (Layout.Work).
 func (c *collCase[T]) Work() lab.Work { return c.Layout.Work(c.prec.Bytes()) }

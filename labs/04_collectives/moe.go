@@ -21,17 +21,9 @@ import (
 // every rank sends its experts' outputs (here the row times a per-expert scale) back to the tokens'
 // home ranks, which sum the k of them with the routing weights (fp32, rounded to bf16 once).
 const (
-	ParamExperts   = "experts"
-	ParamTopK      = "topk"
-	ParamHidden    = "hidden"
-	ParamMaxTokens = "max_tokens"
-
 	moeMaxExperts = 1024 // kernels 15 and 16's shared tables (MOE_MAX_EXPERTS)
 	moeMetaWords  = 3    // per received row: source rank, source token, slot
 )
-
-// IsMoE says whether a suite is one of the MoE suites, which have their own case.
-func IsMoE(s *lab.Suite) bool { return s.Name == "moe_dispatch" || s.Name == "moe_combine" }
 
 // moeRow is one received row: token `token` of rank src, its slot `slot` of k.
 type moeRow struct{ src, token, slot int }
@@ -43,20 +35,19 @@ type moeRouting struct {
 	topk                  [][]int32   // tokens·k experts
 	weights               [][]float32 // tokens·k
 	x                     [][]float32 // tokens·hidden bf16 values
-	xBits                 [][]uint16
-	scale                 []float32 // per expert: the expert's output is bf16(scale·row)
+	scale                 []float32   // per expert: the expert's output is bf16(scale·row)
 }
 
 func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
-	m := &moeRouting{n: n, experts: int(p.Int(ParamExperts, 0)), k: int(p.Int(ParamTopK, 0)), hidden: int(p.Int(ParamHidden, 0))}
-	maxTok := int(p.Int(ParamMaxTokens, 0))
+	m := &moeRouting{n: n, experts: int(p.Int("experts", 0)), k: int(p.Int("topk", 0)), hidden: int(p.Int("hidden", 0))}
+	maxTok := int(p.Int("max_tokens", 0))
 	switch {
 	case m.experts < 1 || m.experts > moeMaxExperts:
-		return nil, fmt.Errorf("problem %q: %s = %d must be 1 to %d", p.Name, ParamExperts, m.experts, moeMaxExperts)
+		return nil, fmt.Errorf("problem %q: experts = %d must be 1 to %d", p.Name, m.experts, moeMaxExperts)
 	case m.k < 1 || m.k > m.experts:
-		return nil, fmt.Errorf("problem %q: %s = %d must be 1 to %s (%d): a token's experts are distinct", p.Name, ParamTopK, m.k, ParamExperts, m.experts)
+		return nil, fmt.Errorf("problem %q: topk = %d must be 1 to experts (%d): a token's experts are distinct", p.Name, m.k, m.experts)
 	case m.hidden < 1 || maxTok < 1:
-		return nil, fmt.Errorf("problem %q: %s and %s must be at least 1 (got %d and %d)", p.Name, ParamHidden, ParamMaxTokens, m.hidden, maxTok)
+		return nil, fmt.Errorf("problem %q: hidden and max_tokens must be at least 1 (got %d and %d)", p.Name, m.hidden, maxTok)
 	case int64(n)*int64(maxTok)*int64(m.k)*int64(m.hidden) > math.MaxInt32:
 		return nil, fmt.Errorf("problem %q: %d ranks of %d tokens × %d slots × %d elements is beyond the kernels' 32-bit row counts", p.Name, n, maxTok, m.k, m.hidden)
 	}
@@ -78,7 +69,7 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 			}
 		}
 		x := make([]float32, t*m.hidden)
-		m.xBits = append(m.xBits, fillInputs[uint16](x, rng.Uint64()))
+		fillInputs[uint16](x, rng.Uint64()) // bf16 values
 		m.topk, m.weights, m.x = append(m.topk, idx), append(m.weights, w), append(m.x, x)
 	}
 	return m, nil
@@ -98,7 +89,6 @@ func (m *moeRouting) rowsOf(d int) (rows []moeRow) {
 	return rows
 }
 
-// perRank is ⌈experts / n⌉: expert e lives on rank e / perRank.
 func (m *moeRouting) perRank() int { return lab.CeilDiv(m.experts, m.n) }
 
 // expertsOn are rank r's experts, [lo, hi): empty on the last ranks when n does not divide experts.
@@ -151,7 +141,6 @@ func (m *moeRouting) expertOut(r moeRow) []float32 {
 	return y
 }
 
-// moeCase is one prepared problem on this rank.
 type moeCase struct {
 	lab.RankCase
 	combine  bool
@@ -183,7 +172,7 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	a := lab.NewPrep(env)
 	a.Need(2 * int64(R+T*k+T) * int64(H))
 	if !c.combine {
-		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.Rank])
+		c.x = lab.PrepUploadShared(a, "tokens", matref.RoundBF16(m.x[c.Rank])) // their bits: rounding leaves them
 		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.Rank])
 		c.counts = lab.PrepSharedScratch[int32](a, "counts", 2*m.experts, lab.PoisonBytes(0xFF))
 		c.sendlist = lab.PrepSharedScratch[int32](a, "send list", T*k, lab.PoisonBytes(0xFF))
@@ -229,12 +218,9 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runNCCL(v)
 	}
-	k, err := c.Kernel(v) // kernel 16 (dispatch) or 17 (combine)
-	if err != nil {
-		return err
-	}
-	h, err := c.helpers() // kernel 15 (before 16) or 18 (after 17)
-	if err != nil {
+	k, err := c.Kernel(v)  // kernel 16 (dispatch) or 17 (combine)
+	h, err2 := c.helpers() // kernel 15 (before 16) or 18 (after 17)
+	if err = cmp.Or(err, err2); err != nil {
 		return err
 	}
 	m, R, bar := c.m, len(c.rows), c.Barrier
@@ -246,20 +232,13 @@ func (c *moeCase) Run(v *lab.Variant) error {
 		bar, c.reduce(h[0], v), bar)
 }
 
-// moeHelpers are the files of the helper kernels the MoE cases launch by entry.
-var moeHelpers = map[string]string{
-	"moe_count": "kernels/15_moe_count.cu", "moe_combine_reduce": "kernels/18_moe_combine_reduce.cu",
-	"moe_rows_by_pair": "kernels/19_nccl_moe_rows.cu", "moe_permute": "kernels/20_nccl_moe_permute.cu",
-}
-
-// helpers are the loaded helper kernels of entries, in their order, then kernel 15 (dispatch) or
-// 18 (combine), which the variant's kernel and the NCCL baseline launch too.
+// helpers are the helper kernels of entries, then kernel 15 (dispatch) or 18 (combine), which both paths need.
 func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	var ks []gpu.Kernel
 	for _, e := range append(entries, map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]) {
 		k, err := c.Env.KernelByEntry(e)
 		if err != nil {
-			return nil, fmt.Errorf("%w (list %s under helpers: in lab.yaml)", err, moeHelpers[e])
+			return nil, fmt.Errorf("%w (list the file that defines %s under helpers: in lab.yaml)", err, e)
 		}
 		ks = append(ks, k)
 	}
@@ -313,13 +292,12 @@ func (c *moeCase) Work() lab.Work {
 	return lab.Work{Bytes: 2 * float64(c.blocks.Total()) * float64(c.m.hidden)}
 }
 
-// The NCCL baseline (variant nccl_alltoallv): NCCL's all-to-allv, grouped ncclSend/ncclRecv, moves
-// contiguous blocks per peer, so the rows are permuted into blocks before it and back after it
-// (kernels 19 and 20), as a MoE layer on NCCL does. The per-peer sizes of the calls come from the
-// host's copy of the routing: a layer would exchange the counts first and copy them to the host, a
-// synchronisation this baseline does not pay. On the device it still exchanges the counts (an
-// all-to-all of them) and the (token, slot) pairs, from which kernel 20 lays out the rows and
-// writes the metadata. int32 words travel as fp32 ones: NCCL only copies them.
+// The NCCL baseline (nccl_alltoallv): NCCL's all-to-allv moves contiguous blocks per peer, so the
+// rows are permuted into blocks before it and back after it (kernels 19 and 20), as a MoE layer on
+// NCCL does. The calls' per-peer sizes come from the host's routing (a layer would first exchange
+// the counts and copy them to the host, a synchronisation not paid here); the device still exchanges
+// the counts and the (token, slot) pairs, from which kernel 20 lays out the rows and writes the
+// metadata. int32 words travel as fp32 ones: NCCL only copies them.
 type moeNCCL struct {
 	sendRows, recvRows *gpu.Buffer[uint16]
 	pairs, counts      *gpu.Buffer[int32] // dispatch: received pairs and counts; combine: this rank's list and the layout's counts
@@ -327,18 +305,14 @@ type moeNCCL struct {
 
 func (c *moeCase) runNCCL(v *lab.Variant) error {
 	comm, err := c.Env.RankCommunicator()
-	if err != nil {
-		return err
-	}
-	ks, err := c.helpers("moe_rows_by_pair", "moe_permute") // kernels 19, 20, and 15 or 18
-	if err != nil {
+	ks, err2 := c.helpers("moe_rows_by_pair", "moe_permute") // kernels 19, 20, and 15 or 18
+	if err = cmp.Or(err, err2); err != nil {
 		return err
 	}
 	rows, perm, m, st := ks[0], ks[1], c.m, c.Env.Stream
 	T, H, R, P := m.tokens[c.Rank], m.hidden, len(c.rows), m.perRank()
 	if c.nccl == nil {
-		// The staging: T·k rows out (dispatch) or back (combine), R rows in NCCL's order; for combine
-		// also this rank's send list and the layout's counts, which the dispatch left (the host's copies).
+		// T·k rows out (dispatch) or back (combine), R in NCCL's order; for combine the dispatch's leavings.
 		a, b := lab.NewPrep(c.Env), &moeNCCL{}
 		b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
 		b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)

@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -10,17 +11,15 @@ import (
 )
 
 // The variants on NCCL's own symmetric memory (kernels 07 and 08), the production form of the
-// course's shared buffers: the input is copied once into an NCCL symmetric window
-// (lab.SymmetricWindow), and the kernels reach the peers' parts with ncclGetLsaPointer and bracket
-// themselves with ncclLsaBarrierSession, so a run is one launch, as for kernels 01 and 02.
+// course's shared buffers: the input is copied once into an NCCL symmetric window; the kernels reach
+// the peers' parts with ncclGetLsaPointer inside an ncclLsaBarrierSession, one launch a run.
 
 // OnNCCLDevice says whether a variant is a kernel on NCCL's device API (needs: [nccl_device]).
 func OnNCCLDevice(v *lab.Variant) bool {
 	return v.IsKernel() && slices.Contains(v.Needs, lab.NeedNCCLDevice)
 }
 
-// symmetric is a case's NCCL symmetric window and the LSA barriers of its device communicator
-// (the largest grid of a launch), or why it has none (a skip, kept for every run).
+// symmetric is a case's window and its LSA barriers (the largest grid), or why it has none (a skip).
 type symmetric struct {
 	win      gpu.SymmetricWindow
 	barriers int
@@ -45,11 +44,8 @@ func (c *collCase[T]) runSymmetric(v *lab.Variant) error {
 		}
 		c.sym = &symmetric{w, barriers, err}
 	}
-	if c.sym.err != nil {
-		return c.sym.err
-	}
 	k, err := c.Env.Kernel(v)
-	if err != nil {
+	if err = cmp.Or(c.sym.err, err); err != nil {
 		return err
 	}
 	// A block waits at the barrier of its index on every rank: the grid never exceeds the
