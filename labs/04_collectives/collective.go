@@ -1,13 +1,11 @@
 package collectives
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 
-	"github.com/kernel-labs/kernellabs/internal/gpu"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
@@ -22,8 +20,8 @@ const (
 	AllGather
 	ReduceScatter
 	AllToAll
-	AllToAllV      // all-to-all with blocks of different sizes (alltoallv.go)
-	ReduceScatterV // reduce-scatter into shards of different sizes (alltoallv.go)
+	AllToAllV      // all-to-all with blocks of different sizes
+	ReduceScatterV // reduce-scatter into shards of different sizes
 )
 
 // ops are the collectives as nccl-tests describes them.
@@ -45,8 +43,7 @@ var ops = [...]struct {
 
 func (o Op) String() string { return ops[o].name }
 
-// OpOf says which collective a suite measures, by the start of its name after any "bf16_";
-// the suites of no other collective are allreduces.
+// OpOf is the collective a suite measures, by the start of its name after any "bf16_" (else allreduce).
 func OpOf(s *lab.Suite) Op {
 	for _, o := range []Op{AllGather, ReduceScatterV, ReduceScatter, AllToAllV, AllToAll} { // the v forms before their prefixes
 		if strings.HasPrefix(strings.TrimPrefix(s.Name, "bf16_"), o.String()) {
@@ -54,20 +51,6 @@ func OpOf(s *lab.Suite) Op {
 		}
 	}
 	return AllReduce
-}
-
-// Counts are the per-rank element counts of a collective's input and output, count being one
-// block (nccl-tests' count): n blocks in for reduce-scatter and all-to-all, n out for all-gather
-// and all-to-all.
-func Counts(op Op, n, count int) (in, out int) {
-	in, out = count, count
-	if ops[op].inN {
-		in *= n
-	}
-	if ops[op].outN {
-		out *= n
-	}
-	return in, out
 }
 
 // CountOf reads a problem's per-rank size in bytes and returns the element count in precision prec.
@@ -84,59 +67,83 @@ func CountOf(p lab.Problem, prec lab.Precision) (int, error) {
 	return int(b / e), nil
 }
 
-// BusFactor is nccl-tests' ratio busbw / algbw for n ranks: it turns the rate of one rank's data
-// into the rate each link must sustain in a bandwidth-optimal algorithm, comparable across n.
-func BusFactor(op Op, n int) float64 {
-	if n < 1 {
-		return 0
+// Layout is where a collective's data lies on its ranks: blocks of Count elements (nccl-tests'
+// count), or an all-to-all's block sizes (equal for all_to_all), or uneven reduce-scatter shards.
+type Layout struct {
+	Op           Op
+	Ranks, Count int
+	Blocks       lab.Blocks
+	Shards       []int
+}
+
+// Sizes are rank r's input and output lengths.
+func (l Layout) Sizes(r int) (in, out int) {
+	switch {
+	case l.Blocks != nil:
+		return l.Blocks.Sent(r), l.Blocks.Received(r)
+	case l.Shards != nil:
+		return lab.Sum(l.Shards), l.Shards[r]
 	}
-	return ops[op].bus * float64(n-1) / float64(n)
-}
-
-// AlgBytes are the bytes that nccl-tests divides by the time for algbw: the larger of a rank's
-// input and output, of elements of size bytes.
-func AlgBytes(op Op, n, count, size int) float64 {
-	in, out := Counts(op, n, count)
-	return float64(size) * float64(max(in, out))
-}
-
-// WorkOf is one collective's work: Bytes = AlgBytes · BusFactor, so that the engine's GB/s is the
-// bus bandwidth. No FLOPs: the additions are never what limits a collective.
-func WorkOf(op Op, n, count, size int) lab.Work {
-	return lab.Work{Bytes: AlgBytes(op, n, count, size) * BusFactor(op, n)}
-}
-
-// Reference is what rank `rank` must hold, in float64: the sum of the inputs (allreduce), their
-// concatenation (all-gather), block `rank` of the sum (reduce-scatter), block `rank` of every
-// input, concatenated (all-to-all).
-func Reference(op Op, ins [][]float32, rank int) []float64 {
-	return reference(op, ins, func(_ int, x []float32) []float32 {
-		if !ops[op].inN {
-			return x
-		}
-		b := len(x) / len(ins)
-		return x[rank*b : (rank+1)*b]
-	})
-}
-
-// reference sums (or concatenates, in rank order) part(s, input of rank s) over the ranks.
-func reference(op Op, ins [][]float32, part func(s int, x []float32) []float32) []float64 {
-	if len(ins) == 0 {
-		return nil
+	in, out = l.Count, l.Count
+	if ops[l.Op].inN {
+		in *= l.Ranks
 	}
+	if ops[l.Op].outN {
+		out *= l.Ranks
+	}
+	return in, out
+}
+
+// Span is the part [lo, hi) of rank s's input that goes into rank r's output.
+func (l Layout) Span(s, r int) (lo, hi int) {
+	size := l.Count
+	switch {
+	case l.Blocks != nil:
+		lo, size = l.Blocks.SendOffset(s, r), l.Blocks[s][r]
+	case l.Shards != nil:
+		lo, size = lab.Sum(l.Shards[:r]), l.Shards[r]
+	case ops[l.Op].inN:
+		lo = r * l.Count
+	}
+	return lo, lo + size
+}
+
+// Reference is what rank r must hold, in float64: the sum of the ranks' spans for it (allreduce,
+// reduce-scatter), or their concatenation in rank order (all-gather, all-to-all).
+func (l Layout) Reference(ins [][]float32, r int) []float64 {
 	ref := []float64{}
 	for s, x := range ins {
-		p := part(s, x)
-		if !ops[op].sum {
-			ref = appendWide(ref, p)
+		lo, hi := l.Span(s, r)
+		if !ops[l.Op].sum {
+			ref = appendWide(ref, x[lo:hi])
 			continue
 		}
 		if s == 0 {
-			ref = make([]float64, len(p))
+			ref = make([]float64, hi-lo)
 		}
-		for i, v := range p {
+		for i, v := range x[lo:hi] {
 			ref[i] += float64(v)
 		}
+	}
+	return ref
+}
+
+// Work is nccl-tests' algbw bytes (the larger of a rank's input and output; the uneven all-to-all's
+// mean over the ranks) times busbw / algbw = bus·(n−1)/n, the rate each link must sustain in a
+// bandwidth-optimal algorithm, comparable across n: the engine's GB/s is the bus bandwidth. No
+// FLOPs: the additions are never what limits a collective.
+func (l Layout) Work(size int) lab.Work {
+	in, out := l.Sizes(0)
+	bytes := float64(size) * float64(max(in, out))
+	if l.Op == AllToAllV {
+		bytes = float64(size) * float64(l.Blocks.Total()) / float64(l.Ranks)
+	}
+	return lab.Work{Bytes: bytes * (ops[l.Op].bus * float64(l.Ranks-1) / float64(l.Ranks))}
+}
+
+func appendWide(ref []float64, x []float32) []float64 {
+	for _, v := range x {
+		ref = append(ref, float64(v))
 	}
 	return ref
 }
@@ -161,28 +168,6 @@ func fillInputs[T elem](x []float32, seed uint64) []T {
 	return any(matref.RoundBF16(x)).([]T)
 }
 
-// Grid is the launch of a kernel variant over `work` elements on a device with sms SMs: one
-// thread for every vec of them (ParamVec).
-func Grid(params map[string]int64, work, sms int) (grid, threads int) {
-	if v := int(params[ParamVec]); v > 1 {
-		work = lab.CeilDiv(work, v)
-	}
-	threads = int(cmp.Or(max(params[ParamThreads], 0), 256))
-	return gpu.GridFor(work, threads, sms, int(cmp.Or(max(params[ParamBlocksPerSM], 0), 2))), threads
-}
-
-func launchOf(env *lab.Env, v *lab.Variant, work int) gpu.LaunchConfig {
-	grid, threads := Grid(v.Params, work, env.Device.Info().SMs)
-	return gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: env.Stream}
-}
-
-func appendWide(ref []float64, x []float32) []float64 {
-	for _, v := range x {
-		ref = append(ref, float64(v))
-	}
-	return ref
-}
-
 // RingChunk is the element range [begin, end) of chunk c when count elements are cut into n
 // chunks of ceil(count/n): the last chunks may be shorter or empty.
 func RingChunk(count, n, c int) (begin, end int) {
@@ -191,10 +176,9 @@ func RingChunk(count, n, c int) (begin, end int) {
 	return begin, min(count, begin+size)
 }
 
-// RingStep says what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: which chunk it
-// writes, and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1
-// all-gather steps). It reads that chunk from its left neighbour: at step 0 from the neighbour's
-// input, after that from its output.
+// RingStep is what rank r does at step t (0 … 2(n−1)−1) of the ring allreduce: the chunk it writes,
+// and whether it adds its own input (the n−1 reduce-scatter steps) or copies (the n−1 all-gather
+// steps). It reads that chunk from its left neighbour's input at step 0, from its output after.
 func RingStep(n, r, t int) (chunk int, reduce bool) {
 	if t < n-1 {
 		return ((r-1-t)%n + n) % n, true

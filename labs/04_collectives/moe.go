@@ -1,9 +1,11 @@
 package collectives
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -11,28 +13,17 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// MoE dispatch and combine (suites moe_dispatch and moe_combine, kernels 15–18), with the
-// semantics of the distributed inference challenge's all2all problem: every rank has a random
-// number of tokens (1 … max_tokens), each routed to topk distinct experts, bf16 hidden states of
-// `hidden` elements and fp32 routing weights. Expert e lives on rank e / ⌈experts / n⌉.
-//
-// Dispatch: every rank receives, for each of its experts, the rows routed to it from every rank,
-// packed by local expert, then by source rank, then in the source's token order, with each row's
-// metadata (source rank, source token, slot). Combine: every rank sends its experts' outputs (here
-// the dispatched row times a per-expert scale, computed on the host) back to the tokens' home
-// ranks, which sum the k of them with the routing weights (fp32, rounded to bf16 once).
+// MoE dispatch and combine (suites moe_dispatch and moe_combine, kernels 15–18), the distributed
+// inference challenge's all2all: every rank has 1 … max_tokens tokens, each routed to topk distinct
+// experts, of bf16 hidden states of `hidden` elements and fp32 routing weights; expert e lives on
+// rank e / ⌈experts / n⌉. Dispatch: every rank receives the rows routed to its experts, packed by
+// local expert, then source rank, then token, with each row's (source rank, token, slot). Combine:
+// every rank sends its experts' outputs (here the row times a per-expert scale) back to the tokens'
+// home ranks, which sum the k of them with the routing weights (fp32, rounded to bf16 once).
 const (
-	ParamExperts   = "experts"
-	ParamTopK      = "topk"
-	ParamHidden    = "hidden"
-	ParamMaxTokens = "max_tokens"
-
 	moeMaxExperts = 1024 // kernels 15 and 16's shared tables (MOE_MAX_EXPERTS)
 	moeMetaWords  = 3    // per received row: source rank, source token, slot
 )
-
-// IsMoE says whether a suite is one of the MoE suites, which have their own case.
-func IsMoE(s *lab.Suite) bool { return s.Name == "moe_dispatch" || s.Name == "moe_combine" }
 
 // moeRow is one received row: token `token` of rank src, its slot `slot` of k.
 type moeRow struct{ src, token, slot int }
@@ -44,20 +35,19 @@ type moeRouting struct {
 	topk                  [][]int32   // tokens·k experts
 	weights               [][]float32 // tokens·k
 	x                     [][]float32 // tokens·hidden bf16 values
-	xBits                 [][]uint16
-	scale                 []float32 // per expert: the expert's output is bf16(scale·row)
+	scale                 []float32   // per expert: the expert's output is bf16(scale·row)
 }
 
 func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
-	m := &moeRouting{n: n, experts: int(p.Int(ParamExperts, 0)), k: int(p.Int(ParamTopK, 0)), hidden: int(p.Int(ParamHidden, 0))}
-	maxTok := int(p.Int(ParamMaxTokens, 0))
+	m := &moeRouting{n: n, experts: int(p.Int("experts", 0)), k: int(p.Int("topk", 0)), hidden: int(p.Int("hidden", 0))}
+	maxTok := int(p.Int("max_tokens", 0))
 	switch {
 	case m.experts < 1 || m.experts > moeMaxExperts:
-		return nil, fmt.Errorf("problem %q: %s = %d must be 1 to %d", p.Name, ParamExperts, m.experts, moeMaxExperts)
+		return nil, fmt.Errorf("problem %q: experts = %d must be 1 to %d", p.Name, m.experts, moeMaxExperts)
 	case m.k < 1 || m.k > m.experts:
-		return nil, fmt.Errorf("problem %q: %s = %d must be 1 to %s (%d): a token's experts are distinct", p.Name, ParamTopK, m.k, ParamExperts, m.experts)
+		return nil, fmt.Errorf("problem %q: topk = %d must be 1 to experts (%d): a token's experts are distinct", p.Name, m.k, m.experts)
 	case m.hidden < 1 || maxTok < 1:
-		return nil, fmt.Errorf("problem %q: %s and %s must be at least 1 (got %d and %d)", p.Name, ParamHidden, ParamMaxTokens, m.hidden, maxTok)
+		return nil, fmt.Errorf("problem %q: hidden and max_tokens must be at least 1 (got %d and %d)", p.Name, m.hidden, maxTok)
 	case int64(n)*int64(maxTok)*int64(m.k)*int64(m.hidden) > math.MaxInt32:
 		return nil, fmt.Errorf("problem %q: %d ranks of %d tokens × %d slots × %d elements is beyond the kernels' 32-bit row counts", p.Name, n, maxTok, m.k, m.hidden)
 	}
@@ -79,29 +69,26 @@ func drawRouting(p lab.Problem, n int, rng *rand.Rand) (*moeRouting, error) {
 			}
 		}
 		x := make([]float32, t*m.hidden)
-		m.xBits = append(m.xBits, fillInputs[uint16](x, rng.Uint64()))
+		fillInputs[uint16](x, rng.Uint64()) // bf16 values
 		m.topk, m.weights, m.x = append(m.topk, idx), append(m.weights, w), append(m.x, x)
 	}
 	return m, nil
 }
 
-// rowsOf lists what rank d receives, in the receive buffer's order.
-func (m *moeRouting) rowsOf(d int) []moeRow {
-	var rows []moeRow
+// rowsOf lists what rank d receives, in the receive buffer's order: by expert, then source, then token.
+func (m *moeRouting) rowsOf(d int) (rows []moeRow) {
 	lo, hi := m.expertsOn(d)
-	for e := lo; e < hi; e++ {
-		for src := range m.n {
-			for i, ex := range m.topk[src] {
-				if int(ex) == e {
-					rows = append(rows, moeRow{src, i / m.k, i % m.k})
-				}
+	for src := range m.n {
+		for i, e := range m.topk[src] {
+			if lo <= int(e) && int(e) < hi {
+				rows = append(rows, moeRow{src, i / m.k, i % m.k})
 			}
 		}
 	}
+	slices.SortStableFunc(rows, func(a, b moeRow) int { return m.expertOf(a) - m.expertOf(b) })
 	return rows
 }
 
-// perRank is ⌈experts / n⌉: expert e lives on rank e / perRank.
 func (m *moeRouting) perRank() int { return lab.CeilDiv(m.experts, m.n) }
 
 // expertsOn are rank r's experts, [lo, hi): empty on the last ranks when n does not divide experts.
@@ -111,26 +98,32 @@ func (m *moeRouting) expertsOn(r int) (lo, hi int) {
 
 // sendList is kernel 15's list of rank src: its (token, slot) pairs as t·k + j, by expert, then token.
 func (m *moeRouting) sendList(src int) []int32 {
-	var l []int32
-	for e := range m.experts {
-		for i, ex := range m.topk[src] {
-			if int(ex) == e {
-				l = append(l, int32(i))
-			}
-		}
+	l := make([]int32, len(m.topk[src]))
+	for i := range l {
+		l[i] = int32(i)
 	}
+	slices.SortStableFunc(l, func(a, b int32) int { return int(m.topk[src][a] - m.topk[src][b]) })
 	return l
 }
 
 // rowBlocks are the rows each rank sends to each: [src][dst], src's pairs routed to dst's experts.
-func (m *moeRouting) rowBlocks() Blocks {
-	b := EqualBlocks(m.n, 0)
+func (m *moeRouting) rowBlocks() lab.Blocks {
+	b := lab.EqualBlocks(m.n, 0)
 	for src, idx := range m.topk {
 		for _, e := range idx {
 			b[src][int(e)/m.perRank()]++
 		}
 	}
 	return b
+}
+
+// moeMeta is the metadata of rows, as kernels 16 and 20 write it.
+func moeMeta(rows []moeRow) []int32 {
+	meta := make([]int32, 0, len(rows)*moeMetaWords)
+	for _, r := range rows {
+		meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
+	}
+	return meta
 }
 
 // row is row r's hidden state, as its source holds it (bf16 values).
@@ -148,14 +141,12 @@ func (m *moeRouting) expertOut(r moeRow) []float32 {
 	return y
 }
 
-// moeCase is one prepared problem on this rank.
 type moeCase struct {
-	env      *lab.Env
+	lab.RankCase
 	combine  bool
 	m        *moeRouting
-	rank     int
 	rows     []moeRow
-	blocks   Blocks              // the rows each rank sends to each
+	blocks   lab.Blocks          // the rows each rank sends to each
 	x        *lab.Shared[uint16] // dispatch: this rank's tokens, which peers pull
 	topk     *gpu.Buffer[int32]
 	counts   *lab.Shared[int32] // dispatch: counts and list starts per expert (kernel 15)
@@ -171,18 +162,18 @@ type moeCase struct {
 }
 
 func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
-	w := env.World()
-	m, err := drawRouting(p, w.Size, env.RNG)
+	c := &moeCase{RankCase: lab.NewRankCase(env), combine: s.Name == "moe_combine"}
+	m, err := drawRouting(p, c.N, env.RNG)
 	if err != nil {
 		return nil, err
 	}
-	c := &moeCase{env: env, combine: s.Name == "moe_combine", m: m, rank: w.Rank, rows: m.rowsOf(w.Rank), blocks: m.rowBlocks()}
-	T, H, k, R := m.tokens[c.rank], m.hidden, m.k, len(c.rows)
+	c.m, c.rows, c.blocks = m, m.rowsOf(c.Rank), m.rowBlocks()
+	T, H, k, R := m.tokens[c.Rank], m.hidden, m.k, len(c.rows)
 	a := lab.NewPrep(env)
 	a.Need(2 * int64(R+T*k+T) * int64(H))
 	if !c.combine {
-		c.x = lab.PrepUploadShared(a, "tokens", m.xBits[c.rank])
-		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.rank])
+		c.x = lab.PrepUploadShared(a, "tokens", matref.RoundBF16(m.x[c.Rank])) // their bits: rounding leaves them
+		c.topk = lab.PrepUpload(a, "routing (top-k experts)", m.topk[c.Rank])
 		c.counts = lab.PrepSharedScratch[int32](a, "counts", 2*m.experts, lab.PoisonBytes(0xFF))
 		c.sendlist = lab.PrepSharedScratch[int32](a, "send list", T*k, lab.PoisonBytes(0xFF))
 		c.recv = lab.PrepOutput[uint16](a, "received rows", max(1, R)*H, lab.PoisonNaN)
@@ -190,30 +181,29 @@ func prepareMoE(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	} else {
 		// Combine: the experts have run on the dispatch's rows (the host's own layout, which the
 		// dispatch suite checks), and the reference is the weighted sum of their outputs.
-		ys, meta := make([]float32, 0, max(1, R)*H), make([]int32, 0, max(1, R)*moeMetaWords)
+		ys := make([]float32, 0, max(1, R)*H)
 		for _, r := range c.rows {
 			ys = append(ys, m.expertOut(r)...)
-			meta = append(meta, int32(r.src), int32(r.token), int32(r.slot))
 		}
 		c.recv = lab.PrepUpload(a, "expert outputs", lab.OrOne(matref.RoundBF16(ys), H))
-		c.meta = lab.PrepUpload(a, "metadata", lab.OrOne(meta, moeMetaWords))
-		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.rank])
+		c.meta = lab.PrepUpload(a, "metadata", lab.OrOne(moeMeta(c.rows), moeMetaWords))
+		c.weights = lab.PrepUpload(a, "routing weights", m.weights[c.Rank])
 		c.stage = lab.PrepSharedScratch[uint16](a, "staging (k rows per token)", T*k*H, lab.PoisonNaN)
 		c.out = lab.PrepOutput[uint16](a, "combined tokens", T*H, lab.PoisonNaN)
 		c.ref = make([]float64, T*H)
-		abs := make([]float64, T*H)
+		absMax, refMax, outs := 0.0, 0.0, make([][]float32, k)
 		for t := range T {
-			for j := range k {
-				g := float64(m.weights[c.rank][t*k+j])
-				for i, y := range m.expertOut(moeRow{c.rank, t, j}) {
-					c.ref[t*H+i] += g * float64(y)
-					abs[t*H+i] += math.Abs(g * float64(y))
-				}
+			for j := range outs {
+				outs[j] = m.expertOut(moeRow{c.Rank, t, j})
 			}
-		}
-		absMax, refMax := 0.0, 0.0
-		for i, a := range abs {
-			absMax, refMax = max(absMax, a), max(refMax, math.Abs(c.ref[i]))
+			for i := range H {
+				var sum, abs float64
+				for j, y := range outs {
+					g := float64(m.weights[c.Rank][t*k+j]) * float64(y[i])
+					sum, abs = sum+g, abs+math.Abs(g)
+				}
+				c.ref[t*H+i], absMax, refMax = sum, max(absMax, abs), max(refMax, math.Abs(sum))
+			}
 		}
 		// The fp32 sum of k terms errs by up to k·2^-23 of Σ_j |w_j·y_j|, relative to the largest token.
 		c.sumTol = float64(k) * 0x1p-23 * absMax / max(refMax, math.SmallestNonzeroFloat64)
@@ -228,68 +218,47 @@ func (c *moeCase) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runNCCL(v)
 	}
-	if ok, why := c.env.AllReachable(); !ok {
-		return lab.Skip("%s", why)
-	}
-	k, err := c.env.Kernel(v) // kernel 16 (dispatch) or 17 (combine)
-	if err != nil {
+	k, err := c.Kernel(v)  // kernel 16 (dispatch) or 17 (combine)
+	h, err2 := c.helpers() // kernel 15 (before 16) or 18 (after 17)
+	if err = cmp.Or(err, err2); err != nil {
 		return err
 	}
-	h, err := c.helpers() // kernel 15 (before 16) or 18 (after 17)
-	if err != nil {
-		return err
-	}
-	m, R, bar := c.m, len(c.rows), c.barrier
+	m, R, bar := c.m, len(c.rows), c.Barrier
 	if !c.combine {
-		return lab.InOrder(bar, c.count(h[0], v), bar, c.launch(k, v, R*m.hidden, c.x.Table, c.counts.Table,
-			c.sendlist.Table, c.recv, c.meta, int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), bar)
+		return lab.InOrder(bar, c.count(h[0], v), bar, c.Step(k, v, R*m.hidden, c.x.Table, c.counts.Table,
+			c.sendlist.Table, c.recv, c.meta, int32(c.Rank), int32(m.n), int32(m.experts), int32(m.k), int32(m.hidden)), bar)
 	}
-	return lab.InOrder(bar, c.launch(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
+	return lab.InOrder(bar, c.Step(k, v, R*m.hidden, c.recv, c.meta, int32(R), c.stage.Table, int32(m.k), int32(m.hidden)),
 		bar, c.reduce(h[0], v), bar)
 }
 
-// moeHelpers are the files of the helper kernels the MoE cases launch by entry.
-var moeHelpers = map[string]string{
-	"moe_count": "kernels/15_moe_count.cu", "moe_combine_reduce": "kernels/18_moe_combine_reduce.cu",
-	"moe_rows_by_pair": "kernels/19_nccl_moe_rows.cu", "moe_permute": "kernels/20_nccl_moe_permute.cu",
-}
-
-// helpers are the loaded helper kernels of entries, in their order, then kernel 15 (dispatch) or
-// 18 (combine), which the variant's kernel and the NCCL baseline launch too.
+// helpers are the helper kernels of entries, then kernel 15 (dispatch) or 18 (combine), which both paths need.
 func (c *moeCase) helpers(entries ...string) ([]gpu.Kernel, error) {
 	var ks []gpu.Kernel
 	for _, e := range append(entries, map[bool]string{false: "moe_count", true: "moe_combine_reduce"}[c.combine]) {
-		k, err := c.env.KernelByEntry(e)
+		k, err := c.Env.KernelByEntry(e)
 		if err != nil {
-			return nil, fmt.Errorf("%w (list %s under helpers: in lab.yaml)", err, moeHelpers[e])
+			return nil, fmt.Errorf("%w (list the file that defines %s under helpers: in lab.yaml)", err, e)
 		}
 		ks = append(ks, k)
 	}
 	return ks, nil
 }
 
-func (c *moeCase) barrier() error { return c.env.DeviceBarrier(c.env.Stream) }
-
-// launch is the step that launches k over work elements (launchOf) with args.
-func (c *moeCase) launch(k gpu.Kernel, v *lab.Variant, work int, args ...any) func() error {
-	return func() error { return gpu.Launch(k, launchOf(c.env, v, work), args...) }
-}
-
 // count is kernel 15 on one block: this rank's counts and list starts per expert, its send list.
 func (c *moeCase) count(k gpu.Kernel, v *lab.Variant) func() error {
-	return c.launch(k, v, 1, c.topk, int32(c.m.tokens[c.rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
+	return c.Step(k, v, 1, c.topk, int32(c.m.tokens[c.Rank]*c.m.k), int32(c.m.experts), c.counts.Mine, c.sendlist.Mine)
 }
 
 // reduce is kernel 18: every token's weighted sum of its k staged rows.
 func (c *moeCase) reduce(k gpu.Kernel, v *lab.Variant) func() error {
-	T, H := c.m.tokens[c.rank], c.m.hidden
-	return c.launch(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
+	T, H := c.m.tokens[c.Rank], c.m.hidden
+	return c.Step(k, v, T*H, c.stage.Mine, c.weights, c.out, int32(T), int32(c.m.k), int32(H))
 }
 
 // Check: dispatch's rows and metadata exactly (a copy); combine's tokens against the float64
 // weighted sum within one bf16 rounding plus the fp32 accumulation of k terms (lab.yaml).
 func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	H, R := c.m.hidden, len(c.rows)
 	if c.combine {
 		got, err := out.BF16(c.out)
 		if err != nil {
@@ -300,21 +269,18 @@ func (c *moeCase) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) 
 		return rep, nil
 	}
 	rows, err := out.BF16(c.recv)
-	if err != nil {
-		return check.Report{}, err
-	}
-	meta, err := lab.Raw(out, c.meta)
-	if err != nil {
+	meta, err2 := lab.Raw(out, c.meta)
+	if err = cmp.Or(err, err2); err != nil {
 		return check.Report{}, err
 	}
 	// The rows, then their metadata, as one vector of exact values.
-	got, ref := rows[:R*H:R*H], make([]float64, 0, R*(H+moeMetaWords))
+	n := len(c.rows) * c.m.hidden
+	got, ref := rows[:n:n], make([]float64, 0, n+len(c.rows)*moeMetaWords)
 	for _, r := range c.rows {
 		ref = appendWide(ref, c.m.row(r))
 	}
-	for i, r := range c.rows {
-		got = append(got, float32(meta[3*i]), float32(meta[3*i+1]), float32(meta[3*i+2]))
-		ref = append(ref, float64(r.src), float64(r.token), float64(r.slot))
+	for i, w := range moeMeta(c.rows) {
+		got, ref = append(got, float32(meta[i])), append(ref, float64(w))
 	}
 	rep := check.Against(got, ref, out.Tolerance())
 	rep.Method = "every rank's received rows, then their (source rank, token, slot), exactly against the host's routing"
@@ -326,84 +292,72 @@ func (c *moeCase) Work() lab.Work {
 	return lab.Work{Bytes: 2 * float64(c.blocks.Total()) * float64(c.m.hidden)}
 }
 
-// The NCCL baseline (variant nccl_alltoallv): NCCL's all-to-allv, grouped ncclSend/ncclRecv, moves
-// contiguous blocks per peer, so the rows are permuted into blocks before it and back after it
-// (kernels 19 and 20), as a MoE layer on NCCL does. The per-peer sizes of the calls come from the
-// host's copy of the routing: a layer would exchange the counts first and copy them to the host, a
-// synchronisation this baseline does not pay. On the device it still exchanges the counts (an
-// all-to-all of them) and the (token, slot) pairs, from which kernel 20 lays out the rows and
-// writes the metadata. int32 words travel as fp32 ones: NCCL only copies them.
+// The NCCL baseline (nccl_alltoallv): NCCL's all-to-allv moves contiguous blocks per peer, so the
+// rows are permuted into blocks before it and back after it (kernels 19 and 20), as a MoE layer on
+// NCCL does. The calls' per-peer sizes come from the host's routing (a layer would first exchange
+// the counts and copy them to the host, a synchronisation not paid here); the device still exchanges
+// the counts and the (token, slot) pairs, from which kernel 20 lays out the rows and writes the
+// metadata. int32 words travel as fp32 ones: NCCL only copies them.
 type moeNCCL struct {
 	sendRows, recvRows *gpu.Buffer[uint16]
 	pairs, counts      *gpu.Buffer[int32] // dispatch: received pairs and counts; combine: this rank's list and the layout's counts
 }
 
 func (c *moeCase) runNCCL(v *lab.Variant) error {
-	comm, err := c.env.RankCommunicator()
-	if err != nil {
+	comm, err := c.Env.RankCommunicator()
+	ks, err2 := c.helpers("moe_rows_by_pair", "moe_permute") // kernels 19, 20, and 15 or 18
+	if err = cmp.Or(err, err2); err != nil {
 		return err
 	}
-	ks, err := c.helpers("moe_rows_by_pair", "moe_permute") // kernels 19, 20, and 15 or 18
-	if err != nil {
-		return err
-	}
-	rows, perm := ks[0], ks[1]
+	rows, perm, m, st := ks[0], ks[1], c.m, c.Env.Stream
+	T, H, R, P := m.tokens[c.Rank], m.hidden, len(c.rows), m.perRank()
 	if c.nccl == nil {
-		if c.nccl, err = c.ncclBuffers(); err != nil {
+		// T·k rows out (dispatch) or back (combine), R in NCCL's order; for combine the dispatch's leavings.
+		a, b := lab.NewPrep(c.Env), &moeNCCL{}
+		b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
+		b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)
+		if !c.combine {
+			b.pairs = lab.PrepAlloc[int32](a, "NCCL received pairs", max(1, R))
+			b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
+		} else {
+			counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
+			for _, r := range c.rows {
+				counts[r.src*P+m.expertOf(r)-c.Rank*P]++
+			}
+			b.counts = lab.PrepUpload(a, "layout counts", counts)
+			b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.Rank), 0))
+		}
+		if c.nccl, err = lab.Done(a, b); err != nil {
 			return err
 		}
 	}
-	b, m, st := c.nccl, c.m, c.env.Stream
-	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
-	rank, n, E, k, h := int32(c.rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
+	b := c.nccl
+	rank, n, E, k, h := int32(c.Rank), int32(m.n), int32(m.experts), int32(m.k), int32(H)
 	// NCCL's all-to-allv of this rank's blocks (of unit elements), or back to their senders.
 	exchange := func(unit int, back bool, send, recv gpu.Ptr, t gpu.DataType) func() error {
-		return func() error { return c.blocks.AllToAllV(comm, c.rank, unit, back, send, recv, t, st) }
+		return func() error { return c.blocks.AllToAllV(comm, c.Rank, unit, back, send, recv, t, st) }
 	}
 	if !c.combine {
 		// The counts of every rank's experts to that rank: P words at j·P, of which rank j owns hiJ−loJ.
 		var sc, so, rc, ro []int
-		lo, hi := m.expertsOn(c.rank)
+		lo, hi := m.expertsOn(c.Rank)
 		for j := range m.n {
 			loJ, hiJ := m.expertsOn(j)
 			sc, so = append(sc, hiJ-loJ), append(so, j*P)
 			rc, ro = append(rc, hi-lo), append(ro, j*P)
 		}
-		counts := func() error {
-			return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
-		}
-		return lab.InOrder(c.count(ks[2], v), counts,
-			c.launch(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
+		return lab.InOrder(c.count(ks[2], v),
+			func() error {
+				return comm.AllToAllV(c.counts.Mine.DevicePtr(), sc, so, b.counts.DevicePtr(), rc, ro, gpu.F32, st)
+			},
+			c.Step(rows, v, T*m.k*H, c.x.Mine, b.sendRows, c.sendlist.Mine, int32(T*m.k), k, h, int32(0)),
 			exchange(1, false, c.sendlist.Mine.DevicePtr(), b.pairs.DevicePtr(), gpu.F32),
 			exchange(H, false, b.sendRows.DevicePtr(), b.recvRows.DevicePtr(), gpu.BF16),
-			c.launch(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
+			c.Step(perm, v, R*H, b.recvRows, c.recv, b.counts, b.pairs, c.meta, rank, n, E, k, h, int32(1)))
 	}
 	// Combine: the expert outputs into NCCL's blocks, back to their home ranks, into the slots.
-	return lab.InOrder(c.launch(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
+	return lab.InOrder(c.Step(perm, v, R*H, c.recv, b.recvRows, b.counts, b.pairs, gpu.Ptr(0), rank, n, E, k, h, int32(0)),
 		exchange(H, true, b.recvRows.DevicePtr(), b.sendRows.DevicePtr(), gpu.BF16),
-		c.launch(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
+		c.Step(rows, v, T*m.k*H, b.sendRows, c.stage.Mine, b.pairs, int32(T*m.k), k, h, int32(1)),
 		c.reduce(ks[2], v))
-}
-
-// ncclBuffers allocates the baseline's staging: T·k rows out (dispatch) or back (combine), R rows in
-// NCCL's order; for combine also this rank's send list and the layout's counts, which the dispatch
-// left (the host's copies of them).
-func (c *moeCase) ncclBuffers() (*moeNCCL, error) {
-	m := c.m
-	T, H, R, P := m.tokens[c.rank], m.hidden, len(c.rows), m.perRank()
-	a, b := lab.NewPrep(c.env), &moeNCCL{}
-	b.sendRows = lab.PrepAlloc[uint16](a, "NCCL send rows", max(1, T*m.k)*H)
-	b.recvRows = lab.PrepAlloc[uint16](a, "NCCL received rows", max(1, R)*H)
-	if !c.combine {
-		b.pairs = lab.PrepAlloc[int32](a, "NCCL received pairs", max(1, R))
-		b.counts = lab.PrepAlloc[int32](a, "NCCL received counts", m.n*P)
-		return lab.Done(a, b)
-	}
-	counts := make([]int32, m.n*P) // by source rank, then local expert: this rank's rows
-	for _, r := range c.rows {
-		counts[r.src*P+m.expertOf(r)-c.rank*P]++
-	}
-	b.counts = lab.PrepUpload(a, "layout counts", counts)
-	b.pairs = lab.PrepUpload(a, "send list", append(m.sendList(c.rank), 0))
-	return lab.Done(a, b)
 }
