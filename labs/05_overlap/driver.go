@@ -113,10 +113,6 @@ func PersistentGrid(resident, producers, tiles int) (int, error) {
 	return max(producers+1, min(resident, producers+tiles)), nil
 }
 
-// HopperOnly says whether entry is one of the wgmma kernels (06, 07: inline PTX for sm_90a, bf16
-// suites only), which the emulator skips.
-func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
-
 // Prepare prepares the suite's case once every rank has a row (and, in gemm_rs, a column of A).
 func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) {
 	if lab.PrecisionOf(s) == lab.BF16 {
@@ -135,40 +131,41 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
 	if strings.TrimPrefix(s.Name, "bf16_") != SuiteGemmRS {
-		return prepareAG[T](env, s, p, sh)
+		return prepareAG(newCore[T](env, s, sh, false), p)
 	}
 	if err := splitK(sh, w.Size); err != nil {
 		return nil, err
 	}
-	return prepareRS[T](env, s, p, sh)
+	return prepareRS(newCore[T](env, s, sh, true), p)
 }
 
 // agCase is an ag_gemm problem on this rank; A_full is core's hostA.
 type agCase[T elem] struct {
 	core[T]
-	a      *lab.Shared[T] // every rank's block of A (RowsOf × K)
+	dA     *lab.Shared[T] // every rank's block of A (RowsOf × K)
 	dAFull *lab.Shared[T] // every rank's gathered A (M × K), a staging buffer (the push form writes peers')
 	dC     *gpu.Buffer[T] // C (M × N)
 
 	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
 }
 
-func prepareAG[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*agCase[T], error) {
-	w := env.World()
-	rows, lo := RowsOf(w.Rank, sh.M, w.Size), Row0Of(w.Rank, sh.M, w.Size)
-	cr, pp, err := newCore[T](env, s, p, sh, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
+func prepareAG[T elem](cr core[T], p lab.Problem) (*agCase[T], error) {
+	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
+	sh, rows, lo := c.sh, c.rows(), c.row0()
+	pp, err := c.start(p, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
 	if err != nil {
 		return nil, err
 	}
-	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
-	c.a = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
+	c.dA = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
 	c.dB = lab.PrepUpload(pp, "B", c.devB)
 	// NaN before every checked run: a tile that reads its rows before they arrive turns C into NaN.
-	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.nan(stagedNaN))
-	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.nan(lab.NaNBits32))
+	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.prec.NaN(stagedNaN))
+	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.prec.NaN(lab.NaNBits32))
 	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.n)) // one per source rank
-	// chunked: an event per source block and one for the start (kernel 06: start and end)
-	c.ready(pp, c.n+1)
+	c.events = pp.Events(c.n + 1)                                             // chunked: the start and one per source block; kernel 06: start, end
+	if pp.Signals(); pp.Err == nil {
+		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dA.Mine.DevicePtr()
+	}
 	return lab.Done(pp, c)
 }
 
@@ -176,7 +173,7 @@ func (c *agCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) 
 
 // fused: the persistent kernels, pulling, with signals, in the push form, or kernel 06.
 func (c *agCase[T]) fused(v *lab.Variant) bool {
-	return v.Entry == EntryFusedPull || v.Entry == c.entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
+	return v.Entry == EntryFusedPull || v.Entry == c.prec.Entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
 }
 
 // launchGather copies count source blocks, from rank first on round the ring, into A_full.
@@ -185,23 +182,18 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	for j := range count {
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
-	entry := c.entry(EntryGather)
-	if c.tlOn {
+	entry := c.prec.Entry(EntryGather)
+	if c.tl.On {
 		entry = EntryGatherTL
 	}
-	args := []any{c.a.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
+	args := []any{c.dA.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
 	}
-	if c.tlOn {
-		args = append(args, c.tlPtr())
+	if c.tl.On {
+		args = append(args, c.tl.Ptr())
 	}
 	return c.copyLaunch(v, entry, work, s, args...)
-}
-
-// launchGemm computes rows [row0, row0+rows) of C from a (rows × K).
-func (c *agCase[T]) launchGemm(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
-	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dC.DevicePtr(), row0*c.sh.N), rows, c.sh.K, s)
 }
 
 // runSequential: the all-gather of every block into A_full, then one GEMM over A_full.
@@ -209,7 +201,7 @@ func (c *agCase[T]) runSequential(v *lab.Variant) error {
 	if err := c.launchGather(v, 0, c.n, c.env.Stream); err != nil {
 		return fmt.Errorf("all-gather: %w", err)
 	}
-	if err := c.launchGemm(v, c.dAFull.Mine.DevicePtr(), 0, c.sh.M, c.env.Stream); err != nil {
+	if err := c.launchRows(v, c.a, 0, c.sh.M, c.env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
 	}
 	return nil
@@ -224,7 +216,7 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	if err := c.launchGemm(v, c.a.Mine.DevicePtr(), c.row0(), c.rows(), compute); err != nil {
+	if err := c.launchRows(v, c.mine, c.row0(), c.rows(), compute); err != nil {
 		return fmt.Errorf("GEMM of its own rows: %w", err)
 	}
 	for j, s := range Ring(c.rank, c.n)[1:] {
@@ -235,8 +227,7 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
 		}
 		row0 := Row0Of(s, c.sh.M, c.n)
-		a := c.at(c.dAFull.Mine.DevicePtr(), row0*c.sh.K)
-		if err := c.launchGemm(v, a, row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
+		if err := c.launchRows(v, c.at(c.a, row0*c.sh.K), row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
 			return fmt.Errorf("GEMM of rank %d's rows: %w", s, err)
 		}
 	}
@@ -272,10 +263,9 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 		return err
 	}
 	tiles := Tiles(c.sh, c.n)
-	r, n, M, N, K := int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.sh.K)
 	if v.Entry == EntryFusedPull {
 		cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(res, tiles))), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
-		return gpu.Launch(k, cfg, c.a.Table, c.dB, c.dC, r, n, M, N, K)
+		return gpu.Launch(k, cfg, c.dims(c.dA.Table, c.dB, c.dC)...)
 	}
 	// At least one GEMM block for every producer... and never more producers than half a wave.
 	prod := max(1, min(v.Positive(ParamProducers, 1), res/2))
@@ -286,9 +276,9 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	c.epoch++
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
 	if v.Params[ParamPush] != 0 {
-		return gpu.Launch(k, cfg, c.withBias(c.a.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch)...)
+		return gpu.Launch(k, cfg, c.withBias(append(c.dims(c.dA.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC), int32(prod), c.epoch))...)
 	}
-	return c.launch(k, cfg, append(c.withBias(c.a.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC, r, n, M, N, K, int32(prod), c.epoch), c.tlPtr())...)
+	return c.tl.Launch(k, cfg, append(c.withBias(append(c.dims(c.dA.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC), int32(prod), c.epoch)), c.tl.Ptr())...)
 }
 
 // runWgmma (kernel 06): gather_rows_bf16 copies every block into A_full with `copiers` blocks,
@@ -307,12 +297,12 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if grid < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, sms)
 	}
-	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr(), c.sh.K, c.sh.M)
+	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
 		return err
 	}
 	copy, compute := c.env.Stream, c.env.Stream
-	gather, err := c.env.KernelByEntry(c.entry(EntryGather))
+	gather, err := c.env.KernelByEntry(c.prec.Entry(EntryGather))
 	if beside && err == nil {
 		copy, err = c.sideStream()
 	}
@@ -320,18 +310,18 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 		return err
 	}
 	c.epoch++
-	M, N, K, r, n := int32(c.sh.M), int32(c.sh.N), int32(c.sh.K), int32(c.rank), int32(c.n)
 	ready := c.epoch * uint32(copiers) // every copier block adds 1 to a block's counter
 	if v.Params[ParamCE] != 0 {
 		err, ready = c.copyOnEngines(copy), c.epoch
 	} else {
+		n := int32(c.n)
 		err = gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
-			c.a.Table, c.dAFull.Mine, M, K, n, r, n, c.flags.Mine)
+			c.dA.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), n, int32(c.rank), n, c.flags.Mine)
 	}
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
-	if err := gpu.Launch(k, cfg, append([]any{c.flags.Mine, ready, r, n, M, N, K, c.dC, c.bias}, maps...)...); err != nil || !beside {
+	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC, c.bias), maps...)...); err != nil || !beside {
 		return err
 	}
 	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
@@ -347,8 +337,8 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 	}
 	for _, src := range Ring(c.rank, c.n) {
 		if rows := RowsOf(src, c.sh.M, c.n); rows > 0 {
-			dst := c.at(c.dAFull.Mine.DevicePtr(), Row0Of(src, c.sh.M, c.n)*c.sh.K)
-			if err := c.env.Device.CopyDtoD(dst, c.a.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
+			dst := c.at(c.a, Row0Of(src, c.sh.M, c.n)*c.sh.K)
+			if err := c.env.Device.CopyDtoD(dst, c.dA.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
 				return fmt.Errorf("copying block %d: %w", src, err)
 			}
 		}
@@ -357,18 +347,6 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 		}
 	}
 	return nil
-}
-
-// runLibrary: ncclAllGather of the blocks into A_full, then the library's GEMM over it.
-func (c *agCase[T]) runLibrary(v *lab.Variant) error {
-	comm, err := c.libraryComm(v, "all-gather")
-	if err != nil {
-		return err
-	}
-	if err := comm.AllGather(c.a.Mine.DevicePtr(), c.dAFull.Mine.DevicePtr(), c.sh.M/c.n*c.sh.K, c.prec.DataType(), c.env.Stream); err != nil {
-		return err
-	}
-	return c.libraryGemm(v, c.sh.K, c.dAFull.Mine.DevicePtr(), c.dB.DevicePtr(), c.dC.DevicePtr())
 }
 
 // Check compares this rank's C with the float64 A_full·B (+ the bias). bf16: two roundings, C's

@@ -31,7 +31,6 @@ func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
 // rsCase is one prepared gemm_rs problem on this rank (core's dB is B_r, K_r × N).
 type rsCase[T elem] struct {
 	core[T]
-	kr   int            // K_r, this rank's columns of A (ColsOf)
 	dA   *gpu.Buffer[T] // A_r (M × K_r)
 	dP   *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
 	dOut *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
@@ -40,19 +39,18 @@ type rsCase[T elem] struct {
 	slots *lab.Shared[T]
 }
 
-func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rsCase[T], error) {
-	w := env.World()
-	k0, kr := Col0Of(w.Rank, sh.K, w.Size), ColsOf(w.Rank, sh.K, w.Size)
-	rows := RowsOf(w.Rank, sh.M, w.Size)
+func prepareRS[T elem](cr core[T], p lab.Problem) (*rsCase[T], error) {
+	c := &rsCase[T]{core: cr}
+	sh, kr, rows := c.sh, c.k, c.rows()
+	k0 := Col0Of(c.rank, sh.K, c.n)
 	slotElems := 0
-	if lab.PrecisionOf(s) == lab.BF16 {
-		slotElems = w.Size * rows * sh.N
+	if c.prec == lab.BF16 {
+		slotElems = c.n * rows * sh.N
 	}
-	cr, pp, err := newCore[T](env, s, p, sh, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
+	pp, err := c.start(p, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
 	if err != nil {
 		return nil, err
 	}
-	c := &rsCase[T]{core: cr, kr: kr}
 	ar := make([]T, sh.M*kr)
 	for i := range sh.M {
 		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
@@ -61,13 +59,17 @@ func prepareRS[T elem](env *lab.Env, s *lab.Suite, p lab.Problem, sh Shape) (*rs
 	c.dB = lab.PrepUpload(pp, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N])
 	// NaN before every checked run: a reduction that runs before its GEMM, or reads a receive slot
 	// before its flag, leaves NaN in C.
-	c.dP = lab.PrepSharedScratch[T](pp, "P (partial product)", sh.M*sh.N, c.nan(lab.NaNBits32))
-	c.dOut = lab.PrepSharedOutput[T](pp, "C (this rank's rows)", rows*sh.N, c.nan(lab.NaNBits32))
+	nan := c.prec.NaN(lab.NaNBits32)
+	c.dP = lab.PrepSharedScratch[T](pp, "P (partial product)", sh.M*sh.N, nan)
+	c.dOut = lab.PrepSharedOutput[T](pp, "C (this rank's rows)", rows*sh.N, nan)
 	if slotElems > 0 {
-		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, c.nan(lab.NaNBits32))
-		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, w.Size*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
+		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, nan)
+		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, c.n*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
 	}
-	c.ready(pp, 2) // chunked: the reduction's start and end
+	c.events = pp.Events(2) // chunked: the reduction's start and end
+	if pp.Signals(); pp.Err == nil {
+		c.a, c.out, c.mine = c.dA.DevicePtr(), c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr()
+	}
 	return lab.Done(pp, c)
 }
 
@@ -75,29 +77,20 @@ func (c *rsCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) 
 
 // fused: the GEMM whose epilogue adds into the owners' rows, or kernel 07.
 func (c *rsCase[T]) fused(v *lab.Variant) bool {
-	return v.Entry == c.entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
+	return v.Entry == c.prec.Entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
 }
 
 // launchGemm computes rows [row0, row0+rows) of this rank's partial product.
 func (c *rsCase[T]) launchGemm(v *lab.Variant, row0, rows int, s gpu.Stream) error {
-	a := c.at(c.dA.DevicePtr(), row0*c.kr)
-	return c.launchTiles(v, a, c.dB.DevicePtr(), c.at(c.dP.Mine.DevicePtr(), row0*c.sh.N), rows, c.kr, s)
+	return c.launchRows(v, c.at(c.a, row0*c.k), row0, rows, s)
 }
 
 // launchReduce pulls this rank's rows of every rank's partial product and sums them into its C.
 func (c *rsCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
-	return c.copyLaunch(v, c.entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
+	return c.copyLaunch(v, c.prec.Entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
 }
 
-// runSequential: the whole GEMM, a device barrier (every partial product is complete), then the
-// reduction of this rank's rows.
-func (c *rsCase[T]) runSequential(v *lab.Variant) error {
-	if err := c.launchGemm(v, 0, c.sh.M, c.env.Stream); err != nil {
-		return fmt.Errorf("GEMM: %w", err)
-	}
-	return c.barrierThenReduce(v)
-}
-
+// barrierThenReduce: a device barrier (every partial product is complete), then the reduction.
 func (c *rsCase[T]) barrierThenReduce(v *lab.Variant) error {
 	if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
 		return err
@@ -105,14 +98,19 @@ func (c *rsCase[T]) barrierThenReduce(v *lab.Variant) error {
 	return c.launchReduce(v, c.env.Stream)
 }
 
+// runSequential: the whole GEMM, then the reduction after a device barrier.
+func (c *rsCase[T]) runSequential(v *lab.Variant) error {
+	if err := c.launchGemm(v, 0, c.sh.M, c.env.Stream); err != nil {
+		return fmt.Errorf("GEMM: %w", err)
+	}
+	return c.barrierThenReduce(v)
+}
+
 // runChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
 // owner's reduction of its block then runs on the side stream beside the GEMMs that follow.
 func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	st := c.env.Stream
-	side, err := c.env.SideStream()
-	if err != nil {
-		return err
-	}
+	var side gpu.Stream
 	for d := range c.n {
 		if err := c.launchGemm(v, Row0Of(d, c.sh.M, c.n), RowsOf(d, c.sh.M, c.n), st); err != nil {
 			return fmt.Errorf("GEMM of rank %d's rows: %w", d, err)
@@ -123,7 +121,8 @@ func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 		if d != c.rank {
 			continue
 		}
-		if err := lab.Order(c.events[0], st, side); err != nil {
+		var err error
+		if side, err = c.sideStream(); err != nil {
 			return err
 		}
 		if err := c.launchReduce(v, side); err != nil {
@@ -151,7 +150,7 @@ func (c *rsCase[T]) runFused(v *lab.Variant) error {
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
-	return gpu.Launch(k, cfg, c.withBias(c.dA, c.dB, c.dOut.Table, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr))...)
+	return gpu.Launch(k, cfg, c.withBias(c.dims(c.dA, c.dB, c.dOut.Table))...)
 }
 
 // runWgmma launches kernel 07, a persistent grid of at most one block an SM. Without push its
@@ -172,12 +171,12 @@ func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 		return err
 	}
 	push := v.Params[ParamPush] != 0
-	out, outRows := c.dP.Mine.DevicePtr(), c.sh.M // the partial product, or (push) this rank's rows of C
+	out, outRows := c.out, c.sh.M // the partial product, or (push) this rank's rows of C
 	if push {
-		out, outRows = c.dOut.Mine.DevicePtr(), c.rows()
+		out, outRows = c.mine, c.rows()
 	}
 	grid := max(1, min(WgmmaRSTiles(c.sh, c.n, push), c.env.Device.Info().SMs))
-	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", c.dA.DevicePtr(), c.dB.DevicePtr(), out, c.kr, outRows)
+	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", out, outRows)
 	if err != nil {
 		return err
 	}
@@ -187,24 +186,10 @@ func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 		c.epoch++
 		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
 	}
-	args := []any{slots, flags, c.epoch, pushArg, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.kr), c.bias}
-	if err := gpu.Launch(k, cfg, append(args, maps...)...); err != nil || push {
+	if err := gpu.Launch(k, cfg, append(append(c.dims(slots, flags, c.epoch, pushArg), c.bias), maps...)...); err != nil || push {
 		return err
 	}
 	return c.barrierThenReduce(v)
-}
-
-// runLibrary: the library's GEMM into the partial product, then ncclReduceScatter of the partial
-// products into every rank's rows.
-func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
-	comm, err := c.libraryComm(v, "reduce-scatter")
-	if err != nil {
-		return err
-	}
-	if err := c.libraryGemm(v, c.kr, c.dA.DevicePtr(), c.dB.DevicePtr(), c.dP.Mine.DevicePtr()); err != nil {
-		return err
-	}
-	return comm.ReduceScatter(c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr(), c.sh.M/c.n*c.sh.N, c.prec.DataType(), c.env.Stream)
 }
 
 // Check compares this rank's rows of C with the float64 product. bf16 roundings on an element's
@@ -213,7 +198,7 @@ func (c *rsCase[T]) runLibrary(v *lab.Variant) error {
 // NCCL's n−1 ring hops (library). Every rank adds the bias, as the challenge's reference does.
 func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	rounds := 2
-	if v.Library != "" || v.Entry == c.entry(EntryGemmRSFused) {
+	if v.Library != "" || v.Entry == c.prec.Entry(EntryGemmRSFused) {
 		rounds = c.n + 1
 	}
 	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)
