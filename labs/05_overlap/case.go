@@ -13,7 +13,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
-// elem is how a suite's data lies on the device: fp32 values, or the bit patterns of bf16 ones.
+// elem is how a suite's data lies on the device: fp32 values, or bf16 bit patterns.
 type elem interface{ float32 | uint16 }
 
 // BF16Rounding is what one rounding to bf16 may cost an element, relative to its error scale
@@ -34,32 +34,20 @@ type core[T elem] struct {
 	hostBias     []float32      // problems with bias: 1 (bf16 suites): N values added to every row
 	bias         gpu.Ptr        // the bias on the device (0: none)
 	dB           *gpu.Buffer[T] // B (ag_gemm), or this rank's rows of it (gemm_rs)
-	// The layer's GEMM out (M × N) = a (M × k) · B, and this rank's block of its collective:
-	// A_full · B into C, this rank's rows of A gathered (ag_gemm); A_r · B_r into P_r, this rank's
-	// rows of C reduced into (gemm_rs).
+	// The layer's GEMM out (M × N) = a (M × k) · B and this rank's block of its collective:
+	// C = A_full · B, its rows of A (ag_gemm); P_r = A_r · B_r, its rows of C (gemm_rs).
 	a, out, mine gpu.Ptr
 	// Ready (ag_gemm) or arrival (gemm_rs) counters, shared: peers raise them. They are never
 	// reset: every run raises them by its producers, and a wait compares with the epoch (the runs
 	// so far), so a launch after a launch on one case waits for its own data.
 	flags  *lab.Shared[uint32]
 	epoch  uint32
-	events []gpu.Event // the schedules' events
+	events []gpu.Event
 	tl     lab.RunTimeline
 }
 
-// newCore is a suite's case on this rank before its buffers; rs: a gemm_rs case, whose GEMM
-// multiplies this rank's columns of A.
-func newCore[T elem](env *lab.Env, s *lab.Suite, sh Shape, rs bool) core[T] {
-	w := env.World()
-	c := core[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, k: sh.K, rs: rs, prec: lab.PrecisionOf(s)}
-	if rs {
-		c.k = ColsOf(w.Rank, sh.K, w.Size)
-	}
-	return c
-}
-
-// start refuses a problem whose elems elements on this rank do not fit on its device, draws A, B
-// and the bias (bias: 1) from the environment's generator, and starts the allocations.
+// start refuses a problem whose elems elements do not fit on this rank's device, draws A, B and
+// the bias (bias: 1), and starts the allocations.
 func (c *core[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	withBias := p.Int(ParamBias, 0) != 0
 	if withBias && c.prec != lab.BF16 {
@@ -68,14 +56,11 @@ func (c *core[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	if err := lab.NeedMemory(c.env, int64(c.prec.Bytes())*elems); err != nil {
 		return nil, lab.Skip("%v", err)
 	}
-	c.hostA, c.hostB = make([]float32, c.sh.M*c.sh.K), make([]float32, c.sh.K*c.sh.N)
-	matref.FillUniform(c.hostA, c.env.RNG.Uint64())
-	matref.FillUniform(c.hostB, c.env.RNG.Uint64())
+	c.hostA, c.hostB = lab.Uniform(c.env, c.sh.M*c.sh.K), lab.Uniform(c.env, c.sh.K*c.sh.N)
 	c.devA, c.devB = lab.DeviceElems[T](c.hostA), lab.DeviceElems[T](c.hostB)
 	pp := lab.NewPrep(c.env)
 	if withBias {
-		c.hostBias = make([]float32, c.sh.N)
-		matref.FillUniform(c.hostBias, c.env.RNG.Uint64())
+		c.hostBias = lab.Uniform(c.env, c.sh.N)
 		c.bias = pp.UploadAs("bias", c.prec, c.hostBias)
 	}
 	return pp, nil
@@ -99,8 +84,7 @@ func (c *core[T]) withBias(args []any) []any {
 	return args
 }
 
-// schedules is what a suite's case runs besides the library baseline: gemm_rows' two host-queued
-// schedules, and the fused kernels (those fused(v) says are its).
+// schedules is what a suite's case runs besides the library baseline.
 type schedules interface {
 	runSequential(v *lab.Variant) error
 	runChunked(v *lab.Variant) error
@@ -145,9 +129,8 @@ func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 	return c.env.DeviceBarrier(st)
 }
 
-// runLibrary is the library baseline: ncclAllGather of the blocks into A_full, then the library's
-// GEMM over it (ag_gemm); or the GEMM into the partial product, then ncclReduceScatter of the
-// partial products into every rank's rows (gemm_rs).
+// runLibrary: ncclAllGather into A_full, then the library's GEMM (ag_gemm); or the GEMM into P_r,
+// then ncclReduceScatter into every rank's rows (gemm_rs).
 func (c *core[T]) runLibrary(v *lab.Variant) error {
 	if v.Library != LibNCCLCublas {
 		return fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
@@ -208,8 +191,8 @@ func splitK(sh Shape, n int) error {
 	return nil
 }
 
-// launchRows launches the variant's tile GEMM, a 64×64 tile a block, for rows [row0, row0+rows)
-// of the layer's output from a, those rows of its A (rows × k).
+// launchRows launches the variant's tile GEMM (a 64×64 tile a block) for rows [row0, row0+rows)
+// of the layer's output, from a (rows × k).
 func (c *core[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
 	kern, err := c.env.Kernel(v)
 	if err != nil {
@@ -220,8 +203,7 @@ func (c *core[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.St
 	return c.tl.Launch(kern, cfg, append(c.withBias([]any{a, c.dB.DevicePtr(), out, int32(rows), int32(c.sh.N), int32(c.k)}), c.tl.Ptr())...)
 }
 
-// copyLaunch launches helper entry over work elements on stream s: the variant's threads per
-// block (256) and blocks per SM (2) at most.
+// copyLaunch launches helper entry over work elements: threads (256) a block, blocks_per_sm (2).
 func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream, args ...any) error {
 	k, err := c.env.KernelByEntry(entry)
 	if err != nil {
@@ -241,25 +223,17 @@ func (c *core[T]) sideStream() (gpu.Stream, error) {
 	return side, lab.Order(c.events[0], c.env.Stream, side)
 }
 
-// wgmmaLaunch readies kernel 06 or 07 for grid blocks on the compute stream with the variant's
-// smem (opted in): the configuration and the TMA maps of the layer's A (M × k), B (k × N) and
-// out (outRows × N), its last arguments, boxes as lab 02's kernel 15 (A 128 × 64, B and out 64 × 64).
+// wgmmaLaunch readies kernel 06 or 07 (grid blocks, the variant's smem): the configuration and
+// the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
 func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
 	smem := v.Positive(ParamSmem, 0)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.env.Stream}
 	if err := lab.OptInShared(kern, smem); err != nil {
 		return cfg, nil, fmt.Errorf("variant %s: %w", v.Name, err)
 	}
-	maps := make([]any, 0, 3)
-	for _, d := range []gpu.TensorMapDesc{lab.BF16Tiles(c.a, c.sh.M, c.k, WgmmaTileM, 64),
-		lab.BF16Tiles(c.dB.DevicePtr(), c.k, c.sh.N, 64, 64), lab.BF16Tiles(out, outRows, c.sh.N, 64, 64)} {
-		m, err := lab.TensorMap(c.env, what, d)
-		if err != nil {
-			return cfg, nil, err
-		}
-		maps = append(maps, m)
-	}
-	return cfg, maps, nil
+	maps, err := lab.TensorMaps(c.env, what, lab.BF16Tiles(c.a, c.sh.M, c.k, WgmmaTileM, 64),
+		lab.BF16Tiles(c.dB.DevicePtr(), c.k, c.sh.N, 64, 64), lab.BF16Tiles(out, outRows, c.sh.N, 64, 64))
+	return cfg, maps, err
 }
 
 // checkRows compares out, C's rows from row0 on, with the float64 product of those rows of A and
@@ -282,11 +256,9 @@ func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows in
 	return rep, nil
 }
 
-// The timeline of a schedule (suite timeline): its -DKL_TIMELINE builds' kernels append a record
-// for every GEMM tile, every block's copy of a source block and every wait of a fused GEMM block
-// for a ready flag to one buffer (labs/common/timeline.cuh): SM, kind, start and end on the
-// global timer, one clock for both streams. Record (lab.Recorder) returns the last run's records
-// (rank 0's become the entry's); internal/site draws them per SM.
+// The timeline (suite timeline): the -DKL_TIMELINE kernels append a record for every GEMM tile,
+// block's copy of a source block and fused block's wait for a flag (labs/common/timeline.cuh), on
+// the global timer, one clock for both streams; rank 0's become the entry's.
 
 // TimelineKinds names the records' kinds, in the order of KL_TL_COMPUTE, KL_TL_COPY, KL_TL_WAIT.
 var TimelineKinds = []string{"compute", "copy", "wait"}

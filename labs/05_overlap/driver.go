@@ -1,5 +1,5 @@
 // Package overlap is lab 05: hiding communication under computation between ranks (one process
-// per GPU) on AllGather + GEMM and GEMM + ReduceScatter (driver_rs.go), tensor parallelism's two
+// per GPU) on AllGather + GEMM and GEMM + ReduceScatter, tensor parallelism's two
 // layers. The variants schedule the same communication and GEMM one after the other, chunked on
 // two streams, or fused in one persistent kernel; the bf16_... suites run them on bf16 data, plus
 // wgmma kernels on Hopper.
@@ -64,12 +64,10 @@ type Lab struct{}
 
 func init() { lab.RegisterDriver(LabDir, Lab{}) }
 
-var _ lab.Driver = Lab{}
-
 // Shape is one problem: C (M×N) = A_full (M×K) · B (K×N).
 type Shape = lab.MNK
 
-// ShapeOf reads m, n and k of a problem (all three required, lab.MNKOf).
+// ShapeOf reads m, n and k of a problem, all three required.
 func ShapeOf(p lab.Problem) (Shape, error) { return lab.MNKOf(p, false) }
 
 // Row0Of is the first row of rank s's block of m rows over n ranks: M/n rows each, the first M%n
@@ -88,7 +86,7 @@ func blockTiles(sh Shape, n, tm, tn int) int {
 	return t
 }
 
-// WorkOf is one run: each of the n ranks computes the M×N×K product (TFLOP/s over all n devices).
+// WorkOf is one run: each of the n ranks computes the M×N×K product.
 func WorkOf(sh Shape, n int) lab.Work {
 	return lab.Work{FLOPs: 2 * float64(sh.M) * float64(sh.N) * float64(sh.K) * float64(n)}
 }
@@ -105,7 +103,7 @@ func Ring(r, n int) []int {
 
 // PersistentGrid is a fused kernel's grid: at most one wave of the resident blocks (a block that
 // spins on a flag must never wait for one that cannot start), at least the producers plus one
-// consumer, no more blocks than there is work for.
+// consumer, no more than there is work for.
 func PersistentGrid(resident, producers, tiles int) (int, error) {
 	if resident < producers+1 {
 		return 0, fmt.Errorf("%d resident blocks cannot hold %d producer block(s) and a GEMM block (lower producers:)", resident, producers)
@@ -130,13 +128,15 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	if sh.M < w.Size {
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
+	c := core[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, k: sh.K, prec: lab.PrecisionOf(s)}
 	if strings.TrimPrefix(s.Name, "bf16_") != SuiteGemmRS {
-		return prepareAG(newCore[T](env, s, sh, false), p)
+		return prepareAG(c, p)
 	}
 	if err := splitK(sh, w.Size); err != nil {
 		return nil, err
 	}
-	return prepareRS(newCore[T](env, s, sh, true), p)
+	c.rs, c.k = true, ColsOf(w.Rank, sh.K, w.Size)
+	return prepareRS(c, p)
 }
 
 // agCase is an ag_gemm problem on this rank; A_full is core's hostA.
@@ -146,11 +146,11 @@ type agCase[T elem] struct {
 	dAFull *lab.Shared[T] // every rank's gathered A (M × K), a staging buffer (the push form writes peers')
 	dC     *gpu.Buffer[T] // C (M × N)
 
-	residentBlocks map[string]int // fused kernels: resident blocks by variant, asked once
+	resident lab.Memo[string, int] // by variant: the ranks' GPUs are of one model, so all agree
 }
 
 func prepareAG[T elem](cr core[T], p lab.Problem) (*agCase[T], error) {
-	c := &agCase[T]{core: cr, residentBlocks: map[string]int{}}
+	c := &agCase[T]{core: cr}
 	sh, rows, lo := c.sh, c.rows(), c.row0()
 	pp, err := c.start(p, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
 	if err != nil {
@@ -162,7 +162,7 @@ func prepareAG[T elem](cr core[T], p lab.Problem) (*agCase[T], error) {
 	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.prec.NaN(stagedNaN))
 	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.prec.NaN(lab.NaNBits32))
 	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.n)) // one per source rank
-	c.events = pp.Events(c.n + 1)                                             // chunked: the start and one per source block; kernel 06: start, end
+	c.events = pp.Events(c.n + 1)                                             // the start, one per source block
 	if pp.Signals(); pp.Err == nil {
 		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dA.Mine.DevicePtr()
 	}
@@ -171,7 +171,7 @@ func prepareAG[T elem](cr core[T], p lab.Problem) (*agCase[T], error) {
 
 func (c *agCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
 
-// fused: the persistent kernels, pulling, with signals, in the push form, or kernel 06.
+// fused: the persistent kernels (pull, signal, push) or kernel 06.
 func (c *agCase[T]) fused(v *lab.Variant) bool {
 	return v.Entry == EntryFusedPull || v.Entry == c.prec.Entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
 }
@@ -182,21 +182,16 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	for j := range count {
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
-	entry := c.prec.Entry(EntryGather)
-	if c.tl.On {
-		entry = EntryGatherTL
-	}
-	args := []any{c.dA.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
+	entry, args := c.prec.Entry(EntryGather), []any{c.dA.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
 	}
 	if c.tl.On {
-		args = append(args, c.tl.Ptr())
+		entry, args = EntryGatherTL, append(args, c.tl.Ptr())
 	}
 	return c.copyLaunch(v, entry, work, s, args...)
 }
 
-// runSequential: the all-gather of every block into A_full, then one GEMM over A_full.
 func (c *agCase[T]) runSequential(v *lab.Variant) error {
 	if err := c.launchGather(v, 0, c.n, c.env.Stream); err != nil {
 		return fmt.Errorf("all-gather: %w", err)
@@ -207,8 +202,8 @@ func (c *agCase[T]) runSequential(v *lab.Variant) error {
 	return nil
 }
 
-// runChunked: the GEMM of this rank's own (local) rows at once, the other blocks copied one launch
-// each on the side stream; the compute stream waits for a block's event (not the host) before its
+// runChunked: the GEMM of this rank's own rows at once, the other blocks copied one launch each
+// on the side stream; the compute stream waits for a block's event (not the host) before its
 // GEMM, so block s+1 copies while block s multiplies, all queued up front.
 func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	compute := c.env.Stream
@@ -234,19 +229,6 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	return nil
 }
 
-// resident is lab.ResidentBlocks of fused kernel k at blocks_per_sm, asked once per case (the
-// ranks run on GPUs of one model, so all find the same number).
-func (c *agCase[T]) resident(v *lab.Variant, k gpu.Kernel) (int, error) {
-	if n, ok := c.residentBlocks[v.Key()]; ok {
-		return n, nil
-	}
-	n, err := lab.ResidentBlocks(c.env, k, GemmThread, v.Positive(ParamBlocksPerSM, 1))
-	if err == nil {
-		c.residentBlocks[v.Key()] = n
-	}
-	return n, err
-}
-
 // runFused: fused_pull reads the peers' rows through the table; fused_signal's producer blocks
 // copy them into A_full and raise the counters its GEMM blocks wait on; in the push form each
 // rank's producers write its rows into the peers' A_full and raise their counters.
@@ -258,7 +240,9 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	if v.Entry == EntryWgmma {
 		return c.runWgmma(v, k)
 	}
-	res, err := c.resident(v, k)
+	res, err := c.resident.Get(v.Key(), func() (int, error) {
+		return lab.ResidentBlocks(c.env, k, GemmThread, v.Positive(ParamBlocksPerSM, 1))
+	})
 	if err != nil {
 		return err
 	}
@@ -349,18 +333,209 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 	return nil
 }
 
-// Check compares this rank's C with the float64 A_full·B (+ the bias). bf16: two roundings, C's
-// and (the library baseline's) the bias add's.
+// Check: bf16 rounds twice, C and (the library baseline) the bias add.
 func (c *agCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
 	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C", 2, 1)
 }
 
 func (c *agCase[T]) Work() lab.Work { return WorkOf(c.sh, c.n) }
 
-// PeerRankProblem describes a problem for the PyTorch peer (peers/torch_nccl.py,
-// lab.PeerRanksDriver): the layer, the sizes, this rank's rows and (gemm_rs) columns, and the work
-// of the lab's own variants, so that the rates compare exactly. torch's NCCL collectives take
-// equal blocks, as for the nccl_cublas baseline.
+// gemm_rs: rank r holds A_r, a block of the columns of A (M × K_r), and B_r, the same block of the
+// rows of B (K_r × N), K split like M (ColsOf, Col0Of). Its partial product P_r = A_r·B_r is
+// M × N; C = Σ_r P_r, and rank r ends with its block of C's rows (RowsOf, Row0Of of M).
+
+// WgmmaRSTiles is the number of 128×256 tiles of kernel 07's order: with push, every destination's
+// block of rows tiled on its own (a tile never spans two owners); without, the M rows at once.
+func WgmmaRSTiles(sh Shape, n int, push bool) int {
+	if !push {
+		n = 1
+	}
+	return blockTiles(sh, n, WgmmaTileM, WgmmaTileN)
+}
+
+// ColsOf and Col0Of are rank s's block of the k columns of A (rows of B): the split of RowsOf.
+func ColsOf(s, k, n int) int { return RowsOf(s, k, n) }
+func Col0Of(s, k, n int) int { return Row0Of(s, k, n) }
+
+// RSWorkOf is one run of gemm_rs: the ranks' partial products together are one M×N×K product.
+func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
+
+// rsCase is a gemm_rs problem on this rank (core's dB is B_r, K_r × N).
+type rsCase[T elem] struct {
+	core[T]
+	dA   *gpu.Buffer[T] // A_r (M × K_r)
+	dP   *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
+	dOut *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
+	// bf16 only, kernel 07's push: every rank's receive slots (one RowsOf × N per source rank), and
+	// core's flags its arrival counters, one per source and tile of its rows.
+	slots *lab.Shared[T]
+}
+
+func prepareRS[T elem](cr core[T], p lab.Problem) (*rsCase[T], error) {
+	c := &rsCase[T]{core: cr}
+	sh, kr, rows := c.sh, c.k, c.rows()
+	k0 := Col0Of(c.rank, sh.K, c.n)
+	slotElems := 0
+	if c.prec == lab.BF16 {
+		slotElems = c.n * rows * sh.N
+	}
+	pp, err := c.start(p, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
+	if err != nil {
+		return nil, err
+	}
+	ar := make([]T, sh.M*kr)
+	for i := range sh.M {
+		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
+	}
+	c.dA = lab.PrepUpload(pp, "A (this rank's columns)", ar)
+	c.dB = lab.PrepUpload(pp, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N])
+	// NaN before every checked run: a reduction that runs before its GEMM, or reads a receive slot
+	// before its flag, leaves NaN in C.
+	nan := c.prec.NaN(lab.NaNBits32)
+	c.dP = lab.PrepSharedScratch[T](pp, "P (partial product)", sh.M*sh.N, nan)
+	c.dOut = lab.PrepSharedOutput[T](pp, "C (this rank's rows)", rows*sh.N, nan)
+	if slotElems > 0 {
+		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, nan)
+		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, c.n*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
+	}
+	c.events = pp.Events(2) // chunked: the reduction's start and end
+	if pp.Signals(); pp.Err == nil {
+		c.a, c.out, c.mine = c.dA.DevicePtr(), c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr()
+	}
+	return lab.Done(pp, c)
+}
+
+func (c *rsCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
+
+// fused: the GEMM whose epilogue adds into the owners' rows, or kernel 07.
+func (c *rsCase[T]) fused(v *lab.Variant) bool {
+	return v.Entry == c.prec.Entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
+}
+
+// launchReduce pulls this rank's rows of every rank's P_r and sums them into its C.
+func (c *rsCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
+	return c.copyLaunch(v, c.prec.Entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
+}
+
+// barrierThenReduce: a device barrier (every P_r is complete), then the reduction.
+func (c *rsCase[T]) barrierThenReduce(v *lab.Variant) error {
+	if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
+		return err
+	}
+	return c.launchReduce(v, c.env.Stream)
+}
+
+func (c *rsCase[T]) runSequential(v *lab.Variant) error {
+	if err := c.launchRows(v, c.a, 0, c.sh.M, c.env.Stream); err != nil {
+		return fmt.Errorf("GEMM: %w", err)
+	}
+	return c.barrierThenReduce(v)
+}
+
+// runChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
+// owner's reduction of its block then runs on the side stream beside the GEMMs that follow.
+func (c *rsCase[T]) runChunked(v *lab.Variant) error {
+	st := c.env.Stream
+	var side gpu.Stream
+	for d := range c.n {
+		row0 := Row0Of(d, c.sh.M, c.n)
+		if err := c.launchRows(v, c.at(c.a, row0*c.k), row0, RowsOf(d, c.sh.M, c.n), st); err != nil {
+			return fmt.Errorf("GEMM of rank %d's rows: %w", d, err)
+		}
+		if err := c.env.DeviceBarrier(st); err != nil {
+			return err
+		}
+		if d != c.rank {
+			continue
+		}
+		var err error
+		if side, err = c.sideStream(); err != nil {
+			return err
+		}
+		if err := c.launchReduce(v, side); err != nil {
+			return fmt.Errorf("reduction of its rows: %w", err)
+		}
+	}
+	return lab.Order(c.events[1], side, st) // the final barrier after the reduction too
+}
+
+// runFused: this rank's rows of C zeroed, a device barrier, then the fused GEMM whose epilogue
+// adds each tile into its owner's rows through the table of outputs.
+func (c *rsCase[T]) runFused(v *lab.Variant) error {
+	if v.Entry == EntryWgmmaRS {
+		return c.runWgmma(v)
+	}
+	st := c.env.Stream
+	if err := c.dOut.Mine.FillBytes(0, st); err != nil {
+		return fmt.Errorf("zeroing its rows of C: %w", err)
+	}
+	if err := c.env.DeviceBarrier(st); err != nil {
+		return err
+	}
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
+	return gpu.Launch(k, cfg, c.withBias(c.dims(c.dA, c.dB, c.dOut.Table))...)
+}
+
+// runWgmma launches kernel 07, a persistent grid of at most one block an SM. Without push its
+// tiles go into P, reduced after a device barrier as in sequential; with push: 1 each tile goes
+// into its owner's receive slot for this rank, with a flag, and the owner reduces its tiles into C
+// as they arrive. Every rank checks every rank's K_r for TMA, so all skip alike.
+func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
+	if c.slots == nil {
+		return fmt.Errorf("variant %s: kernel 07 is bf16 only (suite bf16_%s)", v.Name, SuiteGemmRS)
+	}
+	for s := range c.n {
+		if kr := ColsOf(s, c.sh.K, c.n); kr%8 != 0 || c.sh.N%8 != 0 {
+			return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: every rank's K/%d columns and N must be multiples of 8 (this problem has K=%d, rank %d holds %d columns, N=%d)", c.n, c.sh.K, s, kr, c.sh.N)
+		}
+	}
+	k, err := c.env.Kernel(v)
+	if err != nil {
+		return err
+	}
+	push := v.Params[ParamPush] != 0
+	out, outRows := c.out, c.sh.M // the partial product, or (push) this rank's rows of C
+	if push {
+		out, outRows = c.mine, c.rows()
+	}
+	grid := max(1, min(WgmmaRSTiles(c.sh, c.n, push), c.env.Device.Info().SMs))
+	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", out, outRows)
+	if err != nil {
+		return err
+	}
+	var slots, flags any = gpu.Ptr(0), gpu.Ptr(0)
+	pushArg := int32(0)
+	if push {
+		c.epoch++
+		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
+	}
+	if err := gpu.Launch(k, cfg, append(append(c.dims(slots, flags, c.epoch, pushArg), c.bias), maps...)...); err != nil || push {
+		return err
+	}
+	return c.barrierThenReduce(v)
+}
+
+// Check compares this rank's rows of C with the float64 product. bf16 roundings on an element's
+// path: the partial product and the sum (sequential, chunked, kernel 07, whose pushed partials
+// are bf16, summed in fp32); each add of the fused epilogues (n); the partial, the bias add and
+// NCCL's n−1 ring hops (library). Every rank adds the bias, as the challenge's reference does.
+func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	rounds := 2
+	if v.Library != "" || v.Entry == c.prec.Entry(EntryGemmRSFused) {
+		rounds = c.n + 1
+	}
+	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)
+}
+
+func (c *rsCase[T]) Work() lab.Work { return RSWorkOf(c.sh) }
+
+// PeerRankProblem describes a problem for the PyTorch peer (peers/torch_nccl.py): the layer, the
+// sizes, this rank's rows and columns, and the work of the lab's own variants, so that the rates
+// compare exactly. torch's NCCL collectives take equal blocks, as the nccl_cublas baseline.
 func (Lab) PeerRankProblem(s *lab.Suite, p lab.Problem, w ranks.World) (map[string]any, lab.Work, error) {
 	sh, err := ShapeOf(p)
 	if err != nil {
