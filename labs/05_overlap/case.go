@@ -1,8 +1,5 @@
 package overlap
 
-// What the two suites' cases share (core). It is generic over how the data lies on the device
-// (elem), so the bf16 suites (lab.PrecisionOf) run the fp32 schedules on the kernels' _bf16 entries.
-
 import (
 	"fmt"
 	"slices"
@@ -21,7 +18,10 @@ type elem interface{ float32 | uint16 }
 // check adds it to lab.yaml's tolerance once per rounding on the variant's path.
 const BF16Rounding = 1.0 / 256
 
-type core[T elem] struct {
+// ovCase is a problem of either layer on this rank (driver.go prepares and schedules each). It is
+// generic over how the data lies on the device (elem), so the bf16 suites (lab.PrecisionOf) run
+// the fp32 schedules on the kernels' _bf16 entries.
+type ovCase[T elem] struct {
 	env     *lab.Env
 	sh      Shape
 	rank, n int
@@ -33,7 +33,7 @@ type core[T elem] struct {
 	devA, devB   []T            // the same as the device holds them
 	hostBias     []float32      // problems with bias: 1 (bf16 suites): N values added to every row
 	bias         gpu.Ptr        // the bias on the device (0: none)
-	dB           *gpu.Buffer[T] // B (ag_gemm), or this rank's rows of it (gemm_rs)
+	dB           *gpu.Buffer[T] // B (ag_gemm), or this rank's rows of it, B_r (K_r × N, gemm_rs)
 	// The layer's GEMM out (M × N) = a (M × k) · B and this rank's block of its collective:
 	// C = A_full · B, its rows of A (ag_gemm); P_r = A_r · B_r, its rows of C (gemm_rs).
 	a, out, mine gpu.Ptr
@@ -44,11 +44,24 @@ type core[T elem] struct {
 	epoch  uint32
 	events []gpu.Event
 	tl     lab.RunTimeline
+
+	// ag_gemm
+	dRows    *lab.Shared[T]        // every rank's block of A (RowsOf × K)
+	dAFull   *lab.Shared[T]        // every rank's gathered A (M × K), a staging buffer (the push form writes peers')
+	dC       *gpu.Buffer[T]        // C (M × N)
+	resident lab.Memo[string, int] // fused kernels' resident blocks by variant: the ranks' GPUs are of one model
+	// gemm_rs
+	dCols *gpu.Buffer[T] // A_r (M × K_r)
+	dP    *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
+	dOut  *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
+	// bf16 only, kernel 07's push: every rank's receive slots (one RowsOf × N per source rank), and
+	// flags its arrival counters, one per source and tile of its rows.
+	slots *lab.Shared[T]
 }
 
 // start refuses a problem whose elems elements do not fit on this rank's device, draws A, B and
 // the bias (bias: 1), and starts the allocations.
-func (c *core[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
+func (c *ovCase[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	withBias := p.Int(ParamBias, 0) != 0
 	if withBias && c.prec != lab.BF16 {
 		return nil, fmt.Errorf("problem %q: bias: 1 is for the bf16 suites (the fp32 kernels take no bias)", p.Name)
@@ -66,36 +79,28 @@ func (c *core[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	return pp, nil
 }
 
-func (c *core[T]) rows() int { return RowsOf(c.rank, c.sh.M, c.n) }
-func (c *core[T]) row0() int { return Row0Of(c.rank, c.sh.M, c.n) }
+func (c *ovCase[T]) rows() int { return RowsOf(c.rank, c.sh.M, c.n) }
+func (c *ovCase[T]) row0() int { return Row0Of(c.rank, c.sh.M, c.n) }
 
-func (c *core[T]) at(p gpu.Ptr, elems int) gpu.Ptr { return p + gpu.Ptr(c.prec.Bytes()*elems) }
+func (c *ovCase[T]) at(p gpu.Ptr, elems int) gpu.Ptr { return p + gpu.Ptr(c.prec.Bytes()*elems) }
 
 // dims appends the kernels' sizes to args: this rank, the ranks, M, N and the GEMM's K.
-func (c *core[T]) dims(args ...any) []any {
+func (c *ovCase[T]) dims(args ...any) []any {
 	return append(args, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.k))
 }
 
 // withBias appends the bias (0: none) to a bf16 GEMM's arguments; the fp32 kernels take none.
-func (c *core[T]) withBias(args []any) []any {
+func (c *ovCase[T]) withBias(args []any) []any {
 	if c.prec == lab.BF16 {
 		return append(args, c.bias)
 	}
 	return args
 }
 
-// schedules is what a suite's case runs besides the library baseline.
-type schedules interface {
-	runSequential(v *lab.Variant) error
-	runChunked(v *lab.Variant) error
-	fused(v *lab.Variant) bool
-	runFused(v *lab.Variant) error
-}
-
-// run runs the variant's schedule between two device barriers (no host in between): the first
+// Run runs the variant's schedule between two device barriers (no host in between): the first
 // keeps every rank's work after every peer's poisoned staging buffers, the second ends the run
 // with every rank's.
-func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
+func (c *ovCase[T]) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runLibrary(v)
 	}
@@ -110,16 +115,23 @@ func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 	if err := c.env.DeviceBarrier(st); err != nil {
 		return err
 	}
+	// The fused kernels: pull, signal, push or kernel 06; the GEMM that adds into the owners' rows or kernel 07.
+	suite, seq, chunked, fused := SuiteAGGemm, c.agSequential, c.agChunked, c.agFused
+	isFused := v.Entry == EntryFusedPull || v.Entry == c.prec.Entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
+	if c.rs {
+		suite, seq, chunked, fused = SuiteGemmRS, c.rsSequential, c.rsChunked, c.rsFused
+		isFused = v.Entry == c.prec.Entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
+	}
 	var err error
 	switch gemm := c.prec.Entry(EntryGemmRows); {
 	case (v.Name == VarSequential || v.Name == VarChunked) && v.Entry != gemm:
 		return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, gemm, v.Entry)
 	case v.Name == VarSequential:
-		err = s.runSequential(v)
+		err = seq(v)
 	case v.Name == VarChunked:
-		err = s.runChunked(v)
-	case s.fused(v):
-		err = s.runFused(v)
+		err = chunked(v)
+	case isFused:
+		err = fused(v)
 	default:
 		return fmt.Errorf("variant %s: the driver does not know how to run entry %s in suite %s", v.Name, v.Entry, suite)
 	}
@@ -131,7 +143,7 @@ func (c *core[T]) run(s schedules, suite string, v *lab.Variant) error {
 
 // runLibrary: ncclAllGather into A_full, then the library's GEMM (ag_gemm); or the GEMM into P_r,
 // then ncclReduceScatter into every rank's rows (gemm_rs).
-func (c *core[T]) runLibrary(v *lab.Variant) error {
+func (c *ovCase[T]) runLibrary(v *lab.Variant) error {
 	if v.Library != LibNCCLCublas {
 		return fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
 	}
@@ -154,7 +166,7 @@ func (c *core[T]) runLibrary(v *lab.Variant) error {
 // libraryGemm is the library baseline's GEMM, row-major: cuBLAS SGEMM (fp32), or cuBLASLt with a
 // bf16 output as PyTorch's a @ b, then the bias in a kernel of its own, as the distributed
 // challenge's reference adds it.
-func (c *core[T]) libraryGemm(v *lab.Variant) error {
+func (c *ovCase[T]) libraryGemm(v *lab.Variant) error {
 	blas, err := c.env.BLAS()
 	if err != nil {
 		return err
@@ -193,7 +205,7 @@ func splitK(sh Shape, n int) error {
 
 // launchRows launches the variant's tile GEMM (a 64×64 tile a block) for rows [row0, row0+rows)
 // of the layer's output, from a (rows × k).
-func (c *core[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
+func (c *ovCase[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
 	kern, err := c.env.Kernel(v)
 	if err != nil {
 		return err
@@ -204,7 +216,7 @@ func (c *core[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.St
 }
 
 // copyLaunch launches helper entry over work elements: threads (256) a block, blocks_per_sm (2).
-func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream, args ...any) error {
+func (c *ovCase[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream, args ...any) error {
 	k, err := c.env.KernelByEntry(entry)
 	if err != nil {
 		return err
@@ -215,7 +227,7 @@ func (c *core[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Strea
 }
 
 // sideStream is the second stream, its work from now on after the compute stream's so far.
-func (c *core[T]) sideStream() (gpu.Stream, error) {
+func (c *ovCase[T]) sideStream() (gpu.Stream, error) {
 	side, err := c.env.SideStream()
 	if err != nil {
 		return nil, err
@@ -225,7 +237,7 @@ func (c *core[T]) sideStream() (gpu.Stream, error) {
 
 // wgmmaLaunch readies kernel 06 or 07 (grid blocks, the variant's smem): the configuration and
 // the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
-func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
+func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
 	smem := v.Positive(ParamSmem, 0)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.env.Stream}
 	if err := lab.OptInShared(kern, smem); err != nil {
@@ -238,7 +250,7 @@ func (c *core[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what st
 
 // checkRows compares out, C's rows from row0 on, with the float64 product of those rows of A and
 // B plus biasTimes × the bias, within the suite's tolerance plus, in bf16, rounds × BF16Rounding.
-func (c *core[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows int, what string, rounds, biasTimes int) (check.Report, error) {
+func (c *ovCase[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows int, what string, rounds, biasTimes int) (check.Report, error) {
 	got, err := lab.Widened(outs, out)
 	if err != nil {
 		return check.Report{}, err
@@ -271,6 +283,6 @@ func TimelineRecords(sh Shape, n, sms, blocksPerSM int) int {
 }
 
 // Record returns the timeline of the last run for a timeline variant, nothing for the others.
-func (c *core[T]) Record(v *lab.Variant) (map[string]any, error) {
+func (c *ovCase[T]) Record(v *lab.Variant) (map[string]any, error) {
 	return c.tl.Record(c.env, v, v.Int(ParamTimeline, 0) != 0, TimelineKinds)
 }

@@ -128,35 +128,25 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	if sh.M < w.Size {
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
-	c := core[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, k: sh.K, prec: lab.PrecisionOf(s)}
+	c := &ovCase[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, k: sh.K, prec: lab.PrecisionOf(s)}
 	if strings.TrimPrefix(s.Name, "bf16_") != SuiteGemmRS {
-		return prepareAG(c, p)
+		return c.prepareAG(p)
 	}
 	if err := splitK(sh, w.Size); err != nil {
 		return nil, err
 	}
 	c.rs, c.k = true, ColsOf(w.Rank, sh.K, w.Size)
-	return prepareRS(c, p)
+	return c.prepareRS(p)
 }
 
-// agCase is an ag_gemm problem on this rank; A_full is core's hostA.
-type agCase[T elem] struct {
-	core[T]
-	dA     *lab.Shared[T] // every rank's block of A (RowsOf × K)
-	dAFull *lab.Shared[T] // every rank's gathered A (M × K), a staging buffer (the push form writes peers')
-	dC     *gpu.Buffer[T] // C (M × N)
-
-	resident lab.Memo[string, int] // by variant: the ranks' GPUs are of one model, so all agree
-}
-
-func prepareAG[T elem](cr core[T], p lab.Problem) (*agCase[T], error) {
-	c := &agCase[T]{core: cr}
+// prepareAG: an ag_gemm problem on this rank (A_full is hostA).
+func (c *ovCase[T]) prepareAG(p lab.Problem) (*ovCase[T], error) {
 	sh, rows, lo := c.sh, c.rows(), c.row0()
 	pp, err := c.start(p, int64(rows)*int64(sh.K)+int64(sh.K)*int64(sh.N)+int64(sh.M)*int64(sh.K)+int64(sh.M)*int64(sh.N))
 	if err != nil {
 		return nil, err
 	}
-	c.dA = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
+	c.dRows = lab.PrepUploadShared(pp, "A (this rank's rows)", c.devA[lo*sh.K:(lo+rows)*sh.K])
 	c.dB = lab.PrepUpload(pp, "B", c.devB)
 	// NaN before every checked run: a tile that reads its rows before they arrive turns C into NaN.
 	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.prec.NaN(stagedNaN))
@@ -164,25 +154,18 @@ func prepareAG[T elem](cr core[T], p lab.Problem) (*agCase[T], error) {
 	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.n)) // one per source rank
 	c.events = pp.Events(c.n + 1)                                             // the start, one per source block
 	if pp.Signals(); pp.Err == nil {
-		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dA.Mine.DevicePtr()
+		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dRows.Mine.DevicePtr()
 	}
 	return lab.Done(pp, c)
 }
 
-func (c *agCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteAGGemm, v) }
-
-// fused: the persistent kernels (pull, signal, push) or kernel 06.
-func (c *agCase[T]) fused(v *lab.Variant) bool {
-	return v.Entry == EntryFusedPull || v.Entry == c.prec.Entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
-}
-
 // launchGather copies count source blocks, from rank first on round the ring, into A_full.
-func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
+func (c *ovCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
 	work := 0
 	for j := range count {
 		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
 	}
-	entry, args := c.prec.Entry(EntryGather), []any{c.dA.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
+	entry, args := c.prec.Entry(EntryGather), []any{c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
 	}
@@ -192,7 +175,7 @@ func (c *agCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 	return c.copyLaunch(v, entry, work, s, args...)
 }
 
-func (c *agCase[T]) runSequential(v *lab.Variant) error {
+func (c *ovCase[T]) agSequential(v *lab.Variant) error {
 	if err := c.launchGather(v, 0, c.n, c.env.Stream); err != nil {
 		return fmt.Errorf("all-gather: %w", err)
 	}
@@ -202,10 +185,10 @@ func (c *agCase[T]) runSequential(v *lab.Variant) error {
 	return nil
 }
 
-// runChunked: the GEMM of this rank's own rows at once, the other blocks copied one launch each
+// agChunked: the GEMM of this rank's own rows at once, the other blocks copied one launch each
 // on the side stream; the compute stream waits for a block's event (not the host) before its
 // GEMM, so block s+1 copies while block s multiplies, all queued up front.
-func (c *agCase[T]) runChunked(v *lab.Variant) error {
+func (c *ovCase[T]) agChunked(v *lab.Variant) error {
 	compute := c.env.Stream
 	side, err := c.sideStream()
 	if err != nil {
@@ -229,16 +212,16 @@ func (c *agCase[T]) runChunked(v *lab.Variant) error {
 	return nil
 }
 
-// runFused: fused_pull reads the peers' rows through the table; fused_signal's producer blocks
+// agFused: fused_pull reads the peers' rows through the table; fused_signal's producer blocks
 // copy them into A_full and raise the counters its GEMM blocks wait on; in the push form each
 // rank's producers write its rows into the peers' A_full and raise their counters.
-func (c *agCase[T]) runFused(v *lab.Variant) error {
+func (c *ovCase[T]) agFused(v *lab.Variant) error {
 	k, err := c.env.Kernel(v)
 	if err != nil {
 		return err
 	}
 	if v.Entry == EntryWgmma {
-		return c.runWgmma(v, k)
+		return c.agWgmma(v, k)
 	}
 	res, err := c.resident.Get(v.Key(), func() (int, error) {
 		return lab.ResidentBlocks(c.env, k, GemmThread, v.Positive(ParamBlocksPerSM, 1))
@@ -249,7 +232,7 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	tiles := Tiles(c.sh, c.n)
 	if v.Entry == EntryFusedPull {
 		cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(res, tiles))), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
-		return gpu.Launch(k, cfg, c.dims(c.dA.Table, c.dB, c.dC)...)
+		return gpu.Launch(k, cfg, c.dims(c.dRows.Table, c.dB, c.dC)...)
 	}
 	// At least one GEMM block for every producer... and never more producers than half a wave.
 	prod := max(1, min(v.Positive(ParamProducers, 1), res/2))
@@ -260,16 +243,16 @@ func (c *agCase[T]) runFused(v *lab.Variant) error {
 	c.epoch++
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
 	if v.Params[ParamPush] != 0 {
-		return gpu.Launch(k, cfg, c.withBias(append(c.dims(c.dA.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC), int32(prod), c.epoch))...)
+		return gpu.Launch(k, cfg, c.withBias(append(c.dims(c.dRows.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC), int32(prod), c.epoch))...)
 	}
-	return c.tl.Launch(k, cfg, append(c.withBias(append(c.dims(c.dA.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC), int32(prod), c.epoch)), c.tl.Ptr())...)
+	return c.tl.Launch(k, cfg, append(c.withBias(append(c.dims(c.dRows.Table, c.dAFull.Mine, c.flags.Mine, c.dB, c.dC), int32(prod), c.epoch)), c.tl.Ptr())...)
 }
 
-// runWgmma (kernel 06): gather_rows_bf16 copies every block into A_full with `copiers` blocks,
+// agWgmma (kernel 06): gather_rows_bf16 copies every block into A_full with `copiers` blocks,
 // raising the ready counters the wgmma GEMM's producer waits for before a tile's TMA loads.
 // beside: 1 copies on the side stream, and the GEMM's grid leaves the copy SMs of its own (a
 // spinning GEMM block, one an SM, must never keep the copy from running); else the copy runs first.
-func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
+func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
 	}
@@ -300,7 +283,7 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	} else {
 		n := int32(c.n)
 		err = gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
-			c.dA.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), n, int32(c.rank), n, c.flags.Mine)
+			c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), n, int32(c.rank), n, c.flags.Mine)
 	}
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
@@ -311,10 +294,10 @@ func (c *agCase[T]) runWgmma(v *lab.Variant, k gpu.Kernel) error {
 	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
 }
 
-// copyOnEngines is runWgmma's all-gather on the copy engines: a cuMemcpyDtoDAsync per source
+// copyOnEngines is agWgmma's all-gather on the copy engines: a cuMemcpyDtoDAsync per source
 // block, each followed by raise_flag, which adds 1 to the block's counter once the copy landed.
 // raise_flag still needs an SM outside the GEMM's grid (copiers), or it would never start.
-func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
+func (c *ovCase[T]) copyOnEngines(s gpu.Stream) error {
 	raise, err := c.env.KernelByEntry(EntryRaiseFlag)
 	if err != nil {
 		return err
@@ -322,7 +305,7 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 	for _, src := range Ring(c.rank, c.n) {
 		if rows := RowsOf(src, c.sh.M, c.n); rows > 0 {
 			dst := c.at(c.a, Row0Of(src, c.sh.M, c.n)*c.sh.K)
-			if err := c.env.Device.CopyDtoD(dst, c.dA.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
+			if err := c.env.Device.CopyDtoD(dst, c.dRows.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
 				return fmt.Errorf("copying block %d: %w", src, err)
 			}
 		}
@@ -332,13 +315,6 @@ func (c *agCase[T]) copyOnEngines(s gpu.Stream) error {
 	}
 	return nil
 }
-
-// Check: bf16 rounds twice, C and (the library baseline) the bias add.
-func (c *agCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
-	return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C", 2, 1)
-}
-
-func (c *agCase[T]) Work() lab.Work { return WorkOf(c.sh, c.n) }
 
 // gemm_rs: rank r holds A_r, a block of the columns of A (M × K_r), and B_r, the same block of the
 // rows of B (K_r × N), K split like M (ColsOf, Col0Of). Its partial product P_r = A_r·B_r is
@@ -360,19 +336,8 @@ func Col0Of(s, k, n int) int { return Row0Of(s, k, n) }
 // RSWorkOf is one run of gemm_rs: the ranks' partial products together are one M×N×K product.
 func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
 
-// rsCase is a gemm_rs problem on this rank (core's dB is B_r, K_r × N).
-type rsCase[T elem] struct {
-	core[T]
-	dA   *gpu.Buffer[T] // A_r (M × K_r)
-	dP   *lab.Shared[T] // every rank's partial product P_r (M × N): the owners pull their rows
-	dOut *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
-	// bf16 only, kernel 07's push: every rank's receive slots (one RowsOf × N per source rank), and
-	// core's flags its arrival counters, one per source and tile of its rows.
-	slots *lab.Shared[T]
-}
-
-func prepareRS[T elem](cr core[T], p lab.Problem) (*rsCase[T], error) {
-	c := &rsCase[T]{core: cr}
+// prepareRS: a gemm_rs problem on this rank.
+func (c *ovCase[T]) prepareRS(p lab.Problem) (*ovCase[T], error) {
 	sh, kr, rows := c.sh, c.k, c.rows()
 	k0 := Col0Of(c.rank, sh.K, c.n)
 	slotElems := 0
@@ -387,7 +352,7 @@ func prepareRS[T elem](cr core[T], p lab.Problem) (*rsCase[T], error) {
 	for i := range sh.M {
 		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
 	}
-	c.dA = lab.PrepUpload(pp, "A (this rank's columns)", ar)
+	c.dCols = lab.PrepUpload(pp, "A (this rank's columns)", ar)
 	c.dB = lab.PrepUpload(pp, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N])
 	// NaN before every checked run: a reduction that runs before its GEMM, or reads a receive slot
 	// before its flag, leaves NaN in C.
@@ -400,41 +365,34 @@ func prepareRS[T elem](cr core[T], p lab.Problem) (*rsCase[T], error) {
 	}
 	c.events = pp.Events(2) // chunked: the reduction's start and end
 	if pp.Signals(); pp.Err == nil {
-		c.a, c.out, c.mine = c.dA.DevicePtr(), c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr()
+		c.a, c.out, c.mine = c.dCols.DevicePtr(), c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr()
 	}
 	return lab.Done(pp, c)
 }
 
-func (c *rsCase[T]) Run(v *lab.Variant) error { return c.run(c, SuiteGemmRS, v) }
-
-// fused: the GEMM whose epilogue adds into the owners' rows, or kernel 07.
-func (c *rsCase[T]) fused(v *lab.Variant) bool {
-	return v.Entry == c.prec.Entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
-}
-
 // launchReduce pulls this rank's rows of every rank's P_r and sums them into its C.
-func (c *rsCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
+func (c *ovCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
 	return c.copyLaunch(v, c.prec.Entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
 }
 
 // barrierThenReduce: a device barrier (every P_r is complete), then the reduction.
-func (c *rsCase[T]) barrierThenReduce(v *lab.Variant) error {
+func (c *ovCase[T]) barrierThenReduce(v *lab.Variant) error {
 	if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
 		return err
 	}
 	return c.launchReduce(v, c.env.Stream)
 }
 
-func (c *rsCase[T]) runSequential(v *lab.Variant) error {
+func (c *ovCase[T]) rsSequential(v *lab.Variant) error {
 	if err := c.launchRows(v, c.a, 0, c.sh.M, c.env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
 	}
 	return c.barrierThenReduce(v)
 }
 
-// runChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
+// rsChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
 // owner's reduction of its block then runs on the side stream beside the GEMMs that follow.
-func (c *rsCase[T]) runChunked(v *lab.Variant) error {
+func (c *ovCase[T]) rsChunked(v *lab.Variant) error {
 	st := c.env.Stream
 	var side gpu.Stream
 	for d := range c.n {
@@ -459,11 +417,11 @@ func (c *rsCase[T]) runChunked(v *lab.Variant) error {
 	return lab.Order(c.events[1], side, st) // the final barrier after the reduction too
 }
 
-// runFused: this rank's rows of C zeroed, a device barrier, then the fused GEMM whose epilogue
+// rsFused: this rank's rows of C zeroed, a device barrier, then the fused GEMM whose epilogue
 // adds each tile into its owner's rows through the table of outputs.
-func (c *rsCase[T]) runFused(v *lab.Variant) error {
+func (c *ovCase[T]) rsFused(v *lab.Variant) error {
 	if v.Entry == EntryWgmmaRS {
-		return c.runWgmma(v)
+		return c.rsWgmma(v)
 	}
 	st := c.env.Stream
 	if err := c.dOut.Mine.FillBytes(0, st); err != nil {
@@ -477,14 +435,14 @@ func (c *rsCase[T]) runFused(v *lab.Variant) error {
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
-	return gpu.Launch(k, cfg, c.withBias(c.dims(c.dA, c.dB, c.dOut.Table))...)
+	return gpu.Launch(k, cfg, c.withBias(c.dims(c.dCols, c.dB, c.dOut.Table))...)
 }
 
-// runWgmma launches kernel 07, a persistent grid of at most one block an SM. Without push its
+// rsWgmma launches kernel 07, a persistent grid of at most one block an SM. Without push its
 // tiles go into P, reduced after a device barrier as in sequential; with push: 1 each tile goes
 // into its owner's receive slot for this rank, with a flag, and the owner reduces its tiles into C
 // as they arrive. Every rank checks every rank's K_r for TMA, so all skip alike.
-func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
+func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if c.slots == nil {
 		return fmt.Errorf("variant %s: kernel 07 is bf16 only (suite bf16_%s)", v.Name, SuiteGemmRS)
 	}
@@ -519,11 +477,15 @@ func (c *rsCase[T]) runWgmma(v *lab.Variant) error {
 	return c.barrierThenReduce(v)
 }
 
-// Check compares this rank's rows of C with the float64 product. bf16 roundings on an element's
-// path: the partial product and the sum (sequential, chunked, kernel 07, whose pushed partials
-// are bf16, summed in fp32); each add of the fused epilogues (n); the partial, the bias add and
+// Check compares this rank's C (ag_gemm) or rows of C (gemm_rs) with the float64 product. bf16
+// roundings on an element's path, ag_gemm: C's and (the library baseline) the bias add's. gemm_rs:
+// the partial product and the sum (sequential, chunked, kernel 07, whose pushed partials are
+// bf16, summed in fp32); each add of the fused epilogues (n); the partial, the bias add and
 // NCCL's n−1 ring hops (library). Every rank adds the bias, as the challenge's reference does.
-func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+func (c *ovCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error) {
+	if !c.rs {
+		return c.checkRows(out, c.dC, 0, c.sh.M, "every rank's C", 2, 1)
+	}
 	rounds := 2
 	if v.Library != "" || v.Entry == c.prec.Entry(EntryGemmRSFused) {
 		rounds = c.n + 1
@@ -531,7 +493,12 @@ func (c *rsCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error
 	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)
 }
 
-func (c *rsCase[T]) Work() lab.Work { return RSWorkOf(c.sh) }
+func (c *ovCase[T]) Work() lab.Work {
+	if c.rs {
+		return RSWorkOf(c.sh)
+	}
+	return WorkOf(c.sh, c.n)
+}
 
 // PeerRankProblem describes a problem for the PyTorch peer (peers/torch_nccl.py): the layer, the
 // sizes, this rank's rows and columns, and the work of the lab's own variants, so that the rates
