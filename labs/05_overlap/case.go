@@ -59,8 +59,7 @@ type ovCase[T elem] struct {
 	slots *lab.Shared[T]
 }
 
-// start refuses a problem whose elems elements do not fit on this rank's device, draws A, B and
-// the bias (bias: 1), and starts the allocations.
+// start refuses a problem whose elems elements do not fit, draws A, B and the bias, and starts the allocations.
 func (c *ovCase[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	withBias := p.Int(ParamBias, 0) != 0
 	if withBias && c.prec != lab.BF16 {
@@ -108,34 +107,30 @@ func (c *ovCase[T]) Run(v *lab.Variant) error {
 		return lab.Skip("%s", why)
 	}
 	st := c.env.Stream
-	need := TimelineRecords(c.sh, c.n, c.env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2))
-	if err := c.tl.Begin(c.env, v.Int(ParamTimeline, 0) != 0, need, st); err != nil {
+	if err := c.tl.Begin(c.env, v.Int(ParamTimeline, 0) != 0, TimelineRecords(c.sh, c.n, c.env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2)), st); err != nil {
 		return err
 	}
 	if err := c.env.DeviceBarrier(st); err != nil {
 		return err
 	}
 	// The fused kernels: pull, signal, push or kernel 06; the GEMM that adds into the owners' rows or kernel 07.
-	suite, seq, chunked, fused := SuiteAGGemm, c.agSequential, c.agChunked, c.agFused
-	isFused := v.Entry == EntryFusedPull || v.Entry == c.prec.Entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
+	suite, seq, chunked, run := SuiteAGGemm, c.agSequential, c.agChunked, c.agFused
+	fused := v.Entry == EntryFusedPull || v.Entry == c.prec.Entry(EntryFusedSignal) || v.Params[ParamPush] != 0 || v.Entry == EntryWgmma
 	if c.rs {
-		suite, seq, chunked, fused = SuiteGemmRS, c.rsSequential, c.rsChunked, c.rsFused
-		isFused = v.Entry == c.prec.Entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
+		suite, seq, chunked, run = SuiteGemmRS, c.rsSequential, c.rsChunked, c.rsFused
+		fused = v.Entry == c.prec.Entry(EntryGemmRSFused) || v.Entry == EntryWgmmaRS
 	}
-	var err error
 	switch gemm := c.prec.Entry(EntryGemmRows); {
 	case (v.Name == VarSequential || v.Name == VarChunked) && v.Entry != gemm:
 		return fmt.Errorf("variant %s: the %s schedule launches entry %s, not %s", v.Name, v.Name, gemm, v.Entry)
 	case v.Name == VarSequential:
-		err = seq(v)
+		run = seq
 	case v.Name == VarChunked:
-		err = chunked(v)
-	case isFused:
-		err = fused(v)
-	default:
+		run = chunked
+	case !fused:
 		return fmt.Errorf("variant %s: the driver does not know how to run entry %s in suite %s", v.Name, v.Entry, suite)
 	}
-	if err != nil {
+	if err := run(v); err != nil {
 		return err
 	}
 	return c.env.DeviceBarrier(st)
@@ -163,9 +158,8 @@ func (c *ovCase[T]) runLibrary(v *lab.Variant) error {
 		func() error { return c.libraryGemm(v) })
 }
 
-// libraryGemm is the library baseline's GEMM, row-major: cuBLAS SGEMM (fp32), or cuBLASLt with a
-// bf16 output as PyTorch's a @ b, then the bias in a kernel of its own, as the distributed
-// challenge's reference adds it.
+// libraryGemm: cuBLAS SGEMM (fp32), or cuBLASLt with a bf16 output as PyTorch's a @ b, then the
+// bias in a kernel of its own, as the distributed challenge's reference adds it.
 func (c *ovCase[T]) libraryGemm(v *lab.Variant) error {
 	blas, err := c.env.BLAS()
 	if err != nil {
@@ -176,11 +170,7 @@ func (c *ovCase[T]) libraryGemm(v *lab.Variant) error {
 	if c.prec == lab.FP32 {
 		return blas.Sgemm(c.env.Stream, g)
 	}
-	lt, ok := blas.(gpu.LtBLAS)
-	if !ok {
-		return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
-	}
-	if err := lt.LtMatmul(c.env.Stream, g); err != nil || c.bias == 0 {
+	if err := lab.LtMatmul(blas, v, c.env.Stream, g); err != nil || c.bias == 0 {
 		return err
 	}
 	return c.copyLaunch(v, EntryAddBias, c.sh.M*c.sh.N, c.env.Stream, c.out, c.bias, int32(c.sh.M), int32(c.sh.N))
@@ -203,8 +193,7 @@ func splitK(sh Shape, n int) error {
 	return nil
 }
 
-// launchRows launches the variant's tile GEMM (a 64×64 tile a block) for rows [row0, row0+rows)
-// of the layer's output, from a (rows × k).
+// launchRows launches the tile GEMM for rows [row0, row0+rows) of the output, from a (rows × k).
 func (c *ovCase[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
 	kern, err := c.env.Kernel(v)
 	if err != nil {
@@ -276,8 +265,8 @@ func (c *ovCase[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows 
 var TimelineKinds = []string{"compute", "copy", "wait"}
 
 // TimelineRecords bounds the records of one run: one per GEMM tile (sequential's GEMM has no more
-// tiles than the blocks'), at most one wait per tile, and one per block of a copy (at most
-// SMs × blocks per SM) and source block.
+// tiles than the blocks') and at most one wait each, one per block (SMs × blocks per SM at most)
+// of a copy and source block.
 func TimelineRecords(sh Shape, n, sms, blocksPerSM int) int {
 	return 2*Tiles(sh, n) + n*sms*blocksPerSM
 }

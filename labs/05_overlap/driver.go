@@ -22,9 +22,8 @@ const LabDir = "05_overlap"
 const (
 	SuiteAGGemm, SuiteGemmRS = "ag_gemm", "gemm_rs"
 
-	VarSequential, VarChunked, VarFusedPull, VarFusedSignal = "sequential", "chunked", "fused_pull", "fused_signal"
-	VarFused, VarEx1Push, VarWgmma                          = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
-	LibNCCLCublas                                           = "nccl_cublas"
+	VarSequential, VarChunked = "sequential", "chunked"
+	LibNCCLCublas             = "nccl_cublas"
 
 	EntryGemmRows    = "gemm_rows"
 	EntryFusedPull   = "ag_gemm_fused_pull"
@@ -348,11 +347,7 @@ func (c *ovCase[T]) prepareRS(p lab.Problem) (*ovCase[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	ar := make([]T, sh.M*kr)
-	for i := range sh.M {
-		copy(ar[i*kr:(i+1)*kr], c.devA[i*sh.K+k0:i*sh.K+k0+kr])
-	}
-	c.dCols = lab.PrepUpload(pp, "A (this rank's columns)", ar)
+	c.dCols = lab.PrepUpload(pp, "A (this rank's columns)", lab.Columns(c.devA, sh.M, sh.K, k0, kr))
 	c.dB = lab.PrepUpload(pp, "B (this rank's rows)", c.devB[k0*sh.N:(k0+kr)*sh.N])
 	// NaN before every checked run: a reduction that runs before its GEMM, or reads a receive slot
 	// before its flag, leaves NaN in C.

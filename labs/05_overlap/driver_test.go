@@ -238,3 +238,9 @@ func TestTimelineSuite(t *testing.T) {
 // HopperOnly says whether entry is one of the wgmma kernels (06, 07: inline PTX for sm_90a, bf16
 // suites only), which the emulator skips.
 func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
+
+// The variants the tests name besides sequential and chunked (lab.yaml name:).
+const (
+	VarFusedPull, VarFusedSignal   = "fused_pull", "fused_signal"
+	VarFused, VarEx1Push, VarWgmma = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
+)
