@@ -1,8 +1,8 @@
 // Package overlap is lab 05: hiding communication under computation between ranks (one process
-// per GPU) on AllGather + GEMM and GEMM + ReduceScatter, tensor parallelism's two
-// layers. The variants schedule the same communication and GEMM one after the other, chunked on
-// two streams, or fused in one persistent kernel; the bf16_... suites run them on bf16 data, plus
-// wgmma kernels on Hopper.
+// per GPU) on AllGather + GEMM and GEMM + ReduceScatter, tensor parallelism's two layers. The
+// variants schedule the same communication and GEMM one after the other, chunked on two streams,
+// or fused in one persistent kernel; the bf16_... suites run them on bf16 data, plus wgmma
+// kernels on Hopper.
 package overlap
 
 import (
@@ -148,9 +148,9 @@ type elem interface{ float32 | uint16 }
 // check adds it to lab.yaml's tolerance once per rounding on the variant's path.
 const BF16Rounding = 1.0 / 256
 
-// ovCase is a problem of either layer on this rank (prepareAG, prepareRS and their schedules below). It is
-// generic over how the data lies on the device (elem), so the bf16 suites (lab.PrecisionOf) run
-// the fp32 schedules on the kernels' _bf16 entries.
+// ovCase is a problem of either layer on this rank (prepareAG, prepareRS and their schedules
+// below), generic over how the data lies on the device (elem), so that the bf16 suites
+// (lab.PrecisionOf) run the fp32 schedules on the kernels' _bf16 entries.
 type ovCase[T elem] struct {
 	env     *lab.Env
 	sh      Shape
@@ -188,7 +188,8 @@ type ovCase[T elem] struct {
 	slots *lab.Shared[T]
 }
 
-// start refuses a problem whose elems elements do not fit, draws A, B and the bias, and starts the allocations.
+// start refuses a problem whose elems elements do not fit, draws A, B and the bias, and starts
+// the allocations.
 func (c *ovCase[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	withBias := p.Int(ParamBias, 0) != 0
 	if withBias && c.prec != lab.BF16 {
@@ -329,8 +330,7 @@ func (c *ovCase[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.
 		return err
 	}
 	cfg := gpu.LaunchConfig{Grid: gpu.D2(lab.CeilDiv(c.sh.N, TileN), lab.CeilDiv(rows, TileM)), Block: gpu.D1(GemmThread), Stream: s}
-	out := c.at(c.out, row0*c.sh.N)
-	return c.tl.Launch(kern, cfg, append(c.withBias([]any{a, c.dB.DevicePtr(), out, int32(rows), int32(c.sh.N), int32(c.k)}), c.tl.Ptr())...)
+	return c.tl.Launch(kern, cfg, append(c.withBias([]any{a, c.dB.DevicePtr(), c.at(c.out, row0*c.sh.N), int32(rows), int32(c.sh.N), int32(c.k)}), c.tl.Ptr())...)
 }
 
 // copyLaunch launches helper entry over work elements: threads (256) a block, blocks_per_sm (2).
