@@ -234,3 +234,13 @@ func TestTimelineSuite(t *testing.T) {
 	// 130 rows over 2 ranks on 4 SMs, 2 blocks each: 8 tiles, twice, and 2 × 4 × 2 copies.
 	assert.Equal(t, 2*8+2*4*2, TimelineRecords(Shape{M: 130, N: 128, K: 1}, 2, 4, 2))
 }
+
+// HopperOnly says whether entry is one of the wgmma kernels (06, 07: inline PTX for sm_90a, bf16
+// suites only), which the emulator skips.
+func HopperOnly(entry string) bool { return entry == EntryWgmma || entry == EntryWgmmaRS }
+
+// The variants the tests name besides sequential and chunked (lab.yaml name:).
+const (
+	VarFusedPull, VarFusedSignal   = "fused_pull", "fused_signal"
+	VarFused, VarEx1Push, VarWgmma = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
+)

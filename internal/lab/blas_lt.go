@@ -1,0 +1,17 @@
+package lab
+
+import (
+	"fmt"
+
+	"github.com/kernel-labs/kernellabs/internal/gpu"
+)
+
+// LtMatmul is cuBLASLt's matmul of g on s through blas, or an error naming variant v where the
+// device's BLAS has none.
+func LtMatmul(blas gpu.BLAS, v *Variant, s gpu.Stream, g gpu.GemmDesc) error {
+	lt, ok := blas.(gpu.LtBLAS)
+	if !ok {
+		return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
+	}
+	return lt.LtMatmul(s, g)
+}
