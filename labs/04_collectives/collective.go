@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
-	"github.com/kernel-labs/kernellabs/internal/matref"
 )
 
 // What each collective is, apart from any device: its sizes, its reference, its byte count.
@@ -162,10 +161,7 @@ func fillInputs[T elem](x []float32, seed uint64) []T {
 		}
 		x[i] = v
 	}
-	if dev, ok := any(x).([]T); ok {
-		return dev
-	}
-	return any(matref.RoundBF16(x)).([]T)
+	return lab.DeviceElems[T](x)
 }
 
 // RingChunk is the element range [begin, end) of chunk c when count elements are cut into n

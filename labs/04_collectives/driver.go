@@ -103,9 +103,9 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	}
 	// The output, NaN-poisoned: shared when a variant of the suite pushes into its peers' (shared_out).
 	if slices.ContainsFunc(s.Variants, func(v *lab.Variant) bool { return v.Params[ParamSharedOut] != 0 }) {
-		c.outs = lab.PrepSharedOutput[T](a, "output", max(c.oc, 1), prec.NaNPoison())
+		c.outs = lab.PrepSharedOutput[T](a, "output", max(c.oc, 1), prec.NaN(lab.NaNBits32))
 	} else {
-		c.out = lab.PrepOutput[T](a, "output", max(c.oc, 1), prec.NaNPoison())
+		c.out = lab.PrepOutput[T](a, "output", max(c.oc, 1), prec.NaN(lab.NaNBits32))
 	}
 	c.sig = a.Signals()
 	if c.outs != nil {

@@ -40,16 +40,16 @@ const (
 	EntryRaiseFlag   = "raise_flag"     // helper: the copy-engine all-gather's signal after each copy
 
 	// Launch parameters a variant may set (lab.yaml params:), and a problem's bias.
-	ParamThreads     = "threads"       // threads per block of the helper copies (default 256)
-	ParamBlocksPerSM = "blocks_per_sm" // blocks per SM of the copies' and the fused kernels' grids
-	ParamProducers   = "producers"     // producer blocks of fused_signal (default 1)
-	ParamPush        = "push"          // 1: the push form, writing into the peers' buffers
-	ParamCopiers     = "copiers"       // kernel 06: the copy's blocks (default 8); with ce, SMs left to raise_flag
-	ParamBeside      = "beside"        // kernel 06: 1 copies on a second stream beside the GEMM, 0 first
-	ParamCE          = "ce"            // kernel 06: 1 copies on the copy engines (copyOnEngines)
-	ParamSmem        = "smem"          // the wgmma kernels' dynamic shared memory
-	ParamTimeline    = "timeline"      // 1: a -DKL_TIMELINE build that leaves timeline records
-	ParamBias        = "bias"          // a problem's 1: N values added to every row (bf16 suites)
+	ParamThreads     = lab.ParamThreads // threads per block of the helper copies (default 256)
+	ParamBlocksPerSM = "blocks_per_sm"  // blocks per SM of the copies' and the fused kernels' grids
+	ParamProducers   = "producers"      // producer blocks of fused_signal (default 1)
+	ParamPush        = "push"           // 1: the push form, writing into the peers' buffers
+	ParamCopiers     = "copiers"        // kernel 06: the copy's blocks (default 8); with ce, SMs left to raise_flag
+	ParamBeside      = "beside"         // kernel 06: 1 copies on a second stream beside the GEMM, 0 first
+	ParamCE          = "ce"             // kernel 06: 1 copies on the copy engines (copyOnEngines)
+	ParamSmem        = "smem"           // the wgmma kernels' dynamic shared memory
+	ParamTimeline    = "timeline"       // 1: a -DKL_TIMELINE build that leaves timeline records
+	ParamBias        = "bias"           // a problem's 1: N values added to every row (bf16 suites)
 
 	// The tile and block of overlap_gemm.cuh's GEMM, and the wgmma kernels' (06, 07).
 	TileM, TileN, GemmThread             = 64, 64, 256
@@ -333,15 +333,13 @@ func (c *ovCase[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.
 	return c.tl.Launch(kern, cfg, append(c.withBias([]any{a, c.dB.DevicePtr(), c.at(c.out, row0*c.sh.N), int32(rows), int32(c.sh.N), int32(c.k)}), c.tl.Ptr())...)
 }
 
-// copyLaunch launches helper entry over work elements: threads (256) a block, blocks_per_sm (2).
+// copyLaunch launches helper entry over work elements as a grid-stride kernel (lab.GridStride).
 func (c *ovCase[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream, args ...any) error {
 	k, err := c.env.KernelByEntry(entry)
 	if err != nil {
 		return err
 	}
-	threads := v.Positive(ParamThreads, 256)
-	grid := gpu.GridFor(work, threads, c.env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2))
-	return c.tl.Launch(k, gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(threads), Stream: s}, args...)
+	return c.tl.Launch(k, lab.GridStride(c.env, v, work, s), args...)
 }
 
 // sideStream is the second stream, its work from now on after the compute stream's so far.
