@@ -44,6 +44,7 @@ const (
 	ParamMoE        = "moe"         // persistent, the MoE form: X, W, Y and the row offsets
 	ParamGather     = "gather"      // moe, fp32: the dispatch fused, X in token order and the routing's row list
 	ParamTMA        = "tma"         // moe: the wgmma kernel, tensor maps of X and W (N and K multiples of 8)
+	ParamTMAStore   = "tma_store"   // tma: the kernel also takes a tensor map of Y, for TMA stores
 	ParamDecode     = "decode"      // moe: the decode kernel, max_split·T·N fp32 partials, a counter per item
 	ParamMaxSplit   = "max_split"   // decode: the most units an item's K is split into (default 16)
 	ParamAlign      = "align"       // N and K must be multiples of align; other problems are skipped (default 1)
@@ -59,8 +60,8 @@ const (
 
 // launchShape is how a kernel variant is launched.
 type launchShape struct {
-	Loop, Persistent, MoE, Gather, TMA, Decode, Dynamic, LPT, Timeline bool
-	BM, BN, Threads, Smem, CTAsPerSM, MaxSplit, Align                  int
+	Loop, Persistent, MoE, Gather, TMA, TMAStore, Decode, Dynamic, LPT, Timeline bool
+	BM, BN, Threads, Smem, CTAsPerSM, MaxSplit, Align                            int
 }
 
 // shapeOf reads a kernel variant's launch parameters.
@@ -69,7 +70,7 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		Smem: int(v.Int(ParamSmem, 0)), CTAsPerSM: int(v.Int(ParamCTAsPerSM, 2)), MaxSplit: int(v.Int(ParamMaxSplit, defaultMaxSplit)),
 		Align: int(v.Int(ParamAlign, 1))}
 	for p, flag := range map[string]*bool{ParamLoop: &ls.Loop, ParamPersistent: &ls.Persistent, ParamMoE: &ls.MoE,
-		ParamGather: &ls.Gather, ParamTMA: &ls.TMA, ParamDecode: &ls.Decode, ParamDynamic: &ls.Dynamic, ParamLPT: &ls.LPT,
+		ParamGather: &ls.Gather, ParamTMA: &ls.TMA, ParamTMAStore: &ls.TMAStore, ParamDecode: &ls.Decode, ParamDynamic: &ls.Dynamic, ParamLPT: &ls.LPT,
 		ParamTimeline: &ls.Timeline} {
 		*flag = v.Int(p, 0) != 0 // the switches: 1 on, 0 or absent off
 	}
@@ -82,6 +83,8 @@ func shapeOf(v *lab.Variant) (launchShape, error) {
 		return ls, fmt.Errorf("variant %s: gather: 1 is the MoE form with pointers (add moe: 1; not with tma: 1)", v.Name)
 	case ls.TMA && !ls.MoE:
 		return ls, fmt.Errorf("variant %s: tma: 1 is the MoE-form wgmma kernel (add moe: 1)", v.Name)
+	case ls.TMAStore && !ls.TMA:
+		return ls, fmt.Errorf("variant %s: tma_store: 1 is for the wgmma kernel's output (add tma: 1)", v.Name)
 	case ls.Decode && (!ls.MoE || ls.TMA || ls.Gather):
 		return ls, fmt.Errorf("variant %s: decode: 1 is the MoE-form decode kernel (add moe: 1; not with tma or gather)", v.Name)
 	case ls.Dynamic && (ls.MoE || ls.Loop):
@@ -307,7 +310,14 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 		if err != nil {
 			return err
 		}
-		return gpu.Launch(k, grid, c.dOffs, G, n, kk, c.c, mx, mw, tl)
+		if !ls.TMAStore {
+			return gpu.Launch(k, grid, c.dOffs, G, n, kk, c.c, mx, mw, tl)
+		}
+		my, err := lab.TensorMap(c.env, "Y", lab.BF16Tiles(c.c, max(c.lay.Rows, 1), int(n), 64, 64))
+		if err != nil {
+			return err
+		}
+		return gpu.Launch(k, grid, c.dOffs, G, n, kk, c.c, mx, mw, my, tl)
 	case ls.Gather:
 		if c.dRows == nil {
 			return fmt.Errorf("variant %s: gather: 1 takes fp32 data (suite %s is %s)", v.Name, v.Suite.Name, c.prec)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/kernel-labs/kernellabs/internal/matref"
 	"math"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -287,8 +288,13 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 			}
 			return grouped(cfg, a)
 		})
-	ks["tma"] = newFakeKernel("moe_wgmma_persistent", []string{"const int*", "int", "int", "int", "T*", "CUtensorMap", "CUtensorMap", "unsigned long long*"},
-		func(cfg gpu.LaunchConfig, a [][]byte) error {
+	// Kernels 06 and 09 (tma_store: a map of Y before the timeline).
+	tmaKernel := func(entry string, smem int, withY bool) *fakeKernel {
+		sig := []string{"const int*", "int", "int", "int", "T*", "CUtensorMap", "CUtensorMap", "unsigned long long*"}
+		if withY {
+			sig = slices.Insert(sig, 7, "CUtensorMap")
+		}
+		return newFakeKernel(entry, sig, func(cfg gpu.LaunchConfig, a [][]byte) error {
 			E, N, K := argInt(a[1]), argInt(a[2]), argInt(a[3])
 			offs := make([]int, E+1)
 			raw := readBytes(d, argPtr(a[0]), int64(4*(E+1)))
@@ -301,8 +307,16 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 				return fmt.Errorf("tensor map of X: %+v", mx)
 			case mw.rank != 3 || mw.dims != [3]uint64{uint64(N), uint64(K), uint64(E)} || mw.box != [3]uint32{64, 64, 1}:
 				return fmt.Errorf("tensor map of W: %+v", mw)
-			case int(cfg.Grid.X) != 4*1 || cfg.Block.X != 384 || cfg.SharedBytes != 197760:
-				return fmt.Errorf("launch %v %v %d: want one block per SM, 384 threads, 197760 bytes", cfg.Grid, cfg.Block, cfg.SharedBytes)
+			case int(cfg.Grid.X) != 4*1 || cfg.Block.X != 384 || cfg.SharedBytes != smem:
+				return fmt.Errorf("launch %v %v %d: want one block per SM, 384 threads, %d bytes", cfg.Grid, cfg.Block, cfg.SharedBytes, smem)
+			}
+			tl := a[7]
+			if withY {
+				my := decodeMap(a[7])
+				if my.rank != 2 || my.dims[0] != uint64(N) || my.dims[1] < uint64(offs[E]) || my.box != [3]uint32{64, 64, 0} || my.global != argPtr(a[4]) {
+					return fmt.Errorf("tensor map of Y: %+v", my)
+				}
+				tl = a[8]
 			}
 			t := 0
 			for e := 0; e < E; e++ {
@@ -312,12 +326,15 @@ func fakeKernels(d gpu.Device, in gpu.DataType) map[string]*fakeKernel {
 				y := matrix{d, in, argPtr(a[4]) + gpu.Ptr(2*int64(offs[e])*int64(N)), int64(N), 1}
 				product(x, w, y, m, N, K)
 				for i := 0; i < (Shape{m, N, K}).Tiles(128, 256); i++ {
-					writeTimeline(d, argPtr(a[7]), t, e)
+					writeTimeline(d, argPtr(tl), t, e)
 					t++
 				}
 			}
 			return nil
 		})
+	}
+	ks["tma"] = tmaKernel("moe_wgmma_persistent", 197760, false)
+	ks["tma_store"] = tmaKernel("moe_wgmma_tma_store", 214080, true)
 	// Kernel 08's contract (kernels/08_decode_mma.cu): the MoE form, a workspace and item
 	// counters that are 0 before the launch, its block and shared memory.
 	ks["decode"] = newFakeKernel("moe_decode_mma", []string{"T*", "T*", "T*", "const int*", "int", "int", "int", "float*", "int*", "int"},
@@ -376,6 +393,8 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 				if v.EmuSkip != "" { // kernel 08; kernel 07 runs on the emulator
 					kernels[v.Key()] = ks["decode"]
 				}
+			case ls.TMAStore:
+				kernels[v.Key()] = ks["tma_store"]
 			case ls.TMA:
 				kernels[v.Key()] = ks["tma"]
 			case ls.Loop:
@@ -431,7 +450,7 @@ func TestGPUPathsOnFakeDevice(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"loop", "persistent", "dynamic", "tma", "decode"} {
+	for _, k := range []string{"loop", "persistent", "dynamic", "tma", "tma_store", "decode"} {
 		assert.Positive(t, ks[k].launches, "the fake %s kernel ran", k)
 	}
 }

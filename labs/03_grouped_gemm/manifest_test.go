@@ -82,6 +82,8 @@ func TestManifestVariants(t *testing.T) {
 					e = "__nv_bfloat16"
 				}
 				assert.Regexp(t, sig(fmt.Sprintf("const %[1]s* __restrict__ A, const %[1]s* __restrict__ B, %[1]s* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc, unsigned long long* tl, int tile_base, int group", e)), string(src), name)
+			case ls.TMAStore:
+				assert.Regexp(t, sig("const int* __restrict__ offs, int E, int N, int K, __nv_bfloat16* __restrict__ Y, const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW, const __grid_constant__ CUtensorMap tmY, unsigned long long* tl"), string(src), name)
 			case ls.TMA:
 				assert.Regexp(t, sig("const int* __restrict__ offs, int E, int N, int K, __nv_bfloat16* __restrict__ Y, const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW, unsigned long long* tl"), string(src), name)
 			case ls.Decode:
