@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -157,7 +158,9 @@ func TestRanksStartedByALauncher(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	root := ranksCourse(t)
+	// Separate processes start slowly on a loaded 2-core machine, and no variant here hangs: a
+	// longer limit than ranksManifest's 4 s, which TestRanksAsProcesses needs for its hang.
+	root := coursedir.Write(t, "98_ranks", map[string]string{"lab.yaml": strings.Replace(ranksManifest, "timeout: 4s", "timeout: 60s", 1)})
 	for _, style := range []string{launcher.Torchrun, launcher.OpenMPI, launcher.Slurm} {
 		t.Run(style, func(t *testing.T) {
 			n := 2
@@ -172,8 +175,9 @@ func TestRanksStartedByALauncher(t *testing.T) {
 			got := byVariant(es)
 			assert.Equal(t, results.StatusOK, got["good"].Status, got["good"].Error)
 			assert.EqualValues(t, n, got["good"].Data["ranks"])
-			assert.Equal(t, results.StatusWrong, got["wrong"].Status)
-			assert.Contains(t, got["wrong"].Check.Note, "rank 1")
+			if assert.Equal(t, results.StatusWrong, got["wrong"].Status, got["wrong"].Error) {
+				assert.Contains(t, got["wrong"].Check.Note, "rank 1")
+			}
 		})
 	}
 }
