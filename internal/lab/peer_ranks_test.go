@@ -23,9 +23,10 @@ import (
 // TestRunPeersThroughTheEngine: every rank's worker starts the script with its rank and the peers'
 // own rendezvous, and the entry merges every rank's reply.
 
+// No variant hangs, and rank processes start slowly on a loaded 2-core machine: a generous limit.
 const peerRanksManifest = `id: "97"
 title: {en: Peer ranks, zh: 多进程对照}
-timeout: 4s
+timeout: 60s
 ranks: {emu: 2}
 suites:
   - name: r
