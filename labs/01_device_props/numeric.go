@@ -135,9 +135,7 @@ func prepareTensor(env *lab.Env, _ *lab.Suite, p lab.Problem) (lab.Case, error) 
 	}
 	// A and B are uniform in [-1, 1), rounded to bf16 in place by UploadAs: the host keeps
 	// exactly the values the device multiplies.
-	a, b := make([]float32, m*k), make([]float32, k*n)
-	matref.FillUniform(a, env.RNG.Uint64())
-	matref.FillUniform(b, env.RNG.Uint64())
+	a, b := lab.Uniform(env, m*k), lab.Uniform(env, k*n)
 	bufs := lab.NewPrep(env)
 	dA, dB := bufs.UploadAs("A", lab.BF16, a), bufs.UploadAs("B", lab.BF16, b)
 	dC := lab.PrepOutput[float32](bufs, "C", m*n, lab.PoisonNaN32)

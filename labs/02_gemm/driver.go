@@ -372,13 +372,9 @@ func (c *gemmCase) runLibrary(v *lab.Variant) error {
 	case v.Library == LibGemmEx:
 		return blas.GemmEx(c.env.Stream, g)
 	case v.Library == LibLt && c.prec == lab.BF16:
-		lt, ok := blas.(gpu.LtBLAS)
-		if !ok {
-			return fmt.Errorf("variant %s: this device's BLAS has no cuBLASLt matmul", v.Name)
-		}
 		// A bf16 suite with this variant has a bf16 C (suiteNeeds).
 		g.C, g.OutType = c.dC16.DevicePtr(), gpu.BF16
-		return lt.LtMatmul(c.env.Stream, g)
+		return lab.LtMatmul(blas, v, c.env.Stream, g)
 	}
 	return fmt.Errorf("variant %s: library %q does not take %s inputs (lab 02 knows %s for fp32, %s and %s for bf16)",
 		v.Name, v.Library, c.prec, LibSgemm, LibGemmEx, LibLt)

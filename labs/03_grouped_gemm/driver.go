@@ -268,7 +268,7 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 	if err != nil {
 		return err
 	}
-	grid, G := cfg(gpu.D1(max(c.env.Device.Info().SMs, 1)*min(ls.CTAsPerSM, fit))), int32(len(c.shapes))
+	grid, G := cfg(gpu.D1(c.env.SMs()*min(ls.CTAsPerSM, fit))), int32(len(c.shapes))
 	if !ls.MoE {
 		groups := c.dGroups.DevicePtr()
 		if ls.LPT {

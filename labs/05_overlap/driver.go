@@ -129,7 +129,7 @@ func prepare[T elem](env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error
 	if sh.M < w.Size {
 		return nil, lab.Skip("M = %d rows cannot be split over %d ranks (every rank needs at least one row)", sh.M, w.Size)
 	}
-	c := &ovCase[T]{env: env, sh: sh, rank: w.Rank, n: w.Size, k: sh.K, prec: lab.PrecisionOf(s)}
+	c := &ovCase[T]{RankCase: lab.NewRankCase(env), sh: sh, k: sh.K, prec: lab.PrecisionOf(s)}
 	if strings.TrimPrefix(s.Name, "bf16_") != SuiteGemmRS {
 		return c.prepareAG(p)
 	}
@@ -152,12 +152,11 @@ const BF16Rounding = 1.0 / 256
 // below), generic over how the data lies on the device (elem), so that the bf16 suites
 // (lab.PrecisionOf) run the fp32 schedules on the kernels' _bf16 entries.
 type ovCase[T elem] struct {
-	env     *lab.Env
-	sh      Shape
-	rank, n int
-	k       int  // the GEMM's K: K (ag_gemm), or this rank's K_r columns of A (gemm_rs)
-	rs      bool // gemm_rs
-	prec    lab.Precision
+	lab.RankCase
+	sh   Shape
+	k    int  // the GEMM's K: K (ag_gemm), or this rank's K_r columns of A (gemm_rs)
+	rs   bool // gemm_rs
+	prec lab.Precision
 
 	hostA, hostB []float32      // A (M×K), B (K×N): the same on every rank (bf16: rounded), for the reference
 	devA, devB   []T            // the same as the device holds them
@@ -195,27 +194,27 @@ func (c *ovCase[T]) start(p lab.Problem, elems int64) (*lab.Prep, error) {
 	if withBias && c.prec != lab.BF16 {
 		return nil, fmt.Errorf("problem %q: bias: 1 is for the bf16 suites (the fp32 kernels take no bias)", p.Name)
 	}
-	if err := lab.NeedMemory(c.env, int64(c.prec.Bytes())*elems); err != nil {
+	if err := lab.NeedMemory(c.Env, int64(c.prec.Bytes())*elems); err != nil {
 		return nil, lab.Skip("%v", err)
 	}
-	c.hostA, c.hostB = lab.Uniform(c.env, c.sh.M*c.sh.K), lab.Uniform(c.env, c.sh.K*c.sh.N)
+	c.hostA, c.hostB = lab.Uniform(c.Env, c.sh.M*c.sh.K), lab.Uniform(c.Env, c.sh.K*c.sh.N)
 	c.devA, c.devB = lab.DeviceElems[T](c.hostA), lab.DeviceElems[T](c.hostB)
-	pp := lab.NewPrep(c.env)
+	pp := lab.NewPrep(c.Env)
 	if withBias {
-		c.hostBias = lab.Uniform(c.env, c.sh.N)
+		c.hostBias = lab.Uniform(c.Env, c.sh.N)
 		c.bias = pp.UploadAs("bias", c.prec, c.hostBias)
 	}
 	return pp, nil
 }
 
-func (c *ovCase[T]) rows() int { return RowsOf(c.rank, c.sh.M, c.n) }
-func (c *ovCase[T]) row0() int { return Row0Of(c.rank, c.sh.M, c.n) }
+func (c *ovCase[T]) rows() int { return RowsOf(c.Rank, c.sh.M, c.N) }
+func (c *ovCase[T]) row0() int { return Row0Of(c.Rank, c.sh.M, c.N) }
 
 func (c *ovCase[T]) at(p gpu.Ptr, elems int) gpu.Ptr { return p + gpu.Ptr(c.prec.Bytes()*elems) }
 
 // dims appends the kernels' sizes to args: this rank, the ranks, M, N and the GEMM's K.
 func (c *ovCase[T]) dims(args ...any) []any {
-	return append(args, int32(c.rank), int32(c.n), int32(c.sh.M), int32(c.sh.N), int32(c.k))
+	return append(args, int32(c.Rank), int32(c.N), int32(c.sh.M), int32(c.sh.N), int32(c.k))
 }
 
 // withBias appends the bias (0: none) to a bf16 GEMM's arguments; the fp32 kernels take none.
@@ -233,14 +232,14 @@ func (c *ovCase[T]) Run(v *lab.Variant) error {
 	if v.Library != "" {
 		return c.runLibrary(v)
 	}
-	if ok, why := c.env.AllReachable(); !ok {
+	if ok, why := c.Env.AllReachable(); !ok {
 		return lab.Skip("%s", why)
 	}
-	st := c.env.Stream
-	if err := c.tl.Begin(c.env, v.Int(ParamTimeline, 0) != 0, TimelineRecords(c.sh, c.n, c.env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2)), st); err != nil {
+	st := c.Env.Stream
+	if err := c.tl.Begin(c.Env, v.Int(ParamTimeline, 0) != 0, TimelineRecords(c.sh, c.N, c.Env.Device.Info().SMs, v.Positive(ParamBlocksPerSM, 2)), st); err != nil {
 		return err
 	}
-	if err := c.env.DeviceBarrier(st); err != nil {
+	if err := c.Barrier(); err != nil {
 		return err
 	}
 	// The fused kernels: pull, signal, push or kernel 06; the GEMM that adds into the owners' rows or kernel 07.
@@ -263,7 +262,7 @@ func (c *ovCase[T]) Run(v *lab.Variant) error {
 	if err := run(v); err != nil {
 		return err
 	}
-	return c.env.DeviceBarrier(st)
+	return c.Barrier()
 }
 
 // runLibrary: ncclAllGather into A_full, then the library's GEMM (ag_gemm); or the GEMM into P_r,
@@ -272,38 +271,38 @@ func (c *ovCase[T]) runLibrary(v *lab.Variant) error {
 	if v.Library != LibNCCLCublas {
 		return fmt.Errorf("variant %s: library %q is not one lab 05 knows (%s)", v.Name, v.Library, LibNCCLCublas)
 	}
-	if err := equalBlocks(map[bool]string{false: "all-gather", true: "reduce-scatter"}[c.rs], c.sh, c.n); err != nil {
+	if err := equalBlocks(map[bool]string{false: "all-gather", true: "reduce-scatter"}[c.rs], c.sh, c.N); err != nil {
 		return err
 	}
-	comm, err := c.env.RankCommunicator()
+	comm, err := c.Env.RankCommunicator()
 	if err != nil {
 		return err
 	}
-	dt, st := c.prec.DataType(), c.env.Stream
+	dt, st := c.prec.DataType(), c.Env.Stream
 	if c.rs {
 		return lab.InOrder(func() error { return c.libraryGemm(v) },
-			func() error { return comm.ReduceScatter(c.out, c.mine, c.sh.M/c.n*c.sh.N, dt, st) })
+			func() error { return comm.ReduceScatter(c.out, c.mine, c.sh.M/c.N*c.sh.N, dt, st) })
 	}
-	return lab.InOrder(func() error { return comm.AllGather(c.mine, c.a, c.sh.M/c.n*c.sh.K, dt, st) },
+	return lab.InOrder(func() error { return comm.AllGather(c.mine, c.a, c.sh.M/c.N*c.sh.K, dt, st) },
 		func() error { return c.libraryGemm(v) })
 }
 
 // libraryGemm: cuBLAS SGEMM (fp32), or cuBLASLt with a bf16 output as PyTorch's a @ b, then the
 // bias in a kernel of its own, as the distributed challenge's reference adds it.
 func (c *ovCase[T]) libraryGemm(v *lab.Variant) error {
-	blas, err := c.env.BLAS()
+	blas, err := c.Env.BLAS()
 	if err != nil {
 		return err
 	}
 	dt := c.prec.DataType()
 	g := gpu.RowMajorGemm(c.sh.M, c.sh.N, c.k, c.a, c.dB.DevicePtr(), c.out, dt, dt)
 	if c.prec == lab.FP32 {
-		return blas.Sgemm(c.env.Stream, g)
+		return blas.Sgemm(c.Env.Stream, g)
 	}
-	if err := lab.LtMatmul(blas, v, c.env.Stream, g); err != nil || c.bias == 0 {
+	if err := lab.LtMatmul(blas, v, c.Env.Stream, g); err != nil || c.bias == 0 {
 		return err
 	}
-	return c.copyLaunch(v, EntryAddBias, c.sh.M*c.sh.N, c.env.Stream, c.out, c.bias, int32(c.sh.M), int32(c.sh.N))
+	return c.copyLaunch(v, EntryAddBias, c.sh.M*c.sh.N, c.Env.Stream, c.out, c.bias, int32(c.sh.M), int32(c.sh.N))
 }
 
 // equalBlocks skips a problem whose M is not a multiple of the n ranks: NCCL's collective op (the
@@ -325,7 +324,7 @@ func splitK(sh Shape, n int) error {
 
 // launchRows launches the tile GEMM for rows [row0, row0+rows) of the output, from a (rows × k).
 func (c *ovCase[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.Stream) error {
-	kern, err := c.env.Kernel(v)
+	kern, err := c.Env.Kernel(v)
 	if err != nil {
 		return err
 	}
@@ -335,31 +334,31 @@ func (c *ovCase[T]) launchRows(v *lab.Variant, a gpu.Ptr, row0, rows int, s gpu.
 
 // copyLaunch launches helper entry over work elements as a grid-stride kernel (lab.GridStride).
 func (c *ovCase[T]) copyLaunch(v *lab.Variant, entry string, work int, s gpu.Stream, args ...any) error {
-	k, err := c.env.KernelByEntry(entry)
+	k, err := c.Env.KernelByEntry(entry)
 	if err != nil {
 		return err
 	}
-	return c.tl.Launch(k, lab.GridStride(c.env, v, work, s), args...)
+	return c.tl.Launch(k, lab.GridStride(c.Env, v, work, s), args...)
 }
 
 // sideStream is the second stream, its work from now on after the compute stream's so far.
 func (c *ovCase[T]) sideStream() (gpu.Stream, error) {
-	side, err := c.env.SideStream()
+	side, err := c.Env.SideStream()
 	if err != nil {
 		return nil, err
 	}
-	return side, lab.Order(c.events[0], c.env.Stream, side)
+	return side, lab.Order(c.events[0], c.Env.Stream, side)
 }
 
 // wgmmaLaunch readies kernel 06 or 07 (grid blocks, the variant's smem): the configuration and
 // the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
 func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
 	smem := v.Positive(ParamSmem, 0)
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.env.Stream}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.Env.Stream}
 	if err := lab.OptInShared(kern, smem); err != nil {
 		return cfg, nil, fmt.Errorf("variant %s: %w", v.Name, err)
 	}
-	maps, err := lab.TensorMaps(c.env, what, lab.BF16Tiles(c.a, c.sh.M, c.k, WgmmaTileM, 64),
+	maps, err := lab.TensorMaps(c.Env, what, lab.BF16Tiles(c.a, c.sh.M, c.k, WgmmaTileM, 64),
 		lab.BF16Tiles(c.dB.DevicePtr(), c.k, c.sh.N, 64, 64), lab.BF16Tiles(out, outRows, c.sh.N, 64, 64))
 	return cfg, maps, err
 }
@@ -379,7 +378,7 @@ func (c *ovCase[T]) checkRows(outs *lab.Outputs, out *gpu.Buffer[T], row0, rows 
 	if c.prec == lab.BF16 {
 		tol += float64(rounds) * BF16Rounding
 	}
-	rep := matref.CheckProduct(p, got, c.env.RNG.Uint64(), tol)
+	rep := matref.CheckProduct(p, got, c.Env.RNG.Uint64(), tol)
 	rep.Method = what + ": " + rep.Method
 	return rep, nil
 }
@@ -400,7 +399,7 @@ func TimelineRecords(sh Shape, n, sms, blocksPerSM int) int {
 
 // Record returns the timeline of the last run for a timeline variant, nothing for the others.
 func (c *ovCase[T]) Record(v *lab.Variant) (map[string]any, error) {
-	return c.tl.Record(c.env, v, v.Int(ParamTimeline, 0) != 0, TimelineKinds)
+	return c.tl.Record(c.Env, v, v.Int(ParamTimeline, 0) != 0, TimelineKinds)
 }
 
 // prepareAG: an ag_gemm problem on this rank (A_full is hostA).
@@ -415,8 +414,8 @@ func (c *ovCase[T]) prepareAG(p lab.Problem) (*ovCase[T], error) {
 	// NaN before every checked run: a tile that reads its rows before they arrive turns C into NaN.
 	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.prec.NaN(stagedNaN))
 	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.prec.NaN(lab.NaNBits32))
-	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.n)) // one per source rank
-	c.events = pp.Events(c.n + 1)                                             // the start, one per source block
+	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.N)) // one per source rank
+	c.events = pp.Events(c.N + 1)                                             // the start, one per source block
 	if pp.Signals(); pp.Err == nil {
 		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dRows.Mine.DevicePtr()
 	}
@@ -427,9 +426,9 @@ func (c *ovCase[T]) prepareAG(p lab.Problem) (*ovCase[T], error) {
 func (c *ovCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream) error {
 	work := 0
 	for j := range count {
-		work = max(work, RowsOf((first+j)%c.n, c.sh.M, c.n)*c.sh.K)
+		work = max(work, RowsOf((first+j)%c.N, c.sh.M, c.N)*c.sh.K)
 	}
-	entry, args := c.prec.Entry(EntryGather), []any{c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.n), int32(first), int32(count)}
+	entry, args := c.prec.Entry(EntryGather), []any{c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.N), int32(first), int32(count)}
 	if c.prec == lab.BF16 {
 		args = append(args, gpu.Ptr(0)) // no flags
 	}
@@ -440,10 +439,10 @@ func (c *ovCase[T]) launchGather(v *lab.Variant, first, count int, s gpu.Stream)
 }
 
 func (c *ovCase[T]) agSequential(v *lab.Variant) error {
-	if err := c.launchGather(v, 0, c.n, c.env.Stream); err != nil {
+	if err := c.launchGather(v, 0, c.N, c.Env.Stream); err != nil {
 		return fmt.Errorf("all-gather: %w", err)
 	}
-	if err := c.launchRows(v, c.a, 0, c.sh.M, c.env.Stream); err != nil {
+	if err := c.launchRows(v, c.a, 0, c.sh.M, c.Env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
 	}
 	return nil
@@ -453,7 +452,7 @@ func (c *ovCase[T]) agSequential(v *lab.Variant) error {
 // on the side stream; the compute stream waits for a block's event (not the host) before its
 // GEMM, so block s+1 copies while block s multiplies, all queued up front.
 func (c *ovCase[T]) agChunked(v *lab.Variant) error {
-	compute := c.env.Stream
+	compute := c.Env.Stream
 	side, err := c.sideStream()
 	if err != nil {
 		return err
@@ -461,15 +460,15 @@ func (c *ovCase[T]) agChunked(v *lab.Variant) error {
 	if err := c.launchRows(v, c.mine, c.row0(), c.rows(), compute); err != nil {
 		return fmt.Errorf("GEMM of its own rows: %w", err)
 	}
-	for j, s := range Ring(c.rank, c.n)[1:] {
+	for j, s := range Ring(c.Rank, c.N)[1:] {
 		if err := c.launchGather(v, s, 1, side); err != nil {
 			return fmt.Errorf("copy of rank %d's rows: %w", s, err)
 		}
 		if err := lab.Order(c.events[j+1], side, compute); err != nil {
 			return fmt.Errorf("waiting for rank %d's rows: %w", s, err)
 		}
-		row0 := Row0Of(s, c.sh.M, c.n)
-		if err := c.launchRows(v, c.at(c.a, row0*c.sh.K), row0, RowsOf(s, c.sh.M, c.n), compute); err != nil {
+		row0 := Row0Of(s, c.sh.M, c.N)
+		if err := c.launchRows(v, c.at(c.a, row0*c.sh.K), row0, RowsOf(s, c.sh.M, c.N), compute); err != nil {
 			return fmt.Errorf("GEMM of rank %d's rows: %w", s, err)
 		}
 	}
@@ -480,7 +479,7 @@ func (c *ovCase[T]) agChunked(v *lab.Variant) error {
 // copy them into A_full and raise the counters its GEMM blocks wait on; in the push form each
 // rank's producers write its rows into the peers' A_full and raise their counters.
 func (c *ovCase[T]) agFused(v *lab.Variant) error {
-	k, err := c.env.Kernel(v)
+	k, err := c.Env.Kernel(v)
 	if err != nil {
 		return err
 	}
@@ -488,14 +487,14 @@ func (c *ovCase[T]) agFused(v *lab.Variant) error {
 		return c.agWgmma(v, k)
 	}
 	res, err := c.resident.Get(v.Key(), func() (int, error) {
-		return lab.ResidentBlocks(c.env, k, GemmThread, v.Positive(ParamBlocksPerSM, 1))
+		return lab.ResidentBlocks(c.Env, k, GemmThread, v.Positive(ParamBlocksPerSM, 1))
 	})
 	if err != nil {
 		return err
 	}
-	tiles := Tiles(c.sh, c.n)
+	tiles := Tiles(c.sh, c.N)
 	if v.Entry == EntryFusedPull {
-		cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(res, tiles))), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
+		cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(res, tiles))), Block: gpu.D1(GemmThread), Stream: c.Env.Stream}
 		return gpu.Launch(k, cfg, c.dims(c.dRows.Table, c.dB, c.dC)...)
 	}
 	// At least one GEMM block for every producer... and never more producers than half a wave.
@@ -505,7 +504,7 @@ func (c *ovCase[T]) agFused(v *lab.Variant) error {
 		return err
 	}
 	c.epoch++
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.env.Stream}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(GemmThread), Stream: c.Env.Stream}
 	if v.Params[ParamPush] != 0 {
 		return gpu.Launch(k, cfg, c.withBias(append(c.dims(c.dRows.Mine, c.dAFull.Table, c.flags.Table, c.dB, c.dC), int32(prod), c.epoch))...)
 	}
@@ -520,7 +519,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
 	}
-	copiers, beside, sms := v.Positive(ParamCopiers, 8), v.Params[ParamBeside] != 0, c.env.Device.Info().SMs
+	copiers, beside, sms := v.Positive(ParamCopiers, 8), v.Params[ParamBeside] != 0, c.Env.Device.Info().SMs
 	grid := min(lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), sms)
 	if beside {
 		grid = min(grid, sms-copiers)
@@ -532,8 +531,8 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err != nil {
 		return err
 	}
-	copy, compute := c.env.Stream, c.env.Stream
-	gather, err := c.env.KernelByEntry(c.prec.Entry(EntryGather))
+	copy, compute := c.Env.Stream, c.Env.Stream
+	gather, err := c.Env.KernelByEntry(c.prec.Entry(EntryGather))
 	if beside && err == nil {
 		copy, err = c.sideStream()
 	}
@@ -545,9 +544,9 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if v.Params[ParamCE] != 0 {
 		err, ready = c.copyOnEngines(copy), c.epoch
 	} else {
-		n := int32(c.n)
+		n := int32(c.N)
 		err = gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
-			c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), n, int32(c.rank), n, c.flags.Mine)
+			c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), n, int32(c.Rank), n, c.flags.Mine)
 	}
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
@@ -562,14 +561,14 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 // block, each followed by raise_flag, which adds 1 to the block's counter once the copy landed.
 // raise_flag still needs an SM outside the GEMM's grid (copiers), or it would never start.
 func (c *ovCase[T]) copyOnEngines(s gpu.Stream) error {
-	raise, err := c.env.KernelByEntry(EntryRaiseFlag)
+	raise, err := c.Env.KernelByEntry(EntryRaiseFlag)
 	if err != nil {
 		return err
 	}
-	for _, src := range Ring(c.rank, c.n) {
-		if rows := RowsOf(src, c.sh.M, c.n); rows > 0 {
-			dst := c.at(c.a, Row0Of(src, c.sh.M, c.n)*c.sh.K)
-			if err := c.env.Device.CopyDtoD(dst, c.dRows.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
+	for _, src := range Ring(c.Rank, c.N) {
+		if rows := RowsOf(src, c.sh.M, c.N); rows > 0 {
+			dst := c.at(c.a, Row0Of(src, c.sh.M, c.N)*c.sh.K)
+			if err := c.Env.Device.CopyDtoD(dst, c.dRows.Ptr(src), int64(c.prec.Bytes()*rows*c.sh.K), s); err != nil {
 				return fmt.Errorf("copying block %d: %w", src, err)
 			}
 		}
@@ -601,10 +600,10 @@ func Col0Of(s, k, n int) int { return Row0Of(s, k, n) }
 func RSWorkOf(sh Shape) lab.Work { return WorkOf(sh, 1) }
 
 func (c *ovCase[T]) prepareRS(p lab.Problem) (*ovCase[T], error) {
-	sh, kr, k0, rows := c.sh, c.k, Col0Of(c.rank, c.sh.K, c.n), c.rows()
+	sh, kr, k0, rows := c.sh, c.k, Col0Of(c.Rank, c.sh.K, c.N), c.rows()
 	slotElems := 0
 	if c.prec == lab.BF16 {
-		slotElems = c.n * rows * sh.N
+		slotElems = c.N * rows * sh.N
 	}
 	pp, err := c.start(p, int64(sh.M)*int64(kr)+int64(kr)*int64(sh.N)+int64(sh.M)*int64(sh.N)+int64(rows)*int64(sh.N)+int64(slotElems))
 	if err != nil {
@@ -619,7 +618,7 @@ func (c *ovCase[T]) prepareRS(p lab.Problem) (*ovCase[T], error) {
 	c.dOut = lab.PrepSharedOutput[T](pp, "C (this rank's rows)", rows*sh.N, nan)
 	if slotElems > 0 {
 		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, nan)
-		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, c.n*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
+		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, c.N*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
 	}
 	c.events = pp.Events(2) // chunked: the reduction's start and end
 	if pp.Signals(); pp.Err == nil {
@@ -630,19 +629,19 @@ func (c *ovCase[T]) prepareRS(p lab.Problem) (*ovCase[T], error) {
 
 // launchReduce pulls this rank's rows of every rank's P_r and sums them into its C.
 func (c *ovCase[T]) launchReduce(v *lab.Variant, s gpu.Stream) error {
-	return c.copyLaunch(v, c.prec.Entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.n), int32(c.row0()), int32(c.rows()))
+	return c.copyLaunch(v, c.prec.Entry(EntryReduceRows), c.rows()*c.sh.N, s, c.dP.Table, c.dOut.Mine, int32(c.sh.N), int32(c.N), int32(c.row0()), int32(c.rows()))
 }
 
 // barrierThenReduce: a device barrier (every P_r is complete), then the reduction.
 func (c *ovCase[T]) barrierThenReduce(v *lab.Variant) error {
-	if err := c.env.DeviceBarrier(c.env.Stream); err != nil {
+	if err := c.Env.DeviceBarrier(c.Env.Stream); err != nil {
 		return err
 	}
-	return c.launchReduce(v, c.env.Stream)
+	return c.launchReduce(v, c.Env.Stream)
 }
 
 func (c *ovCase[T]) rsSequential(v *lab.Variant) error {
-	if err := c.launchRows(v, c.a, 0, c.sh.M, c.env.Stream); err != nil {
+	if err := c.launchRows(v, c.a, 0, c.sh.M, c.Env.Stream); err != nil {
 		return fmt.Errorf("GEMM: %w", err)
 	}
 	return c.barrierThenReduce(v)
@@ -651,17 +650,17 @@ func (c *ovCase[T]) rsSequential(v *lab.Variant) error {
 // rsChunked: the GEMM by destination blocks in rank order, a device barrier after each; the
 // owner's reduction of its block then runs on the side stream beside the GEMMs that follow.
 func (c *ovCase[T]) rsChunked(v *lab.Variant) error {
-	st := c.env.Stream
+	st := c.Env.Stream
 	var side gpu.Stream
-	for d := range c.n {
-		row0 := Row0Of(d, c.sh.M, c.n)
-		if err := c.launchRows(v, c.at(c.a, row0*c.k), row0, RowsOf(d, c.sh.M, c.n), st); err != nil {
+	for d := range c.N {
+		row0 := Row0Of(d, c.sh.M, c.N)
+		if err := c.launchRows(v, c.at(c.a, row0*c.k), row0, RowsOf(d, c.sh.M, c.N), st); err != nil {
 			return fmt.Errorf("GEMM of rank %d's rows: %w", d, err)
 		}
-		if err := c.env.DeviceBarrier(st); err != nil {
+		if err := c.Barrier(); err != nil {
 			return err
 		}
-		if d != c.rank {
+		if d != c.Rank {
 			continue
 		}
 		var err error
@@ -681,18 +680,18 @@ func (c *ovCase[T]) rsFused(v *lab.Variant) error {
 	if v.Entry == EntryWgmmaRS {
 		return c.rsWgmma(v)
 	}
-	st := c.env.Stream
+	st := c.Env.Stream
 	if err := c.dOut.Mine.FillBytes(0, st); err != nil {
 		return fmt.Errorf("zeroing its rows of C: %w", err)
 	}
-	if err := c.env.DeviceBarrier(st); err != nil {
+	if err := c.Barrier(); err != nil {
 		return err
 	}
-	k, err := c.env.Kernel(v)
+	k, err := c.Env.Kernel(v)
 	if err != nil {
 		return err
 	}
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.n)), Block: gpu.D1(GemmThread), Stream: st}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(Tiles(c.sh, c.N)), Block: gpu.D1(GemmThread), Stream: st}
 	return gpu.Launch(k, cfg, c.withBias(c.dims(c.dCols, c.dB, c.dOut.Table))...)
 }
 
@@ -704,12 +703,12 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if c.slots == nil {
 		return fmt.Errorf("variant %s: kernel 07 is bf16 only (suite bf16_%s)", v.Name, SuiteGemmRS)
 	}
-	for s := range c.n {
-		if kr := ColsOf(s, c.sh.K, c.n); kr%8 != 0 || c.sh.N%8 != 0 {
-			return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: every rank's K/%d columns and N must be multiples of 8 (this problem has K=%d, rank %d holds %d columns, N=%d)", c.n, c.sh.K, s, kr, c.sh.N)
+	for s := range c.N {
+		if kr := ColsOf(s, c.sh.K, c.N); kr%8 != 0 || c.sh.N%8 != 0 {
+			return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: every rank's K/%d columns and N must be multiples of 8 (this problem has K=%d, rank %d holds %d columns, N=%d)", c.N, c.sh.K, s, kr, c.sh.N)
 		}
 	}
-	k, err := c.env.Kernel(v)
+	k, err := c.Env.Kernel(v)
 	if err != nil {
 		return err
 	}
@@ -718,7 +717,7 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if push {
 		out, outRows = c.mine, c.rows()
 	}
-	grid := max(1, min(WgmmaRSTiles(c.sh, c.n, push), c.env.Device.Info().SMs))
+	grid := max(1, min(WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs))
 	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", out, outRows)
 	if err != nil {
 		return err
@@ -745,16 +744,16 @@ func (c *ovCase[T]) Check(v *lab.Variant, out *lab.Outputs) (check.Report, error
 	}
 	rounds := 2
 	if v.Library != "" || v.Entry == c.prec.Entry(EntryGemmRSFused) {
-		rounds = c.n + 1
+		rounds = c.N + 1
 	}
-	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.n)
+	return c.checkRows(out, c.dOut.Mine, c.row0(), c.rows(), "every rank's rows of C", rounds, c.N)
 }
 
 func (c *ovCase[T]) Work() lab.Work {
 	if c.rs {
 		return RSWorkOf(c.sh)
 	}
-	return WorkOf(c.sh, c.n)
+	return WorkOf(c.sh, c.N)
 }
 
 // PeerRankProblem describes a problem for the PyTorch peer (peers/torch_nccl.py): the layer, the
