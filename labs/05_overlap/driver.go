@@ -48,13 +48,32 @@ const (
 	ParamBeside      = "beside"         // kernel 06: 1 copies on a second stream beside the GEMM, 0 first
 	ParamCE          = "ce"             // kernel 06: 1 copies on the copy engines (copyOnEngines)
 	ParamSmem        = "smem"           // the wgmma kernels' dynamic shared memory
+	ParamSplits      = "splits"         // the wgmma kernels' split-K (default: SplitK's; 1: none)
 	ParamTimeline    = "timeline"       // 1: a -DKL_TIMELINE build that leaves timeline records
 	ParamBias        = "bias"           // a problem's 1: N values added to every row (bf16 suites)
 
 	// The tile and block of overlap_gemm.cuh's GEMM, and the wgmma kernels' (06, 07).
 	TileM, TileN, GemmThread             = 64, 64, 256
 	WgmmaTileM, WgmmaTileN, WgmmaThreads = 128, 256, 384
+	WgmmaTileK, MinSplitKBlocks          = 64, 4
+	splitSlotFloats                      = WgmmaTileM * WgmmaTileN // a unit's fp32 partial tile
 )
+
+// SplitK is how many units of kernel 06 or 07 share each of tiles tiles on a grid of grid blocks,
+// over kBlocks blocks of K (splitk_sm90.cuh): 1 when the tiles fill the grid; else as many as fill
+// it, each with at least MinSplitKBlocks (with fewer, the partials' round trip through L2 costs
+// more than their MMAs), and never one without a K block.
+func SplitK(tiles, grid, kBlocks int) int {
+	return evenSplit(min(grid/max(tiles, 1), kBlocks/MinSplitKBlocks), kBlocks)
+}
+
+// evenSplit is the number of runs of ⌈kBlocks/s⌉ blocks that cover kBlocks (at least 1).
+func evenSplit(s, kBlocks int) int {
+	if s <= 1 || kBlocks <= 1 {
+		return 1
+	}
+	return lab.CeilDiv(kBlocks, lab.CeilDiv(kBlocks, s))
+}
 
 // stagedNaN poisons the gathered A_full with a NaN of another payload than C's, so that a C
 // computed from rows read before they arrived tells itself from a C left unwritten.
@@ -185,6 +204,30 @@ type ovCase[T elem] struct {
 	dOut  *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
 	// kernel 07's push (bf16): receive slots, RowsOf × N per source; flags: one per source and tile
 	slots *lab.Shared[T]
+	// kernels 06 and 07's split-K (bf16): one partial tile and one tile counter per SM
+	splitWS     *gpu.Buffer[float32]
+	splitCounts *gpu.Buffer[uint32]
+}
+
+// prepSplitK allocates the split-K workspace of a bf16 case: a unit's slot per SM (the most units
+// a launch has) and a counter per SM (tiles ≤ units), the counters zero.
+func (c *ovCase[T]) prepSplitK(pp *lab.Prep) {
+	if c.prec == lab.BF16 {
+		sms := c.Env.Device.Info().SMs
+		c.splitWS = lab.PrepAlloc[float32](pp, "split-K partials", sms*splitSlotFloats)
+		c.splitCounts = lab.PrepUpload(pp, "split-K counters", make([]uint32, sms))
+	}
+}
+
+// splitGrid is kernel 06's or 07's grid for tiles tiles on at most avail SMs, and its split-K
+// arguments: the split (lab.yaml's splits:, else SplitK's), the workspace, the counters.
+func (c *ovCase[T]) splitGrid(v *lab.Variant, tiles, avail int) (int, []any, error) {
+	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
+	s := evenSplit(int(v.Int(ParamSplits, int64(SplitK(tiles, avail, kBlocks)))), kBlocks)
+	if sms := c.Env.Device.Info().SMs; s > 1 && tiles*s > sms {
+		return 0, nil, fmt.Errorf("variant %s: splits: %d gives %d × %d units, more than the workspace's one an SM (%d): lower splits:", v.Name, s, tiles, s, sms)
+	}
+	return max(1, min(tiles*s, avail)), []any{int32(s), c.splitWS, c.splitCounts}, nil
 }
 
 // start refuses a problem whose elems elements do not fit, draws A, B and the bias, and starts
@@ -415,6 +458,7 @@ func (c *ovCase[T]) prepareAG(p lab.Problem) (*ovCase[T], error) {
 	c.dAFull = lab.PrepSharedScratch[T](pp, "A_full", sh.M*sh.K, c.prec.NaN(stagedNaN))
 	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.prec.NaN(lab.NaNBits32))
 	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.N)) // one per source rank
+	c.prepSplitK(pp)
 	c.events = pp.Events(c.N + 1)                                             // the start, one per source block
 	if pp.Signals(); pp.Err == nil {
 		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dRows.Mine.DevicePtr()
@@ -519,13 +563,16 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if c.sh.K%8 != 0 || c.sh.N%8 != 0 {
 		return lab.Skip("the wgmma kernel moves tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)", c.sh.K, c.sh.N)
 	}
-	copiers, beside, sms := v.Positive(ParamCopiers, 8), v.Params[ParamBeside] != 0, c.Env.Device.Info().SMs
-	grid := min(lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), sms)
+	copiers, beside, avail := v.Positive(ParamCopiers, 8), v.Params[ParamBeside] != 0, c.Env.Device.Info().SMs
 	if beside {
-		grid = min(grid, sms-copiers)
+		avail -= copiers
 	}
-	if grid < 1 {
-		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, sms)
+	if avail < 1 {
+		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.Env.Device.Info().SMs)
+	}
+	grid, split, err := c.splitGrid(v, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), avail)
+	if err != nil {
+		return err
 	}
 	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
@@ -551,7 +598,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
-	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC, c.bias), maps...)...); err != nil || !beside {
+	if err := gpu.Launch(k, cfg, append(append(append(c.dims(c.flags.Mine, ready), c.dC, c.bias), split...), maps...)...); err != nil || !beside {
 		return err
 	}
 	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
@@ -620,6 +667,7 @@ func (c *ovCase[T]) prepareRS(p lab.Problem) (*ovCase[T], error) {
 		c.slots = lab.PrepSharedScratch[T](pp, "receive slots", slotElems, nan)
 		c.flags = lab.PrepUploadShared(pp, "arrival counters", make([]uint32, c.N*WgmmaRSTiles(Shape{M: rows, N: sh.N}, 1, true)))
 	}
+	c.prepSplitK(pp)
 	c.events = pp.Events(2) // chunked: the reduction's start and end
 	if pp.Signals(); pp.Err == nil {
 		c.a, c.out, c.mine = c.dCols.DevicePtr(), c.dP.Mine.DevicePtr(), c.dOut.Mine.DevicePtr()
@@ -717,7 +765,10 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if push {
 		out, outRows = c.mine, c.rows()
 	}
-	grid := max(1, min(WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs))
+	grid, split, err := c.splitGrid(v, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs)
+	if err != nil {
+		return err
+	}
 	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", out, outRows)
 	if err != nil {
 		return err
@@ -727,7 +778,7 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 		c.epoch++
 		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
 	}
-	if err := gpu.Launch(k, cfg, append(append(c.dims(slots, flags, c.epoch, pushArg), c.bias), maps...)...); err != nil || push {
+	if err := gpu.Launch(k, cfg, append(append(append(c.dims(slots, flags, c.epoch, pushArg), c.bias), split...), maps...)...); err != nil || push {
 		return err
 	}
 	return c.barrierThenReduce(v)

@@ -244,3 +244,20 @@ const (
 	VarFusedPull, VarFusedSignal   = "fused_pull", "fused_signal"
 	VarFused, VarEx1Push, VarWgmma = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
 )
+
+// Split-K fills the SMs when the tiles do not, each unit with MinSplitKBlocks of K or more, and
+// every split the kernels' kl_splitk_range forms has a K block.
+func TestSplitK(t *testing.T) {
+	assert.Equal(t, 14, SplitK(9, 132, 112), "the challenge's 64×2304×7168: 9 tiles, 126 units")
+	assert.Equal(t, 4, SplitK(32, 132, 45), "45 K blocks in 4 runs of 12")
+	assert.Equal(t, 1, SplitK(128, 132, 64), "128 tiles fill 132 SMs already")
+	assert.Equal(t, 1, SplitK(1, 132, 7), "7 K blocks make no two runs of 4")
+	assert.Equal(t, 1, SplitK(200, 132, 1000))
+	for kb := 1; kb <= 300; kb++ {
+		for s := 1; s <= 140; s++ {
+			got := evenSplit(s, kb)
+			per := lab.CeilDiv(kb, got) // kl_splitk_range's
+			require.True(t, got >= 1 && got <= max(1, min(s, kb)) && (got-1)*per < kb, "evenSplit(%d, %d) = %d", s, kb, got)
+		}
+	}
+}

@@ -17,7 +17,10 @@
 // rank's own block on (kernel 15's grouped order, rotated), the order in which the copy delivers.
 //
 // C = A_full·B + bias (bias: N bf16 values, or null), bf16, written through shared memory and TMA
-// stores as in kernel 15 (no beta: C is an output only). The grid must leave the copy SMs of its
+// stores as in kernel 15 (no beta: C is an output only). splits > 1: split-K (splitk_sm90.cuh),
+// for problems of fewer tiles than SMs (the challenge's decode-sized M, a narrow shard of N):
+// splits units share each tile, unit u = tile·splits + s taking the s-th run of K blocks, and the
+// last of a tile's units to finish sums their fp32 partials (ws, counts) and stores the tile. The grid must leave the copy SMs of its
 // own: a block spinning on a flag must never keep the copy off the GPU (the driver launches at most
 // SMs − copy blocks when both run at once).
 //
@@ -27,6 +30,7 @@
 #include "kl.cuh"
 #include "gemm_sm90.cuh"
 #include "overlap_gemm.cuh"
+#include "splitk_sm90.cuh"
 
 #define BM 128
 #define BN 256
@@ -63,7 +67,8 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
-              uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, const __grid_constant__ CUtensorMap tmA,
+              uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, int splits, float4* __restrict__ ws,
+              unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
               const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmC) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = kl_align1024(smem_raw);
@@ -74,7 +79,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
     const int tid = threadIdx.x, wg = tid / 128;
     const int numK = (K + BK - 1) / BK;
     const int tilesM = (M + BM - 1) / BM, tilesN = (N + BN - 1) / BN;
-    const int numTiles = tilesM * tilesN;
+    const int numUnits = tilesM * tilesN * splits;
     const int tm0 = ov_row0_of(rank, M, nranks) / BM;
 
     if (tid == 0) {
@@ -94,9 +99,10 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
         kl_setmaxnreg_dec<40>();
         if (tid == 0) {
             int it = 0, waited = -1; // waited: the last tile row whose blocks are known to be there
-            for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
-                int tm, tn;
-                tile_coords(t, tilesM, tilesN, tm0, tm, tn);
+            for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
+                int tm, tn, k0, k1;
+                tile_coords(u / splits, tilesM, tilesN, tm0, tm, tn);
+                kl_splitk_range(u % splits, splits, numK, k0, k1);
                 if (tm != waited) {
                     const int last = min(tm * BM + BM, M) - 1;
                     for (int s = owner_of(tm * BM, M, nranks); s <= owner_of(last, M, nranks); ++s)
@@ -105,7 +111,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
                     fence_proxy_async_global();
                     waited = tm;
                 }
-                for (int kt = 0; kt < numK; ++kt, ++it) {
+                for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) kl_mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     unsigned char* st = smem + s * STAGE_BYTES;
@@ -128,10 +134,11 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0.0f;
         int it = 0;
-        for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
-            int tm, tn;
-            tile_coords(t, tilesM, tilesN, tm0, tm, tn);
-            for (int kt = 0; kt < numK; ++kt, ++it) {
+        for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
+            int tm, tn, k0, k1;
+            tile_coords(u / splits, tilesM, tilesN, tm0, tm, tn);
+            kl_splitk_range(u % splits, splits, numK, k0, k1);
+            for (int kt = k0; kt < k1; ++kt, ++it) {
                 const int s = it % STAGES;
                 kl_mbar_wait(&full[s], (it / STAGES) & 1);
                 const uint32_t sA = kl_smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
@@ -140,14 +147,15 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
                     kl_wgmma_m64n256k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL),
-                                             (kt > 0 || kk > 0) ? 1 : 0);
+                                             (kt > k0 || kk > 0) ? 1 : 0);
                 kl_wgmma_commit();
                 kl_wgmma_wait<1>();
-                if (kt > 0 && lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
+                if (kt > k0 && lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             }
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
+            if (!kl_splitk_reduce(d, u, splits, ws, counts, tid - 128, 3)) continue;
 
             const int row0 = tm * BM + cw * 64;
 #pragma unroll

@@ -31,6 +31,9 @@
 // P (the tensor map tmOut, M × N) as kernel 06 stores C; the driver then passes a device barrier
 // and launches reduce_rows_bf16, as the sequential schedule does. slots and flags are unused.
 //
+// splits > 1: kernel 06's split-K (splitk_sm90.cuh) for problems of fewer tiles than SMs, each
+// tile's epilogue (store, send or reduce) run once, by the last of its units, on their sum.
+//
 // The bias (N bf16 values, or null) is added to every rank's partial before the reduction, as the
 // distributed challenge's reference does (the sum carries it n times). Tensor maps: A_r (K_r
 // innermost, boxes 64 × 128), B_r (N innermost, boxes 64 × 64) as kernel 06; tmOut bf16, boxes
@@ -40,6 +43,7 @@
 #include "kl.cuh"
 #include "gemm_sm90.cuh"
 #include "overlap_gemm.cuh"
+#include "splitk_sm90.cuh"
 
 #define BM 128
 #define BN 256
@@ -109,6 +113,7 @@ __device__ __forceinline__ float bf16_hi(uint32_t p) { return __uint_as_float(p 
 template <bool REDUCE>
 __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push,
                                         int rank, int nranks, int M, int N, int K, const uint16_t* __restrict__ bias,
+                                        int splits, float4* __restrict__ ws, unsigned* __restrict__ counts,
                                         const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmOut) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = kl_align1024(smem_raw);
@@ -122,6 +127,7 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
     int numTiles = 0;
     for (int j = 0; j < (push ? nranks : 1); ++j)
         numTiles += block_tiles(push ? ov_rows_of(j, M, nranks) : M, tilesN);
+    const int numUnits = numTiles * splits;
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -140,9 +146,11 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
         kl_setmaxnreg_dec<40>();
         if (tid == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
-                const RsTile x = rs_tile(t, push, rank, nranks, M, tilesN);
-                for (int kt = 0; kt < numK; ++kt, ++it) {
+            for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
+                const RsTile x = rs_tile(u / splits, push, rank, nranks, M, tilesN);
+                int k0, k1;
+                kl_splitk_range(u % splits, splits, numK, k0, k1);
+                for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) kl_mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     unsigned char* st = smem + s * STAGE_BYTES;
@@ -165,9 +173,11 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0.0f;
         int it = 0;
-        for (int t = blockIdx.x; t < numTiles; t += gridDim.x) {
-            const RsTile x = rs_tile(t, push, rank, nranks, M, tilesN);
-            for (int kt = 0; kt < numK; ++kt, ++it) {
+        for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
+            const RsTile x = rs_tile(u / splits, push, rank, nranks, M, tilesN);
+            int k0, k1;
+            kl_splitk_range(u % splits, splits, numK, k0, k1);
+            for (int kt = k0; kt < k1; ++kt, ++it) {
                 const int s = it % STAGES;
                 kl_mbar_wait(&full[s], (it / STAGES) & 1);
                 const uint32_t sA = kl_smem_u32(smem + s * STAGE_BYTES) + cw * 64 * 128;
@@ -176,14 +186,15 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
                     kl_wgmma_m64n256k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL),
-                                             (kt > 0 || kk > 0) ? 1 : 0);
+                                             (kt > k0 || kk > 0) ? 1 : 0);
                 kl_wgmma_commit();
                 kl_wgmma_wait<1>();
-                if (kt > 0 && lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
+                if (kt > k0 && lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             }
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
+            if (!kl_splitk_reduce(d, u, splits, ws, counts, tid - 128, 3)) continue;
 
             const bool send = REDUCE && x.d != rank, reduce = REDUCE && x.d == rank;
             // this warpgroup's first row in the block of rows, which is also its row in tmOut (P, all
@@ -295,10 +306,11 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push, int rank, int nranks, int M,
-              int N, int K, const uint16_t* __restrict__ bias, const __grid_constant__ CUtensorMap tmA,
+              int N, int K, const uint16_t* __restrict__ bias, int splits, float4* __restrict__ ws,
+              unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
               const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut) {
     if (push && nranks > 1)
-        rs_body<true>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, tmA, tmB, tmOut);
+        rs_body<true>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, splits, ws, counts, tmA, tmB, tmOut);
     else
-        rs_body<false>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, tmA, tmB, tmOut);
+        rs_body<false>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, splits, ws, counts, tmA, tmB, tmOut);
 }
