@@ -459,7 +459,7 @@ func (c *ovCase[T]) prepareAG(p lab.Problem) (*ovCase[T], error) {
 	c.dC = lab.PrepOutput[T](pp, "C", sh.M*sh.N, c.prec.NaN(lab.NaNBits32))
 	c.flags = lab.PrepUploadShared(pp, "ready counters", make([]uint32, c.N)) // one per source rank
 	c.prepSplitK(pp)
-	c.events = pp.Events(c.N + 1)                                             // the start, one per source block
+	c.events = pp.Events(c.N + 1) // the start, one per source block
 	if pp.Signals(); pp.Err == nil {
 		c.a, c.out, c.mine = c.dAFull.Mine.DevicePtr(), c.dC.DevicePtr(), c.dRows.Mine.DevicePtr()
 	}
