@@ -56,7 +56,7 @@ const (
 	TileM, TileN, GemmThread             = 64, 64, 256
 	WgmmaTileM, WgmmaTileN, WgmmaThreads = 128, 256, 384
 	WgmmaTileK, MinSplitKBlocks          = 64, 4
-	splitSlotFloats                      = WgmmaTileM * WgmmaTileN // a unit's fp32 partial tile
+	splitTileFloats                      = WgmmaTileM * WgmmaTileN // a split tile's fp32 sum
 )
 
 // SplitK is how many units of kernel 06 or 07 share each of tiles tiles on a grid of grid blocks,
@@ -209,12 +209,12 @@ type ovCase[T elem] struct {
 	splitCounts *gpu.Buffer[uint32]
 }
 
-// prepSplitK allocates the split-K workspace of a bf16 case: a unit's slot per SM (the most units
-// a launch has) and a counter per SM (tiles ≤ units), the counters zero.
+// prepSplitK allocates the split-K workspace of a bf16 case, zero: a tile's fp32 sum and counter
+// per SM (a split launch has no more tiles than units, nor units than SMs).
 func (c *ovCase[T]) prepSplitK(pp *lab.Prep) {
 	if c.prec == lab.BF16 {
 		sms := c.Env.Device.Info().SMs
-		c.splitWS = lab.PrepAlloc[float32](pp, "split-K partials", sms*splitSlotFloats)
+		c.splitWS = lab.PrepUpload(pp, "split-K sums", make([]float32, sms*splitTileFloats))
 		c.splitCounts = lab.PrepUpload(pp, "split-K counters", make([]uint32, sms))
 	}
 }
@@ -224,8 +224,8 @@ func (c *ovCase[T]) prepSplitK(pp *lab.Prep) {
 func (c *ovCase[T]) splitGrid(v *lab.Variant, tiles, avail int) (int, []any, error) {
 	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
 	s := evenSplit(int(v.Int(ParamSplits, int64(SplitK(tiles, avail, kBlocks)))), kBlocks)
-	if sms := c.Env.Device.Info().SMs; s > 1 && tiles*s > sms {
-		return 0, nil, fmt.Errorf("variant %s: splits: %d gives %d × %d units, more than the workspace's one an SM (%d): lower splits:", v.Name, s, tiles, s, sms)
+	if sms := c.Env.Device.Info().SMs; s > 1 && tiles > sms {
+		return 0, nil, fmt.Errorf("variant %s: splits: %d on %d tiles, but the split-K workspace holds the sums of %d (one an SM): set splits: 1", v.Name, s, tiles, sms)
 	}
 	return max(1, min(tiles*s, avail)), []any{int32(s), c.splitWS, c.splitCounts}, nil
 }

@@ -3,19 +3,26 @@
 //
 // When a problem has fewer 128×256 tiles than the GPU has SMs (a decode-sized M, a narrow rank's
 // shard of N), most SMs would idle. With S > 1, S units share a tile, unit u = tile·S + s taking
-// the s-th of S equal runs of its K blocks (ks_range). Each unit stores its fp32 accumulators in a
-// workspace slot of its own and counts itself in on the tile's counter; the last of the S to arrive
-// sums the S slots in the order 0 … S−1 and runs the tile's epilogue, the others skip it. Nobody
-// waits for anybody (the last arrival finds every slot written), so no unit can wait for a block
-// that is not resident, and the sum is the same whichever unit is last: deterministic.
+// the s-th of S equal runs of its K blocks (kl_splitk_range). Each unit adds its fp32 accumulators
+// into the tile's fp32 sum in the workspace with vector reductions, which L2 performs (the S units'
+// adds run at once, on all their SMs), then counts itself in on the tile's counter; the last of the
+// S to arrive reads the sum back, zeroes it for the next launch and runs the tile's epilogue, the
+// others skip it. Nobody waits for anybody (the last arrival finds every add done), so no unit can
+// wait for a block that is not resident. The order of the adds is the order the units finish in:
+// the sum is not bit-for-bit the same from run to run (the check's tolerance covers fp32 sums).
 //
-// A slot is register-ordered: thread t's register r sits at float4 (r/4)·256 + t, so the stores
-// and loads are coalesced and know nothing of the tile's layout or its edges. The workspace holds
-// one slot (128 KiB) per unit; the counters one word per tile, zero at the start, and the last
-// arrival resets its tile's to zero for the next launch.
+// Why not a slot a unit, summed in split order by the last (deterministic): the last unit would
+// read all S slots by itself through one SM's port to L2, at S = 14 (the challenge's 64 × 2304 ×
+// 7168) 1.8 MB, almost five times what each unit loads in its K loop (8 blocks of 48 KiB).
+//
+// The sum is register-ordered: thread t's register r sits at float4 (r/4)·256 + t, so the adds and
+// loads are coalesced and know nothing of the tile's layout or its edges. The workspace holds one
+// sum (128 KiB) per tile, zero at the start, and one counter word per tile, zero at the start; the
+// last arrival leaves both zero again. A warpgroup whose 64 rows all lie past the output's (live =
+// false) moves nothing.
 #pragma once
 
-#define KL_SPLITK_SLOT_FLOAT4 (256 * 32) // 256 consumer threads × 128 accumulators
+#define KL_SPLITK_TILE_FLOAT4 (256 * 32) // 256 consumer threads × 128 accumulators
 
 // The K blocks [k0, k1) of split s of S over numK blocks (S ≤ numK: every split has one).
 __device__ __forceinline__ void kl_splitk_range(int s, int S, int numK, int& k0, int& k1) {
@@ -24,35 +31,39 @@ __device__ __forceinline__ void kl_splitk_range(int s, int S, int numK, int& k0,
     k1 = min(numK, k0 + per);
 }
 
+__device__ __forceinline__ void kl_red_add_v4(float4* p, float a, float b, float c, float d) {
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
 // Called by the 256 consumer threads (ct = 0 … 255) after the main loop of unit `unit`, with named
 // barrier `bar` free for them. Returns true in the unit that must run the epilogue, with d holding
-// the whole tile's sums; S == 1 returns true at once and touches nothing.
-__device__ __forceinline__ bool kl_splitk_reduce(float (&d)[128], int unit, int S, float4* __restrict__ ws,
+// the whole tile's sums (where live); S == 1 returns true at once and touches nothing.
+__device__ __forceinline__ bool kl_splitk_reduce(float (&d)[128], int unit, int S, bool live, float4* __restrict__ ws,
                                                  unsigned* __restrict__ counts, int ct, int bar) {
     if (S == 1) return true;
     __shared__ unsigned last; // the counter's verdict, for the 256 threads
-    float4* mine = ws + (long long)unit * KL_SPLITK_SLOT_FLOAT4 + ct;
-#pragma unroll
-    for (int r = 0; r < 32; ++r) mine[r * 256] = make_float4(d[4 * r], d[4 * r + 1], d[4 * r + 2], d[4 * r + 3]);
-    __threadfence(); // this thread's slot is visible on the GPU before the count that announces it
-    kl_named_barrier(bar, 256);
     const int tile = unit / S;
+    float4* sum = ws + (long long)tile * KL_SPLITK_TILE_FLOAT4 + ct;
+    if (live)
+#pragma unroll
+        for (int r = 0; r < 32; ++r) kl_red_add_v4(sum + r * 256, d[4 * r], d[4 * r + 1], d[4 * r + 2], d[4 * r + 3]);
+    __threadfence(); // this thread's adds are done on the GPU before the count that announces them
+    kl_named_barrier(bar, 256);
     if (ct == 0) {
         last = atomicAdd(&counts[tile], 1u) == unsigned(S - 1);
         if (last) atomicExch(&counts[tile], 0u);
     }
     kl_named_barrier(bar, 256);
     if (!last) return false;
-    __threadfence(); // the other units' slots, announced by their counts, are read after ours
-    const float4* slots = ws + (long long)tile * S * KL_SPLITK_SLOT_FLOAT4 + ct;
+    __threadfence(); // the sum is read after the counts that announced every add
+    if (live) {
 #pragma unroll
-    for (int r = 0; r < 32; ++r) {
-        float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int s = 0; s < S; ++s) { // L2 loads (.cg): another SM wrote them
-            const float4 v = __ldcg(slots + (long long)s * KL_SPLITK_SLOT_FLOAT4 + r * 256);
-            a.x += v.x, a.y += v.y, a.z += v.z, a.w += v.w;
+        for (int r = 0; r < 32; ++r) { // from L2, where the adds were done
+            const float4 v = __ldcg(sum + r * 256);
+            d[4 * r] = v.x, d[4 * r + 1] = v.y, d[4 * r + 2] = v.z, d[4 * r + 3] = v.w;
         }
-        d[4 * r] = a.x, d[4 * r + 1] = a.y, d[4 * r + 2] = a.z, d[4 * r + 3] = a.w;
+#pragma unroll
+        for (int r = 0; r < 32; ++r) __stcg(sum + r * 256, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
     }
     return true;
 }

@@ -17,12 +17,14 @@
 // rank's own block on (kernel 15's grouped order, rotated), the order in which the copy delivers.
 //
 // C = A_full·B + bias (bias: N bf16 values, or null), bf16, written through shared memory and TMA
-// stores as in kernel 15 (no beta: C is an output only). splits > 1: split-K (splitk_sm90.cuh),
-// for problems of fewer tiles than SMs (the challenge's decode-sized M, a narrow shard of N):
-// splits units share each tile, unit u = tile·splits + s taking the s-th run of K blocks, and the
-// last of a tile's units to finish sums their fp32 partials (ws, counts) and stores the tile. The grid must leave the copy SMs of its
+// stores as in kernel 15 (no beta: C is an output only). The grid must leave the copy SMs of its
 // own: a block spinning on a flag must never keep the copy off the GPU (the driver launches at most
 // SMs − copy blocks when both run at once).
+//
+// splits > 1: split-K (splitk_sm90.cuh), for problems of fewer tiles than SMs (the challenge's
+// decode-sized M, a narrow shard of N): `splits` units share each tile, unit u = tile·splits + s
+// taking the s-th run of K blocks; each adds its fp32 partial into the tile's sum (ws) and counts
+// in (counts), and the last to finish stores the tile.
 //
 // Tensor maps: A_full (K innermost, boxes 64 × 128) and B (N innermost, boxes 64 × 64) as kernel
 // 12; C bf16, boxes 64 × 64, swizzle 128B. Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides).
@@ -155,7 +157,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
-            if (!kl_splitk_reduce(d, u, splits, ws, counts, tid - 128, 3)) continue;
+            if (!kl_splitk_reduce(d, u, splits, tm * BM + cw * 64 < M, ws, counts, tid - 128, 3)) continue;
 
             const int row0 = tm * BM + cw * 64;
 #pragma unroll

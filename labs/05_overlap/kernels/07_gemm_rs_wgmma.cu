@@ -194,7 +194,7 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
-            if (!kl_splitk_reduce(d, u, splits, ws, counts, tid - 128, 3)) continue;
+            if (!kl_splitk_reduce(d, u, splits, x.tm * BM + cw * 64 < x.rows, ws, counts, tid - 128, 3)) continue;
 
             const bool send = REDUCE && x.d != rank, reduce = REDUCE && x.d == rank;
             // this warpgroup's first row in the block of rows, which is also its row in tmOut (P, all
