@@ -48,7 +48,7 @@ const (
 	ParamBeside      = "beside"         // kernel 06: 1 copies on a second stream beside the GEMM, 0 first
 	ParamCE          = "ce"             // kernel 06: 1 copies on the copy engines (copyOnEngines)
 	ParamSmem        = "smem"           // the wgmma kernels' dynamic shared memory
-	ParamSplits      = "splits"         // the wgmma kernels' split-K (default: SplitK's; 1: none)
+	ParamSplits      = "splits"         // the wgmma kernels' split-K of the last wave (default: SplitK's; 1: none)
 	ParamTimeline    = "timeline"       // 1: a -DKL_TIMELINE build that leaves timeline records
 	ParamBias        = "bias"           // a problem's 1: N values added to every row (bf16 suites)
 
@@ -59,12 +59,22 @@ const (
 	splitTileFloats                      = WgmmaTileM * WgmmaTileN // a split tile's fp32 sum
 )
 
-// SplitK is how many units of kernel 06 or 07 share each of tiles tiles on a grid of grid blocks,
-// over kBlocks blocks of K (splitk_sm90.cuh): 1 when the tiles fill the grid; else as many as fill
-// it, each with at least MinSplitKBlocks (with fewer, the partials' round trip through L2 costs
-// more than their MMAs), and never one without a K block.
-func SplitK(tiles, grid, kBlocks int) int {
-	return evenSplit(min(grid/max(tiles, 1), kBlocks/MinSplitKBlocks), kBlocks)
+// SplitK is kernel 06's or 07's split-K (splitk_sm90.cuh) of tiles tiles on a grid of grid
+// blocks, over kBlocks blocks of K: the tiles of the full waves run whole, and those of the last,
+// partial wave (all of them when they do not fill one) are split into s runs of K blocks, as many
+// as fill the grid, each of at least MinSplitKBlocks (with fewer, the partials' round trip through
+// L2 costs more than their MMAs), none empty. whole is the number of tiles not split.
+func SplitK(tiles, grid, kBlocks int) (whole, s int) {
+	return splitTail(tiles, grid, kBlocks, grid/max(tiles%grid, 1))
+}
+
+// splitTail splits the last wave's tiles (if any) into want runs of K blocks, or fewer.
+func splitTail(tiles, grid, kBlocks, want int) (whole, s int) {
+	tail := tiles % grid
+	if s = evenSplit(min(want, kBlocks/MinSplitKBlocks), kBlocks); s == 1 || tail == 0 {
+		return tiles, 1
+	}
+	return tiles - tail, s
 }
 
 // evenSplit is the number of runs of ⌈kBlocks/s⌉ blocks that cover kBlocks (at least 1).
@@ -209,8 +219,8 @@ type ovCase[T elem] struct {
 	splitCounts *gpu.Buffer[uint32]
 }
 
-// prepSplitK allocates the split-K workspace of a bf16 case, zero: a tile's fp32 sum and counter
-// per SM (a split launch has no more tiles than units, nor units than SMs).
+// prepSplitK allocates the split-K workspace of a bf16 case, zero: a split tile's fp32 sum and
+// counter per SM (the split tiles are fewer than a wave's blocks).
 func (c *ovCase[T]) prepSplitK(pp *lab.Prep) {
 	if c.prec == lab.BF16 {
 		sms := c.Env.Device.Info().SMs
@@ -220,14 +230,15 @@ func (c *ovCase[T]) prepSplitK(pp *lab.Prep) {
 }
 
 // splitGrid is kernel 06's or 07's grid for tiles tiles on at most avail SMs, and its split-K
-// arguments: the split (lab.yaml's splits:, else SplitK's), the workspace, the counters.
-func (c *ovCase[T]) splitGrid(v *lab.Variant, tiles, avail int) (int, []any, error) {
+// arguments: the tiles run whole and the split (SplitK's, or lab.yaml's splits: for the last
+// wave's tiles), the workspace, the counters.
+func (c *ovCase[T]) splitGrid(v *lab.Variant, tiles, avail int) (int, []any) {
 	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
-	s := evenSplit(int(v.Int(ParamSplits, int64(SplitK(tiles, avail, kBlocks)))), kBlocks)
-	if sms := c.Env.Device.Info().SMs; s > 1 && tiles > sms {
-		return 0, nil, fmt.Errorf("variant %s: splits: %d on %d tiles, but the split-K workspace holds the sums of %d (one an SM): set splits: 1", v.Name, s, tiles, sms)
+	whole, s := SplitK(tiles, avail, kBlocks)
+	if want := int(v.Int(ParamSplits, 0)); want > 0 {
+		whole, s = splitTail(tiles, avail, kBlocks, want)
 	}
-	return max(1, min(tiles*s, avail)), []any{int32(s), c.splitWS, c.splitCounts}, nil
+	return max(1, min(whole+(tiles-whole)*s, avail)), []any{int32(whole), int32(s), c.splitWS, c.splitCounts}
 }
 
 // start refuses a problem whose elems elements do not fit, draws A, B and the bias, and starts
@@ -570,10 +581,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if avail < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.Env.Device.Info().SMs)
 	}
-	grid, split, err := c.splitGrid(v, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), avail)
-	if err != nil {
-		return err
-	}
+	grid, split := c.splitGrid(v, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), avail)
 	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
 		return err
@@ -765,10 +773,7 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if push {
 		out, outRows = c.mine, c.rows()
 	}
-	grid, split, err := c.splitGrid(v, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs)
-	if err != nil {
-		return err
-	}
+	grid, split := c.splitGrid(v, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs)
 	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", out, outRows)
 	if err != nil {
 		return err

@@ -245,14 +245,26 @@ const (
 	VarFused, VarEx1Push, VarWgmma = "fused", "ex1_push_flags", "wgmma_signal" // gemm_rs; exercise 1 (push form); bf16 kernel 06
 )
 
-// Split-K fills the SMs when the tiles do not, each unit with MinSplitKBlocks of K or more, and
-// every split the kernels' kl_splitk_range forms has a K block.
+// Split-K fills the SMs that the tiles leave idle, each unit with MinSplitKBlocks of K or more,
+// and every split that the kernels' kl_splitk_range forms has a K block.
 func TestSplitK(t *testing.T) {
-	assert.Equal(t, 14, SplitK(9, 132, 112), "the challenge's 64×2304×7168: 9 tiles, 126 units")
-	assert.Equal(t, 4, SplitK(32, 132, 45), "45 K blocks in 4 runs of 12")
-	assert.Equal(t, 1, SplitK(128, 132, 64), "128 tiles fill 132 SMs already")
-	assert.Equal(t, 1, SplitK(1, 132, 7), "7 K blocks make no two runs of 4")
-	assert.Equal(t, 1, SplitK(200, 132, 1000))
+	for _, tc := range []struct {
+		what                 string
+		tiles, grid, kBlocks int
+		whole, s             int
+	}{
+		{"the challenge's 64×2304×7168: 9 tiles, 126 units", 9, 132, 112, 0, 14},
+		{"45 K blocks in 4 runs of 12", 32, 132, 45, 0, 4},
+		{"128 tiles, one wave already", 128, 132, 64, 128, 1},
+		{"7 K blocks make no two runs of 4", 1, 132, 7, 1, 1},
+		{"8192×3696: 7 waves whole, the last 36 tiles in 3 runs each", 960, 132, 128, 924, 3},
+		{"whole waves only", 264, 132, 128, 264, 1},
+		{"a last wave of 100 tiles is not split", 364, 132, 128, 364, 1},
+	} {
+		whole, s := SplitK(tc.tiles, tc.grid, tc.kBlocks)
+		assert.Equal(t, []int{tc.whole, tc.s}, []int{whole, s}, tc.what)
+		assert.LessOrEqual(t, (tc.tiles-whole)*s, tc.grid, "%s: the split tiles' units are one wave at most", tc.what)
+	}
 	for kb := 1; kb <= 300; kb++ {
 		for s := 1; s <= 140; s++ {
 			got := evenSplit(s, kb)

@@ -21,10 +21,10 @@
 // own: a block spinning on a flag must never keep the copy off the GPU (the driver launches at most
 // SMs − copy blocks when both run at once).
 //
-// splits > 1: split-K (splitk_sm90.cuh), for problems of fewer tiles than SMs (the challenge's
-// decode-sized M, a narrow shard of N): `splits` units share each tile, unit u = tile·splits + s
-// taking the s-th run of K blocks; each adds its fp32 partial into the tile's sum (ws) and counts
-// in (counts), and the last to finish stores the tile.
+// splits > 1: split-K (splitk_sm90.cuh), for problems whose tiles leave SMs idle (fewer tiles
+// than SMs, as the challenge's decode-sized M, or a last wave of a few): the tiles from `whole` on
+// are shared by `splits` units each, each unit taking a run of the K blocks, adding its fp32
+// partial into the tile's sum (ws) and counting in (counts); the last to finish stores the tile.
 //
 // Tensor maps: A_full (K innermost, boxes 64 × 128) and B (N innermost, boxes 64 × 64) as kernel
 // 12; C bf16, boxes 64 × 64, swizzle 128B. Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides).
@@ -69,7 +69,7 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
-              uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, int splits, float4* __restrict__ ws,
+              uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, int whole, int splits, float4* __restrict__ ws,
               unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
               const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmC) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -81,7 +81,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
     const int tid = threadIdx.x, wg = tid / 128;
     const int numK = (K + BK - 1) / BK;
     const int tilesM = (M + BM - 1) / BM, tilesN = (N + BN - 1) / BN;
-    const int numUnits = tilesM * tilesN * splits;
+    const int numUnits = kl_splitk_units(tilesM * tilesN, whole, splits);
     const int tm0 = ov_row0_of(rank, M, nranks) / BM;
 
     if (tid == 0) {
@@ -102,9 +102,10 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
         if (tid == 0) {
             int it = 0, waited = -1; // waited: the last tile row whose blocks are known to be there
             for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
+                const KlSplitUnit w = kl_splitk_unit(u, whole, splits);
                 int tm, tn, k0, k1;
-                tile_coords(u / splits, tilesM, tilesN, tm0, tm, tn);
-                kl_splitk_range(u % splits, splits, numK, k0, k1);
+                tile_coords(w.tile, tilesM, tilesN, tm0, tm, tn);
+                kl_splitk_range(w, numK, k0, k1);
                 if (tm != waited) {
                     const int last = min(tm * BM + BM, M) - 1;
                     for (int s = owner_of(tm * BM, M, nranks); s <= owner_of(last, M, nranks); ++s)
@@ -137,9 +138,10 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
         for (int i = 0; i < 128; ++i) d[i] = 0.0f;
         int it = 0;
         for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
+            const KlSplitUnit w = kl_splitk_unit(u, whole, splits);
             int tm, tn, k0, k1;
-            tile_coords(u / splits, tilesM, tilesN, tm0, tm, tn);
-            kl_splitk_range(u % splits, splits, numK, k0, k1);
+            tile_coords(w.tile, tilesM, tilesN, tm0, tm, tn);
+            kl_splitk_range(w, numK, k0, k1);
             for (int kt = k0; kt < k1; ++kt, ++it) {
                 const int s = it % STAGES;
                 kl_mbar_wait(&full[s], (it / STAGES) & 1);
@@ -157,7 +159,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
-            if (!kl_splitk_reduce(d, u, splits, tm * BM + cw * 64 < M, ws, counts, tid - 128, 3)) continue;
+            if (!kl_splitk_reduce(d, w, tm * BM + cw * 64 < M, ws, counts, tid - 128, 3)) continue;
 
             const int row0 = tm * BM + cw * 64;
 #pragma unroll

@@ -31,7 +31,7 @@
 // P (the tensor map tmOut, M × N) as kernel 06 stores C; the driver then passes a device barrier
 // and launches reduce_rows_bf16, as the sequential schedule does. slots and flags are unused.
 //
-// splits > 1: kernel 06's split-K (splitk_sm90.cuh) for problems of fewer tiles than SMs, each
+// splits > 1: kernel 06's split-K (splitk_sm90.cuh) of the tiles from `whole` on, each split
 // tile's epilogue (store, send or reduce) run once, by the last of its units, on their sum.
 //
 // The bias (N bf16 values, or null) is added to every rank's partial before the reduction, as the
@@ -113,7 +113,7 @@ __device__ __forceinline__ float bf16_hi(uint32_t p) { return __uint_as_float(p 
 template <bool REDUCE>
 __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push,
                                         int rank, int nranks, int M, int N, int K, const uint16_t* __restrict__ bias,
-                                        int splits, float4* __restrict__ ws, unsigned* __restrict__ counts,
+                                        int whole, int splits, float4* __restrict__ ws, unsigned* __restrict__ counts,
                                         const CUtensorMap& tmA, const CUtensorMap& tmB, const CUtensorMap& tmOut) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = kl_align1024(smem_raw);
@@ -127,7 +127,7 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
     int numTiles = 0;
     for (int j = 0; j < (push ? nranks : 1); ++j)
         numTiles += block_tiles(push ? ov_rows_of(j, M, nranks) : M, tilesN);
-    const int numUnits = numTiles * splits;
+    const int numUnits = kl_splitk_units(numTiles, whole, splits);
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -147,9 +147,10 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
         if (tid == 0) {
             int it = 0;
             for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
-                const RsTile x = rs_tile(u / splits, push, rank, nranks, M, tilesN);
+                const KlSplitUnit w = kl_splitk_unit(u, whole, splits);
+                const RsTile x = rs_tile(w.tile, push, rank, nranks, M, tilesN);
                 int k0, k1;
-                kl_splitk_range(u % splits, splits, numK, k0, k1);
+                kl_splitk_range(w, numK, k0, k1);
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) kl_mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
@@ -174,9 +175,10 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
         for (int i = 0; i < 128; ++i) d[i] = 0.0f;
         int it = 0;
         for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
-            const RsTile x = rs_tile(u / splits, push, rank, nranks, M, tilesN);
+            const KlSplitUnit w = kl_splitk_unit(u, whole, splits);
+            const RsTile x = rs_tile(w.tile, push, rank, nranks, M, tilesN);
             int k0, k1;
-            kl_splitk_range(u % splits, splits, numK, k0, k1);
+            kl_splitk_range(w, numK, k0, k1);
             for (int kt = k0; kt < k1; ++kt, ++it) {
                 const int s = it % STAGES;
                 kl_mbar_wait(&full[s], (it / STAGES) & 1);
@@ -194,7 +196,7 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc128(d);
-            if (!kl_splitk_reduce(d, u, splits, x.tm * BM + cw * 64 < x.rows, ws, counts, tid - 128, 3)) continue;
+            if (!kl_splitk_reduce(d, w, x.tm * BM + cw * 64 < x.rows, ws, counts, tid - 128, 3)) continue;
 
             const bool send = REDUCE && x.d != rank, reduce = REDUCE && x.d == rank;
             // this warpgroup's first row in the block of rows, which is also its row in tmOut (P, all
@@ -306,11 +308,11 @@ __device__ __forceinline__ void rs_body(uint16_t* const* slots, unsigned* const*
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 gemm_rs_wgmma(uint16_t* const* slots, unsigned* const* flags, unsigned epoch, int push, int rank, int nranks, int M,
-              int N, int K, const uint16_t* __restrict__ bias, int splits, float4* __restrict__ ws,
+              int N, int K, const uint16_t* __restrict__ bias, int whole, int splits, float4* __restrict__ ws,
               unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
               const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmOut) {
     if (push && nranks > 1)
-        rs_body<true>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, splits, ws, counts, tmA, tmB, tmOut);
+        rs_body<true>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, whole, splits, ws, counts, tmA, tmB, tmOut);
     else
-        rs_body<false>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, splits, ws, counts, tmA, tmB, tmOut);
+        rs_body<false>(slots, flags, epoch, push, rank, nranks, M, N, K, bias, whole, splits, ws, counts, tmA, tmB, tmOut);
 }
