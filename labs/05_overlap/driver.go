@@ -214,7 +214,7 @@ type ovCase[T elem] struct {
 	dOut  *lab.Shared[T] // every rank's rows of C (RowsOf × N): the fused epilogues add into them
 	// kernel 07's push (bf16): receive slots, RowsOf × N per source; flags: one per source and tile
 	slots *lab.Shared[T]
-	// kernels 06 and 07's split-K (bf16): one partial tile and one tile counter per SM
+	// kernels 06 and 07's split-K (bf16): a split tile's fp32 sum and counter per SM
 	splitWS     *gpu.Buffer[float32]
 	splitCounts *gpu.Buffer[uint32]
 }
@@ -227,18 +227,6 @@ func (c *ovCase[T]) prepSplitK(pp *lab.Prep) {
 		c.splitWS = lab.PrepUpload(pp, "split-K sums", make([]float32, sms*splitTileFloats))
 		c.splitCounts = lab.PrepUpload(pp, "split-K counters", make([]uint32, sms))
 	}
-}
-
-// splitGrid is kernel 06's or 07's grid for tiles tiles on at most avail SMs, and its split-K
-// arguments: the tiles run whole and the split (SplitK's, or lab.yaml's splits: for the last
-// wave's tiles), the workspace, the counters.
-func (c *ovCase[T]) splitGrid(v *lab.Variant, tiles, avail int) (int, []any) {
-	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
-	whole, s := SplitK(tiles, avail, kBlocks)
-	if want := int(v.Int(ParamSplits, 0)); want > 0 {
-		whole, s = splitTail(tiles, avail, kBlocks, want)
-	}
-	return max(1, min(whole+(tiles-whole)*s, avail)), []any{int32(whole), int32(s), c.splitWS, c.splitCounts}
 }
 
 // start refuses a problem whose elems elements do not fit, draws A, B and the bias, and starts
@@ -404,17 +392,24 @@ func (c *ovCase[T]) sideStream() (gpu.Stream, error) {
 	return side, lab.Order(c.events[0], c.Env.Stream, side)
 }
 
-// wgmmaLaunch readies kernel 06 or 07 (grid blocks, the variant's smem): the configuration and
-// the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
-func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, grid int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
+// wgmmaLaunch readies kernel 06 or 07 for tiles tiles on at most avail SMs: the configuration
+// (the variant's smem) and the arguments after the sizes and the output, the same in both: the
+// bias, the split-K (SplitK's, or lab.yaml's splits: for the last wave's tiles, and its workspace),
+// and the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
+func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, tiles, avail int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
+	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
+	whole, s := SplitK(tiles, avail, kBlocks)
+	if want := int(v.Int(ParamSplits, 0)); want > 0 {
+		whole, s = splitTail(tiles, avail, kBlocks, want)
+	}
 	smem := v.Positive(ParamSmem, 0)
-	cfg := gpu.LaunchConfig{Grid: gpu.D1(grid), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.Env.Stream}
+	cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(whole+(tiles-whole)*s, avail))), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.Env.Stream}
 	if err := lab.OptInShared(kern, smem); err != nil {
 		return cfg, nil, fmt.Errorf("variant %s: %w", v.Name, err)
 	}
 	maps, err := lab.TensorMaps(c.Env, what, lab.BF16Tiles(c.a, c.sh.M, c.k, WgmmaTileM, 64),
 		lab.BF16Tiles(c.dB.DevicePtr(), c.k, c.sh.N, 64, 64), lab.BF16Tiles(out, outRows, c.sh.N, 64, 64))
-	return cfg, maps, err
+	return cfg, append([]any{c.bias, int32(whole), int32(s), c.splitWS, c.splitCounts}, maps...), err
 }
 
 // checkRows compares out, C's rows from row0 on, with the float64 product of those rows of A and
@@ -581,8 +576,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if avail < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.Env.Device.Info().SMs)
 	}
-	grid, split := c.splitGrid(v, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), avail)
-	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_full, B or C", c.out, c.sh.M)
+	cfg, tail, err := c.wgmmaLaunch(v, k, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), avail, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
 		return err
 	}
@@ -606,7 +600,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
-	if err := gpu.Launch(k, cfg, append(append(append(c.dims(c.flags.Mine, ready), c.dC, c.bias), split...), maps...)...); err != nil || !beside {
+	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC), tail...)...); err != nil || !beside {
 		return err
 	}
 	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
@@ -773,8 +767,7 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if push {
 		out, outRows = c.mine, c.rows()
 	}
-	grid, split := c.splitGrid(v, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs)
-	cfg, maps, err := c.wgmmaLaunch(v, k, grid, "A_r, B_r or the output", out, outRows)
+	cfg, tail, err := c.wgmmaLaunch(v, k, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs, "A_r, B_r or the output", out, outRows)
 	if err != nil {
 		return err
 	}
@@ -783,7 +776,7 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 		c.epoch++
 		slots, flags, pushArg = c.slots.Table, c.flags.Table, 1
 	}
-	if err := gpu.Launch(k, cfg, append(append(append(c.dims(slots, flags, c.epoch, pushArg), c.bias), split...), maps...)...); err != nil || push {
+	if err := gpu.Launch(k, cfg, append(c.dims(slots, flags, c.epoch, pushArg), tail...)...); err != nil || push {
 		return err
 	}
 	return c.barrierThenReduce(v)
