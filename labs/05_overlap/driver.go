@@ -49,6 +49,7 @@ const (
 	ParamCE          = "ce"             // kernel 06: 1 copies on the copy engines (copyOnEngines)
 	ParamSmem        = "smem"           // the wgmma kernels' dynamic shared memory
 	ParamSplits      = "splits"         // the wgmma kernels' split-K of the last wave (default: SplitK's; 1: none)
+	ParamTileN       = "tile_n"         // kernel 06: its tiles' width, 128 or 256 (default: AgTileN's)
 	ParamTimeline    = "timeline"       // 1: a -DKL_TIMELINE build that leaves timeline records
 	ParamBias        = "bias"           // a problem's 1: N values added to every row (bf16 suites)
 
@@ -75,6 +76,17 @@ func splitTail(tiles, grid, kBlocks, want int) (whole, s int) {
 		return tiles, 1
 	}
 	return tiles - tail, s
+}
+
+// AgTileN is the width of kernel 06's tiles for an M × N GEMM on avail SMs: 256 (lab 02's kernel
+// 15's), or 128 when the wide tiles would fill fewer than half the SMs — twice the tiles then
+// need half the split-K, whose partials make a round trip through L2 (measured on the H200 at M =
+// 4096, N = 512: the wide tiles' 64, split in two, took 1.5× cuBLASLt's time for the GEMM).
+func AgTileN(m, n, avail int) int {
+	if lab.CeilDiv(m, WgmmaTileM)*lab.CeilDiv(n, WgmmaTileN) < avail/2 {
+		return WgmmaTileN / 2
+	}
+	return WgmmaTileN
 }
 
 // evenSplit is the number of runs of ⌈kBlocks/s⌉ blocks that cover kBlocks (at least 1).
@@ -576,7 +588,11 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if avail < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.Env.Device.Info().SMs)
 	}
-	cfg, tail, err := c.wgmmaLaunch(v, k, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, WgmmaTileN), avail, "A_full, B or C", c.out, c.sh.M)
+	tileN := int(v.Int(ParamTileN, int64(AgTileN(c.sh.M, c.sh.N, avail))))
+	if tileN != WgmmaTileN && tileN != WgmmaTileN/2 {
+		return fmt.Errorf("variant %s: %s: %d is not a width of kernel 06's tiles (%d or %d)", v.Name, ParamTileN, tileN, WgmmaTileN/2, WgmmaTileN)
+	}
+	cfg, tail, err := c.wgmmaLaunch(v, k, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, tileN), avail, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
 		return err
 	}
@@ -600,7 +616,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
-	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC), tail...)...); err != nil || !beside {
+	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC, int32(tileN)), tail...)...); err != nil || !beside {
 		return err
 	}
 	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too

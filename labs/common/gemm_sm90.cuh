@@ -241,6 +241,17 @@ __device__ __forceinline__ void kl_wgmma_m64n256k16_bf16(float (&d)[128], uint64
         : "l"(da), "l"(db), "r"(scale_d));
 }
 
+// The same two by the accumulators' size, for kernels templated on their tile width: a warpgroup's
+// m64n128k16 (64 accumulators a thread) or m64n256k16 (128).
+__device__ __forceinline__ void kl_wgmma_bf16(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+    kl_wgmma_m64n128k16_bf16(d, da, db, scale_d);
+}
+__device__ __forceinline__ void kl_wgmma_bf16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+    kl_wgmma_m64n256k16_bf16(d, da, db, scale_d);
+}
+__device__ __forceinline__ void kl_wgmma_fence_acc(float (&d)[64]) { kl_wgmma_fence_acc64(d); }
+__device__ __forceinline__ void kl_wgmma_fence_acc(float (&d)[128]) { kl_wgmma_fence_acc128(d); }
+
 // kl_c_rows_cols gives thread t's position in a warpgroup's m64nN accumulator tile: for column
 // block j and half h, row 16w + l/4 + 8h and columns 8j + 2(l%4), +1 (d[4j + 2h], d[4j + 2h + 1]).
 __device__ __forceinline__ int kl_acc_row(int row0, int h) {

@@ -26,6 +26,9 @@
 // are shared by `splits` units each, each unit taking a run of the K blocks, adding its fp32
 // partial into the tile's sum (ws) and counting in (counts); the last to finish stores the tile.
 //
+// tileN: the tiles' width, 256 (kernel 15's 128 × 256) or 128 (for problems whose wide tiles would
+// fill fewer than half the SMs: twice the tiles, each split fewer ways).
+//
 // Tensor maps: A_full (K innermost, boxes 64 × 128) and B (N innermost, boxes 64 × 64) as kernel
 // 12; C bf16, boxes 64 × 64, swizzle 128B. Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides).
 // Launch: block 384, grid ≤ number of SMs (minus the copy's), dynamic shared memory 214 080 bytes.
@@ -35,14 +38,10 @@
 #include "splitk_sm90.cuh"
 
 #define BM 128
-#define BN 256
 #define BK 64
-#define STAGES 4
 #define GM 8 // tile rows per group of the tile order
 #define A_BYTES (BM * BK * 2)
 #define B_PANEL (64 * BK * 2)
-#define B_BYTES (BN / 64 * B_PANEL)
-#define STAGE_BYTES (A_BYTES + B_BYTES)
 #define CHUNK_COLS 64
 #define CHUNK_BYTES (64 * CHUNK_COLS * 2)
 
@@ -67,11 +66,15 @@ __device__ __forceinline__ int owner_of(int row, int M, int nranks) {
 // acquire load made visible.
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
-              uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, int whole, int splits, float4* __restrict__ ws,
-              unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
-              const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmC) {
+// The kernel for tiles BN columns wide, STAGES deep: 256 (kernel 15's) or 128, whose twice as many
+// tiles fill the SMs of a narrow or short problem with less split-K (the driver chooses), with a
+// stage of 32 KiB instead of 48 and so one stage more in the same shared memory.
+template <int BN, int STAGES>
+__device__ __forceinline__ void ag_gemm_tiles(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
+                                              uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, int whole, int splits,
+                                              float4* __restrict__ ws, unsigned* __restrict__ counts, const CUtensorMap* tmA,
+                                              const CUtensorMap* tmB, const CUtensorMap* tmC) {
+    constexpr int B_BYTES = BN / 64 * B_PANEL, STAGE_BYTES = A_BYTES + B_BYTES;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = kl_align1024(smem_raw);
     unsigned char* stage_c = smem + STAGES * STAGE_BYTES; // 2 warpgroups × 1 chunk
@@ -90,9 +93,9 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
             kl_mbar_init(&empty[s], 2);
         }
         kl_mbar_init_fence();
-        kl_tma_prefetch(&tmA);
-        kl_tma_prefetch(&tmB);
-        kl_tma_prefetch(&tmC);
+        kl_tma_prefetch(tmA);
+        kl_tma_prefetch(tmB);
+        kl_tma_prefetch(tmC);
     }
     __syncthreads();
 
@@ -119,10 +122,10 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
                     if (it >= STAGES) kl_mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     unsigned char* st = smem + s * STAGE_BYTES;
                     kl_mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
-                    kl_tma_load_2d(st, &tmA, &full[s], kt * BK, tm * BM);
+                    kl_tma_load_2d(st, tmA, &full[s], kt * BK, tm * BM);
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
-                        kl_tma_load_2d(st + A_BYTES + p * B_PANEL, &tmB, &full[s], tn * BN + 64 * p, kt * BK);
+                        kl_tma_load_2d(st + A_BYTES + p * B_PANEL, tmB, &full[s], tn * BN + 64 * p, kt * BK);
                 }
             }
         }
@@ -133,9 +136,9 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
         const bool leader = lt == 0; // issues this warpgroup's TMA stores
         unsigned char* buf = stage_c + cw * CHUNK_BYTES;
         const int rr = 16 * (lt / 32) + (lt % 32) / 4, cc = 2 * (lt % 4);
-        float d[128];
+        float d[BN / 2];
 #pragma unroll
-        for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+        for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
         int it = 0;
         for (int u = blockIdx.x; u < numUnits; u += gridDim.x) {
             const KlSplitUnit w = kl_splitk_unit(u, whole, splits);
@@ -150,7 +153,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
                 kl_wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
-                    kl_wgmma_m64n256k16_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL),
+                    kl_wgmma_bf16(d, kl_desc_k_sw128(sA + 32 * kk), kl_desc_mn_sw128(sB + 2048 * kk, B_PANEL),
                                              (kt > k0 || kk > 0) ? 1 : 0);
                 kl_wgmma_commit();
                 kl_wgmma_wait<1>();
@@ -158,7 +161,7 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
             }
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
-            kl_wgmma_fence_acc128(d);
+            kl_wgmma_fence_acc(d);
             if (!kl_splitk_reduce(d, w, tm * BM + cw * 64 < M, ws, counts, tid - 128, 3)) continue;
 
             const int row0 = tm * BM + cw * 64;
@@ -185,11 +188,22 @@ ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M
                 kl_fence_proxy_async();
                 kl_named_barrier(1 + cw, 128);
                 if (leader) {
-                    if (col0 < N && row0 < M) kl_tma_store_2d(&tmC, buf, col0, row0);
+                    if (col0 < N && row0 < M) kl_tma_store_2d(tmC, buf, col0, row0);
                     kl_bulk_commit();
                 }
             }
         }
         if (leader) kl_bulk_wait_all(); // shared memory must outlive the stores that read it
     }
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
+              uint16_t* __restrict__ C, int tileN, const uint16_t* __restrict__ bias, int whole, int splits,
+              float4* __restrict__ ws, unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
+              const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmC) {
+    if (tileN == 128)
+        ag_gemm_tiles<128, 5>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
+    else
+        ag_gemm_tiles<256, 4>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
 }
