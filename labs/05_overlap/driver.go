@@ -49,7 +49,6 @@ const (
 	ParamCE          = "ce"             // kernel 06: 1 copies on the copy engines (copyOnEngines)
 	ParamSmem        = "smem"           // the wgmma kernels' dynamic shared memory
 	ParamSplits      = "splits"         // the wgmma kernels' split-K of the last wave (default: SplitK's; 1: none)
-	ParamTileN       = "tile_n"         // kernel 06: its tiles' width, 128 or 256 (default: AgTileN's)
 	ParamTimeline    = "timeline"       // 1: a -DKL_TIMELINE build that leaves timeline records
 	ParamBias        = "bias"           // a problem's 1: N values added to every row (bf16 suites)
 
@@ -62,26 +61,23 @@ const (
 
 // SplitK is kernel 06's or 07's split-K (splitk_sm90.cuh) of tiles tiles on a grid of grid
 // blocks, over kBlocks blocks of K: the tiles of the full waves run whole, and those of the last,
-// partial wave (all of them when they do not fill one) are split into s runs of K blocks, as many
-// as fill the grid, each of at least MinSplitKBlocks (with fewer, the partials' round trip through
-// L2 costs more than their MMAs), none empty. whole is the number of tiles not split.
-func SplitK(tiles, grid, kBlocks int) (whole, s int) {
-	return splitTail(tiles, grid, kBlocks, grid/max(tiles%grid, 1))
-}
-
-// splitTail splits the last wave's tiles (if any) into want runs of K blocks, or fewer.
-func splitTail(tiles, grid, kBlocks, want int) (whole, s int) {
+// partial wave (all of them when they do not fill one) are split into s runs of K blocks, want of
+// them (0: as many as fill the grid) or fewer, each of at least MinSplitKBlocks (with fewer, the
+// partials' round trip through L2 costs more than their MMAs), none empty. whole: the tiles not split.
+func SplitK(tiles, grid, kBlocks, want int) (whole, s int) {
 	tail := tiles % grid
+	if want <= 0 {
+		want = grid / max(tail, 1)
+	}
 	if s = evenSplit(min(want, kBlocks/MinSplitKBlocks), kBlocks); s == 1 || tail == 0 {
 		return tiles, 1
 	}
 	return tiles - tail, s
 }
 
-// AgTileN is the width of kernel 06's tiles for an M × N GEMM on avail SMs: 256 (lab 02's kernel
-// 15's), or 128 when the wide tiles would fill fewer than half the SMs — twice the tiles then
-// need half the split-K, whose partials make a round trip through L2 (measured on the H200 at M =
-// 4096, N = 512: the wide tiles' 64, split in two, took 1.5× cuBLASLt's time for the GEMM).
+// AgTileN is the width of kernel 06's tiles for an M × N GEMM on avail SMs: 256 (kernel 15's), or
+// 128 when the wide tiles would fill fewer than half the SMs: twice the tiles need half the split-K
+// (on the H200 at M = 4096, N = 512 the wide tiles' GEMM, split in two, took 1.5× cuBLASLt's time).
 func AgTileN(m, n, avail int) int {
 	if lab.CeilDiv(m, WgmmaTileM)*lab.CeilDiv(n, WgmmaTileN) < avail/2 {
 		return WgmmaTileN / 2
@@ -410,10 +406,7 @@ func (c *ovCase[T]) sideStream() (gpu.Stream, error) {
 // and the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
 func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, tiles, avail int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
 	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
-	whole, s := SplitK(tiles, avail, kBlocks)
-	if want := int(v.Int(ParamSplits, 0)); want > 0 {
-		whole, s = splitTail(tiles, avail, kBlocks, want)
-	}
+	whole, s := SplitK(tiles, avail, kBlocks, int(v.Int(ParamSplits, 0)))
 	smem := v.Positive(ParamSmem, 0)
 	cfg := gpu.LaunchConfig{Grid: gpu.D1(max(1, min(whole+(tiles-whole)*s, avail))), Block: gpu.D1(WgmmaThreads), SharedBytes: smem, Stream: c.Env.Stream}
 	if err := lab.OptInShared(kern, smem); err != nil {
@@ -588,10 +581,7 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if avail < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.Env.Device.Info().SMs)
 	}
-	tileN := int(v.Int(ParamTileN, int64(AgTileN(c.sh.M, c.sh.N, avail))))
-	if tileN != WgmmaTileN && tileN != WgmmaTileN/2 {
-		return fmt.Errorf("variant %s: %s: %d is not a width of kernel 06's tiles (%d or %d)", v.Name, ParamTileN, tileN, WgmmaTileN/2, WgmmaTileN)
-	}
+	tileN := AgTileN(c.sh.M, c.sh.N, avail)
 	cfg, tail, err := c.wgmmaLaunch(v, k, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, tileN), avail, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
 		return err

@@ -261,10 +261,12 @@ func TestSplitK(t *testing.T) {
 		{"whole waves only", 264, 132, 128, 264, 1},
 		{"a last wave of 100 tiles is not split", 364, 132, 128, 364, 1},
 	} {
-		whole, s := SplitK(tc.tiles, tc.grid, tc.kBlocks)
+		whole, s := SplitK(tc.tiles, tc.grid, tc.kBlocks, 0)
 		assert.Equal(t, []int{tc.whole, tc.s}, []int{whole, s}, tc.what)
 		assert.LessOrEqual(t, (tc.tiles-whole)*s, tc.grid, "%s: the split tiles' units are one wave at most", tc.what)
 	}
+	whole, s := SplitK(9, 132, 112, 3)
+	assert.Equal(t, []int{0, 3}, []int{whole, s}, "lab.yaml's splits: 3 runs wanted, 3 given")
 	for kb := 1; kb <= 300; kb++ {
 		for s := 1; s <= 140; s++ {
 			got := evenSplit(s, kb)
