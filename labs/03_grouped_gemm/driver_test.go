@@ -20,6 +20,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/grade"
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/labtest"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/matref"
 	"github.com/kernel-labs/kernellabs/internal/results"
 	"github.com/kernel-labs/kernellabs/internal/toolchain"
@@ -405,10 +406,7 @@ func TestFloorsOf(t *testing.T) {
 // Derive divides by the HBM bandwidth that lab 01 recorded for the same device, says where it
 // read it, records nothing on the emulator, and says what to run when lab 01 has no results.
 func TestDeriveReadsLab01(t *testing.T) {
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), nil, 0o644))
-	t.Setenv("LABRUN_ROOT", root)
+	root := coursedir.Root(t)
 	gpuInfo := gpu.DeviceInfo{Name: "NVIDIA Test GPU", Backend: "cuda"}
 	entries := []lab.EntryView{{Suite: "bf16_decode", Variant: "decode_stream", Problem: "p", OK: true, PerOpUs: 10,
 		Params: map[string]int64{"experts": 4, "tokens": 1, "empty": 3, "n": 1000, "k": 1000}}}
