@@ -1,24 +1,20 @@
 package lab
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/labtest/coursedir"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 // A ceiling comes from lab 01's results for the same device, with where it was read; without
 // them the error says what to run.
 func TestMeasuredCeiling(t *testing.T) {
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "labs", "common"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "labs", "common", "kl.cuh"), nil, 0o644))
-	t.Setenv("LABRUN_ROOT", root)
+	root := coursedir.Root(t)
 	info := gpu.DeviceInfo{Name: "NVIDIA Test GPU", Backend: "cuda"}
 
 	_, _, err := MeasuredCeiling(info, "hbm_gbps")

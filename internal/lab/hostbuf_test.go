@@ -8,13 +8,7 @@ import (
 )
 
 func TestHostOutputsArePoisonedAndFreedWithTheCase(t *testing.T) {
-	be, _ := fakeBackend(t)
-	dev, err := be.Open(0)
-	require.NoError(t, err)
-	stream, err := dev.NewStream()
-	require.NoError(t, err)
-	env := NewEnv(dev, stream, 1, nil, nil)
-
+	env := fakeEnv(t)
 	env.openCase()
 	in, err := PinnedHost(env, "in", 5)
 	require.NoError(t, err)

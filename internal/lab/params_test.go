@@ -13,3 +13,19 @@ func TestVariantInt(t *testing.T) {
 	assert.Equal(t, int64(8), v.Int("blocks_per_sm", 8))
 	assert.Equal(t, int64(8), (&Variant{}).Int("blocks_per_sm", 8), "no params at all")
 }
+
+// Positive takes a set positive value, and def for a missing, zero or negative one.
+func TestVariantPositive(t *testing.T) {
+	v := &Variant{Params: map[string]int64{"a": 3, "z": 0, "neg": -2}}
+	assert.Equal(t, 3, v.Positive("a", 7))
+	assert.Equal(t, 7, v.Positive("z", 7))
+	assert.Equal(t, 7, v.Positive("neg", 7))
+	assert.Equal(t, 7, v.Positive("missing", 7))
+}
+
+func TestSuiteMaxParam(t *testing.T) {
+	s := &Suite{Variants: []*Variant{{Params: map[string]int64{"split": 4}}, {}, {Params: map[string]int64{"split": 16, "x": -3}}}}
+	assert.Equal(t, int64(16), s.MaxParam("split"))
+	assert.Zero(t, s.MaxParam("x"), "no variant above 0")
+	assert.Zero(t, s.MaxParam("absent"))
+}

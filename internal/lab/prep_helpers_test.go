@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -74,4 +75,50 @@ func TestPrepHostBuffersKeepTheFirstError(t *testing.T) {
 	first := p.Err
 	assert.Nil(t, p.PinnedHost("after", 8))
 	assert.Same(t, first, p.Err, "the first error stays")
+}
+
+// Prep.Events makes n events that the case closes, and none after an error.
+func TestPrepEvents(t *testing.T) {
+	env := caseEnv(t)
+	p := NewPrep(env)
+	bufs := len(env.arena().bufs)
+	evs := p.Events(3)
+	require.NoError(t, p.Err)
+	assert.Len(t, evs, 3)
+	assert.Len(t, env.arena().bufs, bufs+3, "the case owns its events")
+
+	p.Err = errors.New("earlier")
+	assert.Nil(t, p.Events(2))
+	assert.Len(t, env.arena().bufs, bufs+3, "nothing is made after an error")
+}
+
+// Order records the event on one stream and makes the other wait for it.
+func TestOrder(t *testing.T) {
+	env := caseEnv(t)
+	p := NewPrep(env)
+	evs := p.Events(1)
+	require.NoError(t, p.Err)
+	side, err := env.SideStream()
+	require.NoError(t, err)
+	assert.NoError(t, Order(evs[0], env.Stream, side))
+}
+
+// An output in either precision has an address and reads back widened; a failed one has none.
+func TestOutputIn(t *testing.T) {
+	env := caseEnv(t)
+	p := NewPrep(env)
+	f32, bf16 := PrepOutputIn(p, "f32", FP32, 2, PoisonNaN), PrepOutputIn(p, "bf16", BF16, 2, PoisonNaN)
+	require.NoError(t, p.Err)
+	require.NotZero(t, f32.Ptr())
+	require.NotZero(t, bf16.Ptr())
+	require.NoError(t, f32.f32.CopyFromHost([]float32{1.5, -2}, nil))
+	require.NoError(t, bf16.bf16.CopyFromHost([]uint16{0x3FC0, 0xC000}, nil)) // 1.5, -2
+	o := newOutputs(env, 0)
+	for _, b := range []*OutputIn{f32, bf16} {
+		got, err := b.Read(o)
+		require.NoError(t, err)
+		assert.Equal(t, []float32{1.5, -2}, got)
+	}
+	p.Err = assert.AnError
+	assert.Zero(t, PrepOutputIn(p, "after", BF16, 2, PoisonNaN).Ptr(), "nothing allocated after an error")
 }

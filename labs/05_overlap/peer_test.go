@@ -1,6 +1,11 @@
 package overlap
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +13,7 @@ import (
 
 	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/ranks"
+	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
 func TestPeerVariants(t *testing.T) {
@@ -51,4 +57,59 @@ func TestPeerRankProblem(t *testing.T) {
 
 	_, _, err = Lab{}.PeerRankProblem(ag, lab.Problem{Name: "z"}, ranks.World{Size: 1})
 	assert.Error(t, err)
+}
+
+// TestTorchPeerUnderAFakeTorch runs peers/torch_nccl.py as labrun starts one rank of it, under the
+// engine's fake torch (internal/lab/testdata/faketorch: a world of one, small tensors in Python,
+// matmul advancing the events' clock by 0.25 ms): the script's own logic — the blocks, the layer,
+// the poison, the check before and after timing — on both suites, where torch is not installed.
+func TestTorchPeerUnderAFakeTorch(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed here: the peer's Python side cannot be tested")
+	}
+	fake, err := filepath.Abs("../../internal/lab/testdata/faketorch")
+	require.NoError(t, err)
+	helper, err := filepath.Abs("../common/peers")
+	require.NoError(t, err)
+	m, err := lab.LoadManifest(".")
+	require.NoError(t, err)
+	run := func(t *testing.T, req lab.PeerRequest) lab.PeerReply {
+		in, err := json.Marshal(req)
+		require.NoError(t, err)
+		cmd := exec.Command("python3", "peers/torch_nccl.py")
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+fake+string(os.PathListSeparator)+helper, "PYTHONDONTWRITEBYTECODE=1")
+		cmd.Stdin = strings.NewReader(string(in))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, stderr.String())
+		r, err := lab.ParsePeerReply(out)
+		require.NoError(t, err, string(out))
+		return r
+	}
+	p := lab.Problem{Name: "4×3×5", Params: map[string]int64{"m": 4, "n": 3, "k": 5}}
+	world := ranks.World{Rank: 0, Size: 1, LocalSize: 1}
+	rk := &lab.PeerRanks{Size: 1, LocalSize: 1, InitMethod: "tcp://127.0.0.1:1", TimeoutS: 10, BatchTargetMs: 2, MaxBatch: 1000}
+	for _, suite := range []string{SuiteAGGemm, SuiteGemmRS} {
+		t.Run(suite, func(t *testing.T) {
+			params, _, err := Lab{}.PeerRankProblem(m.Suite(suite), p, world)
+			require.NoError(t, err)
+			// JSON numbers, as the script reads them from labrun.
+			b, _ := json.Marshal(params)
+			require.NoError(t, json.Unmarshal(b, &params))
+			r := run(t, lab.PeerRequest{Suite: suite, Params: params, Seed: 3, Tolerance: 1e-5, Bench: lab.PeerBench{Warmup: 1, MinReps: 3, MaxReps: 5}, Ranks: rk})
+			require.Equal(t, results.StatusOK, r.Status, r.Error)
+			assert.Contains(t, r.Check.Method, "the last timed batch's output")
+			assert.Equal(t, 4*3, r.Check.Checked, "this rank's C, all of it on one rank")
+			assert.Equal(t, 8, r.Batch, "2 ms batches of one 0.25 ms matmul")
+			assert.Len(t, r.SamplesMs, 3, "min_reps, the budget being 0")
+		})
+	}
+	t.Run("not in a lab of ranks", func(t *testing.T) {
+		params, _, err := Lab{}.PeerRankProblem(m.Suite(SuiteAGGemm), p, world)
+		require.NoError(t, err)
+		r := run(t, lab.PeerRequest{Params: params, Seed: 3, Tolerance: 1e-5, Bench: lab.PeerBench{Warmup: 1, MinReps: 1, MaxReps: 1}})
+		assert.Equal(t, results.StatusSkipped, r.Status)
+		assert.Contains(t, r.Error, "one process per rank")
+	})
 }

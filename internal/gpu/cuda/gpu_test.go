@@ -10,6 +10,7 @@ package cuda_test
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -803,4 +804,18 @@ func TestStreamWaitEvent(t *testing.T) {
 	ms, err := after.ElapsedMs(ev)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, ms, 0.0, "s1 went on only after s0 reached the event")
+}
+
+func errorIsAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func isCallError(err error) bool {
+	var ce *gpu.CallError
+	return errors.As(err, &ce)
 }

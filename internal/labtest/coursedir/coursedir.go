@@ -29,3 +29,12 @@ func Write(t testing.TB, lab string, files map[string]string) string {
 	}
 	return root
 }
+
+// Root makes a course root in a temporary folder with labs/common/kl.cuh and no lab folder, points
+// LABRUN_ROOT at it (as the course that the code under test finds) and returns it.
+func Root(t *testing.T) string {
+	t.Helper()
+	root := Write(t, "", nil)
+	t.Setenv("LABRUN_ROOT", root)
+	return root
+}
