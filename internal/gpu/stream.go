@@ -29,3 +29,21 @@ type Graph interface {
 	Launch(s Stream) error
 	Destroy() error
 }
+
+// Holder is implemented by streams whose later work can be held back on the device until the
+// host lets it go. Timing queues a whole run behind a hold, so that the start event does not
+// fire on an idle device while the host is still launching: without it, a 20 µs operation's time
+// includes the host's launch latency (cgo, library and driver calls).
+type Holder interface {
+	// Hold queues a wait on this stream; what is queued after it runs once release is called.
+	// release may be called from any goroutine; calls after the first do nothing.
+	Hold() (release func() error, err error)
+}
+
+// L2Flusher is implemented by devices that can replace what their L2 cache holds with clean
+// lines of a buffer of their own, by reading it. A flush that writes a buffer instead (a memset)
+// leaves L2 full of dirty lines, and the timed run that follows pays for writing them back (on
+// the H200 that is a sizeable part of a read of B at decode, which takes tens of µs).
+type L2Flusher interface {
+	FlushL2(s Stream) error
+}

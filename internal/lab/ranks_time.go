@@ -11,7 +11,8 @@ import (
 )
 
 // Timing a collective as nccl-tests does: after a host barrier, every rank queues K runs back to
-// back between two events (the runs synchronise on the device, so no host is in between), and the
+// back between two events, behind a hold of its stream where the backend has one (hold.go: the
+// runs synchronise on the device, and no host launch is in between), and the
 // time of one run is the slowest rank's (t_end − t_start)/K. K is chosen from a first run so that a
 // batch lasts about batchTarget. The outputs are poisoned before every batch and the last batch's
 // are checked on every rank: no time is of unchecked work.
@@ -78,20 +79,23 @@ func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, e
 		if err := t.Poison(); err != nil {
 			return 0, err
 		}
-		if err := start.Record(st); err != nil {
-			return 0, err
-		}
-		var err error
-		if graph != nil {
-			err = graph.Launch(st)
-		} else {
-			for i := 0; i < k && err == nil; i++ {
-				err = inner.Run(v)
+		_, err := w.holds.queued(w.env, v, st, func() error {
+			if err := start.Record(st); err != nil {
+				return err
 			}
-		}
-		if err == nil {
-			err = end.Record(st)
-		}
+			var err error
+			if graph != nil {
+				err = graph.Launch(st)
+			} else {
+				for i := 0; i < k && err == nil; i++ {
+					err = inner.Run(v)
+				}
+			}
+			if err == nil {
+				err = end.Record(st)
+			}
+			return err
+		})
 		if err == nil {
 			err = end.Synchronize()
 		}
@@ -122,6 +126,9 @@ func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, e
 		k = int(math.Ceil(float64(batchTarget.Microseconds()) / 1e3 / t1))
 	}
 	k = min(max(k, 1), maxBatch)
+	if _, ok := st.(gpu.Holder); ok {
+		k = min(k, maxHeldBatch) // a held batch needs no length to hide the host's launches
+	}
 	if w.spec.Graph {
 		if gc, ok := st.(gpu.GraphCapturer); ok {
 			g, err := gc.CaptureGraph(func() error {

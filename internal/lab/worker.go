@@ -150,7 +150,8 @@ type worker struct {
 	rk    *rankState // a rank process of a lab of ranks (ranks.go)
 	// timing is what the timing of the last job adds to its entry's data (a collective's batch).
 	timing     map[string]any
-	graphNoted bool // --graph was asked for where the backend cannot capture (said once)
+	graphNoted bool  // --graph was asked for where the backend cannot capture (said once)
+	holds      holds // the variants whose timed runs cannot be queued behind a hold (hold.go)
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
@@ -438,7 +439,8 @@ func (w *worker) timingEvents() (start, end gpu.Event, closeEvents func(), err e
 	return start, end, func() { start.Close(); end.Close() }, nil
 }
 
-// time measures Runs of v with device events, flushing L2 before each when the suite asks.
+// time measures Runs of v with device events, flushing L2 before each when the suite asks. Each
+// run is queued whole behind a hold of the stream before it starts (hold.go).
 func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.Stats, error) {
 	if w.rk != nil {
 		return w.rankTime(v, c, o)
@@ -448,27 +450,47 @@ func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.St
 		return bench.Stats{}, err
 	}
 	defer closeEvents()
-	if s.FlushL2 && w.flush == nil {
-		// Writing twice the L2's size evicts whatever the previous repetition left there.
+	flush, err := w.l2Flush(s)
+	if err != nil {
+		return bench.Stats{}, err
+	}
+	st, _, err := bench.Measure(o, func() (float64, error) {
+		if err := flush(); err != nil {
+			return 0, err
+		}
+		return c.timedRun(start, end, func(enqueue func() error) error {
+			_, err := w.holds.queued(w.env, v, w.env.Stream, enqueue)
+			return err
+		})
+	})
+	return st, err
+}
+
+// l2Flush returns what empties L2 before a timed run of suite s: nothing when the suite does not
+// ask; the device's own flush by reading where it has one (gpu.L2Flusher, which leaves no dirty
+// lines for the timed run to write back); else a write of twice the L2's size.
+func (w *worker) l2Flush(s *Suite) (func() error, error) {
+	if !s.FlushL2 {
+		return func() error { return nil }, nil
+	}
+	if f, ok := gpu.Unwrap(w.dev).(gpu.L2Flusher); ok {
+		return func() error { return f.FlushL2(w.env.Stream) }, nil
+	}
+	if w.flush == nil {
 		n := 2 * w.dev.Info().L2Bytes
 		if n < 1<<20 {
 			n = 1 << 20
 		}
+		var err error
 		if w.flush, err = gpu.Alloc[uint8](w.dev, int(n)); err != nil {
-			return bench.Stats{}, fmt.Errorf("allocating the L2 flush buffer: %w", err)
+			return nil, fmt.Errorf("allocating the L2 flush buffer: %w", err)
 		}
 	}
 	flips := uint8(0)
-	st, _, err := bench.Measure(o, func() (float64, error) {
-		if s.FlushL2 {
-			flips++
-			if err := w.flush.FillBytes(flips, w.env.Stream); err != nil {
-				return 0, err
-			}
-		}
-		return c.timedRun(start, end)
-	})
-	return st, err
+	return func() error {
+		flips++
+		return w.flush.FillBytes(flips, w.env.Stream)
+	}, nil
 }
 
 // Trial is a case the engine holds for a job: the driver's Case, the variant it runs, and the
@@ -632,17 +654,22 @@ func (t *Trial) TimedRun(start, end gpu.Event) (float64, error) {
 		}
 		defer end.Close()
 	}
-	return t.timedRun(start, end)
+	return t.timedRun(start, end, func(enqueue func() error) error { return enqueue() })
 }
 
-func (t *Trial) timedRun(start, end gpu.Event) (float64, error) {
-	if err := start.Record(t.env.Stream); err != nil {
-		return 0, err
-	}
-	if err := t.Run(); err != nil {
-		return 0, err
-	}
-	if err := end.Record(t.env.Stream); err != nil {
+// timedRun queues the start event, the run and the end event through queue (which may hold the
+// stream until all three are queued), then waits for the end event.
+func (t *Trial) timedRun(start, end gpu.Event, queue func(enqueue func() error) error) (float64, error) {
+	err := queue(func() error {
+		if err := start.Record(t.env.Stream); err != nil {
+			return err
+		}
+		if err := t.Run(); err != nil {
+			return err
+		}
+		return end.Record(t.env.Stream)
+	})
+	if err != nil {
 		return 0, err
 	}
 	if err := end.Synchronize(); err != nil {

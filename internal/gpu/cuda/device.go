@@ -23,6 +23,9 @@ type device struct {
 	sharedMu sync.Mutex
 	shared   map[gpu.Ptr]*vmmBuffer // buffers made by MallocShared or mapped by OpenShared
 
+	release releaser // the streams' holds (timing.go)
+	flush   l2Flush
+
 	closeOnce sync.Once
 }
 

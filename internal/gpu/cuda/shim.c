@@ -74,6 +74,9 @@ static struct {
     CUresult (*cuStreamDestroy_v2)(CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);
     CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
+    // Stream memory operations (CUDA 8+, the _v2 names from CUDA 11.7), optional: the timing hold.
+    CUresult (*cuStreamWaitValue32)(CUstream, CUdeviceptr, unsigned int, unsigned int);
+    CUresult (*cuStreamWriteValue32)(CUstream, CUdeviceptr, unsigned int, unsigned int);
     CUresult (*cuEventCreate)(CUevent *, unsigned int);
     CUresult (*cuEventDestroy_v2)(CUevent);
     CUresult (*cuEventRecord)(CUevent, CUstream);
@@ -214,6 +217,8 @@ int kl_cuda_load(const char *path, char **err) {
     OPT(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle");
     *(void **)(&cu.cuStreamBeginCapture) = sym(lib, "cuStreamBeginCapture_v2", "cuStreamBeginCapture");
     OPT(cuStreamEndCapture, "cuStreamEndCapture");
+    cu.cuStreamWaitValue32 = sym(lib, "cuStreamWaitValue32_v2", "cuStreamWaitValue32");
+    cu.cuStreamWriteValue32 = sym(lib, "cuStreamWriteValue32_v2", "cuStreamWriteValue32");
     OPT(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
     OPT(cuGraphLaunch, "cuGraphLaunch");
     OPT(cuGraphExecDestroy, "cuGraphExecDestroy");
@@ -385,6 +390,13 @@ CUresult kl_stream_create(CUcontext ctx, CUstream *s) {
     return cu.cuStreamCreate(s, CU_STREAM_DEFAULT);
 }
 
+// A stream that never waits for the legacy default stream (CU_STREAM_NON_BLOCKING): the hold's
+// release must get through even while a synchronous copy waits behind the held stream.
+CUresult kl_stream_create_nonblocking(CUcontext ctx, CUstream *s) {
+    SET_CTX(ctx);
+    return cu.cuStreamCreate(s, 0x1);
+}
+
 CUresult kl_stream_destroy(CUcontext ctx, CUstream s) {
     SET_CTX(ctx);
     return cu.cuStreamDestroy_v2(s);
@@ -393,6 +405,21 @@ CUresult kl_stream_destroy(CUcontext ctx, CUstream s) {
 CUresult kl_stream_wait_event(CUcontext ctx, CUstream s, CUevent e) {
     SET_CTX(ctx);
     return cu.cuStreamWaitEvent(s, e, 0);
+}
+
+// The hold of gpu.Holder: s waits until *word ≥ v (CU_STREAM_WAIT_VALUE_GEQ, 0), and another
+// stream writes v there (CU_STREAM_WRITE_VALUE_DEFAULT, 0). CUDA_ERROR_NOT_SUPPORTED (801) when the
+// driver lacks them.
+CUresult kl_stream_wait_value(CUcontext ctx, CUstream s, CUdeviceptr word, unsigned int v) {
+    if (!cu.cuStreamWaitValue32) return 801;
+    SET_CTX(ctx);
+    return cu.cuStreamWaitValue32(s, word, v, 0);
+}
+
+CUresult kl_stream_write_value(CUcontext ctx, CUstream s, CUdeviceptr word, unsigned int v) {
+    if (!cu.cuStreamWriteValue32) return 801;
+    SET_CTX(ctx);
+    return cu.cuStreamWriteValue32(s, word, v, 0);
 }
 
 CUresult kl_stream_synchronize(CUcontext ctx, CUstream s) {

@@ -111,6 +111,9 @@ CUresult kl_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsign
 CUresult kl_stream_create(CUcontext ctx, CUstream *s);
 CUresult kl_stream_destroy(CUcontext ctx, CUstream s);
 CUresult kl_stream_synchronize(CUcontext ctx, CUstream s);
+CUresult kl_stream_create_nonblocking(CUcontext ctx, CUstream *s);
+CUresult kl_stream_wait_value(CUcontext ctx, CUstream s, CUdeviceptr word, unsigned int v);
+CUresult kl_stream_write_value(CUcontext ctx, CUstream s, CUdeviceptr word, unsigned int v);
 CUresult kl_stream_wait_event(CUcontext ctx, CUstream s, CUevent e); // cuStreamWaitEvent, flags 0
 CUresult kl_event_create(CUcontext ctx, CUevent *e);
 CUresult kl_event_destroy(CUcontext ctx, CUevent e);

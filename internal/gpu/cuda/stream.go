@@ -20,6 +20,7 @@ type stream struct {
 	d    *device
 	s    C.CUstream
 	once sync.Once
+	hold holdState // timing.go
 }
 
 func (d *device) NewStream() (gpu.Stream, error) {
