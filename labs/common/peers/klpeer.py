@@ -10,8 +10,9 @@ an error it can report (labrun's time limit covers the rest).
 
 Timing follows the engine (internal/bench): CUDA events around each repetition, warm-up runs
 first (at least warmup_min_ms), then repetitions until min_reps and the time budget (or
-max_reps), with L2 flushed before each when the suite asks (a 2×L2 buffer rewritten), as
-internal/lab/worker.go does for the lab's variants.
+max_reps), with L2 flushed before each when the suite asks (a buffer of 4×L2 read, which leaves
+no dirty lines behind), and each repetition queued whole behind a hold of the stream before it
+starts (_Hold), as internal/lab/worker.go and hold.go do for the lab's variants.
 
 In a lab of ranks (lab.yaml ranks:) every rank's worker starts the script, with its place in the
 request ("ranks": rank, size, local_rank, init_method, timeout_s, batch_target_ms, max_batch) and
@@ -27,6 +28,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -52,6 +54,75 @@ def read_request(stream=None):
         if key not in req:
             raise ValueError("the request has no %r: labrun sends it (internal/lab/peer.go PeerRequest)" % key)
     return req
+
+
+_HOLD_TIMEOUT_S = 2.0  # internal/lab/hold.go's holdTimeout
+_MAX_HELD_BATCH = 128  # and its maxHeldBatch
+
+
+class _Hold:
+    """The engine's hold of a stream (internal/lab/hold.go) through the driver API: the current
+    stream waits for the next value of a device word (cuStreamWaitValue32, ≥) while the host
+    queues a repetition, and a side stream writes that value once it is queued
+    (cuStreamWriteValue32), or after _HOLD_TIMEOUT_S when the host part does not come back (a
+    call that waits for the device): that peer is then timed without the hold, and stderr says
+    so. Where the driver lacks the calls, nothing is held."""
+
+    def __init__(self, torch, device):
+        self.available, self.n = False, 0
+        try:
+            import ctypes
+            cu = ctypes.CDLL("libcuda.so.1")
+            self.wait = getattr(cu, "cuStreamWaitValue32_v2", None) or cu.cuStreamWaitValue32
+            self.write = getattr(cu, "cuStreamWriteValue32_v2", None) or cu.cuStreamWriteValue32
+        except OSError:  # no NVIDIA driver here (the tests' fake torch): nothing to hold
+            return
+        except AttributeError as e:
+            sys.stderr.write("klpeer: timing without holding the stream: %s\n" % e)
+            return
+        for f in (self.wait, self.write):
+            f.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32]
+            f.restype = ctypes.c_int
+        self.set_ctx, self.ctx = cu.cuCtxSetCurrent, ctypes.c_void_p()
+        cu.cuCtxGetCurrent(ctypes.byref(self.ctx))
+        self.torch = torch
+        self.word = torch.zeros(1, dtype=torch.int32, device=device)
+        self.side = torch.cuda.Stream(device=device)  # PyTorch's streams do not wait for the legacy stream
+        torch.cuda.synchronize(device)
+        self.available = True
+
+    def queued(self, enqueue):
+        if not self.available:
+            enqueue()
+            return
+        self.n += 1
+        n, word = self.n, self.word.data_ptr()
+        if self.wait(self.torch.cuda.current_stream().cuda_stream, word, n, 0) != 0:
+            self.available = False
+            sys.stderr.write("klpeer: timing without holding the stream: cuStreamWaitValue32 failed\n")
+            enqueue()
+            return
+        lock, done, timed_out = threading.Lock(), [False], [False]
+
+        def release(from_timer=False):
+            with lock:
+                if done[0]:
+                    return
+                done[0], timed_out[0] = True, from_timer
+                self.set_ctx(self.ctx)
+                self.write(self.side.cuda_stream, word, n, 0)
+
+        timer = threading.Timer(_HOLD_TIMEOUT_S, release, kwargs={"from_timer": True})
+        timer.start()
+        try:
+            enqueue()
+        finally:
+            timer.cancel()
+            release()
+        if timed_out[0]:
+            self.available = False
+            sys.stderr.write("klpeer: the call did not return within %.0f s of holding the stream (it waits "
+                             "for the device); timed without the hold from now on\n" % _HOLD_TIMEOUT_S)
 
 
 class Peer:
@@ -109,13 +180,16 @@ class Peer:
             return ok and not self.others_wrong
         return ok
 
-    def _flush_buffer(self):
-        """The buffer rewritten to flush L2 (2×L2), or None when the suite does not flush."""
+    def _flush(self):
+        """What empties L2 before a repetition: a read of a 4×L2 buffer (a read leaves clean
+        lines only, so the timed call writes back nothing of the flush's), or a no-op when the
+        suite does not flush."""
         torch = self.torch
         if not self.req.get("flush_l2"):
-            return None
+            return lambda: None
         l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (50 << 20)
-        return torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=self.device)
+        buf = torch.ones(max(4 * l2, 1 << 20) // 4, dtype=torch.int32, device=self.device)
+        return lambda: buf.sum()
 
     def time(self, fn, poison=None):
         """Times fn() with CUDA events as the engine does; needs a passing check first. In a lab
@@ -127,18 +201,18 @@ class Peer:
             return self._time_ranks(fn, poison)
         torch = self.torch
         b = self.req["bench"]
-        flush = self._flush_buffer()
+        flush, hold = self._flush(), _Hold(torch, self.device)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        flips = [0]
 
-        def rep():
-            if flush is not None:
-                flips[0] = (flips[0] + 1) % 256
-                flush.fill_(flips[0])
+        def run():
             start.record()
             fn()
             end.record()
+
+        def rep():
+            flush()
+            hold.queued(run)
             end.synchronize()
             return start.elapsed_time(end)
 
@@ -166,10 +240,9 @@ class Peer:
         barrier before the next batch."""
         torch, dist = self.torch, self.dist
         b, rk = self.req["bench"], self.req["ranks"]
-        flush = self._flush_buffer()
+        flush, hold = self._flush(), _Hold(torch, self.device)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        flips = [0]
 
         def step(ms, more):
             t = torch.tensor([ms, 1.0 if (self.rank == 0 and more) else 0.0], dtype=torch.float64, device=self.device)
@@ -180,13 +253,15 @@ class Peer:
         def batch(k):
             if poison is not None:
                 poison()
-            if flush is not None:
-                flips[0] = (flips[0] + 1) % 256
-                flush.fill_(flips[0])
-            start.record()
-            for _ in range(k):
-                fn()
-            end.record()
+            flush()
+
+            def run():
+                start.record()
+                for _ in range(k):
+                    fn()
+                end.record()
+
+            hold.queued(run)
             end.synchronize()
             ms = start.elapsed_time(end)
             if not (ms > 0) or math.isinf(ms):
@@ -197,6 +272,8 @@ class Peer:
         t1, _ = step(batch(1), True)
         k = int(math.ceil(float(rk["batch_target_ms"]) / t1)) if t1 > 0 else 1
         k = min(max(k, 1), max(int(rk["max_batch"]), 1))
+        if hold.available:
+            k = min(k, _MAX_HELD_BATCH)
         began, i = time.monotonic(), 0
         while True:  # warm-up batches
             more = (i < b["warmup"] or (time.monotonic() - began) * 1e3 < b["warmup_min_ms"]) and i < 1000
