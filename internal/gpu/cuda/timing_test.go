@@ -15,11 +15,11 @@ import (
 // the kernel queued behind it then runs as usual, and a second release does nothing.
 func TestHoldKeepsQueuedWorkUntilReleased(t *testing.T) {
 	d := openDevice(t, 0)
-	k := loadKernel(t, d, "saxpy")
 	s := newStream(t, d)
+	before, after := newEvent(t, d), newEvent(t, d)
 	holder, ok := s.(gpu.Holder)
 	require.True(t, ok, "CUDA streams can be held")
-	before, after := newEvent(t, d), newEvent(t, d)
+	k := loadKernel(t, d, "saxpy")
 
 	const n = 4096
 	x, y := make([]float32, n), make([]float32, n)
