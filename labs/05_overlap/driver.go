@@ -75,14 +75,16 @@ func SplitK(tiles, grid, kBlocks, want int) (whole, s int) {
 	return tiles - tail, s
 }
 
-// AgTileN is the width of kernel 06's tiles for an M × N GEMM on avail SMs: 256 (kernel 15's), or
-// 128 when the wide tiles would fill fewer than half the SMs: twice the tiles need half the split-K
-// (on the H200 at M = 4096, N = 512 the wide tiles' GEMM, split in two, took 1.5× cuBLASLt's time).
-func AgTileN(m, n, avail int) int {
-	if lab.CeilDiv(m, WgmmaTileM)*lab.CeilDiv(n, WgmmaTileN) < avail/2 {
-		return WgmmaTileN / 2
+// AgTile is the shape of kernel 06's tiles for an M × N GEMM on avail SMs: 128 × 256 (kernel 15's);
+// 128 × 128 when those would fill fewer than half the SMs (twice the tiles need half the split-K);
+// 64 × 64 for M ≤ 64, where the GEMM only streams B and wants the deepest pipeline (06's comment).
+func AgTile(m, n, avail int) (tileM, tileN int) {
+	if m <= WgmmaTileM/2 {
+		return WgmmaTileM / 2, WgmmaTileN / 4
+	} else if lab.CeilDiv(m, WgmmaTileM)*lab.CeilDiv(n, WgmmaTileN) < avail/2 {
+		return WgmmaTileM, WgmmaTileN / 2
 	}
-	return WgmmaTileN
+	return WgmmaTileM, WgmmaTileN
 }
 
 // evenSplit is the number of runs of ⌈kBlocks/s⌉ blocks that cover kBlocks (at least 1).
@@ -404,7 +406,7 @@ func (c *ovCase[T]) sideStream() (gpu.Stream, error) {
 // (the variant's smem) and the arguments after the sizes and the output, the same in both: the
 // bias, the split-K (SplitK's, or lab.yaml's splits: for the last wave's tiles, and its workspace),
 // and the TMA maps of A (M × k), B and out (outRows × N), boxes as lab 02's kernel 15's.
-func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, tiles, avail int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
+func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, tiles, avail, tileM int, what string, out gpu.Ptr, outRows int) (gpu.LaunchConfig, []any, error) {
 	kBlocks := lab.CeilDiv(c.k, WgmmaTileK)
 	whole, s := SplitK(tiles, avail, kBlocks, int(v.Int(ParamSplits, 0)))
 	smem := v.Positive(ParamSmem, 0)
@@ -412,7 +414,7 @@ func (c *ovCase[T]) wgmmaLaunch(v *lab.Variant, kern gpu.Kernel, tiles, avail in
 	if err := lab.OptInShared(kern, smem); err != nil {
 		return cfg, nil, fmt.Errorf("variant %s: %w", v.Name, err)
 	}
-	maps, err := lab.TensorMaps(c.Env, what, lab.BF16Tiles(c.a, c.sh.M, c.k, WgmmaTileM, 64),
+	maps, err := lab.TensorMaps(c.Env, what, lab.BF16Tiles(c.a, c.sh.M, c.k, tileM, 64),
 		lab.BF16Tiles(c.dB.DevicePtr(), c.k, c.sh.N, 64, 64), lab.BF16Tiles(out, outRows, c.sh.N, 64, 64))
 	return cfg, append([]any{c.bias, int32(whole), int32(s), c.splitWS, c.splitCounts}, maps...), err
 }
@@ -581,8 +583,8 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if avail < 1 {
 		return fmt.Errorf("variant %s: %d copiers leave no SM of %d for the GEMM (lower copiers:)", v.Name, copiers, c.Env.Device.Info().SMs)
 	}
-	tileN := AgTileN(c.sh.M, c.sh.N, avail)
-	cfg, tail, err := c.wgmmaLaunch(v, k, lab.CeilDiv(c.sh.M, WgmmaTileM)*lab.CeilDiv(c.sh.N, tileN), avail, "A_full, B or C", c.out, c.sh.M)
+	tileM, tileN := AgTile(c.sh.M, c.sh.N, avail)
+	cfg, tail, err := c.wgmmaLaunch(v, k, lab.CeilDiv(c.sh.M, tileM)*lab.CeilDiv(c.sh.N, tileN), avail, tileM, "A_full, B or C", c.out, c.sh.M)
 	if err != nil {
 		return err
 	}
@@ -599,14 +601,13 @@ func (c *ovCase[T]) agWgmma(v *lab.Variant, k gpu.Kernel) error {
 	if v.Params[ParamCE] != 0 {
 		err, ready = c.copyOnEngines(copy), c.epoch
 	} else {
-		n := int32(c.N)
 		err = gpu.Launch(gather, gpu.LaunchConfig{Grid: gpu.D1(copiers), Block: gpu.D1(256), Stream: copy},
-			c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), n, int32(c.Rank), n, c.flags.Mine)
+			c.dRows.Table, c.dAFull.Mine, int32(c.sh.M), int32(c.sh.K), int32(c.N), int32(c.Rank), int32(c.N), c.flags.Mine)
 	}
 	if err != nil {
 		return fmt.Errorf("the copy: %w", err)
 	}
-	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC, int32(tileN)), tail...)...); err != nil || !beside {
+	if err := gpu.Launch(k, cfg, append(append(c.dims(c.flags.Mine, ready), c.dC, int32(tileM), int32(tileN)), tail...)...); err != nil || !beside {
 		return err
 	}
 	return lab.Order(c.events[1], copy, compute) // the closing device barrier waits for the copy too
@@ -773,7 +774,7 @@ func (c *ovCase[T]) rsWgmma(v *lab.Variant) error {
 	if push {
 		out, outRows = c.mine, c.rows()
 	}
-	cfg, tail, err := c.wgmmaLaunch(v, k, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs, "A_r, B_r or the output", out, outRows)
+	cfg, tail, err := c.wgmmaLaunch(v, k, WgmmaRSTiles(c.sh, c.N, push), c.Env.Device.Info().SMs, WgmmaTileM, "A_r, B_r or the output", out, outRows)
 	if err != nil {
 		return err
 	}

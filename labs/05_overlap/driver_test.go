@@ -276,18 +276,20 @@ func TestSplitK(t *testing.T) {
 	}
 }
 
-func TestAgTileN(t *testing.T) {
+func TestAgTile(t *testing.T) {
 	for _, tc := range []struct {
 		what        string
 		m, n, avail int
-		want        int
+		tm, tn      int
 	}{
-		{"the challenge's 4096×512 at one rank: 64 wide tiles on 132 SMs", 4096, 512, 132, 128},
-		{"64 wide tiles beside 16 copiers: more than half of 116", 4096, 512, 116, 256},
-		{"8192×512: 128 wide tiles, one wave", 8192, 512, 132, 256},
-		{"a decode-sized M: 9 wide tiles", 64, 2304, 132, 128},
-		{"an LLM shard: 448 tiles", 8192, 3584, 132, 256},
+		{"the challenge's 4096×512 at one rank: 64 wide tiles on 132 SMs", 4096, 512, 132, 128, 128},
+		{"64 wide tiles beside 16 copiers: more than half of 116", 4096, 512, 116, 128, 256},
+		{"8192×512: 128 wide tiles, one wave", 8192, 512, 132, 128, 256},
+		{"a decode-sized M: one row of 64-row tiles", 64, 2304, 132, 64, 64},
+		{"M = 65 needs a second 64-row tile: the 128-row ones", 65, 2304, 132, 128, 128},
+		{"an LLM shard: 448 tiles", 8192, 3584, 132, 128, 256},
 	} {
-		assert.Equal(t, tc.want, AgTileN(tc.m, tc.n, tc.avail), tc.what)
+		tm, tn := AgTile(tc.m, tc.n, tc.avail)
+		assert.Equal(t, [2]int{tc.tm, tc.tn}, [2]int{tm, tn}, tc.what)
 	}
 }

@@ -165,18 +165,33 @@ __device__ __forceinline__ void kl_setmaxnreg_inc() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 }
 
-// kl_wgmma_fence_acc64 tells the compiler that the accumulators may change behind its back (the
+// kl_wgmma_fence_acc tells the compiler that the accumulators may change behind its back (the
 // wgmma writes them asynchronously): it keeps reads and writes of d on the right side of the wait.
-__device__ __forceinline__ void kl_wgmma_fence_acc64(float (&d)[64]) {
+template <int NREG>
+__device__ __forceinline__ void kl_wgmma_fence_acc(float (&d)[NREG]) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < NREG; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+__device__ __forceinline__ void kl_wgmma_fence_acc64(float (&d)[64]) { kl_wgmma_fence_acc(d); }
+__device__ __forceinline__ void kl_wgmma_fence_acc128(float (&d)[128]) { kl_wgmma_fence_acc(d); }
 
-// kl_wgmma_fence_acc128 tells the compiler that the accumulators may change behind its back (the
-// wgmma writes them asynchronously): it keeps reads and writes of d on the right side of the wait.
-__device__ __forceinline__ void kl_wgmma_fence_acc128(float (&d)[128]) {
-#pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+// d (+)= A·B for one m64n64k16 tile: A (64×16, K-major) and B (16×64, one N-major panel) in shared
+// memory, described by da and db; d is this thread's 32 fp32 accumulators. scale_d = 0 ignores the old d.
+__device__ __forceinline__ void kl_wgmma_m64n64k16_bf16(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, p, 1, 1, 0, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"(scale_d));
 }
 
 // d (+)= A·B for one m64n128k16 tile: A (64×16, K-major) and B (16×128, N-major) in shared memory,
@@ -241,16 +256,18 @@ __device__ __forceinline__ void kl_wgmma_m64n256k16_bf16(float (&d)[128], uint64
         : "l"(da), "l"(db), "r"(scale_d));
 }
 
-// The same two by the accumulators' size, for kernels templated on their tile width: a warpgroup's
-// m64n128k16 (64 accumulators a thread) or m64n256k16 (128).
+// The same three by the accumulators' size, for kernels templated on their tile width: a
+// warpgroup's m64n64k16 (32 accumulators a thread), m64n128k16 (64) or m64n256k16 (128).
+__device__ __forceinline__ void kl_wgmma_bf16(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+    kl_wgmma_m64n64k16_bf16(d, da, db, scale_d);
+}
 __device__ __forceinline__ void kl_wgmma_bf16(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
     kl_wgmma_m64n128k16_bf16(d, da, db, scale_d);
 }
 __device__ __forceinline__ void kl_wgmma_bf16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
     kl_wgmma_m64n256k16_bf16(d, da, db, scale_d);
 }
-__device__ __forceinline__ void kl_wgmma_fence_acc(float (&d)[64]) { kl_wgmma_fence_acc64(d); }
-__device__ __forceinline__ void kl_wgmma_fence_acc(float (&d)[128]) { kl_wgmma_fence_acc128(d); }
+
 
 // kl_c_rows_cols gives thread t's position in a warpgroup's m64nN accumulator tile: for column
 // block j and half h, row 16w + l/4 + 8h and columns 8j + 2(l%4), +1 (d[4j + 2h], d[4j + 2h + 1]).

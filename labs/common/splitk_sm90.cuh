@@ -1,5 +1,6 @@
-// splitk_sm90.cuh — split-K for the persistent wgmma kernels of lab 05 (06, 07), whose two
-// consumer warpgroups hold a 128×BN fp32 tile in NREG = BN/2 registers a thread (BN 128 or 256).
+// splitk_sm90.cuh — split-K for the persistent wgmma kernels of lab 05 (06, 07), whose consumer
+// warpgroups (two, or one for kernel 06's 64-row tiles) hold a BM×BN fp32 tile in NREG = BN/2
+// registers a thread (BN 64, 128 or 256).
 //
 // When a problem's 128×256 tiles leave SMs idle — fewer tiles than SMs (a decode-sized M, a
 // narrow rank's shard of N), or a last wave that only part of the SMs run — split-K fills them:
@@ -18,14 +19,14 @@
 // read all S slots by itself through one SM's port to L2, at S = 14 (the challenge's 64 × 2304 ×
 // 7168) 1.8 MB, almost five times what each unit loads in its K loop (8 blocks of 48 KiB).
 //
-// The sum is register-ordered: thread t's register r sits at float4 (r/4)·256 + t, so the adds and
+// The sum is register-ordered: thread t's register r sits at float4 (r/4)·THREADS + t, so the adds and
 // loads are coalesced and know nothing of the tile's layout or its edges. The workspace holds one
 // sum (128 KiB, room for the widest tile) and one counter word per split tile (slot = tile − whole < the grid's blocks),
 // zero at the start; the last arrival leaves both zero again. A warpgroup whose 64 rows all lie past the output's (live =
 // false) moves nothing.
 #pragma once
 
-#define KL_SPLITK_TILE_FLOAT4 (256 * 32) // 256 consumer threads × at most 128 accumulators
+#define KL_SPLITK_TILE_FLOAT4 (256 * 32) // at most 256 consumer threads × 128 accumulators
 
 // Unit u's tile, its split s of S (S = 1: a whole tile) and its split tile's slot in the workspace.
 struct KlSplitUnit {
@@ -52,35 +53,35 @@ __device__ __forceinline__ void kl_red_add_v4(float4* p, float a, float b, float
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
-// Called by the 256 consumer threads (ct = 0 … 255) after the main loop of unit w, with named
-// barrier `bar` free for them. Returns true in the unit that must run the epilogue, with d holding
-// the whole tile's sums (where live); a whole tile returns true at once and touches nothing.
-template <int NREG>
+// Called by the THREADS consumer threads (ct = 0 … THREADS − 1) after the main loop of unit w, with
+// named barrier `bar` free for them. Returns true in the unit that must run the epilogue, with d
+// holding the whole tile's sums (where live); a whole tile returns true at once and touches nothing.
+template <int THREADS = 256, int NREG>
 __device__ __forceinline__ bool kl_splitk_reduce(float (&d)[NREG], const KlSplitUnit& w, bool live, float4* __restrict__ ws,
                                                  unsigned* __restrict__ counts, int ct, int bar) {
     if (w.S == 1) return true;
-    __shared__ unsigned last; // the counter's verdict, for the 256 threads
+    __shared__ unsigned last; // the counter's verdict, for the THREADS threads
     float4* sum = ws + (long long)w.slot * KL_SPLITK_TILE_FLOAT4 + ct;
     if (live)
 #pragma unroll
-        for (int r = 0; r < NREG / 4; ++r) kl_red_add_v4(sum + r * 256, d[4 * r], d[4 * r + 1], d[4 * r + 2], d[4 * r + 3]);
+        for (int r = 0; r < NREG / 4; ++r) kl_red_add_v4(sum + r * THREADS, d[4 * r], d[4 * r + 1], d[4 * r + 2], d[4 * r + 3]);
     __threadfence(); // this thread's adds are done on the GPU before the count that announces them
-    kl_named_barrier(bar, 256);
+    kl_named_barrier(bar, THREADS);
     if (ct == 0) {
         last = atomicAdd(&counts[w.slot], 1u) == unsigned(w.S - 1);
         if (last) atomicExch(&counts[w.slot], 0u);
     }
-    kl_named_barrier(bar, 256);
+    kl_named_barrier(bar, THREADS);
     if (!last) return false;
     __threadfence(); // the sum is read after the counts that announced every add
     if (live) {
 #pragma unroll
         for (int r = 0; r < NREG / 4; ++r) { // from L2, where the adds were done
-            const float4 v = __ldcg(sum + r * 256);
+            const float4 v = __ldcg(sum + r * THREADS);
             d[4 * r] = v.x, d[4 * r + 1] = v.y, d[4 * r + 2] = v.z, d[4 * r + 3] = v.w;
         }
 #pragma unroll
-        for (int r = 0; r < NREG / 4; ++r) __stcg(sum + r * 256, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        for (int r = 0; r < NREG / 4; ++r) __stcg(sum + r * THREADS, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
     }
     return true;
 }

@@ -26,10 +26,14 @@
 // are shared by `splits` units each, each unit taking a run of the K blocks, adding its fp32
 // partial into the tile's sum (ws) and counting in (counts); the last to finish stores the tile.
 //
-// tileN: the tiles' width, 256 (kernel 15's 128 × 256) or 128 (for problems whose wide tiles would
-// fill fewer than half the SMs: twice the tiles, each split fewer ways).
+// tileM × tileN: the tiles' shape, which the driver picks: 128 × 256 (kernel 15's); 128 × 128 for
+// problems whose wide tiles would fill fewer than half the SMs (twice the tiles, each split fewer
+// ways); 64 × 64 for M ≤ 64 (a decode-sized batch: the 128-row tile would spend half its shared
+// memory on rows that are not there). The GEMM then only streams B, so what counts is the bytes in
+// flight an SM: one consumer warpgroup, and 12 stages of 16 KiB instead of 4 of 48 (cuBLASLt's
+// kernel for the same shape also runs 64 × 64 tiles, 13 deep).
 //
-// Tensor maps: A_full (K innermost, boxes 64 × 128) and B (N innermost, boxes 64 × 64) as kernel
+// Tensor maps: A_full (K innermost, boxes 64 × tileM) and B (N innermost, boxes 64 × 64) as kernel
 // 12; C bf16, boxes 64 × 64, swizzle 128B. Sizes: K % 8 == 0 and N % 8 == 0 (TMA strides).
 // Launch: block 384, grid ≤ number of SMs (minus the copy's), dynamic shared memory 214 080 bytes.
 #include "kl.cuh"
@@ -37,10 +41,8 @@
 #include "overlap_gemm.cuh"
 #include "splitk_sm90.cuh"
 
-#define BM 128
 #define BK 64
 #define GM 8 // tile rows per group of the tile order
-#define A_BYTES (BM * BK * 2)
 #define B_PANEL (64 * BK * 2)
 #define CHUNK_COLS 64
 #define CHUNK_BYTES (64 * CHUNK_COLS * 2)
@@ -66,19 +68,19 @@ __device__ __forceinline__ int owner_of(int row, int M, int nranks) {
 // acquire load made visible.
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
-// The kernel for tiles BN columns wide, STAGES deep: 256 (kernel 15's) or 128, whose twice as many
-// tiles fill the SMs of a narrow or short problem with less split-K (the driver chooses), with a
-// stage of 32 KiB instead of 48 and so one stage more in the same shared memory.
-template <int BN, int STAGES>
+// The kernel for BM × BN tiles, STAGES deep: 128 × 256 (kernel 15's), 128 × 128, whose twice as many
+// tiles fill the SMs of a narrow or short problem with less split-K, with a stage of 32 KiB instead
+// of 48 and so one stage more in the same shared memory, or 64 × 64 with one consumer warpgroup.
+template <int BM, int BN, int STAGES>
 __device__ __forceinline__ void ag_gemm_tiles(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
                                               uint16_t* __restrict__ C, const uint16_t* __restrict__ bias, int whole, int splits,
                                               float4* __restrict__ ws, unsigned* __restrict__ counts, const CUtensorMap* tmA,
                                               const CUtensorMap* tmB, const CUtensorMap* tmC) {
-    constexpr int B_BYTES = BN / 64 * B_PANEL, STAGE_BYTES = A_BYTES + B_BYTES;
+    constexpr int CONSUMERS = BM / 64, A_BYTES = BM * BK * 2, B_BYTES = BN / 64 * B_PANEL, STAGE_BYTES = A_BYTES + B_BYTES;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = kl_align1024(smem_raw);
-    unsigned char* stage_c = smem + STAGES * STAGE_BYTES; // 2 warpgroups × 1 chunk
-    uint64_t* full = reinterpret_cast<uint64_t*>(stage_c + 2 * CHUNK_BYTES);
+    unsigned char* stage_c = smem + STAGES * STAGE_BYTES; // a chunk a consumer warpgroup
+    uint64_t* full = reinterpret_cast<uint64_t*>(stage_c + CONSUMERS * CHUNK_BYTES);
     uint64_t* empty = full + STAGES;
 
     const int tid = threadIdx.x, wg = tid / 128;
@@ -90,7 +92,7 @@ __device__ __forceinline__ void ag_gemm_tiles(const unsigned* flags, unsigned re
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             kl_mbar_init(&full[s], 1);
-            kl_mbar_init(&empty[s], 2);
+            kl_mbar_init(&empty[s], CONSUMERS);
         }
         kl_mbar_init_fence();
         kl_tma_prefetch(tmA);
@@ -133,6 +135,7 @@ __device__ __forceinline__ void ag_gemm_tiles(const unsigned* flags, unsigned re
         // ---- consumers: kernel 15's, the epilogue adding the bias instead of beta·C ----
         kl_setmaxnreg_inc<232>();
         const int cw = wg - 1, lt = tid % 128;
+        if (cw >= CONSUMERS) return; // 64-row tiles: one warpgroup holds the whole tile
         const bool leader = lt == 0; // issues this warpgroup's TMA stores
         unsigned char* buf = stage_c + cw * CHUNK_BYTES;
         const int rr = 16 * (lt / 32) + (lt % 32) / 4, cc = 2 * (lt % 4);
@@ -162,7 +165,7 @@ __device__ __forceinline__ void ag_gemm_tiles(const unsigned* flags, unsigned re
             kl_wgmma_wait<0>();
             if (lt == 0) kl_mbar_arrive(&empty[(it - 1) % STAGES]);
             kl_wgmma_fence_acc(d);
-            if (!kl_splitk_reduce(d, w, tm * BM + cw * 64 < M, ws, counts, tid - 128, 3)) continue;
+            if (!kl_splitk_reduce<128 * CONSUMERS>(d, w, tm * BM + cw * 64 < M, ws, counts, tid - 128, 3)) continue;
 
             const int row0 = tm * BM + cw * 64;
 #pragma unroll
@@ -199,11 +202,13 @@ __device__ __forceinline__ void ag_gemm_tiles(const unsigned* flags, unsigned re
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 ag_gemm_wgmma(const unsigned* flags, unsigned ready, int rank, int nranks, int M, int N, int K,
-              uint16_t* __restrict__ C, int tileN, const uint16_t* __restrict__ bias, int whole, int splits,
+              uint16_t* __restrict__ C, int tileM, int tileN, const uint16_t* __restrict__ bias, int whole, int splits,
               float4* __restrict__ ws, unsigned* __restrict__ counts, const __grid_constant__ CUtensorMap tmA,
               const __grid_constant__ CUtensorMap tmB, const __grid_constant__ CUtensorMap tmC) {
-    if (tileN == 128)
-        ag_gemm_tiles<128, 5>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
+    if (tileM == 64)
+        ag_gemm_tiles<64, 64, 12>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
+    else if (tileN == 128)
+        ag_gemm_tiles<128, 128, 5>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
     else
-        ag_gemm_tiles<256, 4>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
+        ag_gemm_tiles<128, 256, 4>(flags, ready, rank, nranks, M, N, K, C, bias, whole, splits, ws, counts, &tmA, &tmB, &tmC);
 }
