@@ -27,11 +27,12 @@ type holds struct {
 	off map[string]bool
 }
 
-// queued runs enqueue, which queues device work on s, behind a hold of s when the backend has one
-// and the variant has not timed out before; held reports whether it was.
+// queued runs enqueue, which queues device work on s, behind a hold of s when the backend has one,
+// the variant's suite does not time the host's launches, and the variant has not timed out
+// before; held reports whether it was.
 func (h *holds) queued(env *Env, v *Variant, s gpu.Stream, enqueue func() error) (held bool, err error) {
 	holder, ok := s.(gpu.Holder)
-	if !ok || h.off[v.Key()] {
+	if !ok || h.off[v.Key()] || (v.Suite != nil && v.Suite.TimeHostLaunches) {
 		return false, enqueue()
 	}
 	release, err := holder.Hold()

@@ -80,4 +80,11 @@ func TestHeldRunsAreReleasedAndTimeoutsTurnTheHoldOff(t *testing.T) {
 	held, err = h.queued(env, fast, env.Stream, func() error { return nil })
 	require.NoError(t, err)
 	assert.False(t, held)
+
+	// A suite that times the host's launches on purpose is never held.
+	launches := &Variant{Name: "empty_launch", Suite: &Suite{Name: "launch_latency", TimeHostLaunches: true}}
+	held, err = h.queued(env, launches, s, func() error { return nil })
+	require.NoError(t, err)
+	assert.False(t, held)
+	assert.Equal(t, int32(3), s.holds.Load(), "no hold was queued for it")
 }

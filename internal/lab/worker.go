@@ -459,9 +459,6 @@ func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.St
 			return 0, err
 		}
 		return c.timedRun(start, end, func(enqueue func() error) error {
-			if s.TimeHostLaunches {
-				return enqueue()
-			}
 			_, err := w.holds.queued(w.env, v, w.env.Stream, enqueue)
 			return err
 		})
