@@ -12,23 +12,32 @@ import (
 // CheckFull checks every element of out against the float64 reference: the relative error
 // ‖out − ref‖₂/‖ref‖₂ must be within tol, no element may be NaN or Inf (the poison), and no element
 // may be off by more than tol times its own error scale (which catches a single wrong element that
-// the norm would hide).
-func CheckFull(out []float32, ref, scale []float64, tol float64) check.Report {
-	return CheckAt(out, nil, ref, scale, tol)
+// the norm would hide). terms is how many products and addends each element sums (K, plus one for
+// β·C, one for a bias): see CheckAt for what it bounds.
+func CheckFull(out []float32, ref, scale []float64, terms int, tol float64) check.Report {
+	return CheckAt(out, nil, ref, scale, terms, tol)
 }
 
 // CheckAt is CheckFull on the elements of out at the indices at (all of out when at is nil):
 // ref and scale hold their references in the same order, and the report names elements by their
 // index in out.
-func CheckAt(out []float32, at []int, ref, scale []float64, tol float64) check.Report {
+//
+// The norm's denominator Σ ref² is floored at Σ scale²/terms, the size that a sum of that many
+// terms of random signs is expected to have (and never more than it has on random inputs, as
+// (E|t|)² ≤ E t²). Without the floor, an output whose few terms happen to cancel (a 1×1×1 product
+// with α·a·b ≈ −β·c) fails by the rounding of terms far larger than itself, on a correct kernel;
+// the test of every element against tol × its scale still applies.
+func CheckAt(out []float32, at []int, ref, scale []float64, terms int, tol float64) check.Report {
 	t := NewTally(tol)
 	t.R.Method = "every element against a float64 CPU reference"
+	floor := 0.0
 	for k := range ref {
 		i := k
 		if at != nil {
 			i = at[k]
 		}
 		g, w := float64(out[i]), ref[k]
+		floor += scale[k] * scale[k]
 		if math.IsNaN(g) || math.IsInf(g, 0) {
 			t.R.Unwritten++
 			t.Mismatch(i, g, w)
@@ -38,7 +47,7 @@ func CheckAt(out []float32, at []int, ref, scale []float64, tol float64) check.R
 	}
 	r := t.R
 	r.Checked = len(ref)
-	r.RelErr = check.RelErr(t.Num, t.Den)
+	r.RelErr = check.RelErr(t.Num, math.Max(t.Den, floor/float64(max(terms, 1))))
 	r.OK = r.Unwritten == 0 && t.Bad == 0 && r.RelErr <= tol
 	r.Note = notes(r.Unwritten, t.Bad, len(ref))
 	return r

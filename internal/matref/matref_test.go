@@ -118,3 +118,23 @@ func TestCheckProductPicksTheCheckBySize(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckFullForgivesCancellationNotErrors: a 1×1×1 product whose two terms nearly cancel,
+// computed correctly in fp32, passes (its error is the rounding of terms 400 times larger than the
+// result); the same output off by 1e-4 of the terms still fails, through the norm and the element.
+func TestCheckFullForgivesCancellationNotErrors(t *testing.T) {
+	p := Product{M: 1, N: 1, K: 1, Alpha: 1, Beta: 1, A: []float32{0.7131}, B: []float32{0.9}, C0: []float32{-0.64}}
+	ref, scale := p.Reference()
+	require.InDelta(t, 0.00179, ref[0], 1e-6)
+	fp32 := []float32{float32(float64(float32(0.7131*0.9)) - 0.64)}
+	rep := CheckFull(fp32, ref, scale, p.Terms(), 1e-5)
+	assert.True(t, rep.OK, rep.Detail())
+
+	// Against ‖ref‖ alone this correct output would be 1.7e-5 off: more than the tolerance.
+	assert.Greater(t, math.Abs(float64(fp32[0])-ref[0])/math.Abs(ref[0]), 1e-5)
+
+	wrong := []float32{float32(ref[0] + 1e-4)}
+	rep = CheckFull(wrong, ref, scale, p.Terms(), 1e-5)
+	assert.False(t, rep.OK)
+	assert.NotEmpty(t, rep.Mismatches)
+}

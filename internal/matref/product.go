@@ -20,7 +20,15 @@ const (
 func CheckProduct(p *Product, out []float32, seed uint64, tol float64) check.Report {
 	if float64(p.M)*float64(p.N)*float64(p.K) <= FullCheckLimit {
 		ref, scale := p.Reference()
-		return CheckFull(out, ref, scale, tol)
+		return CheckFull(out, ref, scale, p.Terms(), tol)
 	}
 	return Freivalds(p, out, FreivaldsVectors, SampleEntries(p.M, p.N, SampledElements, seed), seed, tol)
+}
+
+// Terms is how many terms each element of the product sums: K products, and β·C when it is there.
+func (p *Product) Terms() int {
+	if p.C0 != nil && p.Beta != 0 {
+		return p.K + 1
+	}
+	return p.K
 }

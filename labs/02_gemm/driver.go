@@ -425,7 +425,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 	if int64(m)*int64(n)*int64(c.sh.K) <= matref.FullCheckLimit {
 		ref, scale := c.prod.Reference()
 		BiasReLU(ref, scale, c.bias, nil, n)
-		r := matref.CheckFull(out, ref, scale, tol)
+		r := matref.CheckFull(out, ref, scale, c.prod.Terms()+1, tol) // and the bias
 		r.Method += ", after bias and ReLU"
 		return r
 	}
@@ -439,7 +439,7 @@ func (c *gemmCase) checkBiasReLU(out []float32, tol float64) check.Report {
 		}
 	})
 	BiasReLU(ref, scale, c.bias, at, n)
-	r := matref.CheckAt(out, at, ref, scale, tol)
+	r := matref.CheckAt(out, at, ref, scale, c.prod.Terms()+1, tol)
 	r.Method = fmt.Sprintf("%d sampled elements against float64, after bias and ReLU; every element for NaN", len(samples))
 	if nan := matref.NonFinite(out); nan > 0 {
 		r.OK, r.Unwritten, r.Note = false, nan, fmt.Sprintf("%d of %d outputs are NaN or Inf (never written, or computed from a NaN poison)", nan, len(out))

@@ -182,14 +182,14 @@ func TestCompareFull(t *testing.T) {
 	p := randomProduct(7, 37, 29, 61, false)
 	ref, scale := p.Reference()
 	out := labtest.NaiveProduct(p)
-	rep := matref.CheckFull(out, ref, scale, 1e-5)
+	rep := matref.CheckFull(out, ref, scale, p.Terms(), 1e-5)
 	assert.True(t, rep.OK, rep.Detail())
 	assert.Less(t, rep.RelErr, 1e-6)
 
 	// One wrong element fails the check even though the norm barely moves.
 	bad := append([]float32(nil), out...)
 	bad[5*29+7] += 0.01
-	rep = matref.CheckFull(bad, ref, scale, 1e-5)
+	rep = matref.CheckFull(bad, ref, scale, p.Terms(), 1e-5)
 	assert.False(t, rep.OK)
 	require.NotEmpty(t, rep.Mismatches)
 	assert.Equal(t, 5*29+7, rep.Mismatches[0].Index)
@@ -197,7 +197,7 @@ func TestCompareFull(t *testing.T) {
 	// An unwritten element (the NaN poison) fails it.
 	bad = append([]float32(nil), out...)
 	bad[0] = float32(math.NaN())
-	rep = matref.CheckFull(bad, ref, scale, 1e-5)
+	rep = matref.CheckFull(bad, ref, scale, p.Terms(), 1e-5)
 	assert.False(t, rep.OK)
 	assert.Equal(t, 1, rep.Unwritten)
 
@@ -207,8 +207,8 @@ func TestCompareFull(t *testing.T) {
 	for i := range noisy {
 		noisy[i] *= 1 + float32(r.NormFloat64())*1e-4
 	}
-	assert.False(t, matref.CheckFull(noisy, ref, scale, 1e-5).OK)
-	assert.True(t, matref.CheckFull(noisy, ref, scale, 1e-3).OK)
+	assert.False(t, matref.CheckFull(noisy, ref, scale, p.Terms(), 1e-5).OK)
+	assert.True(t, matref.CheckFull(noisy, ref, scale, p.Terms(), 1e-3).OK)
 }
 
 func TestFreivaldsAcceptsACorrectProduct(t *testing.T) {
@@ -452,8 +452,8 @@ func TestBF16OutputTolerance(t *testing.T) {
 	for i, r := range ref {
 		out[i] = matref.Float32FromBF16(matref.BF16FromFloat32(float32(r)))
 	}
-	assert.True(t, matref.CheckFull(out, ref, scale, tol+BF16OutputRounding).OK, "a correct bf16 C passes")
-	assert.False(t, matref.CheckFull(out, ref, scale, tol).OK, "bf16 rounding exceeds the fp32-output tolerance")
+	assert.True(t, matref.CheckFull(out, ref, scale, p.Terms(), tol+BF16OutputRounding).OK, "a correct bf16 C passes")
+	assert.False(t, matref.CheckFull(out, ref, scale, p.Terms(), tol).OK, "bf16 rounding exceeds the fp32-output tolerance")
 
 	dropped := p
 	dropped.K = k - 16 // the same rows of A and B, without the last k16 step
@@ -466,7 +466,7 @@ func TestBF16OutputTolerance(t *testing.T) {
 	for i, r := range short {
 		out[i] = matref.Float32FromBF16(matref.BF16FromFloat32(float32(r)))
 	}
-	assert.False(t, matref.CheckFull(out, ref, scale, tol+BF16OutputRounding).OK, "a dropped k16 step fails")
+	assert.False(t, matref.CheckFull(out, ref, scale, p.Terms(), tol+BF16OutputRounding).OK, "a dropped k16 step fails")
 }
 
 func TestShapeAndWork(t *testing.T) {
