@@ -26,11 +26,13 @@ import (
 // torch._grouped_mm, a Triton kernel — run by a Python script in the same run as the lab's own
 // variants (lab.yaml: `peer: peers/torch_matmul.py`, needs [torch] or [torch, triton]).
 //
-// The protocol: the worker starts `python3 SCRIPT` with one JSON object on stdin (PeerRequest:
-// the problem as the driver describes it, the seed, the tolerance, the timing budget); the script
+// The protocol: the worker sends `python3 SCRIPT` one JSON object (PeerRequest: the problem as
+// the driver describes it, the seed, the tolerance, the timing budget) a problem; the script
 // builds its inputs on the device, checks its output against its own PyTorch reference in float32
-// or float64, times it with CUDA events as the engine does, and prints one JSON line (PeerReply)
-// as the last line of its stdout. Peers use labs/common/peers/klpeer.py for all of that. The
+// or float64, times it with CUDA events as the engine does, and answers with one JSON line
+// (PeerReply). A peer of one process serves every problem of the worker, one line each way
+// (peer_serve.go); a rank's peer reads one request on stdin and its reply is the last line of its
+// stdout. Peers use labs/common/peers/klpeer.py for all of that. The
 // entry is recorded like any other, with a check method that says it was checked by the peer's
 // reference, not by the lab's.
 
@@ -284,15 +286,12 @@ func (w *worker) runPeer(s *Suite, v *Variant, p Problem, e results.Entry) resul
 	}
 	req := PeerRequest{Lab: w.man.Name, Suite: s.Name, Variant: v.Name, Problem: p.Name, Params: params,
 		VariantParams: v.Params, Seed: w.env.RNG.Uint64(), Device: w.spec.Device, Tolerance: s.Tolerance, FlushL2: s.FlushL2, Bench: peerBench(opts)}
-	stdout, stderr, runErr := w.startPeer(filepath.Join(w.man.Dir, v.Peer), req)
-	r, err := ParsePeerReply(stdout)
-	if runErr != nil && err != nil { // it died before its reply: a crash, as a kernel's would be
-		e.Status = results.StatusCrashed
-		e.Error = fmt.Sprintf("the peer %s: %v%s", v.Peer, runErr, tailOf(stderr))
-		return e
-	}
+	r, crashed, err := w.servePeer(filepath.Join(w.man.Dir, v.Peer), req)
 	if err != nil {
-		e.Error = fmt.Sprintf("the peer %s: %v%s", v.Peer, err, tailOf(stderr))
+		if crashed { // it died before its reply: a crash, as a kernel's would be
+			e.Status = results.StatusCrashed
+		}
+		e.Error = fmt.Sprintf("the peer %s: %v", v.Peer, err)
 		return e
 	}
 	return peerEntry(e, r, work, s.Tolerance)
@@ -335,7 +334,8 @@ func peerEntry(e results.Entry, r PeerReply, work Work, tol float64) results.Ent
 	return e
 }
 
-// startPeer runs the script with the request on stdin (and env added to its environment). It
+// startPeer runs the script once with the request on stdin (and env added to its environment): a
+// rank's peer, which joins a process group of its own for each problem (peer_serve.go). It
 // stays in the worker's process group, so the engine's time limit (which kills the group) ends it
 // too, and dies with the worker.
 func (w *worker) startPeer(script string, req PeerRequest, env ...string) (stdout, stderr []byte, err error) {

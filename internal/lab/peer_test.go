@@ -156,24 +156,38 @@ timeout: 3s
 ` + scaleSuite + `      - {name: lib, library: fake_copy}
       - {name: peer_ok, peer: peers/ok.py, needs: [torch]}
       - {name: peer_wrong, peer: peers/wrong.py, needs: [torch]}
+      - {name: peer_flaky, peer: peers/flaky.py, needs: [torch]}
       - {name: peer_crash, peer: peers/crash.py, needs: [torch]}
       - {name: peer_hang, peer: peers/hang.py, needs: [torch]}
     problems:
-      gpu: [{name: small, n: 1000}]
+      gpu: [{name: small, n: 1000, quick: true}, {name: large, n: 2000, quick: true}]
 `
 
 // TestRunPeersThroughTheEngine runs peer variants of the scale lab (registered as 98_peer by
 // scalelab_test.go) through the real worker with a fake interpreter (a shell that runs the
-// "scripts"): the reply is recorded, rates come from the driver's work, and a crash or a hang is
-// isolated like a kernel's.
+// "scripts" as servers, one request a line): the reply is recorded, rates come from the driver's
+// work, one process answers every problem, a failed reply or a crash costs a fresh process, and a
+// hang is isolated like a kernel's.
 func TestRunPeersThroughTheEngine(t *testing.T) {
 	check := `"check":{"ok":%s,"method":"against float64","checked":1000,"rel_err":%s,"max_abs_err":0,"tolerance":1e-6}`
+	okReply := `'{"status":"ok",` + strings.Replace(strings.Replace(check, "%s", "true", 1), "%s", "1e-8", 1) + `,"samples_ms":[0.004,0.002,0.003]}'`
 	scripts := map[string]string{
-		// The request must arrive on stdin with the problem's description.
-		"ok.py":    `grep -q '"params":{"n":1000}' || exit 9; echo '{"status":"ok",` + strings.Replace(strings.Replace(check, "%s", "true", 1), "%s", "1e-8", 1) + `,"samples_ms":[0.004,0.002,0.003]}'`,
-		"wrong.py": `echo '{"status":"wrong",` + strings.Replace(strings.Replace(check, "%s", "false", 1), "%s", "0.5", 1) + `}'`,
-		"crash.py": `echo 'Segmentation fault' >&2; exit 139`,
-		"hang.py":  `sleep 60`,
+		// Each request arrives as a line with the problem's description; the script's own
+		// output goes to stderr.
+		"ok.py": `[ "$KLPEER_SERVE" = 1 ] || exit 8
+while read -r req; do
+  echo "$req" | grep -q '"params":{"n":[0-9]*}' || exit 9
+  echo $$ >>"$PEER_PIDS/ok"; echo "compiled" >&2; echo ` + okReply + `
+done`,
+		"wrong.py": `while read -r req; do echo '{"status":"wrong",` + strings.Replace(strings.Replace(check, "%s", "false", 1), "%s", "0.5", 1) + `}'; done`,
+		// The first request fails as after a CUDA error: the next one must come to a new process.
+		"flaky.py": `while read -r req; do
+  echo $$ >>"$PEER_PIDS/flaky"
+  if [ -f "$PEER_PIDS/flaked" ]; then echo ` + okReply + `; else touch "$PEER_PIDS/flaked"; echo '{"status":"failed","error":"CUDA error: an illegal memory access"}'; fi
+done`,
+		"crash.py": `read -r req; echo 'Segmentation fault' >&2; exit 139`,
+		// It hangs on the last job (the large problem), so the worker runs every job before it.
+		"hang.py": `while read -r req; do case "$req" in *'"n":2000'*) sleep 60 ;; *) echo ` + okReply + ` ;; esac; done`,
 	}
 	files := map[string]string{"lab.yaml": peerManifest}
 	for name, body := range scripts {
@@ -183,22 +197,109 @@ func TestRunPeersThroughTheEngine(t *testing.T) {
 	py := filepath.Join(root, "fakepython")
 	require.NoError(t, os.WriteFile(py, []byte("#!/bin/sh\n[ \"$1\" = -c ] && exit 0\nexec sh \"$1\"\n"), 0o755))
 	t.Setenv(PythonEnv, py)
+	pids := t.TempDir()
+	t.Setenv("PEER_PIDS", pids)
 
 	out, err := Run(context.Background(), Options{Root: root, Lab: "98", Backend: "fake", Seed: 7, SeedSet: true,
 		Quick: true, Worker: testWorker})
 	require.NoError(t, err)
-	got := byVariant(out.Results.Entries)
+	got, large := map[string]results.Entry{}, map[string]results.Entry{}
+	for _, e := range out.Results.Entries {
+		if e.Problem == "small" {
+			got[e.Variant] = e
+		} else {
+			large[e.Variant] = e
+		}
+	}
 	ok := got["peer_ok"]
 	require.Equal(t, results.StatusOK, ok.Status, ok.Error)
 	assert.Equal(t, 0.003, ok.Time.MedianMs)
 	assert.InDelta(t, 8000/0.003e-3/1e9, ok.GBps, 1e-6, "the driver's work over the peer's median")
 	assert.True(t, strings.HasPrefix(ok.Check.Method, PeerMethodPrefix), ok.Check.Method)
 	assert.Greater(t, ok.Speedup, 0.0, "compared with the suite's baseline like any variant")
+	require.Equal(t, results.StatusOK, large["peer_ok"].Status, large["peer_ok"].Error)
+	assert.InDelta(t, 16000/0.003e-3/1e9, large["peer_ok"].GBps, 1e-6)
+	assert.Len(t, distinctLines(t, filepath.Join(pids, "ok")), 1, "one process answers both problems")
+
 	assert.Equal(t, results.StatusWrong, got["peer_wrong"].Status)
 	assert.Contains(t, got["peer_wrong"].Error, "relative error 0.5")
-	assert.Equal(t, results.StatusCrashed, got["peer_crash"].Status)
-	assert.Contains(t, got["peer_crash"].Error, "Segmentation fault")
-	assert.Equal(t, results.StatusTimeout, got["peer_hang"].Status, got["peer_hang"].Error)
+
+	flaky := []string{got["peer_flaky"].Status, large["peer_flaky"].Status}
+	assert.ElementsMatch(t, []string{results.StatusFailed, results.StatusOK}, flaky)
+	assert.Len(t, distinctLines(t, filepath.Join(pids, "flaky")), 2, "a failed reply ends its process")
+
+	for _, e := range []results.Entry{got["peer_crash"], large["peer_crash"]} {
+		assert.Equal(t, results.StatusCrashed, e.Status)
+		assert.Contains(t, e.Error, "Segmentation fault")
+		assert.Contains(t, e.Error, "exit status 139")
+	}
+	assert.Equal(t, results.StatusOK, got["peer_hang"].Status, got["peer_hang"].Error)
+	assert.Equal(t, results.StatusTimeout, large["peer_hang"].Status, large["peer_hang"].Error)
+}
+
+// distinctLines reads a file's distinct lines.
+func distinctLines(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	m := map[string]bool{}
+	for _, l := range strings.Fields(string(b)) {
+		m[l] = true
+	}
+	return m
+}
+
+// TestKlpeerServes runs klpeer.py as labrun keeps a peer running (KLPEER_SERVE=1) under the fake
+// torch: one reply a line for each request, in order, with the script's own prints on stderr, and
+// a request it cannot read answered without ending the process.
+func TestKlpeerServes(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
+	}
+	fake, err := filepath.Abs("testdata/faketorch")
+	require.NoError(t, err)
+	helper, err := filepath.Abs("../../labs/common/peers")
+	require.NoError(t, err)
+	script := filepath.Join(t.TempDir(), "peer.py")
+	require.NoError(t, os.WriteFile(script, []byte(`import klpeer, torch
+
+def run(peer):
+    print("noise from the peer")
+    out = torch.tensor([1.0, 2.0])
+    ref = torch.tensor([1.0, 2.0 + peer.params.get("err", 0)])
+    if peer.check(out, ref, "fake"):
+        peer.time(lambda: torch.cuda.work(0.5))
+
+klpeer.main(run)
+`), 0o644))
+	var in strings.Builder
+	for _, params := range []map[string]any{{}, {"err": 1}, {}} {
+		req, err := json.Marshal(PeerRequest{Params: params, Seed: 1, Tolerance: 1e-5, Bench: peerBench(bench.Quick)})
+		require.NoError(t, err)
+		in.Write(append(req, '\n'))
+		if len(params) > 0 {
+			in.WriteString("{not json\n\n")
+		}
+	}
+	cmd := exec.Command("python3", script)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+fake+string(os.PathListSeparator)+helper, "PYTHONDONTWRITEBYTECODE=1", PeerServeEnv+"=1")
+	cmd.Stdin = strings.NewReader(in.String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var statuses []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		r, err := ParsePeerReply([]byte(line))
+		require.NoError(t, err, line)
+		statuses = append(statuses, r.Status)
+	}
+	assert.Equal(t, []string{results.StatusOK, results.StatusWrong, results.StatusFailed, results.StatusOK}, statuses)
+	assert.Contains(t, stderr.String(), "noise from the peer", "the script's prints go to stderr")
+	assert.NotContains(t, string(out), "noise")
 }
 
 // Peers in a lab of ranks on the fake backend, with a fake interpreter (a shell) as in

@@ -150,8 +150,9 @@ type worker struct {
 	rk    *rankState // a rank process of a lab of ranks (ranks.go)
 	// timing is what the timing of the last job adds to its entry's data (a collective's batch).
 	timing     map[string]any
-	graphNoted bool  // --graph was asked for where the backend cannot capture (said once)
-	holds      holds // the variants whose timed runs cannot be queued behind a hold (hold.go)
+	graphNoted bool        // --graph was asked for where the backend cannot capture (said once)
+	holds      holds       // the variants whose timed runs cannot be queued behind a hold (hold.go)
+	peers      peerServers // the peer scripts kept running across jobs (peer_serve.go)
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
@@ -275,6 +276,7 @@ func (w *worker) loadKernels(dev gpu.Device) (map[string]gpu.Kernel, error) {
 }
 
 func (w *worker) close() {
+	w.peers.closeAll()
 	w.env.Close()
 	w.flush.Free()
 	for _, m := range w.mods {

@@ -14,6 +14,12 @@ max_reps), with L2 flushed before each when the suite asks (a buffer of 4×L2 re
 no dirty lines behind), and each repetition queued whole behind a hold of the stream before it
 starts (_Hold), as internal/lab/worker.go and hold.go do for the lab's variants.
 
+labrun keeps a peer of a lab of one process running across problems (internal/lab/peer_serve.go):
+with KLPEER_SERVE=1 in its environment, main reads one request a line and writes one reply a line
+until stdin closes, what the script prints going to stderr; torch, Triton's compiled kernels, the
+stream hold and the flush buffer are made once a process, and the caching allocator's memory is
+given back after every problem, so the lab's own kernels find the device as they would without it.
+
 In a lab of ranks (lab.yaml ranks:) every rank's worker starts the script, with its place in the
 request ("ranks": rank, size, local_rank, init_method, timeout_s, batch_target_ms, max_batch) and
 in torchrun's variables; main joins the ranks' torch.distributed group (NCCL) before run(peer),
@@ -24,6 +30,8 @@ batch's time the slowest rank's, rank 0 deciding for every rank when to stop.
 """
 
 import datetime
+import gc
+import io
 import json
 import math
 import os
@@ -67,6 +75,15 @@ class _Hold:
     (cuStreamWriteValue32), or after _HOLD_TIMEOUT_S when the host part does not come back (a
     call that waits for the device): that peer is then timed without the hold, and stderr says
     so. Where the driver lacks the calls, nothing is held."""
+
+    _made = {}  # one hold a device a process: its word and side stream outlive a problem
+
+    @classmethod
+    def of(cls, torch, device):
+        h = cls._made.get(device)
+        if h is None:
+            h = cls._made[device] = cls(torch, device)
+        return h
 
     def __init__(self, torch, device):
         self.available, self.n = False, 0
@@ -123,6 +140,9 @@ class _Hold:
             self.available = False
             sys.stderr.write("klpeer: the call did not return within %.0f s of holding the stream (it waits "
                              "for the device); timed without the hold from now on\n" % _HOLD_TIMEOUT_S)
+
+
+_FLUSH_BUFFERS = {}  # the 4×L2 buffer a device, made once a process
 
 
 class Peer:
@@ -187,8 +207,11 @@ class Peer:
         torch = self.torch
         if not self.req.get("flush_l2"):
             return lambda: None
-        l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (50 << 20)
-        buf = torch.ones(max(4 * l2, 1 << 20) // 4, dtype=torch.int32, device=self.device)
+        buf = _FLUSH_BUFFERS.get(self.device)
+        if buf is None:
+            l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0) or (50 << 20)
+            buf = torch.ones(max(4 * l2, 1 << 20) // 4, dtype=torch.int32, device=self.device)
+            _FLUSH_BUFFERS[self.device] = buf
         return lambda: buf.sum()
 
     def time(self, fn, poison=None):
@@ -201,7 +224,7 @@ class Peer:
             return self._time_ranks(fn, poison)
         torch = self.torch
         b = self.req["bench"]
-        flush, hold = self._flush(), _Hold(torch, self.device)
+        flush, hold = self._flush(), _Hold.of(torch, self.device)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
 
@@ -240,7 +263,7 @@ class Peer:
         barrier before the next batch."""
         torch, dist = self.torch, self.dist
         b, rk = self.req["bench"], self.req["ranks"]
-        flush, hold = self._flush(), _Hold(torch, self.device)
+        flush, hold = self._flush(), _Hold.of(torch, self.device)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
 
@@ -332,7 +355,10 @@ def versions(torch):
 
 
 def main(run, needs=("torch",), stdin=None, out=None):
-    """Reads the request, runs run(peer) and prints the reply; returns the reply (for tests)."""
+    """Reads the request, runs run(peer) and prints the reply; returns the reply (for tests).
+    Under KLPEER_SERVE=1 (and no stdin given) it serves requests until stdin closes."""
+    if stdin is None and os.environ.get("KLPEER_SERVE") == "1":
+        return serve(run, needs)
     try:
         req = read_request(stdin)
     except Exception as e:  # a protocol error is labrun's bug: say so plainly
@@ -373,6 +399,37 @@ def main(run, needs=("torch",), stdin=None, out=None):
         if peer.batch:
             reply["batch"] = peer.batch
     return _end(dist, reply, out, clean=True)
+
+
+def serve(run, needs=("torch",), stdin=None, out=None):
+    """Answers one request a line of stdin with one reply a line of the real stdout, until stdin
+    closes. Anything the script or its libraries print goes to stderr, so that stdout carries
+    replies alone; between problems the peer's device memory goes back to the driver."""
+    if out is None:
+        out = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    stdin = stdin or sys.stdin
+    while True:
+        line = stdin.readline()
+        if not line:
+            return _REPLY
+        if line.strip():
+            main(run, needs, stdin=io.StringIO(line), out=out)
+            _between_problems()
+
+
+def _between_problems():
+    """Frees what the last problem left: its tensors, then the caching allocator's blocks."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+        except Exception as e:  # a spoiled context: the reply said failed, and labrun restarts us
+            sys.stderr.write("klpeer: freeing the problem's memory: %s\n" % e)
 
 
 def _end(dist, reply, out, clean):

@@ -182,6 +182,14 @@ class cuda:
     def work(ms):
         cuda.clock_ms += ms
 
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
+    @staticmethod
+    def empty_cache():
+        pass
+
     class Event:
         def __init__(self, enable_timing=False):
             self.at = None
