@@ -29,15 +29,23 @@ type holds struct {
 
 // queued runs enqueue, which queues device work on s, behind a hold of s when the backend has one,
 // the variant's suite does not time the host's launches, and the variant has not timed out
-// before; held reports whether it was.
-func (h *holds) queued(env *Env, v *Variant, s gpu.Stream, enqueue func() error) (held bool, err error) {
+// before; held reports whether it was. pace (nil: none) keeps the device idle for the pacer's gap
+// first: it is waited for just before the hold is let go, so that the host's own work of queuing
+// the run counts towards the gap, or before enqueue when nothing is held. A suite that times the
+// host's launches is not paced.
+func (h *holds) queued(env *Env, v *Variant, s gpu.Stream, enqueue func() error, pace *pacer) (held bool, err error) {
 	holder, ok := s.(gpu.Holder)
-	if !ok || h.off[v.Key()] || (v.Suite != nil && v.Suite.TimeHostLaunches) {
+	if v.Suite != nil && v.Suite.TimeHostLaunches {
+		return false, enqueue()
+	}
+	if !ok || h.off[v.Key()] {
+		pace.wait()
 		return false, enqueue()
 	}
 	release, err := holder.Hold()
 	if err != nil {
 		h.disable(env, v, "the stream cannot be held ("+err.Error()+")")
+		pace.wait()
 		return false, enqueue()
 	}
 	var timedOut atomic.Bool
@@ -46,6 +54,7 @@ func (h *holds) queued(env *Env, v *Variant, s gpu.Stream, enqueue func() error)
 		release()
 	})
 	err = enqueue()
+	pace.wait()
 	timer.Stop()
 	if rerr := release(); err == nil {
 		err = rerr

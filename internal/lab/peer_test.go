@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -524,4 +526,65 @@ klpeer.main(run)
 			}
 		})
 	}
+}
+
+// TestKlpeerHoldPacesAndTimesOut runs klpeer.py's hold with fake driver calls (there is no GPU
+// here): the stream waits first, the run is queued, the pacer's gap passes, then the hold is let
+// go once; a run whose host part does not come back is let go by the watchdog thread, once, and
+// the peer is timed unheld from then on.
+func TestKlpeerHoldPacesAndTimesOut(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
+	}
+	helper, err := filepath.Abs("../../labs/common/peers")
+	require.NoError(t, err)
+	script := `import sys, time, types
+import klpeer
+events = []
+h = object.__new__(klpeer._Hold)
+h.available, h.n, h.ctx = True, 0, None
+h.set_ctx = lambda ctx: None
+h.wait = lambda stream, word, n, flags: events.append(("wait", n)) or 0
+h.write = lambda stream, word, n, flags: events.append(("release", n)) or 0
+h.word = types.SimpleNamespace(data_ptr=lambda: 8)
+h.side = types.SimpleNamespace(cuda_stream=2)
+h.torch = types.SimpleNamespace(cuda=types.SimpleNamespace(current_stream=lambda: types.SimpleNamespace(cuda_stream=1)))
+pace = klpeer._Pacer()
+pace.ended()
+t0 = time.perf_counter()
+h.queued(lambda: events.append(("enqueue", 1)), pace)
+assert events == [("wait", 1), ("enqueue", 1), ("release", 1)], events
+assert time.perf_counter() - t0 >= klpeer._REP_GAP_S, "released before the gap"
+klpeer._HOLD_TIMEOUT_S = 0.05
+events.clear()
+h.queued(lambda: time.sleep(0.3), None)
+assert events == [("wait", 2), ("release", 2)], events
+assert not h.available, "timed unheld after a timeout"
+h.queued(lambda: events.append(("enqueue", 3)), None)
+assert events[-1] == ("enqueue", 3) and len(events) == 3, events
+print("ok")
+`
+	cmd := exec.Command("python3", "-c", script)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+helper, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "ok")
+	assert.Contains(t, string(out), "timed without the hold from now on")
+}
+
+// TestKlpeerMirrorsTheEnginesTiming: the constants klpeer.py copies from the engine are the
+// engine's.
+func TestKlpeerMirrorsTheEnginesTiming(t *testing.T) {
+	src, err := os.ReadFile("../../labs/common/peers/klpeer.py")
+	require.NoError(t, err)
+	value := func(name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + ` = ([0-9.e-]+)`).FindSubmatch(src)
+		require.NotNil(t, m, "klpeer.py has no %s", name)
+		x, err := strconv.ParseFloat(string(m[1]), 64)
+		require.NoError(t, err)
+		return x
+	}
+	assert.Equal(t, repGap.Seconds(), value("_REP_GAP_S"))
+	assert.Equal(t, (2 * time.Second).Seconds(), value("_HOLD_TIMEOUT_S"), "holdTimeout's default")
+	assert.Equal(t, float64(maxHeldBatch), value("_MAX_HELD_BATCH"))
 }

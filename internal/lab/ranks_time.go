@@ -95,7 +95,7 @@ func (w *worker) rankTime(v *Variant, t *Trial, o bench.Options) (bench.Stats, e
 				err = end.Record(st)
 			}
 			return err
-		})
+		}, nil) // a collective's batches are not paced: they run back to back, as in a model
 		if err == nil {
 			err = end.Synchronize()
 		}

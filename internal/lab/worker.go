@@ -442,7 +442,8 @@ func (w *worker) timingEvents() (start, end gpu.Event, closeEvents func(), err e
 }
 
 // time measures Runs of v with device events, flushing L2 before each when the suite asks. Each
-// run is queued whole behind a hold of the stream before it starts (hold.go).
+// run is queued whole behind a hold of the stream before it starts (hold.go), after the device
+// has idled for the pacer's gap (pace.go).
 func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.Stats, error) {
 	if w.rk != nil {
 		return w.rankTime(v, c, o)
@@ -456,12 +457,14 @@ func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.St
 	if err != nil {
 		return bench.Stats{}, err
 	}
+	pace := newPacer()
 	st, _, err := bench.Measure(o, func() (float64, error) {
 		if err := flush(); err != nil {
 			return 0, err
 		}
+		defer pace.ended()
 		return c.timedRun(start, end, func(enqueue func() error) error {
-			_, err := w.holds.queued(w.env, v, w.env.Stream, enqueue)
+			_, err := w.holds.queued(w.env, v, w.env.Stream, enqueue, pace)
 			return err
 		})
 	})

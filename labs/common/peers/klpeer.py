@@ -11,8 +11,9 @@ an error it can report (labrun's time limit covers the rest).
 Timing follows the engine (internal/bench): CUDA events around each repetition, warm-up runs
 first (at least warmup_min_ms), then repetitions until min_reps and the time budget (or
 max_reps), with L2 flushed before each when the suite asks (a buffer of 4×L2 read, which leaves
-no dirty lines behind), and each repetition queued whole behind a hold of the stream before it
-starts (_Hold), as internal/lab/worker.go and hold.go do for the lab's variants.
+no dirty lines behind), each repetition queued whole behind a hold of the stream before it
+starts (_Hold) and let go only once the device has idled _REP_GAP_S since the last one ended
+(_Pacer), as internal/lab/worker.go, hold.go and pace.go do for the lab's variants.
 
 labrun keeps a peer of a lab of one process running across problems (internal/lab/peer_serve.go):
 with KLPEER_SERVE=1 in its environment, main reads one request a line and writes one reply a line
@@ -66,6 +67,7 @@ def read_request(stream=None):
 
 _HOLD_TIMEOUT_S = 2.0  # internal/lab/hold.go's holdTimeout
 _MAX_HELD_BATCH = 128  # and its maxHeldBatch
+_REP_GAP_S = 100e-6  # internal/lab/pace.go's repGap
 
 
 class _Hold:
@@ -108,8 +110,12 @@ class _Hold:
         torch.cuda.synchronize(device)
         self.available = True
 
-    def queued(self, enqueue):
+    def queued(self, enqueue, pace=None):
+        """Runs enqueue behind the hold; pace (a _Pacer, or None) is waited for just before the
+        hold is let go, or before enqueue when nothing is held (internal/lab/hold.go's queued)."""
         if not self.available:
+            if pace is not None:
+                pace.wait()
             enqueue()
             return
         self.n += 1
@@ -117,29 +123,88 @@ class _Hold:
         if self.wait(self.torch.cuda.current_stream().cuda_stream, word, n, 0) != 0:
             self.available = False
             sys.stderr.write("klpeer: timing without holding the stream: cuStreamWaitValue32 failed\n")
+            if pace is not None:
+                pace.wait()
             enqueue()
             return
-        lock, done, timed_out = threading.Lock(), [False], [False]
-
-        def release(from_timer=False):
-            with lock:
-                if done[0]:
-                    return
-                done[0], timed_out[0] = True, from_timer
-                self.set_ctx(self.ctx)
-                self.write(self.side.cuda_stream, word, n, 0)
-
-        timer = threading.Timer(_HOLD_TIMEOUT_S, release, kwargs={"from_timer": True})
-        timer.start()
+        self._watchdog().arm(n, time.monotonic() + _HOLD_TIMEOUT_S)
         try:
             enqueue()
+            if pace is not None:
+                pace.wait()
         finally:
-            timer.cancel()
-            release()
-        if timed_out[0]:
+            timed_out = not self._watchdog().disarm(n)
+            if not timed_out:
+                self._release(n)
+        if timed_out:
             self.available = False
             sys.stderr.write("klpeer: the call did not return within %.0f s of holding the stream (it waits "
                              "for the device); timed without the hold from now on\n" % _HOLD_TIMEOUT_S)
+
+    def _release(self, n):
+        self.set_ctx(self.ctx)
+        self.write(self.side.cuda_stream, self.word.data_ptr(), n, 0)
+
+    def _watchdog(self):
+        if getattr(self, "_dog", None) is None:
+            self._dog = _Watchdog(self._release)
+        return self._dog
+
+
+class _Watchdog:
+    """One thread that lets a hold go when its host part does not come back in time; a thread
+    for the process rather than a timer for each repetition, whose start would add host time
+    (and so idle device time) to every run."""
+
+    def __init__(self, release):
+        self.release, self.cv, self.armed = release, threading.Condition(), None
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def arm(self, n, deadline):
+        with self.cv:
+            self.armed = (n, deadline)
+            self.cv.notify()
+
+    def disarm(self, n):
+        """True when hold n was still armed (the caller lets it go); False when it timed out."""
+        with self.cv:
+            if self.armed is not None and self.armed[0] == n:
+                self.armed = None
+                return True
+            return False
+
+    def _loop(self):
+        with self.cv:
+            while True:
+                if self.armed is None:
+                    self.cv.wait()
+                    continue
+                n, deadline = self.armed
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self.cv.wait(left)
+                    continue
+                self.armed = None
+                self.release(n)
+
+
+class _Pacer:
+    """internal/lab/pace.go's pacer: the device idles at least _REP_GAP_S between the end of one
+    timed repetition, as the host saw it, and the release of the next, in the peers as in the
+    engine, so that a Python loop's longer host work does not give its runs more idle time, and so
+    higher clocks under the power cap, than the lab's own variants get."""
+
+    def __init__(self):
+        self.last = None
+
+    def wait(self):
+        if self.last is None:
+            return
+        while time.perf_counter() - self.last < _REP_GAP_S:
+            pass  # a spin: time.sleep overshoots 100 µs by tens of microseconds
+
+    def ended(self):
+        self.last = time.perf_counter()
 
 
 _FLUSH_BUFFERS = {}  # the 4×L2 buffer a device, made once a process
@@ -233,10 +298,13 @@ class Peer:
             fn()
             end.record()
 
+        pace = _Pacer()
+
         def rep():
             flush()
-            hold.queued(run)
+            hold.queued(run, pace)
             end.synchronize()
+            pace.ended()
             return start.elapsed_time(end)
 
         t0 = time.monotonic()
