@@ -98,6 +98,27 @@ func TestValidatePeer(t *testing.T) {
 	}
 }
 
+// klpeerPath skips the test without python3 and returns a PYTHONPATH entry with klpeer.py, after
+// the folders given (a fake torch, say), and the environment a peer's Python gets.
+func klpeerPath(t *testing.T, first ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
+	}
+	helper, err := filepath.Abs("../../labs/common/peers")
+	require.NoError(t, err)
+	dirs := append(append([]string{}, first...), helper)
+	return append(os.Environ(), "PYTHONPATH="+strings.Join(dirs, string(os.PathListSeparator)), "PYTHONDONTWRITEBYTECODE=1")
+}
+
+// fakeTorch is testdata/faketorch's absolute path.
+func fakeTorch(t *testing.T) string {
+	t.Helper()
+	fake, err := filepath.Abs("testdata/faketorch")
+	require.NoError(t, err)
+	return fake
+}
+
 // fakeTorchless is a folder with a torch module that fails to import, first on PYTHONPATH: a
 // machine without torch, whatever this one has.
 func fakeTorchless(t *testing.T) string {
@@ -127,16 +148,14 @@ func TestPeerSkipReason(t *testing.T) {
 // TestKlpeerWithoutTorch runs the course's Python helper as labrun would, with torch missing:
 // it must answer with one skipped line that ParsePeerReply accepts.
 func TestKlpeerWithoutTorch(t *testing.T) {
-	fake := fakeTorchless(t)
-	helper, err := filepath.Abs("../../labs/common/peers")
-	require.NoError(t, err)
+	env := klpeerPath(t, fakeTorchless(t))
 	script := filepath.Join(t.TempDir(), "peer.py")
 	require.NoError(t, os.WriteFile(script, []byte("import klpeer\nklpeer.main(lambda peer: None)\n"), 0o644))
 	req, err := json.Marshal(PeerRequest{Params: map[string]any{"m": 1}, Seed: 1, Tolerance: 1e-5, Bench: peerBench(bench.Default)})
 	require.NoError(t, err)
 	for _, in := range []string{string(req), `{"params": {}}`} {
 		cmd := exec.Command("python3", script)
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+fake+string(os.PathListSeparator)+helper)
+		cmd.Env = env
 		cmd.Stdin = strings.NewReader(in)
 		out, err := cmd.Output()
 		require.NoError(t, err, string(out))
@@ -255,13 +274,7 @@ func distinctLines(t *testing.T, path string) map[string]bool {
 // torch: one reply a line for each request, in order, with the script's own prints on stderr, and
 // a request it cannot read answered without ending the process.
 func TestKlpeerServes(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
-	}
-	fake, err := filepath.Abs("testdata/faketorch")
-	require.NoError(t, err)
-	helper, err := filepath.Abs("../../labs/common/peers")
-	require.NoError(t, err)
+	env := klpeerPath(t, fakeTorch(t))
 	script := filepath.Join(t.TempDir(), "peer.py")
 	require.NoError(t, os.WriteFile(script, []byte(`import klpeer, torch
 
@@ -284,7 +297,7 @@ klpeer.main(run)
 		}
 	}
 	cmd := exec.Command("python3", script)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+fake+string(os.PathListSeparator)+helper, "PYTHONDONTWRITEBYTECODE=1", PeerServeEnv+"=1")
+	cmd.Env = append(env, PeerServeEnv+"=1")
 	cmd.Stdin = strings.NewReader(in.String())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -459,13 +472,7 @@ func TestNewPeerMeeting(t *testing.T) {
 // (testdata/faketorch: a world of one, CUDA events on a clock the work advances), as labrun starts
 // a rank's peer: here torch itself is not installed.
 func TestKlpeerRanksWithAFakeTorch(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
-	}
-	fake, err := filepath.Abs("testdata/faketorch")
-	require.NoError(t, err)
-	helper, err := filepath.Abs("../../labs/common/peers")
-	require.NoError(t, err)
+	env := klpeerPath(t, fakeTorch(t))
 	script := filepath.Join(t.TempDir(), "peer.py")
 	require.NoError(t, os.WriteFile(script, []byte(`import klpeer, torch
 
@@ -500,7 +507,7 @@ klpeer.main(run)
 			req, err := json.Marshal(PeerRequest{Params: tc.params, Seed: 1, Tolerance: 1e-5, Bench: peerBench(bench.Quick), Ranks: tc.ranks})
 			require.NoError(t, err)
 			cmd := exec.Command("python3", script)
-			cmd.Env = append(os.Environ(), "PYTHONPATH="+fake+string(os.PathListSeparator)+helper, "PYTHONDONTWRITEBYTECODE=1", tc.env)
+			cmd.Env = append(env, tc.env)
 			cmd.Stdin = strings.NewReader(string(req))
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
@@ -533,11 +540,7 @@ klpeer.main(run)
 // go once; a run whose host part does not come back is let go by the watchdog thread, once, and
 // the peer is timed unheld from then on.
 func TestKlpeerHoldPacesAndTimesOut(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed here: the peers' Python side cannot be tested")
-	}
-	helper, err := filepath.Abs("../../labs/common/peers")
-	require.NoError(t, err)
+	env := klpeerPath(t)
 	script := `import sys, time, types
 import klpeer
 events = []
@@ -565,7 +568,7 @@ assert events[-1] == ("enqueue", 3) and len(events) == 3, events
 print("ok")
 `
 	cmd := exec.Command("python3", "-c", script)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+helper, "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "ok")

@@ -17,6 +17,7 @@ import (
 	"github.com/kernel-labs/kernellabs/internal/bench"
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
+	"github.com/kernel-labs/kernellabs/internal/gpu/nvml"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
 
@@ -153,6 +154,9 @@ type worker struct {
 	graphNoted bool        // --graph was asked for where the backend cannot capture (said once)
 	holds      holds       // the variants whose timed runs cannot be queued behind a hold (hold.go)
 	peers      peerServers // the peer scripts kept running across jobs (peer_serve.go)
+	// power reads whether the board's power cap held the clocks down while a job was timed
+	// (nil where NVML cannot see the device, in grading and in a lab of ranks).
+	power *nvml.PowerWatch
 }
 
 func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
@@ -218,6 +222,9 @@ func newWorker(spec WorkerSpec, emit func(Event)) (*worker, error) {
 		w.env.rk, w.env.w = w.rk, w
 		w.drv = rankDriver{Driver: drv, w: w}
 	}
+	if spec.Grade == nil && spec.Ranks == 0 {
+		w.power = nvml.NewPowerWatch(dev.Info())
+	}
 	return w, nil
 }
 
@@ -277,6 +284,7 @@ func (w *worker) loadKernels(dev gpu.Device) (map[string]gpu.Kernel, error) {
 
 func (w *worker) close() {
 	w.peers.closeAll()
+	w.power.Close()
 	w.env.Close()
 	w.flush.Free()
 	for _, m := range w.mods {
@@ -425,6 +433,10 @@ func (w *worker) runJob(job Job) (e results.Entry, err error) {
 		}
 		e.Data = data
 	}
+	if w.rk == nil { // a rank's timing data is merged with the other ranks' (endRankJob)
+		e.Data = withTiming(e.Data, w.timing)
+		w.timing = nil
+	}
 	e.Status = results.StatusOK
 	return e, nil
 }
@@ -458,6 +470,12 @@ func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.St
 		return bench.Stats{}, err
 	}
 	pace := newPacer()
+	mark := w.power.Mark()
+	defer func() {
+		if span, ok := w.power.Since(mark); ok {
+			w.timing = map[string]any{"power_capped": math.Round(span.CappedShare*1000) / 1000, "sm_clock_mhz": span.SMClockMHz}
+		}
+	}()
 	st, _, err := bench.Measure(o, func() (float64, error) {
 		if err := flush(); err != nil {
 			return 0, err

@@ -2,8 +2,10 @@ package nvml
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kernel-labs/kernellabs/internal/gpu"
 )
@@ -30,4 +32,30 @@ func TestDescribeNeverFails(t *testing.T) {
 		assert.NotEmpty(t, got.DeviceError)
 	}
 	t.Logf("NVML: %+v", got)
+}
+
+// TestPowerWatch: no watch for the emulator or another vendor, and a nil watch reads nothing; on
+// a GPU machine a span of sleep reads a share between 0 and 1 and the SM clock.
+func TestPowerWatch(t *testing.T) {
+	for _, info := range []gpu.DeviceInfo{{Backend: "emu", Emulated: true}, {Backend: "hip"}} {
+		assert.Nil(t, NewPowerWatch(info), info.Backend)
+	}
+	var none *PowerWatch
+	_, ok := none.Since(none.Mark())
+	assert.False(t, ok)
+	none.Close()
+
+	w := NewPowerWatch(gpu.DeviceInfo{Backend: "cuda", Name: "test"})
+	if w == nil {
+		t.Log("NVML cannot see a device here")
+		return
+	}
+	defer w.Close()
+	m := w.Mark()
+	time.Sleep(20 * time.Millisecond)
+	span, ok := w.Since(m)
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, span.CappedShare, 0.0)
+	assert.LessOrEqual(t, span.CappedShare, 1.0)
+	assert.Positive(t, span.SMClockMHz)
 }
