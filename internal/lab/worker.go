@@ -469,6 +469,7 @@ func (w *worker) time(s *Suite, v *Variant, c *Trial, o bench.Options) (bench.St
 	if err != nil {
 		return bench.Stats{}, err
 	}
+	w.timing = nil
 	pace := newPacer()
 	mark := w.power.Mark()
 	defer func() {
