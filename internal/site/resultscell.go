@@ -59,7 +59,7 @@ var _ = defineTemplates(`
 {{- /**/ -}}
 <td><span class="{{.StatusClass}}">{{.Status}}</span>{{with .Err}}<span class="err">{{.}}</span>{{end}}{{with .Peer}}<br><small class="muted">{{.}}</small>{{end}}</td>
 {{- if .Emu}}<td class="num">{{.Check}}</td><td class="num emulated" title="{{.TimeTitle}}">{{.Time}}</td>
-{{- else}}<td class="num">{{.Time}}{{with .Range}} <small class="muted">({{.}})</small>{{end}}</td><td class="num">{{.Rate}}</td><td class="num">{{.Vs}}</td>{{end}}</tr>
+{{- else}}<td class="num">{{.Time}}{{with .Range}} <small class="muted">({{.}})</small>{{end}}{{with .Clock}}<br><small class="muted">{{.}}</small>{{end}}</td><td class="num">{{.Rate}}</td><td class="num">{{.Vs}}</td>{{end}}</tr>
 {{end}}</tbody>
 {{end}}</table></div>
 {{end}}`)
@@ -440,6 +440,7 @@ type fullRow struct {
 	Emu                    bool
 	Check, Time, TimeTitle string // the emulator's columns
 	Range, Rate, Vs        string // a GPU's: the time's min–max, the rate, the speedup
+	Clock                  string // the power cap's share of its timing and the SM clock, where recorded
 }
 
 // fullTable is every figure of a device's entries (median with min–max, every rate, the
@@ -534,7 +535,22 @@ func (b *builder) resultRow(L string, s *lab.Suite, e *results.Entry, emu bool) 
 		r.Rate = fmtRate(e, s.Metric)
 	}
 	r.Vs = speedupText(L, s, e)
+	r.Clock = clockText(L, e.Data)
 	return r
+}
+
+// clockText says how much of an entry's timing ran under the power cap, and at what SM clock it
+// ended ("" where the run did not record it: the emulator, an older run, a lab of ranks).
+func clockText(L string, data map[string]any) string {
+	capped, ok := data["power_capped"].(float64)
+	if !ok {
+		return ""
+	}
+	s := fmt.Sprintf(tr(L, "powercapped"), 100*capped)
+	if mhz, ok := data["sm_clock_mhz"].(float64); ok && mhz > 0 {
+		s += fmt.Sprintf(" · %.0f MHz", mhz)
+	}
+	return s
 }
 
 func speedupText(lang string, s *lab.Suite, e *results.Entry) string {
