@@ -49,6 +49,8 @@ hip-check: build
 gpu-binaries: build
 	$(GO) test -c -o bin/cuda.test ./internal/gpu/cuda
 	echo internal/gpu/cuda > bin/cuda.pkg
+	$(GO) test -c -o bin/nvml.test ./internal/gpu/nvml
+	echo internal/gpu/nvml > bin/nvml.pkg
 	git describe --always --dirty > bin/commit 2>/dev/null || true
 
 ## clean: remove build outputs and the compiled-kernel cache
