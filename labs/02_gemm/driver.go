@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kernel-labs/kernellabs/internal/check"
 	"github.com/kernel-labs/kernellabs/internal/gpu"
@@ -90,6 +91,16 @@ func ShapeOf(p lab.Problem) (Shape, error) {
 func (Lab) CheckProblem(s *lab.Suite, p lab.Problem) error {
 	_, err := ShapeOf(p)
 	return err
+}
+
+// Derive records the weight-read floor of the skinny products of the bf16 suites (M ≤ 128, a B
+// larger than L2): no run can be faster than reading B's 2·K·N bytes once (lab.DeriveReadFloors).
+func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
+	return lab.DeriveReadFloors(info, entries, func(e lab.EntryView) (float64, int, bool) {
+		sh, err := ShapeOf(lab.Problem{Name: e.Problem, Params: e.Params})
+		bytes := float64(lab.BF16.Bytes()) * float64(sh.K) * float64(sh.N)
+		return bytes, 1, err == nil && strings.HasPrefix(e.Suite, "bf16") && sh.M <= 128 && bytes > float64(info.L2Bytes)
+	})
 }
 
 // PeerProblem is a problem for the peer scripts (peers/*.py), with the kernels' alpha and beta and

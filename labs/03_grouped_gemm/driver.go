@@ -411,73 +411,29 @@ func (c *groupedCase) runLibrary(v *lab.Variant) error {
 	return fmt.Errorf("variant %s: unknown library %q (lab 03 knows %s, %s and %s)", v.Name, v.Library, LibLoop, LibGrouped, LibDense)
 }
 
-// The weight-read floor. At decode a MoE layer does a few flops per byte of weights, so no kernel
-// can be faster than reading, once, the weights of every expert that got a row: Σ 2·K·N bytes
-// (bf16) over the non-empty groups, at the HBM bandwidth lab 01 measured on the same device.
-// Derive records it per problem of the run's bf16 suites, with each variant's time over it, under
-// FloorKey in the results' extra data; not on the emulator, whose times are no performance figures.
-const FloorKey = "weight_read_floor"
-
-// Floors is what Derive records: the bandwidth divided by, where it was read, and the floors.
-type Floors struct {
-	HBMGBps float64                      `json:"hbm_gbps"`
-	Source  string                       `json:"source"` // the file and ceiling of HBMGBps
-	Suites  map[string]map[string]*Floor `json:"suites"` // suite → problem → floor
-}
-
-// Floor is one problem's weight-read floor.
-type Floor struct {
-	WeightBytes float64            `json:"weight_bytes"` // the weights of the groups with rows
-	Experts     int                `json:"experts_read"` // how many groups those are
-	Us          float64            `json:"floor_us"`     // WeightBytes at HBMGBps, in µs
-	OverFloor   map[string]float64 `json:"over_floor"`   // each ok variant's median time over Us
-}
-
-// Derive records the weight-read floors of the run (lab.Deriver).
+// Derive records the weight-read floors of the run's bf16 suites (lab.DeriveReadFloors): at decode
+// a MoE layer must read, once, the weights of every expert that got a row, Σ 2·K·N bytes over the
+// non-empty groups.
 func (Lab) Derive(info gpu.DeviceInfo, entries []lab.EntryView) (map[string]any, error) {
-	if info.Emulated {
-		return nil, nil
-	}
-	hbm, source, err := lab.MeasuredCeiling(info, "hbm_gbps")
-	if err != nil {
-		return nil, fmt.Errorf("no weight-read floor: %w", err)
-	}
-	fl := FloorsOf(entries, hbm)
-	fl.Source = source
-	return map[string]any{FloorKey: fl}, nil
+	return lab.DeriveReadFloors(info, entries, expertWeights)
 }
 
-// FloorsOf computes the floors of the bf16 suites' problems among entries at hbmGBps.
-func FloorsOf(entries []lab.EntryView, hbmGBps float64) Floors {
-	fl := Floors{HBMGBps: hbmGBps, Suites: map[string]map[string]*Floor{}}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Suite, "bf16") {
-			continue
-		}
-		if fl.Suites[e.Suite] == nil {
-			fl.Suites[e.Suite] = map[string]*Floor{}
-		}
-		f := fl.Suites[e.Suite][e.Problem]
-		if f == nil {
-			shapes, err := GroupsOf(lab.Problem{Name: e.Problem, Params: e.Params})
-			if err != nil {
-				continue // not a problem of this lab's kind: nothing to read
-			}
-			f = &Floor{OverFloor: map[string]float64{}}
-			for _, s := range shapes {
-				if !s.Empty() {
-					f.WeightBytes += float64(lab.BF16.Bytes()) * float64(s.K) * float64(s.N)
-					f.Experts++
-				}
-			}
-			f.Us = f.WeightBytes / (hbmGBps * 1e3) // bytes / (GB/s) = ns; /1e3 µs
-			fl.Suites[e.Suite][e.Problem] = f
-		}
-		if e.OK && e.PerOpUs > 0 && f.Us > 0 {
-			f.OverFloor[e.Variant] = e.PerOpUs / f.Us
+// expertWeights is the bf16 weight bytes of the groups with rows of an entry's problem.
+func expertWeights(e lab.EntryView) (bytes float64, experts int, ok bool) {
+	if !strings.HasPrefix(e.Suite, "bf16") {
+		return 0, 0, false
+	}
+	shapes, err := GroupsOf(lab.Problem{Name: e.Problem, Params: e.Params})
+	if err != nil {
+		return 0, 0, false // not a problem of this lab's kind: nothing to read
+	}
+	for _, s := range shapes {
+		if !s.Empty() {
+			bytes += float64(lab.BF16.Bytes()) * float64(s.K) * float64(s.N)
+			experts++
 		}
 	}
-	return fl
+	return bytes, experts, true
 }
 
 // Check limits: a group of up to FullCheckLimit multiply-adds is compared element by element with
