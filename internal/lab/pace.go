@@ -36,17 +36,3 @@ func (p *pacer) ended() {
 		p.last = time.Now()
 	}
 }
-
-// withTiming adds what the timing of a job recorded (timing: nil for nothing) to its entry's data.
-func withTiming(data, timing map[string]any) map[string]any {
-	if len(timing) == 0 {
-		return data
-	}
-	if data == nil {
-		data = map[string]any{}
-	}
-	for k, v := range timing {
-		data[k] = v
-	}
-	return data
-}

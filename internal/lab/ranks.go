@@ -302,9 +302,7 @@ func (w *worker) endRankJob(i int, e results.Entry) results.Entry {
 	}
 	e.Data = withRankData(e.Data, rk)
 	if e.Status == results.StatusOK {
-		for k, v := range w.timing {
-			e.Data[k] = v
-		}
+		e.Data = withTiming(e.Data, w.timing)
 	}
 	w.timing = nil
 	if rk.world.Rank != 0 {

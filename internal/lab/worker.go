@@ -359,6 +359,20 @@ func SetRates(e *results.Entry, work Work, st bench.Stats) {
 	e.PerOpUs = st.MedianMs * 1e3 / float64(max(work.Ops, 1))
 }
 
+// withTiming adds what the timing of a job recorded (timing: nil for nothing) to its entry's data.
+func withTiming(data, timing map[string]any) map[string]any {
+	if len(timing) == 0 {
+		return data
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range timing {
+		data[k] = v
+	}
+	return data
+}
+
 // runJob checks and times one variant on one problem. The returned error is only for the
 // sticky-context decision; the entry already carries the outcome.
 func (w *worker) runJob(job Job) (e results.Entry, err error) {
