@@ -122,6 +122,7 @@ type rankProc struct {
 	waitKill string // waiting, when the group was killed
 	exited   bool
 	failure  string
+	drained  chan struct{} // closed when all its events are read (nil for the group's root)
 }
 
 // rankEnv is the environment of rank `rank` of n: the run's, without any launcher's variables of
@@ -170,7 +171,7 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 	killAll := func() {
 		for _, p := range procs { // what each had finished, before the dying ranks notice
 			p.mu.Lock()
-			if p.atKill < 0 {
+			if p.atKill < 0 && !(p.cmd.Process != nil && exitedOnItsOwn(p.cmd.Process.Pid)) {
 				p.atKill, p.waitKill = p.finished, p.waiting
 			}
 			p.mu.Unlock()
@@ -205,6 +206,7 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 		if p.rank == local[0] {
 			rootEvents = r.watchRoot(events, p)
 		} else {
+			p.drained = make(chan struct{})
 			go r.watchPeer(events, p)
 		}
 	}
@@ -220,6 +222,12 @@ func (r *runner) runRanks(ctx context.Context, spec WorkerSpec, timeout time.Dur
 		go func(p *rankProc) {
 			defer wg.Done()
 			err := p.cmd.Wait()
+			if p.drained != nil { // its last words ("fatal": why it stopped) may still be in the pipe
+				select {
+				case <-p.drained:
+				case <-time.After(2 * time.Second): // a child of it may hold the pipe open
+				}
+			}
 			p.mu.Lock()
 			p.exited = true
 			early := p.finished < len(spec.Jobs)
@@ -321,6 +329,7 @@ func (r *runner) watchRoot(in <-chan Event, p *rankProc) <-chan Event {
 // watchPeer reads another rank's events: its progress, its log lines (prefixed with its rank) and
 // why it could not go on.
 func (r *runner) watchPeer(in <-chan Event, p *rankProc) {
+	defer close(p.drained)
 	for e := range in {
 		p.note(e)
 		if e.Type == "log" {
