@@ -73,6 +73,19 @@ func (b *Buffer[T]) CopyFromHost(host []T, s Stream) error {
 	return b.dev.CopyHtoD(b.ptr, unsafe.Pointer(&host[0]), b.Bytes(), s)
 }
 
+// CopyFromHostAt copies host into the buffer's elements from off on, ordered on s.
+func (b *Buffer[T]) CopyFromHostAt(off int, host []T, s Stream) error {
+	if off < 0 || off+len(host) > b.n {
+		return fmt.Errorf("copy to device: %d elements at %d do not fit a buffer of %d", len(host), off, b.n)
+	}
+	if len(host) == 0 {
+		return nil
+	}
+	var zero T
+	at := b.ptr + Ptr(int64(off)*int64(unsafe.Sizeof(zero)))
+	return b.dev.CopyHtoD(at, unsafe.Pointer(&host[0]), int64(len(host))*int64(unsafe.Sizeof(zero)), s)
+}
+
 // CopyToHost copies the buffer into host (len(host) must equal Len) and waits for the copy.
 func (b *Buffer[T]) CopyToHost(host []T, s Stream) error {
 	if len(host) != b.n {

@@ -310,6 +310,43 @@ func (o *Outputs) Check(b *gpu.Buffer[float32], want []float64) (check.Report, e
 	return check.Against(got, want, o.tol), nil
 }
 
+// UploadPartsAs uploads the parts of vals that a case reads, in precision p as UploadAs does (for
+// BF16 each part rounded in place); the rest of the buffer holds NaN (0xFF bytes in fp32 and bf16)
+// and is never copied. A problem whose inputs are mostly unread (the weights of a MoE layer's
+// experts without tokens) then costs no time on the host for them, and a kernel that reads them
+// anyway makes NaN. parts are [lo, hi) element ranges of vals.
+func UploadPartsAs(env *Env, name string, p Precision, vals []float32, parts [][2]int64) (gpu.Ptr, error) {
+	upload := func(b interface {
+		FillBytes(uint8, gpu.Stream) error
+		DevicePtr() gpu.Ptr
+	}, copyPart func(lo, hi int64) error) (gpu.Ptr, error) {
+		if err := b.FillBytes(0xFF, nil); err != nil {
+			return 0, fmt.Errorf("poisoning %s: %w", name, err)
+		}
+		for _, pt := range parts {
+			if pt[0] < 0 || pt[0] > pt[1] || pt[1] > int64(len(vals)) {
+				return 0, fmt.Errorf("%s: part [%d, %d) is outside its %d elements", name, pt[0], pt[1], len(vals))
+			}
+			if err := copyPart(pt[0], pt[1]); err != nil {
+				return 0, fmt.Errorf("uploading %s: %w", name, err)
+			}
+		}
+		return b.DevicePtr(), nil
+	}
+	if p == BF16 {
+		b, err := Alloc[uint16](env, name, len(vals))
+		if err != nil {
+			return 0, err
+		}
+		return upload(b, func(lo, hi int64) error { return b.CopyFromHostAt(int(lo), matref.RoundBF16(vals[lo:hi]), nil) })
+	}
+	b, err := Alloc[float32](env, name, len(vals))
+	if err != nil {
+		return 0, err
+	}
+	return upload(b, func(lo, hi int64) error { return b.CopyFromHostAt(int(lo), vals[lo:hi], nil) })
+}
+
 // UploadAs uploads vals in precision p: as they are for FP32; for BF16 rounded to bf16 in place
 // (vals then hold exactly what the device has, for the reference) and uploaded as bit patterns.
 func UploadAs(env *Env, name string, p Precision, vals []float32) (gpu.Ptr, error) {

@@ -49,6 +49,11 @@ func (p *Prep) UploadAs(name string, prec Precision, vals []float32) gpu.Ptr {
 	return keep(p, func() (gpu.Ptr, error) { return UploadAs(p.Env, name, prec, vals) })
 }
 
+// UploadPartsAs is lab.UploadPartsAs through p.
+func (p *Prep) UploadPartsAs(name string, prec Precision, vals []float32, parts [][2]int64) gpu.Ptr {
+	return keep(p, func() (gpu.Ptr, error) { return UploadPartsAs(p.Env, name, prec, vals, parts) })
+}
+
 // Signals is Env.Signals through p.
 func (p *Prep) Signals() *gpu.Buffer[uint64] { return keep(p, p.Env.Signals) }
 

@@ -2,7 +2,9 @@ package lab
 
 import (
 	"errors"
+	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,6 +38,29 @@ func TestPrepKeepsTheFirstError(t *testing.T) {
 	none, err := Done(p, out)
 	assert.Equal(t, first, err)
 	assert.Nil(t, none)
+}
+
+// UploadPartsAs copies the parts it is given (bf16 ones rounded in place) and leaves NaN elsewhere.
+func TestUploadPartsAs(t *testing.T) {
+	env := caseEnv(t)
+	vals := []float32{1, 2, 3.001, 4, 5, 1.00390625}
+	parts := [][2]int64{{1, 2}, {4, 6}}
+
+	p := NewPrep(env)
+	f32 := p.UploadPartsAs("f32", FP32, vals[:4], [][2]int64{{1, 3}})
+	bf := p.UploadPartsAs("bf16", BF16, vals, parts)
+	require.NoError(t, p.Err)
+	got32 := make([]uint32, 4)
+	require.NoError(t, env.Device.CopyDtoH(unsafe.Pointer(&got32[0]), f32, 16, nil))
+	assert.Equal(t, []uint32{0xFFFFFFFF, math.Float32bits(2), math.Float32bits(3.001), 0xFFFFFFFF}, got32)
+	got16 := make([]uint16, 6)
+	require.NoError(t, env.Device.CopyDtoH(unsafe.Pointer(&got16[0]), bf, 12, nil))
+	assert.Equal(t, []uint16{0xFFFF, 0x4000, 0xFFFF, 0xFFFF, 0x40A0, 0x3F80}, got16, "2, NaN, NaN, 5 and 1+2⁻⁸ rounded to 1")
+	assert.Equal(t, float32(1), vals[5], "the host copy holds what the device has")
+	assert.Equal(t, float32(3.001), vals[2], "outside the parts nothing is rounded or copied")
+
+	assert.Zero(t, p.UploadPartsAs("bad", FP32, vals, [][2]int64{{4, 7}}))
+	assert.ErrorContains(t, p.Err, "part [4, 7) is outside its 6 elements")
 }
 
 // Widened reads an fp32 output as it is and a bf16 one widened.

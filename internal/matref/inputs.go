@@ -37,10 +37,14 @@ func SplitMix64(seed, i uint64) uint64 {
 }
 
 // FillHash fills dst with HashUniform values.
-func FillHash(dst []float32, seed uint64) {
+func FillHash(dst []float32, seed uint64) { FillHashFrom(dst, seed, 0) }
+
+// FillHashFrom fills dst with the HashUniform values of elements first, first+1, ...: a part of
+// an array filled this way holds what FillHash of the whole array puts there.
+func FillHashFrom(dst []float32, seed, first uint64) {
 	ParallelFor(len(dst), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			dst[i] = HashUniform(seed, uint64(i))
+			dst[i] = HashUniform(seed, first+uint64(i))
 		}
 	})
 }
