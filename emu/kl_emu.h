@@ -21,7 +21,9 @@
 //   printf                                  collected per launch, printed by the Go side after it
 //   nvcuda::wmma                            m16n16k16 (and m32n8k16, m8n32k16) fragments computed
 //                                           in FP32 by the warp's last arriving lane
-// Inline PTX (asm volatile("mma.sync ...")) cannot run here: such kernels are GPU-only.
+//   cp.async, ldmatrix, mma.sync m16n8k16   kl_emu_ptx.h: what a kernel's asm wrappers call under
+//                                           KL_BACKEND_EMU (inline PTX itself cannot compile for a CPU)
+// Other inline PTX (asm volatile("wgmma ...")) cannot run here: such kernels are GPU-only.
 #pragma once
 #ifndef KL_EMU_H
 #define KL_EMU_H
@@ -161,6 +163,7 @@ int kl_emu_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long long kl_emu_clock64(void);
 unsigned int kl_emu_smid(void);
 unsigned long long kl_emu_globaltimer_ns(void);
+uint64_t kl_emu_block_run(void); // a number of the running block, new each time a worker starts one
 }
 #pragma GCC visibility pop
 
@@ -598,6 +601,7 @@ static inline unsigned long long ullmax(unsigned long long a, unsigned long long
 
 #include "kl_emu_fp16.h"
 #include "kl_emu_wmma.h"
+#include "kl_emu_ptx.h"
 
 #endif // KL_EMU_RUNTIME
 

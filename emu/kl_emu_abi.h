@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KL_EMU_ABI_VERSION 2
+#define KL_EMU_ABI_VERSION 3
 
 /* The limits of the emulated device, the same as a recent NVIDIA GPU's. */
 #define KL_EMU_MAX_THREADS_PER_BLOCK 1024

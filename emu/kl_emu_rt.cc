@@ -220,6 +220,7 @@ struct Worker {
     bctx::fcontext_t sched_ctx = nullptr;
     std::atomic<uint64_t> running_seq{0};
     std::atomic<int64_t> cur_block{-1};
+    uint64_t block_runs = 0; // blocks this worker has started (kl_emu_block_run)
     unsigned poll_spins = 0;
 
     kl_emu_block binfo{};
@@ -832,6 +833,7 @@ void run_grid(Worker *w, Grid *g) {
             if (b >= g->nblocks) break;
             if (g->sched.adversarial) b = (g->perm_a * b + g->perm_c) % g->nblocks;
             w->cur_block.store((int64_t)b);
+            w->block_runs++;
             run_block(w, g, b);
         }
     }
@@ -1189,6 +1191,11 @@ long long kl_emu_clock64(void) {
 
 // kl_smid() on the emulator: the index of the worker ("SM") that runs the calling block, 0 to the
 // launch's number of workers minus 1.
+uint64_t kl_emu_block_run(void) {
+    Fiber *f = cur_fiber();
+    return f ? f->w->block_runs : 0;
+}
+
 unsigned int kl_emu_smid(void) {
     Fiber *f = cur_fiber();
     return f ? f->w->grid_index : 0u;

@@ -75,11 +75,16 @@ func TestManifestVariantsPointAtKernels(t *testing.T) {
 			require.NoError(t, err)
 			assert.Regexp(t, entryRE(v.Entry), string(src), "%s/%s: entry %s in %s", s.Name, v.Name, v.Entry, v.File)
 			assert.True(t, strings.HasPrefix(string(src), `#include "kl.cuh"`), "%s includes kl.cuh first", v.File)
-			usesPTX := strings.Contains(string(src), "asm volatile") || strings.Contains(string(src), "gemm_sm90.cuh")
+			usesPTX, gpuOnly, err := labtest.PTXOnGPUOnly(filepath.Join(m.Dir, v.File), filepath.Join(m.Dir, "..", "common"))
+			require.NoError(t, err)
 			if usesPTX {
-				assert.NotEmpty(t, v.EmuSkip, "%s/%s uses inline PTX: it needs emu_skip", s.Name, v.Name)
-				assert.Contains(t, v.Needs, "gpu", "%s/%s uses inline PTX", s.Name, v.Name)
 				assert.Contains(t, v.Needs, "nvidia", "%s/%s uses inline PTX: it is NVIDIA-only", s.Name, v.Name)
+			}
+			if gpuOnly {
+				assert.NotEmpty(t, v.EmuSkip, "%s/%s uses inline PTX that has no emulator form: it needs emu_skip", s.Name, v.Name)
+				assert.Contains(t, v.Needs, "gpu", "%s/%s uses inline PTX", s.Name, v.Name)
+			} else {
+				assert.Empty(t, v.EmuSkip, "%s/%s runs on the emulator", s.Name, v.Name)
 			}
 			if v.Params[ParamTMA] != 0 {
 				assert.Contains(t, v.Needs, "sm_90a", "%s/%s uses TMA and wgmma", s.Name, v.Name)

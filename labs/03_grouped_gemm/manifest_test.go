@@ -60,11 +60,16 @@ func TestManifestVariants(t *testing.T) {
 			assert.True(t, strings.HasPrefix(string(src), `#include "kl.cuh"`), "%s includes kl.cuh first", v.File)
 			ls, err := shapeOf(v)
 			require.NoError(t, err, name)
-			usesPTX := strings.Contains(string(src), "grouped_mma.cuh") || strings.Contains(string(src), "grouped_sm90.cuh") ||
-				strings.Contains(string(src), "asm volatile")
+			usesPTX, gpuOnly, err := labtest.PTXOnGPUOnly(filepath.Join(m.Dir, v.File), filepath.Join(m.Dir, "..", "common"))
+			require.NoError(t, err)
 			if usesPTX {
-				assert.NotEmpty(t, v.EmuSkip, "%s uses inline PTX: it needs emu_skip", name)
+				assert.Contains(t, v.Needs, "nvidia", "%s uses inline PTX: it is NVIDIA-only", name)
+			}
+			if gpuOnly {
+				assert.NotEmpty(t, v.EmuSkip, "%s uses inline PTX that has no emulator form: it needs emu_skip", name)
 				assert.Contains(t, v.Needs, "gpu", name)
+			} else {
+				assert.Empty(t, v.EmuSkip, "%s runs on the emulator", name)
 			}
 			if ls.TMA {
 				assert.Contains(t, v.Needs, "sm_90a", name)

@@ -70,7 +70,8 @@
 #define KL_BACKEND_EMU 1
 // The CPU emulator's CUDA surface: threadIdx & co., __shared__, barriers, warp collectives,
 // atomics, __half/__nv_bfloat16, printf and nvcuda::wmma (emu/kl_emu.h; the toolchain's c++
-// builder puts emu/ on the include path). Inline PTX does not compile here.
+// builder puts emu/ on the include path). Inline PTX does not compile here: the wrappers of
+// cp.async, ldmatrix and mma.sync call the emulator's forms of them under KL_BACKEND_EMU.
 #include "kl_emu.h"
 #endif
 

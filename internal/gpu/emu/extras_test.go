@@ -283,3 +283,42 @@ func TestActivemaskInDivergentCode(t *testing.T) {
 		assert.True(t, seen[int32(s)], "slot %d", s)
 	}
 }
+
+// The emulator's mma.sync, ldmatrix and cp.async (emu/kl_emu_ptx.h) keep PTX's register layouts:
+// one m16n8k16 from fragments that ldmatrix read from a cp.async-staged tile is A·B.
+func TestPTXMmaFromLdmatrix(t *testing.T) {
+	d := openDev(t, 0)
+	rng := rand.New(rand.NewPCG(31, 32))
+	af, bf := randFloats(rng, 16*16), randFloats(rng, 16*8)
+	ah, bh := make([]uint16, len(af)), make([]uint16, len(bf))
+	ar, br := make([]float32, len(af)), make([]float32, len(bf))
+	for i := range af {
+		ah[i] = f32ToBF16(af[i])
+		ar[i] = math.Float32frombits(uint32(ah[i]) << 16)
+	}
+	for i := range bf {
+		bh[i] = f32ToBF16(bf[i])
+		br[i] = math.Float32frombits(uint32(bh[i]) << 16)
+	}
+	c := alloc[float32](t, d, 16*8)
+	one := gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32)}
+	require.NoError(t, launchSync(d, kernelOf(t, d, "ptx.cu", "mma_16x8x16"), one, upload(t, d, ah), upload(t, d, bh), c))
+	assert.Less(t, gputest.RelErr(download(t, c), gputest.MatmulRef(ar, br, 16, 8, 16)), 1e-6)
+}
+
+// A cp.async lands at the wait that covers its group, not before; a source size of 0 fills zeros.
+func TestPTXCpAsyncLandsAtItsWait(t *testing.T) {
+	d := openDev(t, 0)
+	const n = 64
+	in := make([]int32, 4*n)
+	for i := range in {
+		in[i] = int32(100 + i)
+	}
+	out := alloc[int32](t, d, 4*n)
+	require.NoError(t, launchSync(d, kernelOf(t, d, "ptx.cu", "cp_async_order"), gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(n)},
+		upload(t, d, in), out))
+	got := download(t, out)
+	for i := 0; i < n; i++ {
+		assert.Equal(t, []int32{-1, in[4*i], -1, 0}, got[4*i:4*i+4], "thread %d", i)
+	}
+}

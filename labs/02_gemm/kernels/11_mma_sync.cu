@@ -4,7 +4,8 @@
 // 11_mma_sync.cu — the tensor cores without WMMA: mma.sync, ldmatrix and a cp.async pipeline.
 //
 // Over kernel 10: WMMA hides three things that matter for speed, and this kernel does them by hand
-// in inline PTX (so it runs on GPUs only, sm_80 and newer):
+// in inline PTX (sm_80 and newer; on the CPU emulator each wrapper below calls the emulator's form
+// of its instruction, emu/kl_emu_ptx.h, with PTX's register layouts):
 //   * cp.async: a global → shared copy that bypasses the registers and does not block the thread.
 //     With STAGES = 4 shared-memory buffers, the copies of K steps kt+1 .. kt+3 are in flight while
 //     the warps compute step kt. cp.async.commit_group closes a group of copies,
@@ -44,30 +45,62 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
 }
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+#if defined(KL_BACKEND_EMU) // the emulator's cp.async (emu/kl_emu_ptx.h), as the other wrappers here
+    kl_emu_ptx::cp_async(dst, src, src_bytes);
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::cp_async_commit();
+#else
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
 template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::cp_async_wait(N);
+#else
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+#if defined(KL_BACKEND_EMU)
+    unsigned r[4];
+    kl_emu_ptx::ldmatrix(addr, r, 4, false);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+#else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(addr));
+#endif
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+#if defined(KL_BACKEND_EMU)
+    unsigned r[4];
+    kl_emu_ptx::ldmatrix(addr, r, 4, true);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+#else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(addr));
+#endif
 }
 
 // d += a·b for one m16n8k16 tile: a is 4 registers (8 bf16), b 2 registers (4 bf16), d 4 floats.
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::mma_m16n8k16_bf16(d, a, b);
+#else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
 }
 
 // Byte offsets of 16-byte chunk c of row r in the swizzled tiles.

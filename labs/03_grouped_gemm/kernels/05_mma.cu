@@ -4,7 +4,7 @@
 
 // 05_mma.cu — lab 02's mma.sync tile (ldmatrix, 4-stage cp.async pipeline) three ways: a host
 // loop of launches, a persistent kernel with the static scheduler, and one with the dynamic
-// scheduler. GPU only (inline PTX, sm_80 and newer).
+// scheduler. NVIDIA GPUs (inline PTX, sm_80 and newer) and the CPU emulator (grouped_mma.cuh).
 //
 // Over kernel 04: the same tile as lab 02's kernel 11, which keeps the tensor cores fed far better
 // than WMMA, so that the comparison with cuBLAS is between equals. The three entries share the

@@ -3,7 +3,8 @@
 #include "grouped_mma.cuh"
 
 // 08_decode_mma.cu — the MoE layer at decode on the tensor cores: every weight byte of an expert
-// with rows read once, whatever its row count. GPU only (inline PTX, sm_80 and newer).
+// with rows read once, whatever its row count. NVIDIA GPUs (inline PTX, sm_80 and newer) and the
+// CPU emulator (grouped_mma.cuh's wrappers).
 //
 // Over kernel 07: its unit holds at most 8 token rows, so an expert with 16 rows streams its
 // weights twice, and its FMAs on the CUDA cores (64 per 16 bytes of W at 8 rows) become the limit

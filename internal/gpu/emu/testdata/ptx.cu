@@ -1,0 +1,100 @@
+// ptx.cu — the emulator's forms of cp.async, ldmatrix and mma.sync (emu/kl_emu_ptx.h), used as a
+// kernel's asm wrappers use them under KL_BACKEND_EMU (and as PTX on a GPU).
+#include "kl.cuh"
+
+// The wrappers as a kernel writes them: inline PTX on a GPU, the emulator's forms under KL_BACKEND_EMU.
+__device__ __forceinline__ unsigned smem(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::cp_async(dst, src, src_bytes);
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::cp_async_commit();
+#else
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::cp_async_wait(N);
+#else
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned (&r)[4]) {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::ldmatrix(addr, r, 4, false);
+#else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+#endif
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned addr, unsigned (&r)[2]) {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::ldmatrix(addr, r, 2, true);
+#else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+#endif
+}
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(KL_BACKEND_EMU)
+    kl_emu_ptx::mma_m16n8k16_bf16(d, a, b);
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// C (16×8, fp32, row-major) = A (16×16, bf16, row-major) · B (16×8, bf16, row-major), one warp:
+// A and B staged in shared memory by cp.async, A's fragment by ldmatrix.x4, B's by ldmatrix.x2
+// .trans (B row-major is the "col" operand transposed), one mma.sync.m16n8k16.
+extern "C" __global__ void mma_16x8x16(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C) {
+    __shared__ __align__(16) __nv_bfloat16 sA[16 * 16], sB[16 * 8];
+    const int lane = threadIdx.x;
+    // 32 chunks of 16 bytes of A, 16 of B.
+    cp_async16(smem(sA + lane * 8), A + lane * 8, 16);
+    if (lane < 16) cp_async16(smem(sB + lane * 8), B + lane * 8, 16);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    // ldmatrix.x4 of A: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15,
+    // k 8-15) are a0a1, a2a3, a4a5, a6a7 of the fragment.
+    unsigned a[4], b[2];
+    const int r = lane % 16, c = lane / 16;
+    ldmatrix_x4(smem(sA + r * 16 + c * 8), a);
+    // ldmatrix.x2.trans of B: matrices k 0-7 and k 8-15 (8 columns each), lanes 0-15 give the rows.
+    ldmatrix_x2_trans(smem(sB + (lane % 16) * 8), b);
+    float d[4] = {0, 0, 0, 0};
+    mma_16816(d, a, b);
+    const int g = lane / 4, t = lane % 4;
+    C[g * 8 + 2 * t] = d[0];
+    C[g * 8 + 2 * t + 1] = d[1];
+    C[(g + 8) * 8 + 2 * t] = d[2];
+    C[(g + 8) * 8 + 2 * t + 1] = d[3];
+}
+
+// out[i] = what thread i reads of its shared slot before and after its cp.async lands: the old
+// value (-1) before cp_async_wait, the copied one after; a group that is not waited for (wait(1)
+// with two groups) has not landed either; a zero source size fills zeros.
+extern "C" __global__ void cp_async_order(const int* in, int* out) {
+    __shared__ __align__(16) int s[4 * 64], z[4 * 64];
+    const int i = threadIdx.x;
+    for (int j = 0; j < 4; j++) s[4 * i + j] = -1, z[4 * i + j] = -1;
+    cp_async16(smem(&s[4 * i]), in + 4 * i, 16);
+    cp_async_commit();
+    out[4 * i] = s[4 * i];                     // in flight: -1
+    cp_async16(smem(&z[4 * i]), in + 4 * i, 0);
+    cp_async_commit();
+    cp_async_wait<1>();              // the first group has landed, the second has not
+    out[4 * i + 1] = s[4 * i];                 // in[4i]
+    out[4 * i + 2] = z[4 * i];                 // -1
+    cp_async_wait<0>();
+    out[4 * i + 3] = z[4 * i];                 // 0
+}
