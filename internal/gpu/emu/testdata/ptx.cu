@@ -2,53 +2,18 @@
 // kernel's asm wrappers use them under KL_BACKEND_EMU (and as PTX on a GPU).
 #include "kl.cuh"
 
-// The wrappers as a kernel writes them: inline PTX on a GPU, the emulator's forms under KL_BACKEND_EMU.
-__device__ __forceinline__ unsigned smem(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
-#if defined(KL_BACKEND_EMU)
-    kl_emu_ptx::cp_async(dst, src, src_bytes);
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(KL_BACKEND_EMU)
-    kl_emu_ptx::cp_async_commit();
-#else
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(KL_BACKEND_EMU)
-    kl_emu_ptx::cp_async_wait(N);
-#else
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned (&r)[4]) {
-#if defined(KL_BACKEND_EMU)
-    kl_emu_ptx::ldmatrix(addr, r, 4, false);
-#else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-#endif
-}
+#include "grouped_sched.cuh"
+#include "grouped_mma.cuh" // kl_mma's wrappers: inline PTX on a GPU, the emulator's forms under KL_BACKEND_EMU
+
+using namespace kl_mma;
+__device__ __forceinline__ unsigned smem(const void* p) { return smem_u32(p); }
+
+// ldmatrix .x2 .trans, which the course's kernels do not use, wrapped the same way.
 __device__ __forceinline__ void ldmatrix_x2_trans(unsigned addr, unsigned (&r)[2]) {
 #if defined(KL_BACKEND_EMU)
     kl_emu_ptx::ldmatrix(addr, r, 2, true);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
-#endif
-}
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-#if defined(KL_BACKEND_EMU)
-    kl_emu_ptx::mma_m16n8k16_bf16(d, a, b);
-#else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
 
@@ -68,7 +33,7 @@ extern "C" __global__ void mma_16x8x16(const __nv_bfloat16* A, const __nv_bfloat
     // k 8-15) are a0a1, a2a3, a4a5, a6a7 of the fragment.
     unsigned a[4], b[2];
     const int r = lane % 16, c = lane / 16;
-    ldmatrix_x4(smem(sA + r * 16 + c * 8), a);
+    ldmatrix_x4(smem(sA + r * 16 + c * 8), a[0], a[1], a[2], a[3]);
     // ldmatrix.x2.trans of B: matrices k 0-7 and k 8-15 (8 columns each), lanes 0-15 give the rows.
     ldmatrix_x2_trans(smem(sB + (lane % 16) * 8), b);
     float d[4] = {0, 0, 0, 0};
