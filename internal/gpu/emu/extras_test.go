@@ -322,3 +322,18 @@ func TestPTXCpAsyncLandsAtItsWait(t *testing.T) {
 		assert.Equal(t, []int32{-1, in[4*i], -1, 0}, got[4*i:4*i+4], "thread %d", i)
 	}
 }
+
+// What the PTX forms refuse, by name: a misaligned ldmatrix, an mma.sync of half a warp, and more
+// cp.async copies in flight than the emulator keeps.
+func TestPTXMisuse(t *testing.T) {
+	d := openDev(t, 0)
+	k := kernelOf(t, d, "ptx.cu", "ptx_misuse")
+	warp := gpu.LaunchConfig{Grid: gpu.D1(1), Block: gpu.D1(32)}
+	requireEmuError(t, launchSync(d, k, warp, int32(0)), "EMU_MISUSE", "ldmatrix: a row address must be 16-byte aligned")
+	d = openDev(t, 0) // a misuse is sticky: a fresh device for each case
+	k = kernelOf(t, d, "ptx.cu", "ptx_misuse")
+	requireEmuError(t, launchSync(d, k, warp, int32(1)), "EMU_BARRIER_DIVERGENCE", "lane(s) 0-15 wait for it at a warp-wide operation")
+	d = openDev(t, 0)
+	k = kernelOf(t, d, "ptx.cu", "ptx_misuse")
+	requireEmuError(t, launchSync(d, k, warp, int32(2)), "EMU_MISUSE", "more than 64 copies of one thread in flight")
+}

@@ -63,3 +63,16 @@ extern "C" __global__ void cp_async_order(const int* in, int* out) {
     cp_async_wait<0>();
     out[4 * i + 3] = z[4 * i];                 // 0
 }
+
+// Misuse the emulator reports: an ldmatrix row address that is not 16-byte aligned (how = 0), an
+// mma.sync that half the warp skips (1), more copies in flight than the emulator keeps (2).
+extern "C" __global__ void ptx_misuse(int how) {
+    __shared__ __align__(16) __nv_bfloat16 s[64 * 8];
+    const int lane = threadIdx.x;
+    unsigned a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+    float d[4] = {0, 0, 0, 0};
+    if (how == 0) ldmatrix_x4(smem(s + (lane % 8) * 8 + 1), a[0], a[1], a[2], a[3]);
+    if (how == 1 && lane < 16) mma_16816(d, a, b);
+    if (how == 2)
+        for (int i = 0; i < 65; i++) cp_async16(smem(s + (i % 64) * 8), s, 0);
+}
