@@ -15,3 +15,12 @@ func LtMatmul(blas gpu.BLAS, v *Variant, s gpu.Stream, g gpu.GemmDesc) error {
 	}
 	return lt.LtMatmul(s, g)
 }
+
+// Gemm is the cuBLAS product a lab's library variants call for precision prec: true FP32
+// (Sgemm, no TF32) for fp32 data, GemmEx with fp32 accumulation otherwise.
+func Gemm(blas gpu.BLAS, s gpu.Stream, prec Precision, g gpu.GemmDesc) error {
+	if prec == FP32 {
+		return blas.Sgemm(s, g)
+	}
+	return blas.GemmEx(s, g)
+}

@@ -53,6 +53,9 @@ const (
 	ParamAColMajor   = "a_col_major"  // 1: A stored column-major (Layout)
 	ParamBTransposed = "b_transposed" // 1: B stored as Bᵀ, N×K, as PyTorch stores a linear layer's weight
 	ParamBiasReLU    = "bias_relu"    // 1: the bias + ReLU epilogue (Layout)
+	// S > 0: lab 03's stream-K decode schedule (kernel 19): a persistent grid of every slot, and the
+	// kernel also takes fp32 partial sums of C for S blocks, a counter per bm × bn item, and S.
+	ParamStreamK = "stream_k"
 )
 
 // BF16OutputRounding is what the check adds to a suite's tolerance for a variant that writes a
@@ -152,6 +155,7 @@ type gemmCase struct {
 	aT, bT gpu.Ptr              // A stored column-major, B stored transposed (N×K)
 	bias   []float32            // the bias of the bias + ReLU epilogue (N values)
 	dBias  gpu.Ptr
+	split  *lab.SplitSums // the stream-K variants' partial sums
 }
 
 // Prepare allocates the problem p of suite s and fills it with fresh random inputs.
@@ -194,6 +198,9 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		matref.FillUniform(c.bias, c.seed^0x62696173) // "bias"
 		c.dBias = a.UploadAs("the bias", lab.FP32, c.bias)
 	})
+	// The stream-K partial sums, a counter per item of the smallest tile of the suite.
+	slots, items := int(s.MaxParam(ParamStreamK)), lab.CeilDiv(m, int(s.MinParam(ParamBM, 32)))*lab.CeilDiv(n, int(s.MinParam(ParamBN, 32)))
+	buf(slots > 0, lab.SplitSumsBytes(slots, m*n, items), func() { c.split = lab.PrepSplitSums(a, slots, m*n, items) })
 	if a.Need(bytes); a.Err != nil {
 		return nil, where(a.Err)
 	}
@@ -258,7 +265,11 @@ func (c *gemmCase) Run(v *lab.Variant) error {
 		if lay.BiasReLU {
 			args = append(args, c.dBias)
 		}
-		return gpu.Launch(k, cfg, args...)
+		split, err := c.split.Args(v.Name, ls.StreamK) // none for a variant that is not stream-K
+		if err != nil {
+			return err
+		}
+		return gpu.Launch(k, cfg, append(args, split...)...)
 	}
 	if c.prec != lab.BF16 {
 		return fmt.Errorf("variant %s: TMA kernels take bf16 inputs; suite %s is %s", v.Name, v.Suite.Name, c.prec)
@@ -291,6 +302,7 @@ type launchShape struct {
 	Persistent  bool   // a 1-D grid whose blocks loop over the tiles
 	CBox        [2]int // the C map's box: rows (cbox_m), columns (cbox_n)
 	Cluster     int    // blocks per cluster (the grid's x is a multiple of it)
+	StreamK     int    // the most blocks that share an item (ParamStreamK), 0: not stream-K
 }
 
 // shapeFor computes the launch of kernel variant v (params from lab.yaml) on an M×N×K problem,
@@ -322,7 +334,7 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 		return ls, lab.Skip("%s loads tiles with TMA, whose row strides must be multiples of 16 bytes: K and N must be multiples of 8 (this problem has K=%d, N=%d)",
 			name, k, n)
 	}
-	ls.CBF16, ls.TMAC = get(ParamCBF16, 0) != 0, get(ParamTMAC, 0) != 0
+	ls.CBF16, ls.TMAC, ls.StreamK = get(ParamCBF16, 0) != 0, get(ParamTMAC, 0) != 0, int(get(ParamStreamK, 0))
 	ls.CBox = [2]int{int(get(ParamCBoxM, 64)), int(get(ParamCBoxN, 64))}
 	// A column-major A, a transposed B and the bias + ReLU epilogue are for kernels that take
 	// pointers and write an fp32 C.
@@ -333,6 +345,8 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 	case lay != (Layout{}) && ls.TMA:
 		return ls, fmt.Errorf("variant %s: %s, %s and %s are for kernels that take pointers, not TMA tensor maps (params in lab.yaml)",
 			name, ParamAColMajor, ParamBTransposed, ParamBiasReLU)
+	case ls.StreamK > 0 && (!ls.CBF16 || ls.TMA):
+		return ls, fmt.Errorf("variant %s: stream_k kernels write a bf16 C from pointers (cbf16: 1, no tma; params in lab.yaml)", name)
 	case ls.TMAC && (!ls.TMA || !ls.CBF16):
 		return ls, fmt.Errorf("variant %s: tmac (a tensor map of C) needs tma: 1 and cbf16: 1 (params in lab.yaml)", name)
 	case ls.TMAC && (box[0] < 1 || box[0] > 256 || box[1] < 1 || box[1]*2 > 128):
@@ -344,6 +358,14 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 		return ls, fmt.Errorf("variant %s: cluster=%d must be 1..16 and split_k=%d positive (params in lab.yaml)", name, ls.Cluster, splitK)
 	}
 	tilesM, tilesN := lab.CeilDiv(m, ls.BM), lab.CeilDiv(n, ls.BN)
+	slots := max(sms, 1) * max(int(get(ParamCTAsPerSM, 1)), 1)
+	if ls.StreamK > 0 {
+		if k%8 != 0 || n%8 != 0 {
+			return ls, lab.Skip("%s copies rows of A and B in chunks of 8 elements: N and K must be multiples of 8 (this problem has N=%d, K=%d)", name, n, k)
+		}
+		ls.Persistent, ls.Grid = true, gpu.D1(slots) // every block streams a share, whatever the tiles
+		return ls, nil
+	}
 	if get(ParamPersistent, 0) != 0 {
 		if splitK != 1 {
 			return ls, fmt.Errorf("variant %s: split_k and persistent do not go together (params in lab.yaml)", name)
@@ -353,7 +375,6 @@ func shapeFor(v *lab.Variant, m, n, k, sms, maxThreads int) (launchShape, error)
 		// odd number of free SMs leaves one idle), hence max_blocks: blocks beyond what it holds
 		// would wait for a second round.
 		ls.Persistent = true
-		slots := max(sms, 1) * max(int(get(ParamCTAsPerSM, 1)), 1)
 		if mb := int(get(ParamMaxBlocks, 0)); mb > 0 {
 			slots = min(slots, mb)
 		}

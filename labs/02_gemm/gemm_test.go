@@ -306,6 +306,10 @@ func TestLaunchShapes(t *testing.T) {
 				}
 				assert.GreaterOrEqual(t, ls.Block.Count(), int64(32), "%s: at least a warp", v.Name)
 				assert.Zero(t, int(ls.Grid.X)%ls.Cluster, "%s %v: whole clusters", v.Name, sz)
+				if ls.StreamK > 0 { // every slot streams a share, whatever the tiles
+					assert.Equal(t, 132*int(v.Int(ParamCTAsPerSM, 1)), int(ls.Grid.X), "%s %v", v.Name, sz)
+					continue
+				}
 				if ls.Persistent {
 					assert.Equal(t, uint32(1), ls.Grid.Y)
 					assert.LessOrEqual(t, int(ls.Grid.X), 132)

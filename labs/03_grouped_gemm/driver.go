@@ -130,9 +130,7 @@ type groupedCase struct {
 	dGroups     *gpu.Buffer[uint64]  // kl_group arrays: natural order, then longest first
 	dOffs       *gpu.Buffer[int32]   // MoE row offsets (E+1)
 	dCounters   *gpu.Buffer[int32]   // the dynamic scheduler's two counters
-	dWS         *gpu.Buffer[float32] // decode: max_split·T·N partial sums
-	dItems      *gpu.Buffer[int32]   // decode: one counter per item (T·ceil(N/256))
-	maxSplit    int                  // decode: the splits dWS has room for
+	split       *lab.SplitSums       // decode: max_split·T·N partial sums, one counter per item (T·ceil(N/256))
 	blasGrouped *lab.GroupedGemm     // the groups as one cuBLAS grouped batched call
 	tl          lab.TileTimeline     // the records of the last timeline Run
 }
@@ -149,16 +147,16 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 	}
 	prec := lab.PrecisionOf(s)
 	in, lay := prec.Bytes(), NewLayout(shapes, prec.Bytes())
-	maxSplit, wsLen, items := 0, 0, 0 // the decode kernel's (MoE form only): split-K partials, one counter per item
+	maxSplit, items := 0, lay.Rows*lab.CeilDiv(shapes[0].N, decodeCols) // decode (MoE form): partial sums, item counters
 	if lay.MoE && s.MaxParam(ParamDecode) != 0 {
 		maxSplit = int(max(defaultMaxSplit, s.MaxParam(ParamMaxSplit)))
-		wsLen, items = max(maxSplit*lay.Rows*shapes[0].N, 1), max(lay.Rows*lab.CeilDiv(shapes[0].N, decodeCols), 1)
 	}
-	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes)) + 4*int64(wsLen+items)
+	need := int64(in)*(lay.ALen+lay.BLen+lay.CLen) + int64(len(shapes))*2*GroupDescBytes + 64*int64(len(shapes)) +
+		lab.SplitSumsBytes(maxSplit, lay.Rows*shapes[0].N, items)
 	if err := lab.NeedMemory(env, need); err != nil {
 		return fail(err)
 	}
-	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, seed: env.RNG.Uint64(), maxSplit: maxSplit,
+	c := &groupedCase{env: env, prec: prec, shapes: shapes, lay: lay, seed: env.RNG.Uint64(),
 		hA: make([]float32, lay.ALen), hB: make([]float32, lay.BLen)}
 	matref.FillHash(c.hA, env.RNG.Uint64())
 	// Of B only the groups with rows are filled and uploaded (and W_0, which the dense variant
@@ -193,9 +191,8 @@ func (Lab) Prepare(env *lab.Env, s *lab.Suite, p lab.Problem) (lab.Case, error) 
 		c.dRows = lab.PrepUpload(a, "the routing's row list", rows)
 	}
 	c.dCounters = lab.PrepScratch[int32](a, "the tile counters", 2, lab.PoisonBytes(0))
-	if wsLen > 0 { // NaN partials: a sum over a slot that no unit wrote shows in the output
-		c.dWS = lab.PrepScratch[float32](a, "the split-K workspace", wsLen, lab.PoisonNaN)
-		c.dItems = lab.PrepScratch[int32](a, "the split-K counters", items, lab.PoisonBytes(0))
+	if maxSplit > 0 {
+		c.split = lab.PrepSplitSums(a, maxSplit, lay.Rows*shapes[0].N, items)
 	}
 	var ds []gpu.GemmDesc // the non-empty groups, bucketed by shape for cublasGemmGroupedBatchedEx
 	t := prec.DataType()
@@ -294,10 +291,11 @@ func (c *groupedCase) Run(v *lab.Variant) error {
 	}
 	switch {
 	case ls.Decode:
-		if ls.MaxSplit > c.maxSplit {
-			return fmt.Errorf("variant %s: max_split %d, but the case has a workspace for %d", v.Name, ls.MaxSplit, c.maxSplit)
+		split, err := c.split.Args(v.Name, ls.MaxSplit)
+		if err != nil {
+			return err
 		}
-		return gpu.Launch(k, grid, c.a, c.b, c.c, c.dOffs, G, n, kk, c.dWS, c.dItems, int32(ls.MaxSplit))
+		return gpu.Launch(k, grid, append([]any{c.a, c.b, c.c, c.dOffs, G, n, kk}, split...)...)
 	case ls.TMA:
 		// The maps of X (T×K, boxes of 64 × bm) and W (E×K×N as the 3-D tensor (N, K, E), boxes 64 × 64 × 1).
 		if n%8 != 0 || kk%8 != 0 {
@@ -385,12 +383,8 @@ func (c *groupedCase) Record(v *lab.Variant) (map[string]any, error) {
 // gemm is one cuBLAS product C (M×N) = A (M×K) · B (K×N), row-major, on the lab's stream: cuBLAS
 // is column-major, so the call is C_gᵀ = B_gᵀ·A_gᵀ (gpu.RowMajorGemm swaps operands and sizes).
 func (c *groupedCase) gemm(blas gpu.BLAS, s Shape, a, b, cc gpu.Ptr) error {
-	t := c.prec.DataType()
-	d := gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t)
-	if c.prec == lab.FP32 {
-		return blas.Sgemm(c.env.Stream, d) // true FP32, no TF32
-	}
-	return blas.GemmEx(c.env.Stream, d) // bf16 in and out, fp32 accumulation
+	t := c.prec.DataType() // bf16 in and out for bf16 suites
+	return lab.Gemm(blas, c.env.Stream, c.prec, gpu.RowMajorGemm(s.M, s.N, s.K, a, b, cc, t, t))
 }
 
 // runLibrary makes the cuBLAS calls of a library variant.

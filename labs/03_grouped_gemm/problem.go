@@ -208,20 +208,14 @@ func NewLayout(shapes []Shape, elemBytes int) Layout {
 
 // ReadB is the element ranges of the B arena that a variant reads: the groups with rows, and the
 // first group's matrix in the MoE form, which the dense variant multiplies whatever its rows.
-func (l Layout) ReadB() [][2]int64 {
-	var parts [][2]int64
+func (l Layout) ReadB() lab.Ranges {
+	var r lab.Ranges
 	for g, s := range l.Shapes {
-		if s.Empty() && !(g == 0 && l.MoE) {
-			continue
-		}
-		lo, hi := l.B[g], l.B[g]+int64(s.K)*int64(s.N)
-		if n := len(parts); n > 0 && parts[n-1][1] == lo {
-			parts[n-1][1] = hi // neighbours in one copy
-		} else if hi > lo {
-			parts = append(parts, [2]int64{lo, hi})
+		if !s.Empty() || (g == 0 && l.MoE) {
+			r.Add(l.B[g], int64(s.K)*int64(s.N))
 		}
 	}
-	return parts
+	return r
 }
 
 // Dense is the one GEMM of the same FLOPs as the groups (MoE form only, shared N and K): the

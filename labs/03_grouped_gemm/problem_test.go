@@ -132,9 +132,9 @@ func TestLayoutMoE(t *testing.T) {
 // dense variant; an empty expert's weights are not.
 func TestLayoutReadB(t *testing.T) {
 	moe := NewLayout([]Shape{{0, 8, 4}, {3, 8, 4}, {5, 8, 4}, {0, 8, 4}, {2, 8, 4}}, 2)
-	assert.Equal(t, [][2]int64{{0, 96}, {128, 160}}, moe.ReadB(), "W_0 although empty, W_1 and W_2 in one range, W_4")
+	assert.Equal(t, lab.Ranges{{0, 96}, {128, 160}}, moe.ReadB(), "W_0 although empty, W_1 and W_2 in one range, W_4")
 	general := NewLayout([]Shape{{3, 5, 7}, {0, 16, 16}, {1, 1, 1}}, 4)
-	assert.Equal(t, [][2]int64{{general.B[0], general.B[0] + 35}, {general.B[2], general.B[2] + 1}}, general.ReadB(),
+	assert.Equal(t, lab.Ranges{{general.B[0], general.B[0] + 35}, {general.B[2], general.B[2] + 1}}, general.ReadB(),
 		"groups of other shapes: the empty one is not read, nor are the gaps")
 }
 

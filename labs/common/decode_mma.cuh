@@ -52,12 +52,19 @@ __device__ __forceinline__ void dm_load_stage(unsigned char* stage, const kl_bf1
     }
 }
 
+// dm_out is what an element of Y becomes from its sum v: alpha·v + beta·(its old value), rounded
+// once to bf16; with beta = 0 the old value is not read (it may be NaN poison).
+__device__ __forceinline__ kl_bf16 dm_out(float v, const kl_bf16* y, float alpha, float beta) {
+    return kl_float2bf16(beta == 0.0f ? alpha * v : alpha * v + beta * kl_bf162float(*y));
+}
+
 // dm_unit computes rows r0 .. r0+rows-1 of Y (rows ≤ NG·8) in columns n0 .. n0+255 over k0 .. k1-1:
-// into Y directly when the item is not split (S = 1), else into the workspace, slot s.
+// into Y directly when the item is not split (S = 1), else into the workspace, slot s; Y becomes
+// alpha·(X·W) + beta·Y (lab 03 passes 1 and 0).
 template <int NG>
 __device__ void dm_unit(const kl_bf16* __restrict__ X, const kl_bf16* __restrict__ We, kl_bf16* __restrict__ Y,
                         float* ws, int* counter, unsigned char* smem, int* s_last, int T, int N, int K, int r0,
-                        int rows, int n0, int k0, int k1, int s, int S) {
+                        int rows, int n0, int k0, int k1, int s, int S, float alpha = 1.0f, float beta = 0.0f) {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int wc = warp * DM_WCOLS; // the warp's first column in the unit
     const int numK = (k1 - k0 + DM_BK - 1) / DM_BK;
@@ -133,7 +140,7 @@ __device__ void dm_unit(const kl_bf16* __restrict__ X, const kl_bf16* __restrict
                     if (row >= rows || col >= N) continue;
                     const long long at = (long long)(r0 + row) * N + col;
                     if (S == 1) {
-                        Y[at] = kl_float2bf16(acc[mi][j][2 * h + i]);
+                        Y[at] = dm_out(acc[mi][j][2 * h + i], Y + at, alpha, beta);
                     } else {
                         part[at] = acc[mi][j][2 * h + i];
                     }
@@ -153,7 +160,53 @@ __device__ void dm_unit(const kl_bf16* __restrict__ X, const kl_bf16* __restrict
         const volatile float* p = ws + (long long)(r0 + row) * N + col; // volatile: past L1, from L2
         float v = 0.0f;
         for (int q = 0; q < S; q++) v += p[(long long)q * T * N];
-        Y[(long long)(r0 + row) * N + col] = kl_float2bf16(v);
+        Y[(long long)(r0 + row) * N + col] = dm_out(v, Y + (long long)(r0 + row) * N + col, alpha, beta);
     }
     if (tid == 0) atomicExch(counter, 0); // clean for the next launch
+}
+
+// dm_unit_rows runs dm_unit with the fewest row groups that hold `rows` rows.
+__device__ __forceinline__ void dm_unit_rows(const kl_bf16* __restrict__ X, const kl_bf16* __restrict__ We,
+                                             kl_bf16* __restrict__ Y, float* ws, int* counter, unsigned char* smem,
+                                             int* s_last, int T, int N, int K, int r0, int rows, int n0, int k0,
+                                             int k1, int s, int S, float alpha, float beta) {
+    if (rows <= 8) {
+        dm_unit<1>(X, We, Y, ws, counter, smem, s_last, T, N, K, r0, rows, n0, k0, k1, s, S, alpha, beta);
+    } else if (rows <= 16) {
+        dm_unit<2>(X, We, Y, ws, counter, smem, s_last, T, N, K, r0, rows, n0, k0, k1, s, S, alpha, beta);
+    } else if (rows <= 32) {
+        dm_unit<4>(X, We, Y, ws, counter, smem, s_last, T, N, K, r0, rows, n0, k0, k1, s, S, alpha, beta);
+    } else {
+        dm_unit<8>(X, We, Y, ws, counter, smem, s_last, T, N, K, r0, rows, n0, k0, k1, s, S, alpha, beta);
+    }
+}
+
+// dm_streamk walks this block's share of the work of P items × KT k-steps (DM_BK of k each), the
+// line of all k-steps, item after item, cut into equal ranges, one a block (Stream-K's partition):
+// segment(item, a, b, slot, owners) runs k-steps [a, b) of an item that `owners` blocks share, this
+// one in place `slot` among them. A range holds at least DM_KMIN of k and at most smax blocks share
+// an item (the workspace's slots); where the work is small, blocks past the ranges do nothing.
+// With smax < 2 there is no room for partial sums: whole items, round robin.
+template <typename Segment>
+__device__ __forceinline__ void dm_streamk(int P, int KT, int smax, Segment segment) {
+    if (P <= 0 || KT <= 0) return;
+    if (smax < 2) {
+        for (int item = blockIdx.x; item < P; item += gridDim.x) segment(item, 0, KT, 0, 1);
+        return;
+    }
+    const long long w = (long long)P * KT;
+    const long long least = max(DM_KMIN / DM_BK, (KT + smax - 2) / (smax - 1));
+    const long long g = min((long long)gridDim.x, max(1LL, w / least));
+    // The block whose range [b·w/g, (b+1)·w/g) holds step x.
+    auto owner = [&](long long x) { return ((x + 1) * g - 1) / w; };
+    if (blockIdx.x >= g) return;
+    long long x = blockIdx.x * w / g;
+    const long long end = (blockIdx.x + 1) * w / g;
+    while (x < end) {
+        const int item = (int)(x / KT);
+        const long long first = (long long)item * KT, last = first + KT; // the item's steps
+        const long long stop = min(end, last), b0 = owner(first);
+        segment(item, (int)(x - first), (int)(stop - first), (int)(blockIdx.x - b0), (int)(owner(last - 1) - b0 + 1));
+        x = stop;
+    }
 }
