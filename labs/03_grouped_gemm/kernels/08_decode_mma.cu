@@ -81,14 +81,6 @@ moe_decode_mma(const kl_bf16* __restrict__ X, const kl_bf16* __restrict__ W, kl_
         const kl_bf16* We = W + (long long)e * K * N;
         int* counter = counters + (long long)r0 * tilesN + tile;
         const int n0 = tile * DM_COLS;
-        if (rows <= 8) {
-            dm_unit<1>(X, We, Y, ws, counter, smem, &s_last, T, N, K, r0, rows, n0, k0, k1, s, S);
-        } else if (rows <= 16) {
-            dm_unit<2>(X, We, Y, ws, counter, smem, &s_last, T, N, K, r0, rows, n0, k0, k1, s, S);
-        } else if (rows <= 32) {
-            dm_unit<4>(X, We, Y, ws, counter, smem, &s_last, T, N, K, r0, rows, n0, k0, k1, s, S);
-        } else {
-            dm_unit<8>(X, We, Y, ws, counter, smem, &s_last, T, N, K, r0, rows, n0, k0, k1, s, S);
-        }
+        dm_unit_rows(X, We, Y, ws, counter, smem, &s_last, T, N, K, r0, rows, n0, k0, k1, s, S, 1.0f, 0.0f);
     }
 }
