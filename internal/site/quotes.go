@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomarkdown/markdown/ast"
 
+	"github.com/kernel-labs/kernellabs/internal/lab"
 	"github.com/kernel-labs/kernellabs/internal/profile"
 	"github.com/kernel-labs/kernellabs/internal/results"
 )
@@ -24,6 +25,8 @@ import (
 //	`=69.0% ~ profile fp32/tiled_loop/4 squares 512…4096#3 sm__pipe_fma_cycles_active...` launch 3
 //	`=4.25 TB/s ~ ceiling hbm_gbps`                                 a lab's measured ceilings
 //	`=157 ~ ceiling ridge.bf16_flop_per_byte`                       and its ridge points
+//	`=884 µs ~ floor bf16_moe/DeepSeek-V3 128 experts, 7168→2048, uniform floor_us`  a weight-read floor
+//	                                        (lab.ReadFloors: floor_us, weight_bytes, over_floor.VARIANT)
 //
 // A reference may end in @DEVICE (default: the first GPU with results of that lab). The page
 // shows the number as written; the build checks it against the file within the rounding of its
@@ -153,7 +156,7 @@ func (b *builder) quoteValue(pc *pageCtx, ref string) (float64, string, string, 
 		ref, device = strings.TrimSpace(ref[:i]), strings.TrimSpace(ref[i+2:])
 	}
 	kind := "entry"
-	for _, k := range []string{"profile ", "ceiling "} {
+	for _, k := range []string{"profile ", "ceiling ", "floor "} {
 		if strings.HasPrefix(ref, k) {
 			kind, ref = strings.TrimSpace(k), strings.TrimSpace(ref[len(k):])
 		}
@@ -173,6 +176,9 @@ func (b *builder) quoteValue(pc *pageCtx, ref string) (float64, string, string, 
 		}
 		path = path[3:]
 	}
+	if kind == "floor" {
+		return quoteFloor(ch, path, field, device)
+	}
 	p := strings.SplitN(path, "/", 3)
 	if len(p) != 3 {
 		return 0, "", "", fmt.Errorf("%q: the source is SUITE/VARIANT/PROBLEM", path)
@@ -191,6 +197,36 @@ func (b *builder) quoteValue(pc *pageCtx, ref string) (float64, string, string, 
 	v, err := jsonField(e, field)
 	where := fmt.Sprintf("results/%s/%s.json %s %s", dr.Slug, ch.Name, path, field)
 	return v, fieldUnits[field], where, err
+}
+
+// quoteFloor reads a field of a problem's weight-read floor, SUITE/PROBLEM, from the extra data
+// of the lab's results (lab.ReadFloorKey).
+func quoteFloor(ch *chapter, path, field, device string) (float64, string, string, error) {
+	dr, err := pickDevice(ch, device)
+	if err != nil {
+		return 0, "", "", err
+	}
+	where := fmt.Sprintf("results/%s/%s.json %s %s %s", dr.Slug, ch.Name, lab.ReadFloorKey, path, field)
+	suite, problem, ok := strings.Cut(path, "/")
+	raw, has := dr.File.Extra[lab.ReadFloorKey]
+	if !ok || !has {
+		return 0, "", "", fmt.Errorf("%s: no such floor (write floor SUITE/PROBLEM FIELD)", where)
+	}
+	data, _ := json.Marshal(raw)
+	var fl lab.ReadFloors
+	if err := json.Unmarshal(data, &fl); err != nil {
+		return 0, "", "", fmt.Errorf("%s: %w", where, err)
+	}
+	f := fl.Suites[suite][problem]
+	if f == nil {
+		return 0, "", "", fmt.Errorf("%s: the results record no floor of that problem", where)
+	}
+	v, err := jsonField(f, field)
+	unit := map[string]string{"floor_us": "µs", "weight_bytes": "B"}[field]
+	if strings.HasPrefix(field, "over_floor.") {
+		unit = "×"
+	}
+	return v, unit, where, err
 }
 
 func (b *builder) chapterNum(num string) *chapter {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kernel-labs/kernellabs/internal/lab"
 )
 
 func TestQuotedResults(t *testing.T) {
@@ -65,4 +67,32 @@ func TestQuotedResultErrors(t *testing.T) {
 	_, _, err := build(t, root, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "quoted result 1 differs between languages")
+}
+
+// A weight-read floor that a lab's Derive recorded (lab.ReadFloorKey) is quoted by suite and
+// problem; a problem without one is an error.
+func TestQuotedFloors(t *testing.T) {
+	for quote, want := range map[string]string{
+		"`=10 µs ~ floor hbm_bandwidth/16 MiB floor_us`":                                      "",
+		"`=1.25× ~ floor hbm_bandwidth/16 MiB over_floor.copy_f4`":                            "",
+		"`=0.5× ~ floor hbm_bandwidth/16 MiB floor_us / floor hbm_bandwidth/16 MiB floor_us`": "does not match",
+		"`=10 µs ~ floor hbm_bandwidth/1 GiB floor_us`":                                       "the results record no floor of that problem",
+		"`=10 µs ~ floor hbm_bandwidth floor_us`":                                             "write floor SUITE/PROBLEM FIELD",
+	} {
+		t.Run(quote, func(t *testing.T) {
+			root := fixture(t)
+			editFile(t, root, "results/synthetic-gpu/01_device_props.json", func(s string) string {
+				return strings.Replace(s, `"entries"`, `"extra": {"`+lab.ReadFloorKey+`": {"hbm_gbps": 3300, "suites": {"hbm_bandwidth": {"16 MiB": `+
+					`{"weight_bytes": 33000000, "floor_us": 10, "over_floor": {"copy_f4": 1.25}}}}}}, "entries"`, 1)
+			})
+			withText(t, root, "x "+quote, "x "+quote)
+			_, _, err := build(t, root, true)
+			if want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), want)
+		})
+	}
 }
