@@ -149,8 +149,9 @@ struct MmaLane {
     const unsigned *a, *b;
 };
 
-inline float bf16_lo(unsigned v) { return __uint_as_float(v << 16); }
-inline float bf16_hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }
+// The two bf16 halves of a register, low first.
+inline float bf16_lo(unsigned v) { return kl_emu::bf2f((unsigned short)(v & 0xffffu)); }
+inline float bf16_hi(unsigned v) { return kl_emu::bf2f((unsigned short)(v >> 16)); }
 
 inline void mma_exec(void *const *lanes, uint64_t) {
     all32(lanes, "mma.sync is .sync.aligned: all 32 lanes of the warp must execute it together");

@@ -67,10 +67,7 @@ func (b *Buffer[T]) CopyFromHost(host []T, s Stream) error {
 	if len(host) != b.n {
 		return fmt.Errorf("copy to device: host slice has %d elements, buffer has %d", len(host), b.n)
 	}
-	if b.n == 0 {
-		return nil
-	}
-	return b.dev.CopyHtoD(b.ptr, unsafe.Pointer(&host[0]), b.Bytes(), s)
+	return b.CopyFromHostAt(0, host, s)
 }
 
 // CopyFromHostAt copies host into the buffer's elements from off on, ordered on s.

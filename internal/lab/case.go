@@ -310,41 +310,55 @@ func (o *Outputs) Check(b *gpu.Buffer[float32], want []float64) (check.Report, e
 	return check.Against(got, want, o.tol), nil
 }
 
+// Ranges are [lo, hi) element ranges in order, neighbours merged: the parts of an input that
+// UploadPartsAs copies.
+type Ranges [][2]int64
+
+// Add appends the n elements from lo (nothing for n ≤ 0), merged with the last range when they
+// follow it.
+func (r *Ranges) Add(lo, n int64) {
+	switch last := len(*r) - 1; {
+	case n <= 0:
+	case last >= 0 && (*r)[last][1] == lo:
+		(*r)[last][1] += n
+	default:
+		*r = append(*r, [2]int64{lo, lo + n})
+	}
+}
+
 // UploadPartsAs uploads the parts of vals that a case reads, in precision p as UploadAs does (for
 // BF16 each part rounded in place); the rest of the buffer holds NaN (0xFF bytes in fp32 and bf16)
 // and is never copied. A problem whose inputs are mostly unread (the weights of a MoE layer's
 // experts without tokens) then costs no time on the host for them, and a kernel that reads them
-// anyway makes NaN. parts are [lo, hi) element ranges of vals.
-func UploadPartsAs(env *Env, name string, p Precision, vals []float32, parts [][2]int64) (gpu.Ptr, error) {
-	upload := func(b interface {
-		FillBytes(uint8, gpu.Stream) error
-		DevicePtr() gpu.Ptr
-	}, copyPart func(lo, hi int64) error) (gpu.Ptr, error) {
-		if err := b.FillBytes(0xFF, nil); err != nil {
-			return 0, fmt.Errorf("poisoning %s: %w", name, err)
+// anyway makes NaN.
+func UploadPartsAs(env *Env, name string, p Precision, vals []float32, parts Ranges) (gpu.Ptr, error) {
+	for _, pt := range parts {
+		if pt[0] < 0 || pt[0] > pt[1] || pt[1] > int64(len(vals)) {
+			return 0, fmt.Errorf("%s: part [%d, %d) is outside its %d elements", name, pt[0], pt[1], len(vals))
 		}
-		for _, pt := range parts {
-			if pt[0] < 0 || pt[0] > pt[1] || pt[1] > int64(len(vals)) {
-				return 0, fmt.Errorf("%s: part [%d, %d) is outside its %d elements", name, pt[0], pt[1], len(vals))
-			}
-			if err := copyPart(pt[0], pt[1]); err != nil {
-				return 0, fmt.Errorf("uploading %s: %w", name, err)
-			}
-		}
-		return b.DevicePtr(), nil
 	}
 	if p == BF16 {
-		b, err := Alloc[uint16](env, name, len(vals))
-		if err != nil {
-			return 0, err
-		}
-		return upload(b, func(lo, hi int64) error { return b.CopyFromHostAt(int(lo), matref.RoundBF16(vals[lo:hi]), nil) })
+		return uploadParts(env, name, len(vals), parts, func(lo, hi int64) []uint16 { return matref.RoundBF16(vals[lo:hi]) })
 	}
-	b, err := Alloc[float32](env, name, len(vals))
+	return uploadParts(env, name, len(vals), parts, func(lo, hi int64) []float32 { return vals[lo:hi] })
+}
+
+// uploadParts allocates n elements of T, poisons them with 0xFF bytes and copies host(lo, hi) to
+// each part.
+func uploadParts[T gpu.Elem](env *Env, name string, n int, parts Ranges, host func(lo, hi int64) []T) (gpu.Ptr, error) {
+	b, err := Alloc[T](env, name, n)
 	if err != nil {
 		return 0, err
 	}
-	return upload(b, func(lo, hi int64) error { return b.CopyFromHostAt(int(lo), vals[lo:hi], nil) })
+	if err := b.FillBytes(0xFF, nil); err != nil {
+		return 0, fmt.Errorf("poisoning %s: %w", name, err)
+	}
+	for _, pt := range parts {
+		if err := b.CopyFromHostAt(int(pt[0]), host(pt[0], pt[1]), nil); err != nil {
+			return 0, fmt.Errorf("uploading %s: %w", name, err)
+		}
+	}
+	return b.DevicePtr(), nil
 }
 
 // UploadAs uploads vals in precision p: as they are for FP32; for BF16 rounded to bf16 in place

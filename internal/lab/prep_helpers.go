@@ -50,7 +50,7 @@ func (p *Prep) UploadAs(name string, prec Precision, vals []float32) gpu.Ptr {
 }
 
 // UploadPartsAs is lab.UploadPartsAs through p.
-func (p *Prep) UploadPartsAs(name string, prec Precision, vals []float32, parts [][2]int64) gpu.Ptr {
+func (p *Prep) UploadPartsAs(name string, prec Precision, vals []float32, parts Ranges) gpu.Ptr {
 	return keep(p, func() (gpu.Ptr, error) { return UploadPartsAs(p.Env, name, prec, vals, parts) })
 }
 

@@ -35,29 +35,11 @@ func (w *SplitSums) Args(variant string, slots int) ([]any, error) {
 		return nil, nil // a variant whose blocks share nothing
 	}
 	if w == nil || slots > w.Slots {
-		return nil, fmt.Errorf("variant %s: %d blocks may share an item, but the case's workspace has room for %d", variant, slots, w.slotsOrZero())
+		have := 0
+		if w != nil {
+			have = w.Slots
+		}
+		return nil, fmt.Errorf("variant %s: %d blocks may share an item, but the case's workspace has room for %d", variant, slots, have)
 	}
 	return []any{w.Partials, w.Counters, int32(slots)}, nil
-}
-
-func (w *SplitSums) slotsOrZero() int {
-	if w == nil {
-		return 0
-	}
-	return w.Slots
-}
-
-// Ranges are [lo, hi) element ranges in order, neighbours merged (what UploadPartsAs copies).
-type Ranges [][2]int64
-
-// Add appends the n elements from lo (nothing for n ≤ 0), merged with the last range when they
-// follow it.
-func (r *Ranges) Add(lo, n int64) {
-	switch last := len(*r) - 1; {
-	case n <= 0:
-	case last >= 0 && (*r)[last][1] == lo:
-		(*r)[last][1] += n
-	default:
-		*r = append(*r, [2]int64{lo, lo + n})
-	}
 }
